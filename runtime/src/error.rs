@@ -1,0 +1,189 @@
+//! The errors of building and running a graph.
+
+use crate::channel::UpdateError;
+use std::fmt;
+
+/// A boxed error from a user's node or router.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A run failed.
+///
+/// Messages are short, lower-case and name what is at fault: the node, the step, the field.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+}
+
+#[derive(Debug)]
+enum ErrorKind {
+    Node { node: String, step: i64, source: BoxError },
+    Panic { node: String, step: i64, message: String },
+    InvalidUpdate { field: &'static str, nodes: Vec<String>, step: i64, source: UpdateError },
+    UndeclaredWrite { node: String, field: &'static str, step: i64 },
+    RecursionLimit { limit: usize },
+    Drained { step: i64 },
+    UnknownTarget { node: String, target: String, step: i64 },
+    EmptyInput,
+    Config(String),
+}
+
+impl Error {
+    pub(crate) fn node(node: &str, step: i64, source: BoxError) -> Self {
+        Self { kind: ErrorKind::Node { node: node.to_owned(), step, source } }
+    }
+    pub(crate) fn panic(node: &str, step: i64, message: String) -> Self {
+        Self { kind: ErrorKind::Panic { node: node.to_owned(), step, message } }
+    }
+    pub(crate) fn invalid_update(field: &'static str, nodes: Vec<String>, step: i64, source: UpdateError) -> Self {
+        Self { kind: ErrorKind::InvalidUpdate { field, nodes, step, source } }
+    }
+    pub(crate) fn undeclared_write(node: &str, field: &'static str, step: i64) -> Self {
+        Self { kind: ErrorKind::UndeclaredWrite { node: node.to_owned(), field, step } }
+    }
+    pub(crate) fn recursion_limit(limit: usize) -> Self {
+        Self { kind: ErrorKind::RecursionLimit { limit } }
+    }
+    pub(crate) fn drained(step: i64) -> Self {
+        Self { kind: ErrorKind::Drained { step } }
+    }
+    pub(crate) fn unknown_target(node: &str, target: String, step: i64) -> Self {
+        Self { kind: ErrorKind::UnknownTarget { node: node.to_owned(), target, step } }
+    }
+    pub(crate) fn empty_input() -> Self {
+        Self { kind: ErrorKind::EmptyInput }
+    }
+    pub(crate) fn config(message: impl Into<String>) -> Self {
+        Self { kind: ErrorKind::Config(message.into()) }
+    }
+
+    /// The node at fault, when a node failed, panicked, wrote what it may not, or routed nowhere.
+    pub fn node_name(&self) -> Option<&str> {
+        match &self.kind {
+            ErrorKind::Node { node, .. }
+            | ErrorKind::Panic { node, .. }
+            | ErrorKind::UndeclaredWrite { node, .. }
+            | ErrorKind::UnknownTarget { node, .. } => Some(node),
+            ErrorKind::InvalidUpdate { nodes, .. } => nodes.first().map(String::as_str),
+            _ => None,
+        }
+    }
+    /// The step at which the run failed, where it applies.
+    pub fn step(&self) -> Option<i64> {
+        match &self.kind {
+            ErrorKind::Node { step, .. }
+            | ErrorKind::Panic { step, .. }
+            | ErrorKind::InvalidUpdate { step, .. }
+            | ErrorKind::UndeclaredWrite { step, .. }
+            | ErrorKind::UnknownTarget { step, .. }
+            | ErrorKind::Drained { step } => Some(*step),
+            _ => None,
+        }
+    }
+    /// The field at fault, for an invalid or undeclared write.
+    pub fn field(&self) -> Option<&'static str> {
+        match &self.kind {
+            ErrorKind::InvalidUpdate { field, .. } | ErrorKind::UndeclaredWrite { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+    /// Whether a node returned an error.
+    pub fn is_node_error(&self) -> bool {
+        matches!(self.kind, ErrorKind::Node { .. })
+    }
+    /// Whether a node panicked.
+    pub fn is_panic(&self) -> bool {
+        matches!(self.kind, ErrorKind::Panic { .. })
+    }
+    /// Whether a step's writes broke a channel's rule (LangGraph's `InvalidUpdateError`).
+    pub fn is_invalid_update(&self) -> bool {
+        matches!(self.kind, ErrorKind::InvalidUpdate { .. } | ErrorKind::UndeclaredWrite { .. })
+    }
+    /// Whether the run hit its recursion limit (LangGraph's `GraphRecursionError`).
+    pub fn is_recursion_limit(&self) -> bool {
+        matches!(self.kind, ErrorKind::RecursionLimit { .. })
+    }
+    /// Whether the run stopped between steps because a drain was requested.
+    pub fn is_drained(&self) -> bool {
+        matches!(self.kind, ErrorKind::Drained { .. })
+    }
+    /// Whether the input wrote nothing.
+    pub fn is_empty_input(&self) -> bool {
+        matches!(self.kind, ErrorKind::EmptyInput)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ErrorKind::Node { node, step, source } => write!(f, "node `{node}` failed at step {step}: {source}"),
+            ErrorKind::Panic { node, step, message } => write!(f, "node `{node}` panicked at step {step}: {message}"),
+            ErrorKind::InvalidUpdate { field, nodes, step, source } => {
+                write!(f, "field `{field}` at step {step}: {source}")?;
+                match nodes.as_slice() {
+                    [] => Ok(()),
+                    [a] => write!(f, " (written by node `{a}`)"),
+                    [a, b] if a == b => write!(f, " (node `{a}` wrote it twice)"),
+                    [a, b] => write!(f, " (written by nodes `{a}` and `{b}`)"),
+                    _ => write!(f, " (written by nodes {})", nodes.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")),
+                }
+            }
+            ErrorKind::UndeclaredWrite { node, field, step } => write!(
+                f,
+                "node `{node}` wrote field `{field}` at step {step}, which is not among the fields it declares in `writes(..)`"
+            ),
+            ErrorKind::RecursionLimit { limit } => write!(
+                f,
+                "recursion limit of {limit} steps reached without hitting a stop condition; raise it with `RunConfig::recursion_limit`"
+            ),
+            ErrorKind::Drained { step } => write!(f, "run drained before step {step}, as requested"),
+            ErrorKind::UnknownTarget { node, target, step } => {
+                write!(f, "router of node `{node}` at step {step} chose `{target}`, which is not one of its declared targets")
+            }
+            ErrorKind::EmptyInput => f.write_str("the input writes no field: nothing to run"),
+            ErrorKind::Config(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ErrorKind::Node { source, .. } => Some(&**source),
+            ErrorKind::InvalidUpdate { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// A graph could not be built: every problem found, each naming the node or edge at fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildError {
+    problems: Vec<String>,
+}
+
+impl BuildError {
+    pub(crate) fn new(problems: Vec<String>) -> Self {
+        Self { problems }
+    }
+    /// Each problem, as a sentence.
+    pub fn problems(&self) -> &[String] {
+        &self.problems
+    }
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.problems.as_slice() {
+            [one] => f.write_str(one),
+            many => {
+                write!(f, "{} problems in the graph:", many.len())?;
+                for p in many {
+                    write!(f, "\n- {p}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}

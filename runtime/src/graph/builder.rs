@@ -1,0 +1,234 @@
+use super::node::{Goto, IntoGotos, IntoNode, NodeFn, NodeHandle, NodeId, RouterFn};
+use crate::error::BuildError;
+use crate::pregel::{CompiledGraph, GraphInner, InputMode};
+use crate::state::State;
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+/// A node named in an edge: by id, by name, or one of the two ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeRef {
+    /// Where every run starts (LangGraph's `START`).
+    Start,
+    /// Where a run goes to stop (LangGraph's `END`).
+    End,
+    /// A node by id.
+    Id(NodeId),
+    /// A node by name, resolved when the graph is compiled.
+    Name(Cow<'static, str>),
+}
+
+/// The start of every run.
+pub const START: NodeRef = NodeRef::Start;
+/// The end of a run.
+pub const END: NodeRef = NodeRef::End;
+
+impl From<NodeId> for NodeRef {
+    fn from(id: NodeId) -> Self {
+        Self::Id(id)
+    }
+}
+impl<S: State, I> From<&NodeHandle<S, I>> for NodeRef {
+    fn from(h: &NodeHandle<S, I>) -> Self {
+        Self::Id(h.id)
+    }
+}
+impl From<&'static str> for NodeRef {
+    fn from(name: &'static str) -> Self {
+        Self::Name(Cow::Borrowed(name))
+    }
+}
+impl From<String> for NodeRef {
+    fn from(name: String) -> Self {
+        Self::Name(Cow::Owned(name))
+    }
+}
+
+pub(crate) struct NodeSpec<S: State> {
+    pub(crate) name: String,
+    /// `None` for a node that only runs from `Send`s with an input other than the state.
+    pub(crate) func: Option<NodeFn<S, S>>,
+    pub(crate) defer: bool,
+    pub(crate) subscribes: Vec<usize>,
+    pub(crate) writes: Option<Vec<usize>>,
+}
+
+pub(crate) struct RouterSpec<S: State> {
+    pub(crate) source: NodeRef,
+    pub(crate) func: RouterFn<S>,
+    pub(crate) targets: Vec<NodeRef>,
+}
+
+/// Builds a graph over the state `S`, then [`compile`](GraphBuilder::compile)s it.
+///
+/// Problems (an unknown or duplicate node, an edge out of `END`) are collected as the graph is
+/// built and reported together by `compile`, each naming the node or edge at fault.
+///
+/// ```
+/// # use weir_runtime::{GraphBuilder, START, END};
+/// # weir_runtime::__doc_state!();
+/// let mut g = GraphBuilder::<Doc>::new();
+/// g.add_node("greet", |s: &Doc| DocUpdate::default().text(format!("hello {}", s.text)));
+/// g.add_edge(START, "greet");
+/// g.add_edge("greet", END);
+/// let app = g.compile().unwrap();
+/// # let rt = tokio::runtime::Runtime::new().unwrap();
+/// let out = rt.block_on(app.invoke(Doc { text: "world".into() }, &Default::default())).unwrap();
+/// assert_eq!(out.text, "hello world");
+/// ```
+pub struct GraphBuilder<S: State> {
+    pub(crate) mode: InputMode,
+    pub(crate) nodes: Vec<NodeSpec<S>>,
+    pub(crate) edges: Vec<(NodeRef, NodeRef)>,
+    pub(crate) joins: Vec<(Vec<NodeRef>, NodeRef)>,
+    pub(crate) routers: Vec<RouterSpec<S>>,
+    pub(crate) interrupt_before: Vec<NodeRef>,
+    pub(crate) interrupt_after: Vec<NodeRef>,
+}
+
+impl<S: State> fmt::Debug for GraphBuilder<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GraphBuilder")
+            .field("nodes", &self.nodes.iter().map(|n| &n.name).collect::<Vec<_>>())
+            .field("edges", &self.edges)
+            .field("joins", &self.joins)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: State> Default for GraphBuilder<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<S: State> GraphBuilder<S> {
+    /// A state graph: the input goes through `START`, and edges from `START` name the first nodes.
+    pub fn new() -> Self {
+        Self::with_mode(InputMode::Start)
+    }
+
+    /// A low-level Pregel graph: there is no `START`; the input is written straight to the state's
+    /// fields, and nodes run when a field they [`subscribe`](Self::subscribe) to changes.
+    pub fn pregel() -> Self {
+        Self::with_mode(InputMode::Fields)
+    }
+
+    fn with_mode(mode: InputMode) -> Self {
+        Self {
+            mode,
+            nodes: Vec::new(),
+            edges: Vec::new(),
+            joins: Vec::new(),
+            routers: Vec::new(),
+            interrupt_before: Vec::new(),
+            interrupt_after: Vec::new(),
+        }
+    }
+
+    fn push_node(&mut self, name: String, func: Option<NodeFn<S, S>>) -> NodeId {
+        let id = NodeId(self.nodes.len() as u32);
+        self.nodes.push(NodeSpec { name, func, defer: false, subscribes: Vec::new(), writes: None });
+        id
+    }
+
+    /// Adds a node reading the state. `f` is sync or async, takes `&S` and optionally
+    /// `&Context`, and returns the update, a [`Command`](super::Command), `()` or a `Result`.
+    pub fn add_node<M>(&mut self, name: impl Into<String>, f: impl IntoNode<S, S, M>) -> NodeHandle<S> {
+        let func = f.into_node();
+        let id = self.push_node(name.into(), Some(func.clone()));
+        NodeHandle { id, func }
+    }
+
+    /// Adds a node that runs only from `Send`s, on an input of its own type `I`.
+    pub fn add_send_node<I: Send + Sync + 'static, M>(
+        &mut self,
+        name: impl Into<String>,
+        f: impl IntoNode<I, S, M>,
+    ) -> NodeHandle<S, I> {
+        let func = f.into_node();
+        let id = self.push_node(name.into(), None);
+        NodeHandle { id, func }
+    }
+
+    /// Adds an edge: `to` runs in the step after `from`. Several edges out of one node fan out.
+    pub fn add_edge(&mut self, from: impl Into<NodeRef>, to: impl Into<NodeRef>) -> &mut Self {
+        self.edges.push((from.into(), to.into()));
+        self
+    }
+
+    /// Adds a join: `to` runs once, in the step after the last of `from` has run.
+    pub fn add_join<R: Into<NodeRef>>(&mut self, from: impl IntoIterator<Item = R>, to: impl Into<NodeRef>) -> &mut Self {
+        self.joins.push((from.into_iter().map(Into::into).collect(), to.into()));
+        self
+    }
+
+    /// Adds a router after `source`: a function of the state (with `source`'s own writes applied,
+    /// nobody else's) that chooses where to go: a node, [`Goto::End`], several, or `Send`s.
+    /// `targets` declares the nodes it may choose (and `END`), for the checks and the drawing;
+    /// choosing another node fails the run with an error naming the router's node.
+    pub fn add_router<R, T>(
+        &mut self,
+        source: impl Into<NodeRef>,
+        router: impl Fn(&S) -> R + Send + Sync + 'static,
+        targets: impl IntoIterator<Item = T>,
+    ) -> &mut Self
+    where
+        R: IntoGotos<S>,
+        T: Into<NodeRef>,
+    {
+        let func: RouterFn<S> = Arc::new(move |s: &S, out: &mut Vec<Goto<S>>| router(s).into_gotos(out));
+        self.routers.push(RouterSpec { source: source.into(), func, targets: targets.into_iter().map(Into::into).collect() });
+        self
+    }
+
+    /// Makes `node` deferred: it runs only once nothing else is left to run.
+    pub fn defer(&mut self, node: impl Into<NodeId>) -> &mut Self {
+        let id = node.into();
+        if let Some(n) = self.nodes.get_mut(id.index()) {
+            n.defer = true;
+        }
+        self
+    }
+
+    /// Makes `node` run whenever the field at `field` (index in [`State::FIELDS`]) changes.
+    pub fn subscribe(&mut self, node: impl Into<NodeId>, field: usize) -> &mut Self {
+        let id = node.into();
+        if let Some(n) = self.nodes.get_mut(id.index()) {
+            n.subscribes.push(field);
+        }
+        self
+    }
+
+    /// Declares the only fields `node` may write; a write to another fails the run with an error
+    /// naming the node and the field.
+    pub fn declare_writes(&mut self, node: impl Into<NodeId>, fields: impl IntoIterator<Item = usize>) -> &mut Self {
+        let id = node.into();
+        if let Some(n) = self.nodes.get_mut(id.index()) {
+            n.writes = Some(fields.into_iter().collect());
+        }
+        self
+    }
+
+    /// Pauses the run before `node` runs (see the checkpoint docs for resuming).
+    pub fn interrupt_before(&mut self, node: impl Into<NodeRef>) -> &mut Self {
+        self.interrupt_before.push(node.into());
+        self
+    }
+
+    /// Pauses the run after `node` ran.
+    pub fn interrupt_after(&mut self, node: impl Into<NodeRef>) -> &mut Self {
+        self.interrupt_after.push(node.into());
+        self
+    }
+
+    /// Checks the wiring and compiles the graph.
+    ///
+    /// # Errors
+    /// Every problem found: unknown or duplicate nodes, edges out of `END` or into `START`, a
+    /// graph without an entry, nodes `START` does not reach, nodes that never reach `END`.
+    pub fn compile(self) -> Result<CompiledGraph<S>, BuildError> {
+        GraphInner::build(self).map(CompiledGraph::from_inner)
+    }
+}

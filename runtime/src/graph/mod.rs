@@ -1,0 +1,14 @@
+//! Building a graph by hand: nodes, edges, joins, routers and `Send`s.
+//!
+//! This builder is public API: graphs assembled from configuration use it, the JSON front end is
+//! built on it, and `graph!` expands into calls to it.
+
+mod builder;
+mod node;
+
+pub use builder::{GraphBuilder, NodeRef, END, START};
+pub use node::{
+    AsyncFn1, AsyncFn2, AsyncCtxMarker, AsyncMarker, Command, Goto, IntoGotos, IntoNode, NodeFn, NodeHandle,
+    NodeId, NodeOutput, Packet, SyncCtxMarker, SyncMarker,
+};
+pub(crate) use node::RouterFn;

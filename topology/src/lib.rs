@@ -1,0 +1,1 @@
+//! Graph-shape rules (placeholder).
