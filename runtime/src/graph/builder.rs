@@ -83,8 +83,6 @@ pub struct GraphBuilder<S: State> {
     pub(crate) edges: Vec<(NodeRef, NodeRef)>,
     pub(crate) joins: Vec<(Vec<NodeRef>, NodeRef)>,
     pub(crate) routers: Vec<RouterSpec<S>>,
-    pub(crate) interrupt_before: Vec<NodeRef>,
-    pub(crate) interrupt_after: Vec<NodeRef>,
 }
 
 impl<S: State> fmt::Debug for GraphBuilder<S> {
@@ -122,8 +120,6 @@ impl<S: State> GraphBuilder<S> {
             edges: Vec::new(),
             joins: Vec::new(),
             routers: Vec::new(),
-            interrupt_before: Vec::new(),
-            interrupt_after: Vec::new(),
         }
     }
 
@@ -208,18 +204,6 @@ impl<S: State> GraphBuilder<S> {
         if let Some(n) = self.nodes.get_mut(id.index()) {
             n.writes = Some(fields.into_iter().collect());
         }
-        self
-    }
-
-    /// Pauses the run before `node` runs (see the checkpoint docs for resuming).
-    pub fn interrupt_before(&mut self, node: impl Into<NodeRef>) -> &mut Self {
-        self.interrupt_before.push(node.into());
-        self
-    }
-
-    /// Pauses the run after `node` ran.
-    pub fn interrupt_after(&mut self, node: impl Into<NodeRef>) -> &mut Self {
-        self.interrupt_after.push(node.into());
         self
     }
 

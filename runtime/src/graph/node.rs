@@ -142,9 +142,9 @@ impl<S: State> NodeOutput<S> for () {
 
 impl<S: State> NodeOutput<S> for Vec<Command<S>> {
     fn into_command(self) -> Result<Command<S>, BoxError> {
-        let mut out = Command::default();
+        let mut out = Command::<S>::default();
         for c in self {
-            out.update.merge(c.update);
+            Update::merge(&mut out.update, c.update);
             out.goto.extend(c.goto);
         }
         Ok(out)

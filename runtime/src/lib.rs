@@ -1,0 +1,21 @@
+//! The runtime of weir: typed channels, LangGraph's Pregel superstep loop, and the hand-built
+//! graph API that `graph!` and the JSON front end expand into.
+//!
+//! Most users reach it through the `weir` facade crate and its macros.
+
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+#![forbid(unsafe_code)]
+
+pub mod channel;
+mod error;
+pub mod graph;
+mod pregel;
+pub mod state;
+
+#[doc(hidden)]
+pub mod doc_support;
+
+pub use error::{BoxError, BuildError, Error};
+pub use graph::{Command, Goto, GraphBuilder, NodeHandle, NodeId, NodeRef, END, START};
+pub use pregel::{CompiledGraph, Context, DrainHandle, IntoInput, RunConfig, Status};
+pub use state::{ChannelKind, FieldInfo, State, Update, Writes};

@@ -1,0 +1,307 @@
+//! From a [`GraphBuilder`] to the static tables the loop runs on: node indices, trigger lists,
+//! the channel each edge writes. No name is looked up once this is done.
+
+use crate::error::BuildError;
+use crate::graph::{GraphBuilder, NodeFn, NodeRef, RouterFn};
+use crate::state::State;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// How a run's input enters the graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InputMode {
+    /// Through the hidden `__start__` node (a state graph).
+    Start,
+    /// Straight into the fields (a low-level Pregel graph).
+    Fields,
+}
+
+/// The name LangGraph gives the hidden entry node.
+pub(crate) const START_NAME: &str = "__start__";
+
+/// An internal channel: what triggers nodes besides the state's own fields.
+#[derive(Debug, Clone)]
+pub(crate) enum ControlSpec {
+    /// `branch:to:<node>`: an unguarded ephemeral value (or, for a deferred node, a last value
+    /// after finish). For the hidden start node, the `__start__` input channel.
+    Branch { deferred: bool },
+    /// `join:<a>+<b>:<node>`: a barrier waiting for the named source nodes.
+    Join { sources: Vec<u32>, deferred: bool },
+}
+
+/// A router after a node, with the destinations it declared (`None` is END).
+pub(crate) struct CompiledRouter<S: State> {
+    pub(crate) func: RouterFn<S>,
+    pub(crate) targets: Vec<Option<u32>>,
+}
+
+pub(crate) struct CompiledNode<S: State> {
+    /// `None` for the hidden start node and for nodes that only run from `Send`s.
+    pub(crate) func: Option<NodeFn<S, S>>,
+    /// Channel ids (fields first, then internal channels).
+    pub(crate) triggers: Vec<u32>,
+    /// Nodes this one's plain edges trigger.
+    pub(crate) edges: Vec<u32>,
+    /// Barriers this node writes its own name to: (internal channel index, name).
+    pub(crate) joins: Vec<u32>,
+    pub(crate) routers: Vec<CompiledRouter<S>>,
+    /// Declared writable fields, when declared.
+    pub(crate) writes: Option<Vec<bool>>,
+}
+
+pub(crate) struct GraphInner<S: State> {
+    pub(crate) mode: InputMode,
+    pub(crate) names: Vec<Arc<str>>,
+    pub(crate) n_user: usize,
+    pub(crate) start: Option<u32>,
+    /// Each node's position in name order: LangGraph applies pull tasks' writes in that order.
+    pub(crate) rank: Vec<u32>,
+    pub(crate) nodes: Vec<CompiledNode<S>>,
+    pub(crate) controls: Vec<ControlSpec>,
+    /// For every channel id, the nodes it triggers.
+    pub(crate) trigger_to_nodes: Vec<Vec<u32>>,
+}
+
+impl<S: State> GraphInner<S> {
+    pub(crate) fn user_node_names(&self) -> Vec<&str> {
+        self.names[..self.n_user].iter().map(|n| &**n).collect()
+    }
+
+    pub(crate) fn n_fields(&self) -> usize {
+        S::FIELDS.len()
+    }
+
+    /// The channel id of internal channel `index`.
+    pub(crate) fn control_id(&self, index: usize) -> u32 {
+        (S::FIELDS.len() + index) as u32
+    }
+
+    pub(crate) fn build(b: GraphBuilder<S>) -> Result<Self, BuildError> {
+        let mut problems = Vec::new();
+        let n_user = b.nodes.len();
+        let n_fields = S::FIELDS.len();
+
+        // Every node name is unique, not reserved, and not empty.
+        let mut by_name: HashMap<&str, u32> = HashMap::new();
+        for (i, n) in b.nodes.iter().enumerate() {
+            if n.name.is_empty() || n.name == START_NAME || n.name == "__end__" || n.name.contains(['|', ':']) {
+                problems.push(format!("node name `{}` is reserved or invalid: names may not be empty, `__start__`, `__end__`, or contain `|` or `:`", n.name));
+            }
+            if by_name.insert(&n.name, i as u32).is_some() {
+                problems.push(format!("duplicate node `{}`", n.name));
+            }
+        }
+        let names: Vec<&str> = b.nodes.iter().map(|n| n.name.as_str()).collect();
+        let resolve = |r: &NodeRef, problems: &mut Vec<String>| -> Option<Endpoint> {
+            match r {
+                NodeRef::Start => Some(Endpoint::Start),
+                NodeRef::End => Some(Endpoint::End),
+                NodeRef::Id(id) if id.index() < n_user => Some(Endpoint::Node(id.0)),
+                NodeRef::Id(id) => {
+                    problems.push(format!("node id {} does not belong to this graph", id.index()));
+                    None
+                }
+                NodeRef::Name(n) => match by_name.get(&**n) {
+                    Some(i) => Some(Endpoint::Node(*i)),
+                    None => {
+                        problems.push(unknown_node(n, &names));
+                        None
+                    }
+                },
+            }
+        };
+
+        let with_start = b.mode == InputMode::Start;
+        let start = with_start.then_some(n_user as u32);
+        let n_nodes = n_user + usize::from(with_start);
+        let mut nodes: Vec<CompiledNode<S>> = b
+            .nodes
+            .iter()
+            .map(|n| CompiledNode {
+                func: n.func.clone(),
+                triggers: Vec::new(),
+                edges: Vec::new(),
+                joins: Vec::new(),
+                routers: Vec::new(),
+                writes: n.writes.as_ref().map(|w| {
+                    let mut mask = vec![false; n_fields];
+                    for f in w {
+                        if let Some(m) = mask.get_mut(*f) {
+                            *m = true;
+                        }
+                    }
+                    mask
+                }),
+            })
+            .collect();
+        if with_start {
+            nodes.push(CompiledNode {
+                func: None,
+                triggers: Vec::new(),
+                edges: Vec::new(),
+                joins: Vec::new(),
+                routers: Vec::new(),
+                writes: None,
+            });
+        }
+        // One branch channel per node (for the start node: the input channel).
+        let mut controls: Vec<ControlSpec> = (0..n_nodes)
+            .map(|i| ControlSpec::Branch { deferred: i < n_user && b.nodes[i].defer })
+            .collect();
+
+        let source_of = |e: Endpoint, what: &str, problems: &mut Vec<String>| -> Option<u32> {
+            match e {
+                Endpoint::Node(i) => Some(i),
+                Endpoint::Start if with_start => Some(n_user as u32),
+                Endpoint::Start => {
+                    problems.push(format!("{what} from START in a pregel graph, which has no START: nodes subscribe to fields instead"));
+                    None
+                }
+                Endpoint::End => {
+                    problems.push(format!("{what} out of END: END has no outgoing edges"));
+                    None
+                }
+            }
+        };
+        let target_of = |e: Endpoint, what: &str, problems: &mut Vec<String>| -> Option<Option<u32>> {
+            match e {
+                Endpoint::Node(i) => Some(Some(i)),
+                Endpoint::End => Some(None),
+                Endpoint::Start => {
+                    problems.push(format!("{what} into START: START has no incoming edges"));
+                    None
+                }
+            }
+        };
+
+        // Plain edges: the source writes the target's branch channel.
+        for (from, to) in &b.edges {
+            let (Some(f), Some(t)) = (resolve(from, &mut problems), resolve(to, &mut problems)) else { continue };
+            let (Some(f), Some(t)) = (source_of(f, "edge", &mut problems), target_of(t, "edge", &mut problems)) else {
+                continue;
+            };
+            if let Some(t) = t {
+                if b.nodes[t as usize].func.is_none() {
+                    problems.push(format!(
+                        "edge into `{}`, which runs only from `Send`s on an input of its own",
+                        b.nodes[t as usize].name
+                    ));
+                    continue;
+                }
+                if !nodes[f as usize].edges.contains(&t) {
+                    nodes[f as usize].edges.push(t);
+                }
+            }
+        }
+
+        // Joins: each source writes its name to the barrier; the target is triggered by it.
+        for (from, to) in &b.joins {
+            let Some(t) = resolve(to, &mut problems) else { continue };
+            let Some(t) = target_of(t, "join", &mut problems) else { continue };
+            let mut sources = Vec::new();
+            for r in from {
+                let Some(e) = resolve(r, &mut problems) else { continue };
+                let Some(s) = source_of(e, "join", &mut problems) else { continue };
+                if sources.contains(&s) {
+                    problems.push(format!("join into `{}` names `{}` twice", display_target(t, &names), node_name(s, &names)));
+                    continue;
+                }
+                sources.push(s);
+            }
+            // A join into END triggers nothing (LangGraph adds nothing either).
+            let Some(t) = t else { continue };
+            let index = controls.len() as u32;
+            controls.push(ControlSpec::Join { sources: sources.clone(), deferred: b.nodes[t as usize].defer });
+            for s in sources {
+                nodes[s as usize].joins.push(index);
+            }
+            nodes[t as usize].triggers.push((n_fields as u32) + index);
+        }
+
+        // Routers.
+        for r in b.routers {
+            let Some(e) = resolve(&r.source, &mut problems) else { continue };
+            let Some(s) = source_of(e, "router", &mut problems) else { continue };
+            let mut targets = Vec::new();
+            for t in &r.targets {
+                if let Some(t) = resolve(t, &mut problems).and_then(|e| target_of(e, "route", &mut problems)) {
+                    targets.push(t);
+                }
+            }
+            nodes[s as usize].routers.push(CompiledRouter { func: r.func, targets });
+        }
+
+        // Triggers: the node's own branch channel, then subscribed fields.
+        for (i, node) in nodes.iter_mut().enumerate() {
+            node.triggers.insert(0, (n_fields + i) as u32);
+            if i < n_user {
+                for &f in &b.nodes[i].subscribes {
+                    if f >= n_fields {
+                        problems.push(format!("node `{}` subscribes to field {f}, but the state has {n_fields} fields", b.nodes[i].name));
+                        continue;
+                    }
+                    node.triggers.push(f as u32);
+                }
+            }
+        }
+        if with_start && nodes[n_user].edges.is_empty() && nodes[n_user].routers.is_empty() {
+            problems.push("the graph has no entry: add an edge from START".to_owned());
+        }
+
+        if !problems.is_empty() {
+            return Err(BuildError::new(problems));
+        }
+
+        let mut all_names: Vec<Arc<str>> = b.nodes.iter().map(|n| Arc::from(n.name.as_str())).collect();
+        if with_start {
+            all_names.push(Arc::from(START_NAME));
+        }
+        let mut order: Vec<u32> = (0..n_nodes as u32).collect();
+        order.sort_by(|a, b| all_names[*a as usize].as_bytes().cmp(all_names[*b as usize].as_bytes()));
+        let mut rank = vec![0u32; n_nodes];
+        for (pos, id) in order.iter().enumerate() {
+            rank[*id as usize] = pos as u32;
+        }
+        let mut trigger_to_nodes = vec![Vec::new(); n_fields + controls.len()];
+        for (i, node) in nodes.iter().enumerate() {
+            for &t in &node.triggers {
+                trigger_to_nodes[t as usize].push(i as u32);
+            }
+        }
+        Ok(Self {
+            mode: b.mode,
+            names: all_names,
+            n_user,
+            start,
+            rank,
+            nodes,
+            controls,
+            trigger_to_nodes,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Endpoint {
+    Start,
+    End,
+    Node(u32),
+}
+
+fn node_name<'a>(i: u32, names: &[&'a str]) -> &'a str {
+    names.get(i as usize).copied().unwrap_or(START_NAME)
+}
+
+fn display_target(t: Option<u32>, names: &[&str]) -> String {
+    t.map_or_else(|| "END".to_owned(), |t| node_name(t, names).to_owned())
+}
+
+fn unknown_node(name: &str, declared: &[&str]) -> String {
+    let list = declared.iter().map(|d| format!("`{d}`")).collect::<Vec<_>>().join(", ");
+    if declared.is_empty() {
+        format!("unknown node `{name}`; no node is declared")
+    } else {
+        format!("unknown node `{name}`; declared nodes are {list}")
+    }
+}
+

@@ -1,0 +1,99 @@
+use crate::state::{State, Update};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// How one run goes: its recursion limit, and a handle to drain it.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The most supersteps a run may take (LangGraph's `recursion_limit`, default 25).
+    pub recursion_limit: usize,
+    /// Requests a clean stop between two steps.
+    pub drain: Option<DrainHandle>,
+    /// The thread the run belongs to, when it is checkpointed.
+    pub thread_id: Option<String>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self { recursion_limit: 25, drain: None, thread_id: None }
+    }
+}
+
+impl RunConfig {
+    /// The default configuration on thread `id`.
+    pub fn thread(id: impl Into<String>) -> Self {
+        Self { thread_id: Some(id.into()), ..Self::default() }
+    }
+    /// Sets the recursion limit.
+    pub fn recursion_limit(mut self, limit: usize) -> Self {
+        self.recursion_limit = limit;
+        self
+    }
+    /// Attaches a drain handle.
+    pub fn drain(mut self, handle: DrainHandle) -> Self {
+        self.drain = Some(handle);
+        self
+    }
+}
+
+/// Asks a run to stop cleanly between two steps (LangGraph's `RunControl.request_drain`).
+#[derive(Debug, Clone, Default)]
+pub struct DrainHandle(Arc<AtomicBool>);
+
+impl DrainHandle {
+    /// A handle that has not requested anything yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Requests the drain: the step under way finishes, no further step starts.
+    pub fn request(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+    /// Whether a drain was requested.
+    pub fn is_requested(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// What a node can know of the run it is part of.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub(crate) node: Arc<str>,
+    pub(crate) step: i64,
+}
+
+impl Context {
+    /// The name of the running node.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+    /// The step the node runs in (0 is the first step after the input).
+    pub fn step(&self) -> i64 {
+        self.step
+    }
+}
+
+/// What a run accepts as input: a whole state (every field written) or an update.
+pub trait IntoInput<S: State, M> {
+    /// The input as writes.
+    fn into_update(self) -> S::Update;
+}
+
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum AsState {}
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum AsUpdate {}
+
+impl<S: State> IntoInput<S, AsState> for S {
+    fn into_update(self) -> S::Update {
+        State::into_update(self)
+    }
+}
+
+impl<U: Update> IntoInput<U::State, AsUpdate> for U {
+    fn into_update(self) -> U {
+        self
+    }
+}
