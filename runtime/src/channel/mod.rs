@@ -79,3 +79,6 @@ pub trait Channel<T>: Clone + fmt::Debug + Send + Sync + 'static {
     /// Empties the channel: the state it has before any write.
     fn reset(&mut self, value: &mut T);
 }
+
+#[cfg(test)]
+mod tests;

@@ -297,6 +297,8 @@ fn display_target(t: Option<u32>, names: &[&str]) -> String {
 }
 
 fn unknown_node(name: &str, declared: &[&str]) -> String {
+    let mut declared = declared.to_vec();
+    declared.dedup();
     let list = declared.iter().map(|d| format!("`{d}`")).collect::<Vec<_>>().join(", ");
     if declared.is_empty() {
         format!("unknown node `{name}`; no node is declared")
