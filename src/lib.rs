@@ -12,16 +12,16 @@
 #![forbid(unsafe_code)]
 
 pub use weir_runtime::{
-    channel, graph, state, BoxError, BuildError, ChannelKind, Command, CompiledGraph, Context, DrainHandle, Error,
-    FieldInfo, Goto, GraphBuilder, IntoInput, NodeHandle, NodeId, NodeRef, RunConfig, State, Status, Update, Writes,
-    END, START,
+    channel, graph, state, BoxError, BuildError, ChannelKind, Command, CompiledGraph, Context,
+    DrainHandle, Error, FieldInfo, Goto, GraphBuilder, IntoInput, NodeHandle, NodeId, NodeRef,
+    RunConfig, State, Status, Update, Writes, END, START,
 };
 
 /// The items most programs need: `use weir::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        BoxError, BuildError, Command, CompiledGraph, Context, DrainHandle, Error, Goto, GraphBuilder, NodeId,
-        RunConfig, State, Update, END, START,
+        BoxError, BuildError, Command, CompiledGraph, Context, DrainHandle, Error, Goto,
+        GraphBuilder, NodeId, RunConfig, State, Update, END, START,
     };
 }
 

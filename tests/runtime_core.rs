@@ -35,9 +35,15 @@ async fn a_three_node_chain_runs_in_order() {
     g.add_node("a", |s: &Flow| log(&format!("a:{}", s.value)));
     g.add_node("b", |s: &Flow| log(&format!("b:{}", s.log.len())));
     g.add_node("c", |_: &Flow| FlowUpdate::default().value("done".into()));
-    g.add_edge(START, "a").add_edge("a", "b").add_edge("b", "c").add_edge("c", END);
+    g.add_edge(START, "a")
+        .add_edge("a", "b")
+        .add_edge("b", "c")
+        .add_edge("c", END);
     let app = g.compile().unwrap();
-    let out = app.invoke(FlowUpdate::default().value("in".into()), &cfg()).await.unwrap();
+    let out = app
+        .invoke(FlowUpdate::default().value("in".into()), &cfg())
+        .await
+        .unwrap();
     assert_eq!(out.log, ["a:in", "b:1"]);
     assert_eq!(out.value, "done");
 }
@@ -55,8 +61,17 @@ async fn async_nodes_and_the_context_work() {
     g.add_node("a", a);
     g.add_node("b", b);
     g.add_edge(START, "a").add_edge("a", "b");
-    let out = g.compile().unwrap().invoke(FlowUpdate::default().value("x".into()), &cfg()).await.unwrap();
-    assert_eq!(out.log, ["a:x", "b@2"], "step 0 is the hidden start, a runs at 1, b at 2");
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(FlowUpdate::default().value("x".into()), &cfg())
+        .await
+        .unwrap();
+    assert_eq!(
+        out.log,
+        ["a:x", "b@2"],
+        "step 0 is the hidden start, a runs at 1, b at 2"
+    );
 }
 
 #[tokio::test]
@@ -81,27 +96,48 @@ async fn fan_out_to_three_and_a_join_that_runs_once() {
         g.add_edge("fan", name);
     }
     g.add_join(["x", "y", "z"], "join");
-    let out = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap();
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(Flow::default(), &cfg())
+        .await
+        .unwrap();
     assert_eq!(out.log, ["fan", "x", "y", "z", "join saw fan,x,y,z"]);
     assert_eq!(runs.count("join"), 1);
     assert_eq!(
         runs.by_step(),
-        [(2, vec!["x".into(), "y".into(), "z".into()]), (3, vec!["join".into()])]
+        [
+            (2, vec!["x".into(), "y".into(), "z".into()]),
+            (3, vec!["join".into()])
+        ]
     );
 }
 
 #[tokio::test]
 async fn a_conditional_loop_stops_on_its_condition() {
     let mut g = GraphBuilder::<Flow>::new();
-    let work = g.add_node("work", |_: &Flow| FlowUpdate::default().count(ReducerWrite::Reduce(1)));
+    let work = g.add_node("work", |_: &Flow| {
+        FlowUpdate::default().count(ReducerWrite::Reduce(1))
+    });
     let work_id = work.id();
     g.add_edge(START, &work);
     g.add_router(
         &work,
-        move |s: &Flow| if s.count < 5 { weir::Goto::Node(work_id) } else { weir::Goto::End },
+        move |s: &Flow| {
+            if s.count < 5 {
+                weir::Goto::Node(work_id)
+            } else {
+                weir::Goto::End
+            }
+        },
         [weir::NodeRef::from(work_id), END],
     );
-    let out = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap();
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(Flow::default(), &cfg())
+        .await
+        .unwrap();
     assert_eq!(out.count, 5);
 }
 
@@ -111,7 +147,12 @@ async fn two_parallel_writes_to_a_last_value_fail_naming_the_field_and_both_node
     g.add_node("one", |_: &Flow| FlowUpdate::default().value("1".into()));
     g.add_node("two", |_: &Flow| FlowUpdate::default().value("2".into()));
     g.add_edge(START, "one").add_edge(START, "two");
-    let err = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap_err();
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(Flow::default(), &cfg())
+        .await
+        .unwrap_err();
     assert!(err.is_invalid_update());
     assert_eq!(err.field(), Some("value"));
     assert_eq!(
@@ -135,7 +176,11 @@ async fn append_order_is_task_order_whatever_order_tasks_finish_in() {
     let app = g.compile().unwrap();
     for _ in 0..50 {
         let out = app.invoke(Flow::default(), &cfg()).await.unwrap();
-        assert_eq!(out.log, ["a", "b", "c", "d", "e"], "node-name order, as LangGraph applies them");
+        assert_eq!(
+            out.log,
+            ["a", "b", "c", "d", "e"],
+            "node-name order, as LangGraph applies them"
+        );
     }
 }
 
@@ -143,7 +188,9 @@ async fn append_order_is_task_order_whatever_order_tasks_finish_in() {
 async fn an_ephemeral_value_is_gone_the_next_step() {
     let seen = Log::default();
     let mut g = GraphBuilder::<Flow>::new();
-    g.add_node("write", |_: &Flow| FlowUpdate::default().scratch(Some("tmp".into())));
+    g.add_node("write", |_: &Flow| {
+        FlowUpdate::default().scratch(Some("tmp".into()))
+    });
     let s1 = seen.clone();
     g.add_node("read", move |s: &Flow, c: &Context| {
         s1.push(c.step(), format!("{:?}", s.scratch));
@@ -152,9 +199,19 @@ async fn an_ephemeral_value_is_gone_the_next_step() {
     g.add_node("later", move |s: &Flow, c: &Context| {
         s2.push(c.step(), format!("{:?}", s.scratch));
     });
-    g.add_edge(START, "write").add_edge("write", "read").add_edge("read", "later");
-    let out = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap();
-    assert_eq!(seen.by_step(), [(2, vec!["Some(\"tmp\")".into()]), (3, vec!["None".into()])]);
+    g.add_edge(START, "write")
+        .add_edge("write", "read")
+        .add_edge("read", "later");
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(Flow::default(), &cfg())
+        .await
+        .unwrap();
+    assert_eq!(
+        seen.by_step(),
+        [(2, vec!["Some(\"tmp\")".into()]), (3, vec!["None".into()])]
+    );
     assert_eq!(out.scratch, None);
 }
 
@@ -162,24 +219,50 @@ async fn an_ephemeral_value_is_gone_the_next_step() {
 async fn a_per_step_topic_clears() {
     let seen = Log::default();
     let mut g = GraphBuilder::<Flow>::new();
-    g.add_node("a", |_: &Flow| FlowUpdate::default().inbox(vec!["m1".into()]));
-    g.add_node("b", |_: &Flow| FlowUpdate::default().inbox(vec!["m2".into()]));
+    g.add_node("a", |_: &Flow| {
+        FlowUpdate::default().inbox(vec!["m1".into()])
+    });
+    g.add_node("b", |_: &Flow| {
+        FlowUpdate::default().inbox(vec!["m2".into()])
+    });
     let s1 = seen.clone();
-    g.add_node("read", move |s: &Flow, c: &Context| s1.push(c.step(), s.inbox.join(",")));
+    g.add_node("read", move |s: &Flow, c: &Context| {
+        s1.push(c.step(), s.inbox.join(","))
+    });
     let s2 = seen.clone();
-    g.add_node("after", move |s: &Flow, c: &Context| s2.push(c.step(), s.inbox.join(",")));
-    g.add_edge(START, "a").add_edge(START, "b").add_join(["a", "b"], "read").add_edge("read", "after");
-    let out = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap();
-    assert_eq!(seen.by_step(), [(2, vec!["m1,m2".into()]), (3, vec![String::new()])]);
+    g.add_node("after", move |s: &Flow, c: &Context| {
+        s2.push(c.step(), s.inbox.join(","))
+    });
+    g.add_edge(START, "a")
+        .add_edge(START, "b")
+        .add_join(["a", "b"], "read")
+        .add_edge("read", "after");
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(Flow::default(), &cfg())
+        .await
+        .unwrap();
+    assert_eq!(
+        seen.by_step(),
+        [(2, vec!["m1,m2".into()]), (3, vec![String::new()])]
+    );
     assert!(out.inbox.is_empty());
 }
 
 #[tokio::test]
 async fn the_recursion_limit_stops_an_endless_loop() {
     let mut g = GraphBuilder::<Flow>::new();
-    g.add_node("spin", |_: &Flow| FlowUpdate::default().count(ReducerWrite::Reduce(1)));
+    g.add_node("spin", |_: &Flow| {
+        FlowUpdate::default().count(ReducerWrite::Reduce(1))
+    });
     g.add_edge(START, "spin").add_edge("spin", "spin");
-    let err = g.compile().unwrap().invoke(Flow::default(), &RunConfig::default().recursion_limit(10)).await.unwrap_err();
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(Flow::default(), &RunConfig::default().recursion_limit(10))
+        .await
+        .unwrap_err();
     assert!(err.is_recursion_limit());
     assert_eq!(
         err.to_string(),
@@ -199,9 +282,16 @@ async fn drain_stops_between_steps() {
         log("first")
     });
     let r = runs.clone();
-    g.add_node("second", move |_: &Flow, c: &Context| r.push(c.step(), "second"));
+    g.add_node("second", move |_: &Flow, c: &Context| {
+        r.push(c.step(), "second")
+    });
     g.add_edge(START, "first").add_edge("first", "second");
-    let err = g.compile().unwrap().invoke(Flow::default(), &cfg().drain(drain)).await.unwrap_err();
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(Flow::default(), &cfg().drain(drain))
+        .await
+        .unwrap_err();
     assert!(err.is_drained());
     assert_eq!(err.step(), Some(2));
     assert_eq!((runs.count("first"), runs.count("second")), (1, 0));
@@ -217,7 +307,12 @@ async fn a_panicking_node_is_an_error_of_the_run() {
         if parallel {
             g.add_edge(START, "fine");
         }
-        let err = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap_err();
+        let err = g
+            .compile()
+            .unwrap()
+            .invoke(Flow::default(), &cfg())
+            .await
+            .unwrap_err();
         assert!(err.is_panic());
         assert_eq!(err.to_string(), "node `boom` panicked at step 1: kaboom");
     }
@@ -231,11 +326,19 @@ async fn a_failing_node_is_named_with_its_step() {
         Err(std::io::Error::other("disk on fire"))
     });
     g.add_edge(START, "ok").add_edge("ok", "bad");
-    let err = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap_err();
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(Flow::default(), &cfg())
+        .await
+        .unwrap_err();
     assert!(err.is_node_error());
     assert_eq!((err.node_name(), err.step()), (Some("bad"), Some(2)));
     assert_eq!(err.to_string(), "node `bad` failed at step 2: disk on fire");
-    assert_eq!(std::error::Error::source(&err).unwrap().to_string(), "disk on fire");
+    assert_eq!(
+        std::error::Error::source(&err).unwrap().to_string(),
+        "disk on fire"
+    );
 }
 
 #[tokio::test]
@@ -250,8 +353,17 @@ async fn send_with_100_payloads_runs_100_tasks_in_one_step() {
     g.add_node("plan", |_: &Flow| ());
     g.add_edge(START, "plan");
     let w = worker.clone();
-    g.add_router("plan", move |_: &Flow| (0..100).map(|i| w.send(i)).collect::<Vec<_>>(), Vec::<weir::NodeRef>::new());
-    let out = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap();
+    g.add_router(
+        "plan",
+        move |_: &Flow| (0..100).map(|i| w.send(i)).collect::<Vec<_>>(),
+        Vec::<weir::NodeRef>::new(),
+    );
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(Flow::default(), &cfg())
+        .await
+        .unwrap();
     let expected: Vec<String> = (0..100).map(|i| i.to_string()).collect();
     assert_eq!(out.log, expected, "every result, in Send order");
     let steps = runs.by_step();
@@ -264,9 +376,16 @@ async fn a_command_goes_where_it_says() {
     let mut g = GraphBuilder::<Flow>::new();
     let target = g.add_node("target", |_: &Flow| log("target"));
     let t = target.id();
-    g.add_node("chooser", move |_: &Flow| Command::new().update(log("chooser")).goto(t));
+    g.add_node("chooser", move |_: &Flow| {
+        Command::new().update(log("chooser")).goto(t)
+    });
     g.add_edge(START, "chooser");
-    let out = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap();
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(Flow::default(), &cfg())
+        .await
+        .unwrap();
     assert_eq!(out.log, ["chooser", "target"]);
 }
 
@@ -278,17 +397,34 @@ async fn a_router_choosing_an_undeclared_target_fails_the_run() {
     let b_id = b.id();
     g.add_edge(START, &a);
     g.add_router(&a, move |_: &Flow| b_id, [END]);
-    let err = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap_err();
-    assert_eq!(err.to_string(), "router of node `a` at step 1 chose `b`, which is not one of its declared targets");
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(Flow::default(), &cfg())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "router of node `a` at step 1 chose `b`, which is not one of its declared targets"
+    );
 }
 
 #[tokio::test]
 async fn a_write_outside_the_declared_fields_fails_naming_node_and_field() {
     let mut g = GraphBuilder::<Flow>::new();
-    let a = g.add_node("a", |_: &Flow| FlowUpdate::default().value("x".into()).count(ReducerWrite::Reduce(1)));
+    let a = g.add_node("a", |_: &Flow| {
+        FlowUpdate::default()
+            .value("x".into())
+            .count(ReducerWrite::Reduce(1))
+    });
     g.declare_writes(&a, [2]);
     g.add_edge(START, &a);
-    let err = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap_err();
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(Flow::default(), &cfg())
+        .await
+        .unwrap_err();
     assert_eq!((err.node_name(), err.field()), (Some("a"), Some("value")));
     assert_eq!(
         err.to_string(),
@@ -302,19 +438,34 @@ async fn a_deferred_node_runs_once_everything_else_is_done() {
     let mut g = GraphBuilder::<Flow>::new();
     for (name, next) in [("a", Some("a2")), ("a2", None), ("b", None)] {
         let r = runs.clone();
-        g.add_node(name, move |_: &Flow, c: &Context| r.push(c.step(), c.node()));
+        g.add_node(name, move |_: &Flow, c: &Context| {
+            r.push(c.step(), c.node())
+        });
         if let Some(n) = next {
             g.add_edge(name, n);
         }
     }
     let r = runs.clone();
-    let last = g.add_node("last", move |_: &Flow, c: &Context| r.push(c.step(), c.node()));
+    let last = g.add_node("last", move |_: &Flow, c: &Context| {
+        r.push(c.step(), c.node())
+    });
     g.defer(&last);
-    g.add_edge(START, "a").add_edge(START, "b").add_edge("b", "last").add_edge("a2", "last");
-    g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap();
+    g.add_edge(START, "a")
+        .add_edge(START, "b")
+        .add_edge("b", "last")
+        .add_edge("a2", "last");
+    g.compile()
+        .unwrap()
+        .invoke(Flow::default(), &cfg())
+        .await
+        .unwrap();
     assert_eq!(
         runs.by_step(),
-        [(1, vec!["a".into(), "b".into()]), (2, vec!["a2".into()]), (3, vec!["last".into()])]
+        [
+            (1, vec!["a".into(), "b".into()]),
+            (2, vec!["a2".into()]),
+            (3, vec!["last".into()])
+        ]
     );
 }
 
@@ -324,7 +475,9 @@ fn wiring_errors_are_reported_together_when_the_graph_is_built() {
     g.add_node("search", |_: &Flow| ());
     g.add_node("search", |_: &Flow| ());
     g.add_node("write", |_: &Flow| ());
-    g.add_edge(START, "serch").add_edge(END, "write").add_edge("write", START);
+    g.add_edge(START, "serch")
+        .add_edge(END, "write")
+        .add_edge("write", START);
     let err = g.compile().unwrap_err();
     assert_eq!(
         err.problems(),

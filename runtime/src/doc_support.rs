@@ -32,8 +32,10 @@ macro_rules! __doc_state {
         impl $crate::State for Doc {
             type Update = DocUpdate;
             type Channels = ($crate::channel::LastValue,);
-            const FIELDS: &'static [$crate::FieldInfo] =
-                &[$crate::FieldInfo { name: "text", kind: $crate::ChannelKind::LastValue }];
+            const FIELDS: &'static [$crate::FieldInfo] = &[$crate::FieldInfo {
+                name: "text",
+                kind: $crate::ChannelKind::LastValue,
+            }];
             fn empty() -> (Self, Self::Channels) {
                 (Self::default(), ($crate::channel::LastValue::new(),))
             }
@@ -50,7 +52,14 @@ macro_rules! __doc_state {
                 bump: bool,
                 changed: &mut [bool],
             ) -> Result<(), $crate::state::FieldError> {
-                changed[0] = $crate::state::apply_field(0, &mut self.text, &mut c.0, u, |u| u.text.take(), bump)?;
+                changed[0] = $crate::state::apply_field(
+                    0,
+                    &mut self.text,
+                    &mut c.0,
+                    u,
+                    |u| u.text.take(),
+                    bump,
+                )?;
                 Ok(())
             }
             fn consume(&mut self, c: &mut Self::Channels, i: usize) -> bool {

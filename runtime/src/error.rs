@@ -16,44 +16,113 @@ pub struct Error {
 
 #[derive(Debug)]
 enum ErrorKind {
-    Node { node: String, step: i64, source: BoxError },
-    Panic { node: String, step: i64, message: String },
-    InvalidUpdate { field: &'static str, nodes: Vec<String>, step: i64, source: UpdateError },
-    UndeclaredWrite { node: String, field: &'static str, step: i64 },
-    RecursionLimit { limit: usize },
-    Drained { step: i64 },
-    UnknownTarget { node: String, target: String, step: i64 },
+    Node {
+        node: String,
+        step: i64,
+        source: BoxError,
+    },
+    Panic {
+        node: String,
+        step: i64,
+        message: String,
+    },
+    InvalidUpdate {
+        field: &'static str,
+        nodes: Vec<String>,
+        step: i64,
+        source: UpdateError,
+    },
+    UndeclaredWrite {
+        node: String,
+        field: &'static str,
+        step: i64,
+    },
+    RecursionLimit {
+        limit: usize,
+    },
+    Drained {
+        step: i64,
+    },
+    UnknownTarget {
+        node: String,
+        target: String,
+        step: i64,
+    },
     EmptyInput,
     Config(String),
 }
 
 impl Error {
     pub(crate) fn node(node: &str, step: i64, source: BoxError) -> Self {
-        Self { kind: ErrorKind::Node { node: node.to_owned(), step, source } }
+        Self {
+            kind: ErrorKind::Node {
+                node: node.to_owned(),
+                step,
+                source,
+            },
+        }
     }
     pub(crate) fn panic(node: &str, step: i64, message: String) -> Self {
-        Self { kind: ErrorKind::Panic { node: node.to_owned(), step, message } }
+        Self {
+            kind: ErrorKind::Panic {
+                node: node.to_owned(),
+                step,
+                message,
+            },
+        }
     }
-    pub(crate) fn invalid_update(field: &'static str, nodes: Vec<String>, step: i64, source: UpdateError) -> Self {
-        Self { kind: ErrorKind::InvalidUpdate { field, nodes, step, source } }
+    pub(crate) fn invalid_update(
+        field: &'static str,
+        nodes: Vec<String>,
+        step: i64,
+        source: UpdateError,
+    ) -> Self {
+        Self {
+            kind: ErrorKind::InvalidUpdate {
+                field,
+                nodes,
+                step,
+                source,
+            },
+        }
     }
     pub(crate) fn undeclared_write(node: &str, field: &'static str, step: i64) -> Self {
-        Self { kind: ErrorKind::UndeclaredWrite { node: node.to_owned(), field, step } }
+        Self {
+            kind: ErrorKind::UndeclaredWrite {
+                node: node.to_owned(),
+                field,
+                step,
+            },
+        }
     }
     pub(crate) fn recursion_limit(limit: usize) -> Self {
-        Self { kind: ErrorKind::RecursionLimit { limit } }
+        Self {
+            kind: ErrorKind::RecursionLimit { limit },
+        }
     }
     pub(crate) fn drained(step: i64) -> Self {
-        Self { kind: ErrorKind::Drained { step } }
+        Self {
+            kind: ErrorKind::Drained { step },
+        }
     }
     pub(crate) fn unknown_target(node: &str, target: String, step: i64) -> Self {
-        Self { kind: ErrorKind::UnknownTarget { node: node.to_owned(), target, step } }
+        Self {
+            kind: ErrorKind::UnknownTarget {
+                node: node.to_owned(),
+                target,
+                step,
+            },
+        }
     }
     pub(crate) fn empty_input() -> Self {
-        Self { kind: ErrorKind::EmptyInput }
+        Self {
+            kind: ErrorKind::EmptyInput,
+        }
     }
     pub(crate) fn config(message: impl Into<String>) -> Self {
-        Self { kind: ErrorKind::Config(message.into()) }
+        Self {
+            kind: ErrorKind::Config(message.into()),
+        }
     }
 
     /// The node at fault, when a node failed, panicked, wrote what it may not, or routed nowhere.
@@ -82,7 +151,9 @@ impl Error {
     /// The field at fault, for an invalid or undeclared write.
     pub fn field(&self) -> Option<&'static str> {
         match &self.kind {
-            ErrorKind::InvalidUpdate { field, .. } | ErrorKind::UndeclaredWrite { field, .. } => Some(field),
+            ErrorKind::InvalidUpdate { field, .. } | ErrorKind::UndeclaredWrite { field, .. } => {
+                Some(field)
+            }
             _ => None,
         }
     }
@@ -96,7 +167,10 @@ impl Error {
     }
     /// Whether a step's writes broke a channel's rule (LangGraph's `InvalidUpdateError`).
     pub fn is_invalid_update(&self) -> bool {
-        matches!(self.kind, ErrorKind::InvalidUpdate { .. } | ErrorKind::UndeclaredWrite { .. })
+        matches!(
+            self.kind,
+            ErrorKind::InvalidUpdate { .. } | ErrorKind::UndeclaredWrite { .. }
+        )
     }
     /// Whether the run hit its recursion limit (LangGraph's `GraphRecursionError`).
     pub fn is_recursion_limit(&self) -> bool {

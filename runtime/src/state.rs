@@ -224,9 +224,10 @@ where
 {
     let mut writers = [usize::MAX; 2];
     let mut seen = 0usize;
-    let writes = updates.iter_mut().enumerate().flat_map(|(i, u)| {
-        take(u).into_iter().map(move |w| (i, w))
-    });
+    let writes = updates
+        .iter_mut()
+        .enumerate()
+        .flat_map(|(i, u)| take(u).into_iter().map(move |w| (i, w)));
     let writes = writes.map(|(i, w)| {
         if seen < 2 {
             writers[seen] = i;
@@ -237,16 +238,22 @@ where
     let result = channel.update(value, writes);
     let changed = result.map_err(|error| FieldError {
         field: index,
-        writers: writers.iter().copied().filter(|w| *w != usize::MAX).collect(),
+        writers: writers
+            .iter()
+            .copied()
+            .filter(|w| *w != usize::MAX)
+            .collect(),
         error,
     })?;
     if bump && !(changed && channel.is_available(value)) && channel.is_available(value) {
         // An available channel that did not change this step gets `update([])`.
-        let cleared = channel.update(value, std::iter::empty()).map_err(|error| FieldError {
-            field: index,
-            writers: Vec::new(),
-            error,
-        })?;
+        let cleared = channel
+            .update(value, std::iter::empty())
+            .map_err(|error| FieldError {
+                field: index,
+                writers: Vec::new(),
+                error,
+            })?;
         return Ok(changed || cleared);
     }
     Ok(changed)

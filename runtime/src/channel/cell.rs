@@ -30,7 +30,10 @@ pub struct Checkpoint<T, M> {
 impl<T: Default, C: Channel<T>> ChannelCell<T, C> {
     /// An empty channel of the given kind.
     pub fn new(channel: C) -> Self {
-        Self { value: T::default(), channel }
+        Self {
+            value: T::default(),
+            channel,
+        }
     }
 
     /// The value, or [`EmptyChannel`] when the channel cannot be read.
@@ -54,7 +57,10 @@ impl<T: Default, C: Channel<T>> ChannelCell<T, C> {
     ///
     /// # Errors
     /// When the writes break the kind's rule.
-    pub fn update<I: IntoIterator<Item = C::Write>>(&mut self, writes: I) -> Result<bool, UpdateError> {
+    pub fn update<I: IntoIterator<Item = C::Write>>(
+        &mut self,
+        writes: I,
+    ) -> Result<bool, UpdateError> {
         self.channel.update(&mut self.value, writes)
     }
 
@@ -74,14 +80,23 @@ impl<T: Default, C: Channel<T>> ChannelCell<T, C> {
         T: Clone,
     {
         let meta = self.channel.checkpoint(&self.value)?;
-        Some(Checkpoint { value: self.value.clone(), meta })
+        Some(Checkpoint {
+            value: self.value.clone(),
+            meta,
+        })
     }
 
     /// A channel of the same kind restored from `checkpoint`.
     pub fn from_checkpoint(&self, checkpoint: Option<Checkpoint<T, C::Meta>>) -> Self {
         match checkpoint {
-            Some(cp) => Self { value: cp.value, channel: self.channel.from_checkpoint(Some(cp.meta)) },
-            None => Self { value: T::default(), channel: self.channel.from_checkpoint(None) },
+            Some(cp) => Self {
+                value: cp.value,
+                channel: self.channel.from_checkpoint(Some(cp.meta)),
+            },
+            None => Self {
+                value: T::default(),
+                channel: self.channel.from_checkpoint(None),
+            },
         }
     }
 }

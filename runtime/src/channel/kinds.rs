@@ -40,7 +40,11 @@ impl<T: Send + Sync + 'static> Channel<T> for LastValue {
     type Write = T;
     type Meta = ();
 
-    fn update<I: IntoIterator<Item = T>>(&mut self, value: &mut T, writes: I) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = T>>(
+        &mut self,
+        value: &mut T,
+        writes: I,
+    ) -> Result<bool, UpdateError> {
         match last_write(writes, true)? {
             Some(w) => {
                 *value = w;
@@ -57,7 +61,9 @@ impl<T: Send + Sync + 'static> Channel<T> for LastValue {
         self.set.then_some(())
     }
     fn from_checkpoint(&self, meta: Option<()>) -> Self {
-        Self { set: meta.is_some() }
+        Self {
+            set: meta.is_some(),
+        }
     }
     fn reset(&mut self, _: &mut T) {
         self.set = false;
@@ -81,7 +87,11 @@ impl<T: Default + Send + Sync + 'static> Channel<T> for AnyValue {
     type Write = T;
     type Meta = ();
 
-    fn update<I: IntoIterator<Item = T>>(&mut self, value: &mut T, writes: I) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = T>>(
+        &mut self,
+        value: &mut T,
+        writes: I,
+    ) -> Result<bool, UpdateError> {
         match last_write(writes, false)? {
             Some(w) => {
                 *value = w;
@@ -102,7 +112,9 @@ impl<T: Default + Send + Sync + 'static> Channel<T> for AnyValue {
         self.set.then_some(())
     }
     fn from_checkpoint(&self, meta: Option<()>) -> Self {
-        Self { set: meta.is_some() }
+        Self {
+            set: meta.is_some(),
+        }
     }
     fn reset(&mut self, value: &mut T) {
         self.set = false;
@@ -128,11 +140,17 @@ impl Default for EphemeralValue {
 impl EphemeralValue {
     /// An empty guarded channel: two writes in one step are an error.
     pub const fn new() -> Self {
-        Self { set: false, guard: true }
+        Self {
+            set: false,
+            guard: true,
+        }
     }
     /// An empty unguarded channel: the last of several writes wins.
     pub const fn unguarded() -> Self {
-        Self { set: false, guard: false }
+        Self {
+            set: false,
+            guard: false,
+        }
     }
 }
 
@@ -140,7 +158,11 @@ impl<T: Default + Send + Sync + 'static> Channel<T> for EphemeralValue {
     type Write = T;
     type Meta = ();
 
-    fn update<I: IntoIterator<Item = T>>(&mut self, value: &mut T, writes: I) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = T>>(
+        &mut self,
+        value: &mut T,
+        writes: I,
+    ) -> Result<bool, UpdateError> {
         match last_write(writes, self.guard)? {
             Some(w) => {
                 *value = w;
@@ -161,7 +183,10 @@ impl<T: Default + Send + Sync + 'static> Channel<T> for EphemeralValue {
         self.set.then_some(())
     }
     fn from_checkpoint(&self, meta: Option<()>) -> Self {
-        Self { set: meta.is_some(), guard: self.guard }
+        Self {
+            set: meta.is_some(),
+            guard: self.guard,
+        }
     }
     fn reset(&mut self, value: &mut T) {
         self.set = false;
@@ -185,11 +210,17 @@ impl Default for UntrackedValue {
 impl UntrackedValue {
     /// An empty guarded channel: two writes in one step are an error.
     pub const fn new() -> Self {
-        Self { set: false, guard: true }
+        Self {
+            set: false,
+            guard: true,
+        }
     }
     /// An empty unguarded channel: the last of several writes wins.
     pub const fn unguarded() -> Self {
-        Self { set: false, guard: false }
+        Self {
+            set: false,
+            guard: false,
+        }
     }
 }
 
@@ -197,7 +228,11 @@ impl<T: Default + Send + Sync + 'static> Channel<T> for UntrackedValue {
     type Write = T;
     type Meta = ();
 
-    fn update<I: IntoIterator<Item = T>>(&mut self, value: &mut T, writes: I) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = T>>(
+        &mut self,
+        value: &mut T,
+        writes: I,
+    ) -> Result<bool, UpdateError> {
         match last_write(writes, self.guard)? {
             Some(w) => {
                 *value = w;
@@ -214,7 +249,10 @@ impl<T: Default + Send + Sync + 'static> Channel<T> for UntrackedValue {
         None
     }
     fn from_checkpoint(&self, _: Option<()>) -> Self {
-        Self { set: false, guard: self.guard }
+        Self {
+            set: false,
+            guard: self.guard,
+        }
     }
     fn reset(&mut self, value: &mut T) {
         self.set = false;
@@ -247,7 +285,11 @@ impl<E: Send + Sync + 'static> Channel<Vec<E>> for Topic {
     type Write = Vec<E>;
     type Meta = ();
 
-    fn update<I: IntoIterator<Item = Vec<E>>>(&mut self, value: &mut Vec<E>, writes: I) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = Vec<E>>>(
+        &mut self,
+        value: &mut Vec<E>,
+        writes: I,
+    ) -> Result<bool, UpdateError> {
         let mut updated = false;
         if !self.accumulate {
             updated = !value.is_empty();
@@ -307,7 +349,8 @@ impl<T, U> Copy for BinaryOperatorAggregate<T, U> {}
 
 impl<T, U> fmt::Debug for BinaryOperatorAggregate<T, U> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BinaryOperatorAggregate").finish_non_exhaustive()
+        f.debug_struct("BinaryOperatorAggregate")
+            .finish_non_exhaustive()
     }
 }
 
@@ -319,7 +362,11 @@ where
     type Write = ReducerWrite<U, T>;
     type Meta = ();
 
-    fn update<I: IntoIterator<Item = Self::Write>>(&mut self, value: &mut T, writes: I) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = Self::Write>>(
+        &mut self,
+        value: &mut T,
+        writes: I,
+    ) -> Result<bool, UpdateError> {
         let mut changed = false;
         let mut overwritten = false;
         for w in writes {
@@ -380,7 +427,9 @@ fn mark<N: PartialEq + fmt::Debug>(
     let mut changed = false;
     for w in writes {
         let Some(i) = names.iter().position(|n| *n == w) else {
-            return Err(UpdateError::UnknownName { name: format!("{w:?}") });
+            return Err(UpdateError::UnknownName {
+                name: format!("{w:?}"),
+            });
         };
         changed |= !seen[i];
         seen[i] = true;
@@ -389,7 +438,12 @@ fn mark<N: PartialEq + fmt::Debug>(
 }
 
 fn seen_names<N: Clone>(names: &[N], seen: &[bool]) -> Vec<N> {
-    names.iter().zip(seen).filter(|(_, s)| **s).map(|(n, _)| n.clone()).collect()
+    names
+        .iter()
+        .zip(seen)
+        .filter(|(_, s)| **s)
+        .map(|(n, _)| n.clone())
+        .collect()
 }
 
 fn restore_seen<N: PartialEq>(names: &[N], saved: &[N]) -> Vec<bool> {
@@ -403,7 +457,11 @@ where
     type Write = N;
     type Meta = Vec<N>;
 
-    fn update<I: IntoIterator<Item = N>>(&mut self, _: &mut (), writes: I) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = N>>(
+        &mut self,
+        _: &mut (),
+        writes: I,
+    ) -> Result<bool, UpdateError> {
         mark(&self.names, &mut self.seen, writes)
     }
     fn is_available(&self, _: &()) -> bool {
@@ -421,7 +479,10 @@ where
     }
     fn from_checkpoint(&self, meta: Option<Vec<N>>) -> Self {
         let seen = restore_seen(&self.names, meta.as_deref().unwrap_or_default());
-        Self { names: self.names.clone(), seen }
+        Self {
+            names: self.names.clone(),
+            seen,
+        }
     }
     fn reset(&mut self, _: &mut ()) {
         self.seen.fill(false);
@@ -438,7 +499,10 @@ pub struct NamedBarrierValueAfterFinish<N> {
 impl<N> NamedBarrierValueAfterFinish<N> {
     /// A barrier waiting for `names`.
     pub fn new(names: impl IntoIterator<Item = N>) -> Self {
-        Self { barrier: NamedBarrierValue::new(names), finished: false }
+        Self {
+            barrier: NamedBarrierValue::new(names),
+            finished: false,
+        }
     }
 }
 
@@ -449,7 +513,11 @@ where
     type Write = N;
     type Meta = (Vec<N>, bool);
 
-    fn update<I: IntoIterator<Item = N>>(&mut self, _: &mut (), writes: I) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = N>>(
+        &mut self,
+        _: &mut (),
+        writes: I,
+    ) -> Result<bool, UpdateError> {
         mark(&self.barrier.names, &mut self.barrier.seen, writes)
     }
     fn is_available(&self, _: &()) -> bool {
@@ -471,12 +539,21 @@ where
         false
     }
     fn checkpoint(&self, _: &()) -> Option<(Vec<N>, bool)> {
-        Some((seen_names(&self.barrier.names, &self.barrier.seen), self.finished))
+        Some((
+            seen_names(&self.barrier.names, &self.barrier.seen),
+            self.finished,
+        ))
     }
     fn from_checkpoint(&self, meta: Option<(Vec<N>, bool)>) -> Self {
         let (saved, finished) = meta.unwrap_or_default();
         let seen = restore_seen(&self.barrier.names, &saved);
-        Self { barrier: NamedBarrierValue { names: self.barrier.names.clone(), seen }, finished }
+        Self {
+            barrier: NamedBarrierValue {
+                names: self.barrier.names.clone(),
+                seen,
+            },
+            finished,
+        }
     }
     fn reset(&mut self, _: &mut ()) {
         self.barrier.seen.fill(false);
@@ -495,7 +572,10 @@ pub struct LastValueAfterFinish {
 impl LastValueAfterFinish {
     /// An empty channel.
     pub const fn new() -> Self {
-        Self { set: false, finished: false }
+        Self {
+            set: false,
+            finished: false,
+        }
     }
 }
 
@@ -503,7 +583,11 @@ impl<T: Default + Send + Sync + 'static> Channel<T> for LastValueAfterFinish {
     type Write = T;
     type Meta = bool;
 
-    fn update<I: IntoIterator<Item = T>>(&mut self, value: &mut T, writes: I) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = T>>(
+        &mut self,
+        value: &mut T,
+        writes: I,
+    ) -> Result<bool, UpdateError> {
         match last_write(writes, false)? {
             Some(w) => {
                 *value = w;
@@ -535,7 +619,10 @@ impl<T: Default + Send + Sync + 'static> Channel<T> for LastValueAfterFinish {
         self.set.then_some(self.finished)
     }
     fn from_checkpoint(&self, meta: Option<bool>) -> Self {
-        Self { set: meta.is_some(), finished: meta.unwrap_or(false) }
+        Self {
+            set: meta.is_some(),
+            finished: meta.unwrap_or(false),
+        }
     }
     fn reset(&mut self, value: &mut T) {
         self.set = false;

@@ -35,7 +35,10 @@ fn c01_last_value() {
     assert_eq!(c.get(), Err(EmptyChannel));
     assert!(!c.is_available());
     assert_eq!(c.update([]), Ok(false));
-    assert_eq!(c.update([5, 6]), Err(UpdateError::TooManyWrites { count: 2 }));
+    assert_eq!(
+        c.update([5, 6]),
+        Err(UpdateError::TooManyWrites { count: 2 })
+    );
     assert_eq!(c.update([3]), Ok(true));
     assert_eq!(c.get(), Ok(&3));
     assert_eq!(c.update([4]), Ok(true));
@@ -44,9 +47,15 @@ fn c01_last_value() {
     assert_eq!(c.get(), Ok(&4), "update([]) keeps the value");
     assert_eq!(round_trip(&c).get(), Ok(&4));
     let empty = ChannelCell::<i64, _>::new(LastValue::new());
-    assert!(empty.checkpoint().is_none(), "an empty channel is missing from checkpoints");
+    assert!(
+        empty.checkpoint().is_none(),
+        "an empty channel is missing from checkpoints"
+    );
     assert_eq!(round_trip(&empty).get(), Err(EmptyChannel));
-    assert!(!c.clone().consume() && !c.clone().finish(), "consume and finish are no-ops");
+    assert!(
+        !c.clone().consume() && !c.clone().finish(),
+        "consume and finish are no-ops"
+    );
 }
 
 #[test]
@@ -56,7 +65,10 @@ fn stored_none_is_not_empty() {
     c.update([None]).unwrap();
     assert_eq!(c.get(), Ok(&None));
     let saved = c.checkpoint().expect("a stored None is saved");
-    assert_eq!(serde_json::to_string(&saved).unwrap(), r#"{"value":null,"meta":null}"#);
+    assert_eq!(
+        serde_json::to_string(&saved).unwrap(),
+        r#"{"value":null,"meta":null}"#
+    );
     assert_eq!(round_trip(&c).get(), Ok(&None));
 }
 
@@ -68,11 +80,19 @@ fn c02_topic_per_step() {
     assert_eq!(c.update([vec![s("a"), s("b")]]), Ok(true));
     assert_eq!(c.get().unwrap(), &[s("a"), s("b")]);
     assert_eq!(c.update([vec![s("c"), s("d")], vec![s("d")]]), Ok(true));
-    assert_eq!(c.get().unwrap(), &[s("c"), s("d"), s("d")], "replaced and flattened");
+    assert_eq!(
+        c.get().unwrap(),
+        &[s("c"), s("d"), s("d")],
+        "replaced and flattened"
+    );
     assert_eq!(c.update([]), Ok(true), "update([]) clears");
     assert_eq!(c.get(), Err(EmptyChannel));
     assert_eq!(c.update([]), Ok(false));
-    assert_eq!(c.checkpoint().map(|cp| cp.value), Some(vec![]), "an emptied topic checkpoints as []");
+    assert_eq!(
+        c.checkpoint().map(|cp| cp.value),
+        Some(vec![]),
+        "an emptied topic checkpoints as []"
+    );
     assert_eq!(c.update([vec![s("e")]]), Ok(true));
     assert_eq!(c.checkpoint().map(|cp| cp.value), Some(vec![s("e")]));
     assert_eq!(round_trip(&c).get().unwrap(), &[s("e")]);
@@ -83,7 +103,10 @@ fn c02_topic_per_step() {
 fn c03_topic_accumulate() {
     let mut c = ChannelCell::<Vec<String>, _>::new(Topic::accumulate());
     assert_eq!(c.update([vec![s("a"), s("b")]]), Ok(true));
-    assert_eq!(c.update([vec![s("b")], vec![s("c"), s("d")], vec![s("d")]]), Ok(true));
+    assert_eq!(
+        c.update([vec![s("b")], vec![s("c"), s("d")], vec![s("d")]]),
+        Ok(true)
+    );
     let all = [s("a"), s("b"), s("b"), s("c"), s("d"), s("d")];
     assert_eq!(c.get().unwrap(), &all);
     assert_eq!(c.update([]), Ok(false));
@@ -103,7 +126,9 @@ fn c04_binop() {
     assert_eq!(c.update([]), Ok(false));
     assert_eq!(round_trip(&c).get(), Ok(&10));
 
-    let mut l = ChannelCell::<Vec<String>, _>::new(BinaryOperatorAggregate::new(append as fn(&mut Vec<String>, Vec<String>)));
+    let mut l = ChannelCell::<Vec<String>, _>::new(BinaryOperatorAggregate::new(
+        append as fn(&mut Vec<String>, Vec<String>),
+    ));
     assert_eq!(l.get(), Ok(&vec![]));
     let writes = [
         ReducerWrite::Reduce(vec![s("a")]),
@@ -111,10 +136,17 @@ fn c04_binop() {
         ReducerWrite::Reduce(vec![s("c")]),
     ];
     assert_eq!(l.update(writes), Ok(true));
-    assert_eq!(l.get(), Ok(&vec![s("X")]), "the overwrite replaces, later writes are ignored");
+    assert_eq!(
+        l.get(),
+        Ok(&vec![s("X")]),
+        "the overwrite replaces, later writes are ignored"
+    );
     assert_eq!(l.update([ReducerWrite::Overwrite(vec![s("Y")])]), Ok(true));
     assert_eq!(l.get(), Ok(&vec![s("Y")]));
-    let two = [ReducerWrite::Overwrite(vec![s("1")]), ReducerWrite::Overwrite(vec![s("2")])];
+    let two = [
+        ReducerWrite::Overwrite(vec![s("1")]),
+        ReducerWrite::Overwrite(vec![s("2")]),
+    ];
     assert_eq!(l.update(two), Err(UpdateError::TwoOverwrites));
 }
 
@@ -126,10 +158,17 @@ fn c05_untracked() {
     c.update([BTreeMap::from([(s("a"), 1)])]).unwrap();
     assert_eq!(c.get().unwrap()[&s("a")], 1);
     assert!(c.checkpoint().is_none(), "never checkpointed");
-    assert_eq!(round_trip(&c).get(), Err(EmptyChannel), "a reload finds it empty");
+    assert_eq!(
+        round_trip(&c).get(),
+        Err(EmptyChannel),
+        "a reload finds it empty"
+    );
     assert_eq!(c.update([]), Ok(false), "kept across steps");
     assert!(c.is_available());
-    assert_eq!(c.update([BTreeMap::new(), BTreeMap::new()]), Err(UpdateError::TooManyWrites { count: 2 }));
+    assert_eq!(
+        c.update([BTreeMap::new(), BTreeMap::new()]),
+        Err(UpdateError::TooManyWrites { count: 2 })
+    );
     let mut u = ChannelCell::<i64, _>::new(UntrackedValue::unguarded());
     assert_eq!(u.update([1, 2]), Ok(true));
     assert_eq!(u.get(), Ok(&2));
@@ -141,11 +180,22 @@ fn c06_ephemeral() {
     let mut c = ChannelCell::<i64, _>::new(EphemeralValue::new());
     assert_eq!(c.update([1]), Ok(true));
     assert_eq!(c.get(), Ok(&1));
-    assert_eq!(round_trip(&c).get(), Ok(&1), "an ephemeral value is saved while set");
-    assert_eq!((c.update([]), c.is_available()), (Ok(true), false), "update([]) clears");
+    assert_eq!(
+        round_trip(&c).get(),
+        Ok(&1),
+        "an ephemeral value is saved while set"
+    );
+    assert_eq!(
+        (c.update([]), c.is_available()),
+        (Ok(true), false),
+        "update([]) clears"
+    );
     assert_eq!(c.update([]), Ok(false));
     assert!(c.checkpoint().is_none());
-    assert_eq!(c.update([1, 2]), Err(UpdateError::TooManyWrites { count: 2 }));
+    assert_eq!(
+        c.update([1, 2]),
+        Err(UpdateError::TooManyWrites { count: 2 })
+    );
     let mut u = ChannelCell::<i64, _>::new(EphemeralValue::unguarded());
     assert_eq!(u.update([1, 2]), Ok(true));
     assert_eq!(u.get(), Ok(&2));
@@ -158,37 +208,76 @@ fn c06_any_value() {
     assert_eq!(c.update([1, 2]), Ok(true));
     assert_eq!(c.get(), Ok(&2), "keeps the last");
     assert_eq!(round_trip(&c).get(), Ok(&2));
-    assert_eq!((c.update([]), c.is_available()), (Ok(true), false), "update([]) clears");
+    assert_eq!(
+        (c.update([]), c.is_available()),
+        (Ok(true), false),
+        "update([]) clears"
+    );
     assert_eq!(c.update([]), Ok(false));
 }
 
 #[test]
 fn c06_named_barrier() {
     let mut c = ChannelCell::<(), _>::new(NamedBarrierValue::new([s("a"), s("b")]));
-    assert_eq!((c.update([s("a")]), c.is_available()), (Ok(true), false), "partial");
-    assert_eq!(c.update([s("a")]), Ok(false), "a repeated name changes nothing");
+    assert_eq!(
+        (c.update([s("a")]), c.is_available()),
+        (Ok(true), false),
+        "partial"
+    );
+    assert_eq!(
+        c.update([s("a")]),
+        Ok(false),
+        "a repeated name changes nothing"
+    );
     let saved = round_trip(&c);
-    assert_eq!((c.update([s("b")]), c.is_available(), c.get()), (Ok(true), true, Ok(&())));
+    assert_eq!(
+        (c.update([s("b")]), c.is_available(), c.get()),
+        (Ok(true), true, Ok(&()))
+    );
     assert_eq!(c.update([]), Ok(false));
-    assert_eq!((c.consume(), c.is_available()), (true, false), "consume resets");
+    assert_eq!(
+        (c.consume(), c.is_available()),
+        (true, false),
+        "consume resets"
+    );
     assert!(!c.consume());
-    assert_eq!(c.update([s("z")]), Err(UpdateError::UnknownName { name: "\"z\"".into() }));
+    assert_eq!(
+        c.update([s("z")]),
+        Err(UpdateError::UnknownName {
+            name: "\"z\"".into()
+        })
+    );
     // The half-seen barrier survives a checkpoint.
     let mut saved = saved;
-    assert_eq!((saved.update([s("b")]), saved.is_available()), (Ok(true), true));
+    assert_eq!(
+        (saved.update([s("b")]), saved.is_available()),
+        (Ok(true), true)
+    );
     assert!(!c.finish());
 }
 
 #[test]
 fn c06_last_value_after_finish() {
     let mut c = ChannelCell::<i64, _>::new(LastValueAfterFinish::new());
-    assert_eq!((c.update([7]), c.is_available()), (Ok(true), false), "hidden before finish");
+    assert_eq!(
+        (c.update([7]), c.is_available()),
+        (Ok(true), false),
+        "hidden before finish"
+    );
     assert_eq!(round_trip(&c).is_available(), false);
     assert_eq!((c.finish(), c.get()), (true, Ok(&7)));
     assert!(!c.finish());
-    assert_eq!(round_trip(&c).get(), Ok(&7), "finished state survives a checkpoint");
+    assert_eq!(
+        round_trip(&c).get(),
+        Ok(&7),
+        "finished state survives a checkpoint"
+    );
     assert_eq!(c.update([]), Ok(false));
-    assert_eq!((c.consume(), c.is_available()), (true, false), "consume after finish clears");
+    assert_eq!(
+        (c.consume(), c.is_available()),
+        (true, false),
+        "consume after finish clears"
+    );
     assert!(c.checkpoint().is_none());
     assert!(!c.consume());
 }
@@ -197,7 +286,11 @@ fn c06_last_value_after_finish() {
 fn c06_named_barrier_after_finish() {
     let mut c = ChannelCell::<(), _>::new(NamedBarrierValueAfterFinish::new([s("a"), s("b")]));
     assert_eq!(c.update([s("a"), s("b")]), Ok(true));
-    assert_eq!((c.is_available(), c.finish(), c.is_available()), (false, true, true), "needs finish");
+    assert_eq!(
+        (c.is_available(), c.finish(), c.is_available()),
+        (false, true, true),
+        "needs finish"
+    );
     assert_eq!(round_trip(&c).is_available(), true);
     assert!(c.consume());
     assert!(!c.is_available());

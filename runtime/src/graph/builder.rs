@@ -88,7 +88,10 @@ pub struct GraphBuilder<S: State> {
 impl<S: State> fmt::Debug for GraphBuilder<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GraphBuilder")
-            .field("nodes", &self.nodes.iter().map(|n| &n.name).collect::<Vec<_>>())
+            .field(
+                "nodes",
+                &self.nodes.iter().map(|n| &n.name).collect::<Vec<_>>(),
+            )
             .field("edges", &self.edges)
             .field("joins", &self.joins)
             .finish_non_exhaustive()
@@ -125,13 +128,23 @@ impl<S: State> GraphBuilder<S> {
 
     fn push_node(&mut self, name: String, func: Option<NodeFn<S, S>>) -> NodeId {
         let id = NodeId(self.nodes.len() as u32);
-        self.nodes.push(NodeSpec { name, func, defer: false, subscribes: Vec::new(), writes: None });
+        self.nodes.push(NodeSpec {
+            name,
+            func,
+            defer: false,
+            subscribes: Vec::new(),
+            writes: None,
+        });
         id
     }
 
     /// Adds a node reading the state. `f` is sync or async, takes `&S` and optionally
     /// `&Context`, and returns the update, a [`Command`](super::Command), `()` or a `Result`.
-    pub fn add_node<M>(&mut self, name: impl Into<String>, f: impl IntoNode<S, S, M>) -> NodeHandle<S> {
+    pub fn add_node<M>(
+        &mut self,
+        name: impl Into<String>,
+        f: impl IntoNode<S, S, M>,
+    ) -> NodeHandle<S> {
         let func = f.into_node();
         let id = self.push_node(name.into(), Some(func.clone()));
         NodeHandle { id, func }
@@ -155,8 +168,13 @@ impl<S: State> GraphBuilder<S> {
     }
 
     /// Adds a join: `to` runs once, in the step after the last of `from` has run.
-    pub fn add_join<R: Into<NodeRef>>(&mut self, from: impl IntoIterator<Item = R>, to: impl Into<NodeRef>) -> &mut Self {
-        self.joins.push((from.into_iter().map(Into::into).collect(), to.into()));
+    pub fn add_join<R: Into<NodeRef>>(
+        &mut self,
+        from: impl IntoIterator<Item = R>,
+        to: impl Into<NodeRef>,
+    ) -> &mut Self {
+        self.joins
+            .push((from.into_iter().map(Into::into).collect(), to.into()));
         self
     }
 
@@ -174,8 +192,13 @@ impl<S: State> GraphBuilder<S> {
         R: IntoGotos<S>,
         T: Into<NodeRef>,
     {
-        let func: RouterFn<S> = Arc::new(move |s: &S, out: &mut Vec<Goto<S>>| router(s).into_gotos(out));
-        self.routers.push(RouterSpec { source: source.into(), func, targets: targets.into_iter().map(Into::into).collect() });
+        let func: RouterFn<S> =
+            Arc::new(move |s: &S, out: &mut Vec<Goto<S>>| router(s).into_gotos(out));
+        self.routers.push(RouterSpec {
+            source: source.into(),
+            func,
+            targets: targets.into_iter().map(Into::into).collect(),
+        });
         self
     }
 
@@ -199,7 +222,11 @@ impl<S: State> GraphBuilder<S> {
 
     /// Declares the only fields `node` may write; a write to another fails the run with an error
     /// naming the node and the field.
-    pub fn declare_writes(&mut self, node: impl Into<NodeId>, fields: impl IntoIterator<Item = usize>) -> &mut Self {
+    pub fn declare_writes(
+        &mut self,
+        node: impl Into<NodeId>,
+        fields: impl IntoIterator<Item = usize>,
+    ) -> &mut Self {
         let id = node.into();
         if let Some(n) = self.nodes.get_mut(id.index()) {
             n.writes = Some(fields.into_iter().collect());

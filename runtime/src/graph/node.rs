@@ -52,7 +52,8 @@ impl<S: State> From<NodeId> for Goto<S> {
 /// One `Send`: a node to run in the next step, with the input it runs on.
 pub struct Packet<S: State> {
     pub(crate) node: NodeId,
-    pub(crate) run: Box<dyn FnOnce(Context) -> BoxFuture<'static, Result<Command<S>, BoxError>> + Send>,
+    pub(crate) run:
+        Box<dyn FnOnce(Context) -> BoxFuture<'static, Result<Command<S>, BoxError>> + Send>,
 }
 
 impl<S: State> Packet<S> {
@@ -64,7 +65,9 @@ impl<S: State> Packet<S> {
 
 impl<S: State> fmt::Debug for Packet<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Packet").field("node", &self.node).finish_non_exhaustive()
+        f.debug_struct("Packet")
+            .field("node", &self.node)
+            .finish_non_exhaustive()
     }
 }
 
@@ -81,13 +84,19 @@ pub struct Command<S: State> {
 
 impl<S: State> Default for Command<S> {
     fn default() -> Self {
-        Self { update: S::Update::default(), goto: Vec::new() }
+        Self {
+            update: S::Update::default(),
+            goto: Vec::new(),
+        }
     }
 }
 
 impl<S: State> fmt::Debug for Command<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Command").field("update", &self.update).field("goto", &self.goto).finish()
+        f.debug_struct("Command")
+            .field("update", &self.update)
+            .field("goto", &self.goto)
+            .finish()
     }
 }
 
@@ -124,7 +133,10 @@ pub trait NodeOutput<S: State> {
 
 impl<U: Update> NodeOutput<U::State> for U {
     fn into_command(self) -> Result<Command<U::State>, BoxError> {
-        Ok(Command { update: self, goto: Vec::new() })
+        Ok(Command {
+            update: self,
+            goto: Vec::new(),
+        })
     }
 }
 
@@ -158,7 +170,8 @@ impl<S: State, T: NodeOutput<S>, E: Into<BoxError>> NodeOutput<S> for Result<T, 
 }
 
 type SyncFn<I, S> = dyn Fn(&I, &Context) -> Result<Command<S>, BoxError> + Send + Sync;
-type AsyncFn<I, S> = dyn for<'a> Fn(&'a I, &'a Context) -> BoxFuture<'a, Result<Command<S>, BoxError>> + Send + Sync;
+type AsyncFn<I, S> =
+    dyn for<'a> Fn(&'a I, &'a Context) -> BoxFuture<'a, Result<Command<S>, BoxError>> + Send + Sync;
 
 /// A node's function, type-erased: sync or async, over an input `I` (the state, or a `Send`
 /// payload).
@@ -282,7 +295,9 @@ where
     O: NodeOutput<S>,
 {
     fn into_node(self) -> NodeFn<I, S> {
-        NodeFn::Sync(Arc::new(move |i: &I, c: &Context| self(i, c).into_command()))
+        NodeFn::Sync(Arc::new(move |i: &I, c: &Context| {
+            self(i, c).into_command()
+        }))
     }
 }
 
@@ -324,7 +339,10 @@ pub struct NodeHandle<S: State, I = S> {
 
 impl<S: State, I> Clone for NodeHandle<S, I> {
     fn clone(&self) -> Self {
-        Self { id: self.id, func: self.func.clone() }
+        Self {
+            id: self.id,
+            func: self.func.clone(),
+        }
     }
 }
 

@@ -84,7 +84,11 @@ impl<S: State> GraphInner<S> {
         // Every node name is unique, not reserved, and not empty.
         let mut by_name: HashMap<&str, u32> = HashMap::new();
         for (i, n) in b.nodes.iter().enumerate() {
-            if n.name.is_empty() || n.name == START_NAME || n.name == "__end__" || n.name.contains(['|', ':']) {
+            if n.name.is_empty()
+                || n.name == START_NAME
+                || n.name == "__end__"
+                || n.name.contains(['|', ':'])
+            {
                 problems.push(format!("node name `{}` is reserved or invalid: names may not be empty, `__start__`, `__end__`, or contain `|` or `:`", n.name));
             }
             if by_name.insert(&n.name, i as u32).is_some() {
@@ -98,7 +102,10 @@ impl<S: State> GraphInner<S> {
                 NodeRef::End => Some(Endpoint::End),
                 NodeRef::Id(id) if id.index() < n_user => Some(Endpoint::Node(id.0)),
                 NodeRef::Id(id) => {
-                    problems.push(format!("node id {} does not belong to this graph", id.index()));
+                    problems.push(format!(
+                        "node id {} does not belong to this graph",
+                        id.index()
+                    ));
                     None
                 }
                 NodeRef::Name(n) => match by_name.get(&**n) {
@@ -146,7 +153,9 @@ impl<S: State> GraphInner<S> {
         }
         // One branch channel per node (for the start node: the input channel).
         let mut controls: Vec<ControlSpec> = (0..n_nodes)
-            .map(|i| ControlSpec::Branch { deferred: i < n_user && b.nodes[i].defer })
+            .map(|i| ControlSpec::Branch {
+                deferred: i < n_user && b.nodes[i].defer,
+            })
             .collect();
 
         let source_of = |e: Endpoint, what: &str, problems: &mut Vec<String>| -> Option<u32> {
@@ -163,21 +172,28 @@ impl<S: State> GraphInner<S> {
                 }
             }
         };
-        let target_of = |e: Endpoint, what: &str, problems: &mut Vec<String>| -> Option<Option<u32>> {
-            match e {
-                Endpoint::Node(i) => Some(Some(i)),
-                Endpoint::End => Some(None),
-                Endpoint::Start => {
-                    problems.push(format!("{what} into START: START has no incoming edges"));
-                    None
+        let target_of =
+            |e: Endpoint, what: &str, problems: &mut Vec<String>| -> Option<Option<u32>> {
+                match e {
+                    Endpoint::Node(i) => Some(Some(i)),
+                    Endpoint::End => Some(None),
+                    Endpoint::Start => {
+                        problems.push(format!("{what} into START: START has no incoming edges"));
+                        None
+                    }
                 }
-            }
-        };
+            };
 
         // Plain edges: the source writes the target's branch channel.
         for (from, to) in &b.edges {
-            let (Some(f), Some(t)) = (resolve(from, &mut problems), resolve(to, &mut problems)) else { continue };
-            let (Some(f), Some(t)) = (source_of(f, "edge", &mut problems), target_of(t, "edge", &mut problems)) else {
+            let (Some(f), Some(t)) = (resolve(from, &mut problems), resolve(to, &mut problems))
+            else {
+                continue;
+            };
+            let (Some(f), Some(t)) = (
+                source_of(f, "edge", &mut problems),
+                target_of(t, "edge", &mut problems),
+            ) else {
                 continue;
             };
             if let Some(t) = t {
@@ -196,14 +212,26 @@ impl<S: State> GraphInner<S> {
 
         // Joins: each source writes its name to the barrier; the target is triggered by it.
         for (from, to) in &b.joins {
-            let Some(t) = resolve(to, &mut problems) else { continue };
-            let Some(t) = target_of(t, "join", &mut problems) else { continue };
+            let Some(t) = resolve(to, &mut problems) else {
+                continue;
+            };
+            let Some(t) = target_of(t, "join", &mut problems) else {
+                continue;
+            };
             let mut sources = Vec::new();
             for r in from {
-                let Some(e) = resolve(r, &mut problems) else { continue };
-                let Some(s) = source_of(e, "join", &mut problems) else { continue };
+                let Some(e) = resolve(r, &mut problems) else {
+                    continue;
+                };
+                let Some(s) = source_of(e, "join", &mut problems) else {
+                    continue;
+                };
                 if sources.contains(&s) {
-                    problems.push(format!("join into `{}` names `{}` twice", display_target(t, &names), node_name(s, &names)));
+                    problems.push(format!(
+                        "join into `{}` names `{}` twice",
+                        display_target(t, &names),
+                        node_name(s, &names)
+                    ));
                     continue;
                 }
                 sources.push(s);
@@ -211,7 +239,10 @@ impl<S: State> GraphInner<S> {
             // A join into END triggers nothing (LangGraph adds nothing either).
             let Some(t) = t else { continue };
             let index = controls.len() as u32;
-            controls.push(ControlSpec::Join { sources: sources.clone(), deferred: b.nodes[t as usize].defer });
+            controls.push(ControlSpec::Join {
+                sources: sources.clone(),
+                deferred: b.nodes[t as usize].defer,
+            });
             for s in sources {
                 nodes[s as usize].joins.push(index);
             }
@@ -220,15 +251,24 @@ impl<S: State> GraphInner<S> {
 
         // Routers.
         for r in b.routers {
-            let Some(e) = resolve(&r.source, &mut problems) else { continue };
-            let Some(s) = source_of(e, "router", &mut problems) else { continue };
+            let Some(e) = resolve(&r.source, &mut problems) else {
+                continue;
+            };
+            let Some(s) = source_of(e, "router", &mut problems) else {
+                continue;
+            };
             let mut targets = Vec::new();
             for t in &r.targets {
-                if let Some(t) = resolve(t, &mut problems).and_then(|e| target_of(e, "route", &mut problems)) {
+                if let Some(t) =
+                    resolve(t, &mut problems).and_then(|e| target_of(e, "route", &mut problems))
+                {
                     targets.push(t);
                 }
             }
-            nodes[s as usize].routers.push(CompiledRouter { func: r.func, targets });
+            nodes[s as usize].routers.push(CompiledRouter {
+                func: r.func,
+                targets,
+            });
         }
 
         // Triggers: the node's own branch channel, then subscribed fields.
@@ -252,12 +292,17 @@ impl<S: State> GraphInner<S> {
             return Err(BuildError::new(problems));
         }
 
-        let mut all_names: Vec<Arc<str>> = b.nodes.iter().map(|n| Arc::from(n.name.as_str())).collect();
+        let mut all_names: Vec<Arc<str>> =
+            b.nodes.iter().map(|n| Arc::from(n.name.as_str())).collect();
         if with_start {
             all_names.push(Arc::from(START_NAME));
         }
         let mut order: Vec<u32> = (0..n_nodes as u32).collect();
-        order.sort_by(|a, b| all_names[*a as usize].as_bytes().cmp(all_names[*b as usize].as_bytes()));
+        order.sort_by(|a, b| {
+            all_names[*a as usize]
+                .as_bytes()
+                .cmp(all_names[*b as usize].as_bytes())
+        });
         let mut rank = vec![0u32; n_nodes];
         for (pos, id) in order.iter().enumerate() {
             rank[*id as usize] = pos as u32;
@@ -299,11 +344,14 @@ fn display_target(t: Option<u32>, names: &[&str]) -> String {
 fn unknown_node(name: &str, declared: &[&str]) -> String {
     let mut declared = declared.to_vec();
     declared.dedup();
-    let list = declared.iter().map(|d| format!("`{d}`")).collect::<Vec<_>>().join(", ");
+    let list = declared
+        .iter()
+        .map(|d| format!("`{d}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
     if declared.is_empty() {
         format!("unknown node `{name}`; no node is declared")
     } else {
         format!("unknown node `{name}`; declared nodes are {list}")
     }
 }
-

@@ -15,14 +15,21 @@ pub struct RunConfig {
 
 impl Default for RunConfig {
     fn default() -> Self {
-        Self { recursion_limit: 25, drain: None, thread_id: None }
+        Self {
+            recursion_limit: 25,
+            drain: None,
+            thread_id: None,
+        }
     }
 }
 
 impl RunConfig {
     /// The default configuration on thread `id`.
     pub fn thread(id: impl Into<String>) -> Self {
-        Self { thread_id: Some(id.into()), ..Self::default() }
+        Self {
+            thread_id: Some(id.into()),
+            ..Self::default()
+        }
     }
     /// Sets the recursion limit.
     pub fn recursion_limit(mut self, limit: usize) -> Self {

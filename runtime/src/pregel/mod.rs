@@ -5,8 +5,8 @@ mod compile;
 mod config;
 mod run;
 
-pub use config::{Context, DrainHandle, IntoInput, RunConfig};
 pub(crate) use compile::{GraphInner, InputMode};
+pub use config::{Context, DrainHandle, IntoInput, RunConfig};
 pub use run::Status;
 
 use crate::error::Error;
@@ -21,19 +21,25 @@ pub struct CompiledGraph<S: State> {
 
 impl<S: State> Clone for CompiledGraph<S> {
     fn clone(&self) -> Self {
-        Self { inner: self.inner.clone() }
+        Self {
+            inner: self.inner.clone(),
+        }
     }
 }
 
 impl<S: State> fmt::Debug for CompiledGraph<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CompiledGraph").field("nodes", &self.inner.user_node_names()).finish_non_exhaustive()
+        f.debug_struct("CompiledGraph")
+            .field("nodes", &self.inner.user_node_names())
+            .finish_non_exhaustive()
     }
 }
 
 impl<S: State> CompiledGraph<S> {
     pub(crate) fn from_inner(inner: GraphInner<S>) -> Self {
-        Self { inner: Arc::new(inner) }
+        Self {
+            inner: Arc::new(inner),
+        }
     }
 
     /// The names of the graph's nodes, in the order they were added.
@@ -47,7 +53,11 @@ impl<S: State> CompiledGraph<S> {
     /// # Errors
     /// A node failed or panicked (the error names it and the step), a step's writes broke a
     /// channel's rule, the recursion limit was reached, or a drain was requested.
-    pub async fn invoke<M>(&self, input: impl IntoInput<S, M>, config: &RunConfig) -> Result<S, Error> {
+    pub async fn invoke<M>(
+        &self,
+        input: impl IntoInput<S, M>,
+        config: &RunConfig,
+    ) -> Result<S, Error> {
         let mut run = run::Loop::new(self.inner.clone(), config)?;
         run.input(input.into_update())?;
         loop {

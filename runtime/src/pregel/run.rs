@@ -3,7 +3,9 @@
 
 use super::compile::{ControlSpec, GraphInner, InputMode};
 use super::config::{Context, DrainHandle, RunConfig};
-use crate::channel::{Channel, EphemeralValue, LastValueAfterFinish, NamedBarrierValue, NamedBarrierValueAfterFinish};
+use crate::channel::{
+    Channel, EphemeralValue, LastValueAfterFinish, NamedBarrierValue, NamedBarrierValueAfterFinish,
+};
 use crate::error::{BoxError, Error};
 use crate::graph::{Command, Goto, NodeFn, Packet};
 use crate::state::{FieldError, State, Update};
@@ -44,10 +46,14 @@ impl Control {
         match spec {
             ControlSpec::Branch { deferred: false } => Self::Branch(EphemeralValue::unguarded()),
             ControlSpec::Branch { deferred: true } => Self::Deferred(LastValueAfterFinish::new()),
-            ControlSpec::Join { sources, deferred: false } => Self::Join(NamedBarrierValue::new(sources.iter().copied())),
-            ControlSpec::Join { sources, deferred: true } => {
-                Self::DeferredJoin(NamedBarrierValueAfterFinish::new(sources.iter().copied()))
-            }
+            ControlSpec::Join {
+                sources,
+                deferred: false,
+            } => Self::Join(NamedBarrierValue::new(sources.iter().copied())),
+            ControlSpec::Join {
+                sources,
+                deferred: true,
+            } => Self::DeferredJoin(NamedBarrierValueAfterFinish::new(sources.iter().copied())),
         }
     }
     fn is_available(&self) -> bool {
@@ -267,21 +273,34 @@ impl<S: State> Loop<S> {
             let n = self.candidates[i];
             self.marked[n as usize] = false;
             let node = &self.g.nodes[n as usize];
-            let triggered = node.triggers.iter().zip(&self.seen[n as usize]).any(|(&t, &seen)| {
-                self.is_available(t) && self.versions[t as usize] > seen
-            });
+            let triggered = node
+                .triggers
+                .iter()
+                .zip(&self.seen[n as usize])
+                .any(|(&t, &seen)| self.is_available(t) && self.versions[t as usize] > seen);
             if !triggered {
                 continue;
             }
             let job = match (&node.func, Some(n) == self.g.start) {
-                (_, true) => Job::Ready(Command { update: self.input.take().unwrap_or_default(), goto: Vec::new() }),
+                (_, true) => Job::Ready(Command {
+                    update: self.input.take().unwrap_or_default(),
+                    goto: Vec::new(),
+                }),
                 (Some(f), false) => Job::Node(f.clone()),
                 (None, false) => Job::Ready(Command::default()),
             };
-            self.tasks.push(Task { node: n, pull: true, job });
+            self.tasks.push(Task {
+                node: n,
+                pull: true,
+                job,
+            });
         }
         for p in self.sends.drain(..) {
-            self.tasks.push(Task { node: p.node.0, pull: false, job: Job::Packet(p) });
+            self.tasks.push(Task {
+                node: p.node.0,
+                pull: false,
+                job: Job::Packet(p),
+            });
         }
     }
 
@@ -293,13 +312,21 @@ impl<S: State> Loop<S> {
         if tasks.len() == 1 {
             // One task: run it in place, no spawn.
             let task = tasks.into_iter().next().expect("one task");
-            let ctx = Context { node: self.g.names[task.node as usize].clone(), step };
-            let result = AssertUnwindSafe(run_job(task.job, self.state.clone(), ctx)).catch_unwind().await;
+            let ctx = Context {
+                node: self.g.names[task.node as usize].clone(),
+                step,
+            };
+            let result = AssertUnwindSafe(run_job(task.job, self.state.clone(), ctx))
+                .catch_unwind()
+                .await;
             done.push(self.finish_task(task.node, task.pull, result.map_err(panic_message))?);
         } else {
             let mut handles = Vec::with_capacity(tasks.len());
             for task in tasks {
-                let ctx = Context { node: self.g.names[task.node as usize].clone(), step };
+                let ctx = Context {
+                    node: self.g.names[task.node as usize].clone(),
+                    step,
+                };
                 let handle = tokio::spawn(run_job(task.job, self.state.clone(), ctx));
                 handles.push((task.node, task.pull, handle));
             }
@@ -333,11 +360,17 @@ impl<S: State> Loop<S> {
             Err(message) => return Err(Error::panic(name, self.step, message)),
         };
         if let Some(allowed) = &self.g.nodes[node as usize].writes {
-            if let Some(f) = (0..S::FIELDS.len()).find(|&f| !allowed[f] && command.update.is_written(f)) {
+            if let Some(f) =
+                (0..S::FIELDS.len()).find(|&f| !allowed[f] && command.update.is_written(f))
+            {
                 return Err(Error::undeclared_write(name, S::FIELDS[f].name, self.step));
             }
         }
-        Ok(Done { node, pull, command })
+        Ok(Done {
+            node,
+            pull,
+            command,
+        })
     }
 
     /// Runs the routers of `task` on `state` (the state with the task's own writes applied).
@@ -355,8 +388,15 @@ impl<S: State> Loop<S> {
                     continue;
                 }
                 if !router.targets.contains(&target) {
-                    let what = target.map_or_else(|| "END".to_owned(), |t| self.g.names[t as usize].to_string());
-                    return Err(Error::unknown_target(&self.g.names[node as usize], what, self.step));
+                    let what = target.map_or_else(
+                        || "END".to_owned(),
+                        |t| self.g.names[t as usize].to_string(),
+                    );
+                    return Err(Error::unknown_target(
+                        &self.g.names[node as usize],
+                        what,
+                        self.step,
+                    ));
                 }
             }
         }
@@ -420,10 +460,18 @@ impl<S: State> Loop<S> {
         self.updated.clear();
         self.changed.fill(false);
         self.updates.clear();
-        self.updates.extend(done.iter_mut().map(|d| std::mem::take(&mut d.command.update)));
+        self.updates.extend(
+            done.iter_mut()
+                .map(|d| std::mem::take(&mut d.command.update)),
+        );
         let writers: Vec<u32> = done.iter().map(|d| d.node).collect();
         state
-            .apply(&mut self.channels, &mut self.updates, true, &mut self.changed)
+            .apply(
+                &mut self.channels,
+                &mut self.updates,
+                true,
+                &mut self.changed,
+            )
             .map_err(|e| field_error::<S>(e, &writers, &g.names, self.step))?;
         for f in 0..n_fields {
             if self.changed[f] {
@@ -483,7 +531,11 @@ impl<S: State> Loop<S> {
         self.sends = sends;
 
         // Nothing will wake a node: finish the channels (deferred nodes wake up).
-        if !self.updated.iter().any(|c| !g.trigger_to_nodes[*c as usize].is_empty()) {
+        if !self
+            .updated
+            .iter()
+            .any(|c| !g.trigger_to_nodes[*c as usize].is_empty())
+        {
             let state = Arc::make_mut(&mut self.state);
             self.changed.fill(false);
             state.finish(&mut self.channels, &mut self.changed);
@@ -510,7 +562,11 @@ impl<S: State> Loop<S> {
     }
 }
 
-async fn run_job<S: State>(job: Job<S>, state: Arc<S>, ctx: Context) -> Result<Command<S>, BoxError> {
+async fn run_job<S: State>(
+    job: Job<S>,
+    state: Arc<S>,
+    ctx: Context,
+) -> Result<Command<S>, BoxError> {
     match job {
         Job::Node(f) => f.call(&state, &ctx).await,
         Job::Packet(p) => (p.run)(ctx).await,

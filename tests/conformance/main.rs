@@ -1,0 +1,11 @@
+//! Conformance scenarios of `../shared/langgraph/SEMANTICS.md` §6, on hand-built graphs over
+//! hand-written states, with LangGraph 1.2.9's expected values (`run_anchor.py`, beside
+//! SEMANTICS.md, reproduces them on LangGraph itself). Where weir deliberately differs, the test
+//! says so and checks weir's behaviour.
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+mod graphs;
+mod pregel;
