@@ -18,4 +18,4 @@ pub mod doc_support;
 pub use error::{BoxError, BuildError, Error};
 pub use graph::{Command, Goto, GraphBuilder, NodeHandle, NodeId, NodeRef, END, START};
 pub use pregel::{CompiledGraph, Context, DrainHandle, IntoInput, RunConfig, Status};
-pub use state::{ChannelKind, FieldInfo, State, Update, Writes};
+pub use state::{AppendMark, ChannelKind, CodecError, FieldInfo, State, Update, Writes};

@@ -331,12 +331,19 @@ pub enum ReducerWrite<U, T> {
 /// step's later writes are ignored; a second overwrite in the same step is an error.
 pub struct BinaryOperatorAggregate<T, U = T> {
     reducer: fn(&mut T, U),
+    overwrites: u64,
 }
 
 impl<T, U> BinaryOperatorAggregate<T, U> {
     /// A channel folding with `reducer`.
     pub const fn new(reducer: fn(&mut T, U)) -> Self {
-        Self { reducer }
+        Self { reducer, overwrites: 0 }
+    }
+
+    /// How many overwrites the channel has taken since it was created or restored: while it stays
+    /// the same, an append-only value only grew, so a checkpoint may store just the new items.
+    pub const fn overwrites(&self) -> u64 {
+        self.overwrites
     }
 }
 
@@ -377,6 +384,7 @@ where
                         return Err(UpdateError::TwoOverwrites);
                     }
                     overwritten = true;
+                    self.overwrites += 1;
                     *value = v;
                 }
                 ReducerWrite::Reduce(u) if !overwritten => (self.reducer)(value, u),
@@ -392,9 +400,10 @@ where
         Some(())
     }
     fn from_checkpoint(&self, _: Option<()>) -> Self {
-        *self
+        Self::new(self.reducer)
     }
     fn reset(&mut self, value: &mut T) {
+        self.overwrites += 1;
         *value = T::default();
     }
 }
