@@ -12,7 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub use weir_runtime::{
-    channel, graph, state, BoxError, BuildError, ChannelKind, Command, CompiledGraph, Context,
+    channel, graph, state, AppendMark, BoxError, BuildError, ChannelKind, CodecError, Command, CompiledGraph, Context,
     DrainHandle, Error, FieldInfo, Goto, GraphBuilder, IntoInput, NodeHandle, NodeId, NodeRef,
     RunConfig, State, Status, Update, Writes, END, START,
 };

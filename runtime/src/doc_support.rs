@@ -10,7 +10,8 @@ macro_rules! __doc_state {
         struct Doc {
             text: String,
         }
-        #[derive(Debug, Clone, Default)]
+        #[derive(Debug, Clone, Default, $crate::__serde::Serialize, $crate::__serde::Deserialize)]
+        #[serde(crate = "weir_runtime::__serde")]
         struct DocUpdate {
             text: $crate::Writes<String>,
         }
@@ -67,6 +68,12 @@ macro_rules! __doc_state {
             }
             fn finish(&mut self, c: &mut Self::Channels, changed: &mut [bool]) {
                 changed[0] = $crate::channel::Channel::finish(&mut c.0, &mut self.text);
+            }
+            fn save_field(&self, c: &Self::Channels, _: usize) -> Result<Option<Vec<u8>>, $crate::CodecError> {
+                $crate::state::save_field("text", &self.text, &c.0)
+            }
+            fn load_field(&mut self, c: &mut Self::Channels, _: usize, chain: &[Vec<u8>]) -> Result<(), $crate::CodecError> {
+                $crate::state::load_field("text", &mut self.text, &mut c.0, chain)
             }
         }
     };

@@ -14,6 +14,8 @@ pub mod state;
 
 #[doc(hidden)]
 pub mod doc_support;
+#[doc(hidden)]
+pub use serde as __serde;
 
 pub use error::{BoxError, BuildError, Error};
 pub use graph::{Command, Goto, GraphBuilder, NodeHandle, NodeId, NodeRef, END, START};

@@ -24,7 +24,7 @@ macro_rules! hand_state {
             $( $field: $chan, )*
         }
 
-        #[derive(Debug, Clone, Default)]
+        #[derive(Debug, Clone, Default, ::serde::Serialize, ::serde::Deserialize)]
         pub struct $upd {
             $( pub $field: ::weir::Writes<<$chan as ::weir::channel::Channel<$ty>>::Write>, )*
         }
@@ -107,6 +107,26 @@ macro_rules! hand_state {
                     changed[_i] = ::weir::channel::Channel::<$ty>::finish(&mut c.$field, &mut self.$field);
                     _i += 1;
                 )*
+            }
+            fn save_field(&self, c: &$chans, index: usize) -> Result<Option<Vec<u8>>, ::weir::CodecError> {
+                let mut _i = 0;
+                $(
+                    if _i == index {
+                        return ::weir::state::save_field(stringify!($field), &self.$field, &c.$field);
+                    }
+                    _i += 1;
+                )*
+                Ok(None)
+            }
+            fn load_field(&mut self, c: &mut $chans, index: usize, chain: &[Vec<u8>]) -> Result<(), ::weir::CodecError> {
+                let mut _i = 0;
+                $(
+                    if _i == index {
+                        return ::weir::state::load_field(stringify!($field), &mut self.$field, &mut c.$field, chain);
+                    }
+                    _i += 1;
+                )*
+                Ok(())
             }
         }
     };
