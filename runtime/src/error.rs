@@ -43,6 +43,11 @@ enum ErrorKind {
     Drained {
         step: i64,
     },
+    Timeout {
+        node: String,
+        step: i64,
+        limit: std::time::Duration,
+    },
     UnknownTarget {
         node: String,
         target: String,
@@ -71,12 +76,7 @@ impl Error {
             },
         }
     }
-    pub(crate) fn invalid_update(
-        field: &'static str,
-        nodes: Vec<String>,
-        step: i64,
-        source: UpdateError,
-    ) -> Self {
+    pub(crate) fn invalid_update(field: &'static str, nodes: Vec<String>, step: i64, source: UpdateError) -> Self {
         Self {
             kind: ErrorKind::InvalidUpdate {
                 field,
@@ -105,6 +105,15 @@ impl Error {
             kind: ErrorKind::Drained { step },
         }
     }
+    pub(crate) fn timeout(node: &str, step: i64, limit: std::time::Duration) -> Self {
+        Self {
+            kind: ErrorKind::Timeout {
+                node: node.to_owned(),
+                step,
+                limit,
+            },
+        }
+    }
     pub(crate) fn unknown_target(node: &str, target: String, step: i64) -> Self {
         Self {
             kind: ErrorKind::UnknownTarget {
@@ -131,6 +140,7 @@ impl Error {
             ErrorKind::Node { node, .. }
             | ErrorKind::Panic { node, .. }
             | ErrorKind::UndeclaredWrite { node, .. }
+            | ErrorKind::Timeout { node, .. }
             | ErrorKind::UnknownTarget { node, .. } => Some(node),
             ErrorKind::InvalidUpdate { nodes, .. } => nodes.first().map(String::as_str),
             _ => None,
@@ -144,6 +154,7 @@ impl Error {
             | ErrorKind::InvalidUpdate { step, .. }
             | ErrorKind::UndeclaredWrite { step, .. }
             | ErrorKind::UnknownTarget { step, .. }
+            | ErrorKind::Timeout { step, .. }
             | ErrorKind::Drained { step } => Some(*step),
             _ => None,
         }
@@ -151,9 +162,7 @@ impl Error {
     /// The field at fault, for an invalid or undeclared write.
     pub fn field(&self) -> Option<&'static str> {
         match &self.kind {
-            ErrorKind::InvalidUpdate { field, .. } | ErrorKind::UndeclaredWrite { field, .. } => {
-                Some(field)
-            }
+            ErrorKind::InvalidUpdate { field, .. } | ErrorKind::UndeclaredWrite { field, .. } => Some(field),
             _ => None,
         }
     }
@@ -179,6 +188,10 @@ impl Error {
     /// Whether the run stopped between steps because a drain was requested.
     pub fn is_drained(&self) -> bool {
         matches!(self.kind, ErrorKind::Drained { .. })
+    }
+    /// Whether a node took longer than its timeout.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self.kind, ErrorKind::Timeout { .. })
     }
     /// Whether the input wrote nothing.
     pub fn is_empty_input(&self) -> bool {
@@ -210,6 +223,9 @@ impl fmt::Display for Error {
                 "recursion limit of {limit} steps reached without hitting a stop condition; raise it with `RunConfig::recursion_limit`"
             ),
             ErrorKind::Drained { step } => write!(f, "run drained before step {step}, as requested"),
+            ErrorKind::Timeout { node, step, limit } => {
+                write!(f, "node `{node}` timed out at step {step}: an attempt took longer than its limit of {limit:?}")
+            }
             ErrorKind::UnknownTarget { node, target, step } => {
                 write!(f, "router of node `{node}` at step {step} chose `{target}`, which is not one of its declared targets")
             }

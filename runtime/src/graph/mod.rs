@@ -9,6 +9,6 @@ mod node;
 pub use builder::{GraphBuilder, NodeRef, END, START};
 pub(crate) use node::RouterFn;
 pub use node::{
-    AsyncCtxMarker, AsyncFn1, AsyncFn2, AsyncMarker, Command, Goto, IntoGotos, IntoNode, NodeFn,
-    NodeHandle, NodeId, NodeOutput, Packet, SyncCtxMarker, SyncMarker,
+    AsyncCtxMarker, AsyncFn1, AsyncFn2, AsyncMarker, Command, Goto, IntoGotos, IntoNode, NodeFn, NodeHandle, NodeId,
+    NodeOutput, Packet, SyncCtxMarker, SyncMarker,
 };

@@ -49,11 +49,12 @@ impl<S: State> From<NodeId> for Goto<S> {
     }
 }
 
+pub(crate) type PacketFn<S> = Arc<dyn Fn(Context) -> BoxFuture<'static, Result<Command<S>, BoxError>> + Send + Sync>;
+
 /// One `Send`: a node to run in the next step, with the input it runs on.
 pub struct Packet<S: State> {
     pub(crate) node: NodeId,
-    pub(crate) run:
-        Box<dyn FnOnce(Context) -> BoxFuture<'static, Result<Command<S>, BoxError>> + Send>,
+    pub(crate) run: PacketFn<S>,
 }
 
 impl<S: State> Packet<S> {
@@ -170,8 +171,7 @@ impl<S: State, T: NodeOutput<S>, E: Into<BoxError>> NodeOutput<S> for Result<T, 
 }
 
 type SyncFn<I, S> = dyn Fn(&I, &Context) -> Result<Command<S>, BoxError> + Send + Sync;
-type AsyncFn<I, S> =
-    dyn for<'a> Fn(&'a I, &'a Context) -> BoxFuture<'a, Result<Command<S>, BoxError>> + Send + Sync;
+type AsyncFn<I, S> = dyn for<'a> Fn(&'a I, &'a Context) -> BoxFuture<'a, Result<Command<S>, BoxError>> + Send + Sync;
 
 /// A node's function, type-erased: sync or async, over an input `I` (the state, or a `Send`
 /// payload).
@@ -295,9 +295,7 @@ where
     O: NodeOutput<S>,
 {
     fn into_node(self) -> NodeFn<I, S> {
-        NodeFn::Sync(Arc::new(move |i: &I, c: &Context| {
-            self(i, c).into_command()
-        }))
+        NodeFn::Sync(Arc::new(move |i: &I, c: &Context| self(i, c).into_command()))
     }
 }
 
@@ -360,9 +358,13 @@ impl<S: State, I: Send + Sync + 'static> NodeHandle<S, I> {
     /// A `Send` that runs this node once in the next step, on `input`.
     pub fn send(&self, input: I) -> Goto<S> {
         let func = self.func.clone();
+        let input = Arc::new(input);
         Goto::Send(Packet {
             node: self.id,
-            run: Box::new(move |ctx| Box::pin(async move { func.call(&input, &ctx).await })),
+            run: Arc::new(move |ctx| {
+                let (func, input) = (func.clone(), input.clone());
+                Box::pin(async move { func.call(&input, &ctx).await })
+            }),
         })
     }
 }

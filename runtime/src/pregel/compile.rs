@@ -1,9 +1,10 @@
 //! From a [`GraphBuilder`] to the static tables the loop runs on: node indices, trigger lists,
 //! the channel each edge writes. No name is looked up once this is done.
 
+use super::NodePolicy;
 use crate::error::BuildError;
 use crate::graph::{GraphBuilder, NodeFn, NodeRef, RouterFn};
-use crate::state::State;
+use crate::state::{FieldInfo, State};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -47,10 +48,14 @@ pub(crate) struct CompiledNode<S: State> {
     pub(crate) routers: Vec<CompiledRouter<S>>,
     /// Declared writable fields, when declared.
     pub(crate) writes: Option<Vec<bool>>,
+    pub(crate) policy: NodePolicy,
 }
 
 pub(crate) struct GraphInner<S: State> {
     pub(crate) mode: InputMode,
+    /// The empty state and channels every run starts from.
+    pub(crate) prototype: (S, S::Channels),
+    pub(crate) fields: Vec<FieldInfo>,
     pub(crate) names: Vec<Arc<str>>,
     pub(crate) n_user: usize,
     pub(crate) start: Option<u32>,
@@ -60,6 +65,8 @@ pub(crate) struct GraphInner<S: State> {
     pub(crate) controls: Vec<ControlSpec>,
     /// For every channel id, the nodes it triggers.
     pub(crate) trigger_to_nodes: Vec<Vec<u32>>,
+    pub(crate) interrupt_before: Vec<bool>,
+    pub(crate) interrupt_after: Vec<bool>,
 }
 
 impl<S: State> GraphInner<S> {
@@ -68,27 +75,25 @@ impl<S: State> GraphInner<S> {
     }
 
     pub(crate) fn n_fields(&self) -> usize {
-        S::FIELDS.len()
+        self.fields.len()
     }
 
     /// The channel id of internal channel `index`.
     pub(crate) fn control_id(&self, index: usize) -> u32 {
-        (S::FIELDS.len() + index) as u32
+        (self.fields.len() + index) as u32
     }
 
-    pub(crate) fn build(b: GraphBuilder<S>) -> Result<Self, BuildError> {
+    pub(crate) fn build(mut b: GraphBuilder<S>) -> Result<Self, BuildError> {
         let mut problems = Vec::new();
         let n_user = b.nodes.len();
-        let n_fields = S::FIELDS.len();
+        let prototype = b.prototype.take().unwrap_or_else(S::empty);
+        let fields = prototype.0.fields().to_vec();
+        let n_fields = fields.len();
 
         // Every node name is unique, not reserved, and not empty.
         let mut by_name: HashMap<&str, u32> = HashMap::new();
         for (i, n) in b.nodes.iter().enumerate() {
-            if n.name.is_empty()
-                || n.name == START_NAME
-                || n.name == "__end__"
-                || n.name.contains(['|', ':'])
-            {
+            if n.name.is_empty() || n.name == START_NAME || n.name == "__end__" || n.name.contains(['|', ':']) {
                 problems.push(format!("node name `{}` is reserved or invalid: names may not be empty, `__start__`, `__end__`, or contain `|` or `:`", n.name));
             }
             if by_name.insert(&n.name, i as u32).is_some() {
@@ -102,10 +107,7 @@ impl<S: State> GraphInner<S> {
                 NodeRef::End => Some(Endpoint::End),
                 NodeRef::Id(id) if id.index() < n_user => Some(Endpoint::Node(id.0)),
                 NodeRef::Id(id) => {
-                    problems.push(format!(
-                        "node id {} does not belong to this graph",
-                        id.index()
-                    ));
+                    problems.push(format!("node id {} does not belong to this graph", id.index()));
                     None
                 }
                 NodeRef::Name(n) => match by_name.get(&**n) {
@@ -139,8 +141,26 @@ impl<S: State> GraphInner<S> {
                     }
                     mask
                 }),
+                policy: NodePolicy {
+                    retry: n.retry.clone().or_else(|| b.default_retry.clone()),
+                    timeout: n.timeout,
+                },
             })
             .collect();
+        for n in &b.nodes {
+            if n.timeout.is_some() && !n.is_async {
+                problems.push(format!(
+                    "node `{}` has a timeout but is a plain function, which cannot be stopped while it runs: make it async",
+                    n.name
+                ));
+            }
+            if let Some(f) = n.writes.iter().flatten().find(|f| **f >= n_fields) {
+                problems.push(format!(
+                    "node `{}` declares writes of field {f}, but the state has {n_fields} fields",
+                    n.name
+                ));
+            }
+        }
         if with_start {
             nodes.push(CompiledNode {
                 func: None,
@@ -149,6 +169,7 @@ impl<S: State> GraphInner<S> {
                 joins: Vec::new(),
                 routers: Vec::new(),
                 writes: None,
+                policy: NodePolicy::default(),
             });
         }
         // One branch channel per node (for the start node: the input channel).
@@ -163,7 +184,9 @@ impl<S: State> GraphInner<S> {
                 Endpoint::Node(i) => Some(i),
                 Endpoint::Start if with_start => Some(n_user as u32),
                 Endpoint::Start => {
-                    problems.push(format!("{what} from START in a pregel graph, which has no START: nodes subscribe to fields instead"));
+                    problems.push(format!(
+                        "{what} from START in a pregel graph, which has no START: nodes subscribe to fields instead"
+                    ));
                     None
                 }
                 Endpoint::End => {
@@ -172,28 +195,23 @@ impl<S: State> GraphInner<S> {
                 }
             }
         };
-        let target_of =
-            |e: Endpoint, what: &str, problems: &mut Vec<String>| -> Option<Option<u32>> {
-                match e {
-                    Endpoint::Node(i) => Some(Some(i)),
-                    Endpoint::End => Some(None),
-                    Endpoint::Start => {
-                        problems.push(format!("{what} into START: START has no incoming edges"));
-                        None
-                    }
+        let target_of = |e: Endpoint, what: &str, problems: &mut Vec<String>| -> Option<Option<u32>> {
+            match e {
+                Endpoint::Node(i) => Some(Some(i)),
+                Endpoint::End => Some(None),
+                Endpoint::Start => {
+                    problems.push(format!("{what} into START: START has no incoming edges"));
+                    None
                 }
-            };
+            }
+        };
 
         // Plain edges: the source writes the target's branch channel.
         for (from, to) in &b.edges {
-            let (Some(f), Some(t)) = (resolve(from, &mut problems), resolve(to, &mut problems))
-            else {
+            let (Some(f), Some(t)) = (resolve(from, &mut problems), resolve(to, &mut problems)) else {
                 continue;
             };
-            let (Some(f), Some(t)) = (
-                source_of(f, "edge", &mut problems),
-                target_of(t, "edge", &mut problems),
-            ) else {
+            let (Some(f), Some(t)) = (source_of(f, "edge", &mut problems), target_of(t, "edge", &mut problems)) else {
                 continue;
             };
             if let Some(t) = t {
@@ -259,16 +277,11 @@ impl<S: State> GraphInner<S> {
             };
             let mut targets = Vec::new();
             for t in &r.targets {
-                if let Some(t) =
-                    resolve(t, &mut problems).and_then(|e| target_of(e, "route", &mut problems))
-                {
+                if let Some(t) = resolve(t, &mut problems).and_then(|e| target_of(e, "route", &mut problems)) {
                     targets.push(t);
                 }
             }
-            nodes[s as usize].routers.push(CompiledRouter {
-                func: r.func,
-                targets,
-            });
+            nodes[s as usize].routers.push(CompiledRouter { func: r.func, targets });
         }
 
         // Triggers: the node's own branch channel, then subscribed fields.
@@ -277,7 +290,10 @@ impl<S: State> GraphInner<S> {
             if i < n_user {
                 for &f in &b.nodes[i].subscribes {
                     if f >= n_fields {
-                        problems.push(format!("node `{}` subscribes to field {f}, but the state has {n_fields} fields", b.nodes[i].name));
+                        problems.push(format!(
+                            "node `{}` subscribes to field {f}, but the state has {n_fields} fields",
+                            b.nodes[i].name
+                        ));
                         continue;
                     }
                     node.triggers.push(f as u32);
@@ -288,21 +304,30 @@ impl<S: State> GraphInner<S> {
             problems.push("the graph has no entry: add an edge from START".to_owned());
         }
 
+        let interrupt = |refs: &[NodeRef], problems: &mut Vec<String>| {
+            let mut mask = vec![false; n_nodes];
+            for r in refs {
+                match resolve(r, problems) {
+                    Some(Endpoint::Node(i)) => mask[i as usize] = true,
+                    Some(_) => problems.push("interrupts name nodes, not START or END".to_owned()),
+                    None => {}
+                }
+            }
+            mask
+        };
+        let interrupt_before = interrupt(&b.interrupt_before, &mut problems);
+        let interrupt_after = interrupt(&b.interrupt_after, &mut problems);
+
         if !problems.is_empty() {
             return Err(BuildError::new(problems));
         }
 
-        let mut all_names: Vec<Arc<str>> =
-            b.nodes.iter().map(|n| Arc::from(n.name.as_str())).collect();
+        let mut all_names: Vec<Arc<str>> = b.nodes.iter().map(|n| Arc::from(n.name.as_str())).collect();
         if with_start {
             all_names.push(Arc::from(START_NAME));
         }
         let mut order: Vec<u32> = (0..n_nodes as u32).collect();
-        order.sort_by(|a, b| {
-            all_names[*a as usize]
-                .as_bytes()
-                .cmp(all_names[*b as usize].as_bytes())
-        });
+        order.sort_by(|a, b| all_names[*a as usize].as_bytes().cmp(all_names[*b as usize].as_bytes()));
         let mut rank = vec![0u32; n_nodes];
         for (pos, id) in order.iter().enumerate() {
             rank[*id as usize] = pos as u32;
@@ -315,6 +340,10 @@ impl<S: State> GraphInner<S> {
         }
         Ok(Self {
             mode: b.mode,
+            prototype,
+            fields,
+            interrupt_before,
+            interrupt_after,
             names: all_names,
             n_user,
             start,
@@ -344,11 +373,7 @@ fn display_target(t: Option<u32>, names: &[&str]) -> String {
 fn unknown_node(name: &str, declared: &[&str]) -> String {
     let mut declared = declared.to_vec();
     declared.dedup();
-    let list = declared
-        .iter()
-        .map(|d| format!("`{d}`"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let list = declared.iter().map(|d| format!("`{d}`")).collect::<Vec<_>>().join(", ");
     if declared.is_empty() {
         format!("unknown node `{name}`; no node is declared")
     } else {

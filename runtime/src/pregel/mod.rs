@@ -3,10 +3,13 @@
 
 mod compile;
 mod config;
+mod policy;
 mod run;
 
 pub(crate) use compile::{GraphInner, InputMode};
 pub use config::{Context, DrainHandle, IntoInput, RunConfig};
+pub(crate) use policy::NodePolicy;
+pub use policy::RetryPolicy;
 pub use run::Status;
 
 use crate::error::Error;
@@ -37,9 +40,7 @@ impl<S: State> fmt::Debug for CompiledGraph<S> {
 
 impl<S: State> CompiledGraph<S> {
     pub(crate) fn from_inner(inner: GraphInner<S>) -> Self {
-        Self {
-            inner: Arc::new(inner),
-        }
+        Self { inner: Arc::new(inner) }
     }
 
     /// The names of the graph's nodes, in the order they were added.
@@ -53,11 +54,7 @@ impl<S: State> CompiledGraph<S> {
     /// # Errors
     /// A node failed or panicked (the error names it and the step), a step's writes broke a
     /// channel's rule, the recursion limit was reached, or a drain was requested.
-    pub async fn invoke<M>(
-        &self,
-        input: impl IntoInput<S, M>,
-        config: &RunConfig,
-    ) -> Result<S, Error> {
+    pub async fn invoke<M>(&self, input: impl IntoInput<S, M>, config: &RunConfig) -> Result<S, Error> {
         let mut run = run::Loop::new(self.inner.clone(), config)?;
         run.input(input.into_update())?;
         loop {

@@ -3,15 +3,15 @@
 
 use super::compile::{ControlSpec, GraphInner, InputMode};
 use super::config::{Context, DrainHandle, RunConfig};
-use crate::channel::{
-    Channel, EphemeralValue, LastValueAfterFinish, NamedBarrierValue, NamedBarrierValueAfterFinish,
-};
+use super::NodePolicy;
+use crate::channel::{Channel, EphemeralValue, LastValueAfterFinish, NamedBarrierValue, NamedBarrierValueAfterFinish};
 use crate::error::{BoxError, Error};
 use crate::graph::{Command, Goto, NodeFn, Packet};
 use crate::state::{FieldError, State, Update};
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Where a run stands (LangGraph's `PregelLoop.status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +147,7 @@ impl<S: State> Loop<S> {
         if config.recursion_limit < 1 {
             return Err(Error::config("recursion limit must be at least 1"));
         }
-        let (state, channels) = S::empty();
+        let (state, channels) = g.prototype.clone();
         let n_channels = g.n_fields() + g.controls.len();
         let controls = g.controls.iter().map(Control::new).collect();
         let seen = g.nodes.iter().map(|n| vec![0; n.triggers.len()]).collect();
@@ -171,7 +171,7 @@ impl<S: State> Loop<S> {
             status: Status::Input,
             candidates: Vec::new(),
             marked: vec![false; n_nodes],
-            changed: vec![false; S::FIELDS.len()],
+            changed: vec![false; g.n_fields()],
             updates: Vec::new(),
             branch_writes: vec![0; n_controls],
             join_writes: vec![Vec::new(); n_controls],
@@ -214,7 +214,7 @@ impl<S: State> Loop<S> {
                 self.updated.push(id);
             }
             InputMode::Fields => {
-                if !(0..S::FIELDS.len()).any(|f| update.is_written(f)) {
+                if !(0..self.g.n_fields()).any(|f| update.is_written(f)) {
                     return Err(Error::empty_input());
                 }
                 self.changed.fill(false);
@@ -222,8 +222,8 @@ impl<S: State> Loop<S> {
                 let mut updates = [update];
                 state
                     .apply(&mut self.channels, &mut updates, false, &mut self.changed)
-                    .map_err(|e| field_error::<S>(e, &[], &self.g.names, self.step))?;
-                for f in 0..S::FIELDS.len() {
+                    .map_err(|e| field_error(e, &[], &self.g, self.step))?;
+                for f in 0..self.g.n_fields() {
                     if self.changed[f] {
                         self.versions[f] = next;
                         if self.state.is_available(&self.channels, f) {
@@ -316,10 +316,12 @@ impl<S: State> Loop<S> {
                 node: self.g.names[task.node as usize].clone(),
                 step,
             };
-            let result = AssertUnwindSafe(run_job(task.job, self.state.clone(), ctx))
+            let policy = self.g.nodes[task.node as usize].policy.clone();
+            let result = AssertUnwindSafe(run_job(task.job, self.state.clone(), ctx, policy))
                 .catch_unwind()
                 .await;
-            done.push(self.finish_task(task.node, task.pull, result.map_err(panic_message))?);
+            let result = result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p))));
+            done.push(self.finish_task(task.node, task.pull, result)?);
         } else {
             let mut handles = Vec::with_capacity(tasks.len());
             for task in tasks {
@@ -327,16 +329,19 @@ impl<S: State> Loop<S> {
                     node: self.g.names[task.node as usize].clone(),
                     step,
                 };
-                let handle = tokio::spawn(run_job(task.job, self.state.clone(), ctx));
+                let policy = self.g.nodes[task.node as usize].policy.clone();
+                let handle = tokio::spawn(run_job(task.job, self.state.clone(), ctx, policy));
                 handles.push((task.node, task.pull, handle));
             }
             // Wait for every task, then report the first failure in task order: the same
             // failure whatever order the tasks finished in.
             let mut results = Vec::with_capacity(handles.len());
             for (node, pull, handle) in handles {
-                let r = handle.await.map_err(|e| match e.try_into_panic() {
-                    Ok(payload) => panic_message(payload),
-                    Err(e) => e.to_string(),
+                let r = handle.await.unwrap_or_else(|e| {
+                    Err(Failure::Panic(match e.try_into_panic() {
+                        Ok(payload) => panic_message(payload),
+                        Err(e) => e.to_string(),
+                    }))
                 });
                 results.push((node, pull, r));
             }
@@ -347,30 +352,20 @@ impl<S: State> Loop<S> {
         self.after_tick(done)
     }
 
-    fn finish_task(
-        &self,
-        node: u32,
-        pull: bool,
-        result: Result<Result<Command<S>, BoxError>, String>,
-    ) -> Result<Done<S>, Error> {
+    fn finish_task(&self, node: u32, pull: bool, result: Result<Command<S>, Failure>) -> Result<Done<S>, Error> {
         let name = &self.g.names[node as usize];
         let command = match result {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => return Err(Error::node(name, self.step, e)),
-            Err(message) => return Err(Error::panic(name, self.step, message)),
+            Ok(c) => c,
+            Err(Failure::Error(e)) => return Err(Error::node(name, self.step, e)),
+            Err(Failure::Timeout(limit)) => return Err(Error::timeout(name, self.step, limit)),
+            Err(Failure::Panic(message)) => return Err(Error::panic(name, self.step, message)),
         };
         if let Some(allowed) = &self.g.nodes[node as usize].writes {
-            if let Some(f) =
-                (0..S::FIELDS.len()).find(|&f| !allowed[f] && command.update.is_written(f))
-            {
-                return Err(Error::undeclared_write(name, S::FIELDS[f].name, self.step));
+            if let Some(f) = (0..self.g.n_fields()).find(|&f| !allowed[f] && command.update.is_written(f)) {
+                return Err(Error::undeclared_write(name, self.g.fields[f].name, self.step));
             }
         }
-        Ok(Done {
-            node,
-            pull,
-            command,
-        })
+        Ok(Done { node, pull, command })
     }
 
     /// Runs the routers of `task` on `state` (the state with the task's own writes applied).
@@ -388,15 +383,8 @@ impl<S: State> Loop<S> {
                     continue;
                 }
                 if !router.targets.contains(&target) {
-                    let what = target.map_or_else(
-                        || "END".to_owned(),
-                        |t| self.g.names[t as usize].to_string(),
-                    );
-                    return Err(Error::unknown_target(
-                        &self.g.names[node as usize],
-                        what,
-                        self.step,
-                    ));
+                    let what = target.map_or_else(|| "END".to_owned(), |t| self.g.names[t as usize].to_string());
+                    return Err(Error::unknown_target(&self.g.names[node as usize], what, self.step));
                 }
             }
         }
@@ -421,7 +409,7 @@ impl<S: State> Loop<S> {
                 let mut scratch = vec![false; n_fields];
                 fresh
                     .apply(&mut channels, &mut own, true, &mut scratch)
-                    .map_err(|e| field_error::<S>(e, &[done[i].node], &g.names, self.step))?;
+                    .map_err(|e| field_error(e, &[done[i].node], &g, self.step))?;
                 let mut gotos = Vec::new();
                 self.route(done[i].node, &fresh, &mut gotos)?;
                 done[i].command.goto.extend(gotos);
@@ -460,19 +448,12 @@ impl<S: State> Loop<S> {
         self.updated.clear();
         self.changed.fill(false);
         self.updates.clear();
-        self.updates.extend(
-            done.iter_mut()
-                .map(|d| std::mem::take(&mut d.command.update)),
-        );
+        self.updates
+            .extend(done.iter_mut().map(|d| std::mem::take(&mut d.command.update)));
         let writers: Vec<u32> = done.iter().map(|d| d.node).collect();
         state
-            .apply(
-                &mut self.channels,
-                &mut self.updates,
-                true,
-                &mut self.changed,
-            )
-            .map_err(|e| field_error::<S>(e, &writers, &g.names, self.step))?;
+            .apply(&mut self.channels, &mut self.updates, true, &mut self.changed)
+            .map_err(|e| field_error(e, &writers, &g, self.step))?;
         for f in 0..n_fields {
             if self.changed[f] {
                 self.versions[f] = next;
@@ -531,11 +512,7 @@ impl<S: State> Loop<S> {
         self.sends = sends;
 
         // Nothing will wake a node: finish the channels (deferred nodes wake up).
-        if !self
-            .updated
-            .iter()
-            .any(|c| !g.trigger_to_nodes[*c as usize].is_empty())
-        {
+        if !self.updated.iter().any(|c| !g.trigger_to_nodes[*c as usize].is_empty()) {
             let state = Arc::make_mut(&mut self.state);
             self.changed.fill(false);
             state.finish(&mut self.channels, &mut self.changed);
@@ -562,15 +539,66 @@ impl<S: State> Loop<S> {
     }
 }
 
+/// Why a task failed.
+enum Failure {
+    Error(BoxError),
+    Timeout(Duration),
+    Panic(String),
+}
+
+/// A node took longer than its timeout (what a retry policy's predicate sees).
+#[derive(Debug)]
+struct TimedOut(Duration);
+
+impl std::fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "timed out after {:?}", self.0)
+    }
+}
+
+impl std::error::Error for TimedOut {}
+
+/// Runs a task's job, with its node's timeout and retry policy.
 async fn run_job<S: State>(
     job: Job<S>,
     state: Arc<S>,
     ctx: Context,
-) -> Result<Command<S>, BoxError> {
-    match job {
-        Job::Node(f) => f.call(&state, &ctx).await,
-        Job::Packet(p) => (p.run)(ctx).await,
-        Job::Ready(c) => Ok(c),
+    policy: NodePolicy,
+) -> Result<Command<S>, Failure> {
+    let job = match job {
+        Job::Ready(c) => return Ok(c),
+        job => job,
+    };
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let once = async {
+            match &job {
+                Job::Node(f) => f.call(&state, &ctx).await,
+                Job::Packet(p) => (p.run)(ctx.clone()).await,
+                Job::Ready(_) => Ok(Command::default()),
+            }
+        };
+        let result = match policy.timeout {
+            Some(limit) => match tokio::time::timeout(limit, once).await {
+                Ok(r) => r,
+                Err(_) => Err(Box::new(TimedOut(limit)) as BoxError),
+            },
+            None => once.await,
+        };
+        let error = match result {
+            Ok(c) => return Ok(c),
+            Err(e) => e,
+        };
+        match &policy.retry {
+            Some(p) if p.should_retry(attempt, &error) => tokio::time::sleep(p.sleep_for(attempt)).await,
+            _ => {
+                return Err(match error.downcast::<TimedOut>() {
+                    Ok(t) => Failure::Timeout(t.0),
+                    Err(e) => Failure::Error(e),
+                })
+            }
+        }
     }
 }
 
@@ -584,12 +612,12 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-fn field_error<S: State>(e: FieldError, writers: &[u32], names: &[Arc<str>], step: i64) -> Error {
+fn field_error<S: State>(e: FieldError, writers: &[u32], g: &GraphInner<S>, step: i64) -> Error {
     let nodes = e
         .writers
         .iter()
         .filter_map(|w| writers.get(*w))
-        .map(|n| names[*n as usize].to_string())
+        .map(|n| g.names[*n as usize].to_string())
         .collect();
-    Error::invalid_update(S::FIELDS[e.field].name, nodes, step, e.error)
+    Error::invalid_update(g.fields[e.field].name, nodes, step, e.error)
 }
