@@ -1,4 +1,6 @@
+use super::interrupt::{no_checkpointer, Interrupt, Scratch};
 use crate::state::{State, Update};
+use serde::{de::DeserializeOwned, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -36,6 +38,26 @@ impl RunConfig {
         self.recursion_limit = limit;
         self
     }
+    /// Runs from this past checkpoint of the thread (a fork).
+    pub fn checkpoint_id(mut self, id: impl Into<String>) -> Self {
+        self.checkpoint_id = Some(id.into());
+        self
+    }
+    /// Sets the durability.
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+    /// Pauses before `node` in this run.
+    pub fn interrupt_before(mut self, node: impl Into<String>) -> Self {
+        self.interrupt_before.push(node.into());
+        self
+    }
+    /// Pauses after `node` in this run.
+    pub fn interrupt_after(mut self, node: impl Into<String>) -> Self {
+        self.interrupt_after.push(node.into());
+        self
+    }
     /// Attaches a drain handle.
     pub fn drain(mut self, handle: DrainHandle) -> Self {
         self.drain = Some(handle);
@@ -62,11 +84,12 @@ impl DrainHandle {
     }
 }
 
-/// What a node can know of the run it is part of.
+/// What a node can know of the run it is part of, and how it talks to it.
 #[derive(Debug, Clone)]
 pub struct Context {
     pub(crate) node: Arc<str>,
     pub(crate) step: i64,
+    pub(crate) scratch: Option<Arc<Scratch>>,
 }
 
 impl Context {
@@ -77,6 +100,24 @@ impl Context {
     /// The step the node runs in (0 is the first step after the input).
     pub fn step(&self) -> i64 {
         self.step
+    }
+
+    /// Pauses the run to ask `question`, and returns the answer once the thread is resumed with
+    /// one (LangGraph's `interrupt`). Typed both ways: the question is saved through serde, and
+    /// an answer that is not an `A` is an error naming the node.
+    ///
+    /// The first time, this returns the [`Interrupt`] pause: propagate it with `?`. The run stops
+    /// with [`Outcome::Interrupted`](super::Outcome); resuming the thread runs the node again
+    /// from the top, and this call then returns the answer. Several interrupts in one node are
+    /// answered in order, one resume each.
+    ///
+    /// # Errors
+    /// The pause itself; an answer of another type; a graph without a checkpointer.
+    pub fn interrupt<Q: Serialize, A: DeserializeOwned>(&self, question: Q) -> Result<A, Interrupt> {
+        match &self.scratch {
+            Some(s) => s.ask(&self.node, question),
+            None => Err(no_checkpointer()),
+        }
     }
 }
 
