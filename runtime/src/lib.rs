@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod channel;
+pub mod checkpoint;
 mod error;
 pub mod graph;
 mod pregel;
