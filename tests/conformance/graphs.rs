@@ -252,11 +252,16 @@ async fn g10_recursion_limit_counting() {
         let calls = Log::default();
         let mut g = GraphBuilder::<Count>::new();
         let c = calls.clone();
-        g.add_node("a", move |_: &Count, ctx: &Context| {
-            c.push(ctx.step(), "a");
-            inc()
-        });
-        g.add_edge(START, "a").add_edge("a", "a");
+        let a = g
+            .add_node("a", move |_: &Count, ctx: &Context| {
+                c.push(ctx.step(), "a");
+                inc()
+            })
+            .id();
+        // A self-loop that never ends. weir's graph checks refuse a node with no way to END, so
+        // the loop is a route that could end but never does (LangGraph accepts a bare `a -> a`).
+        g.add_edge(START, "a");
+        g.add_router("a", move |_: &Count| a, [NodeRef::from(a), END]);
         let err = g
             .compile()
             .unwrap()

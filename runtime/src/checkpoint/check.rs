@@ -21,15 +21,10 @@ pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, Sav
         if !channels.insert(c.channel.as_str()) {
             return Err(SaverError::invalid(
                 thread,
-                format!(
-                    "channel `{}` appears twice in checkpoint `{}`",
-                    c.channel, record.id
-                ),
+                format!("channel `{}` appears twice in checkpoint `{}`", c.channel, record.id),
             ));
         }
-        if c.blob.as_deref() == Some(record.id.as_str())
-            && !record.blobs.iter().any(|b| b.channel == c.channel)
-        {
+        if c.blob.as_deref() == Some(record.id.as_str()) && !record.blobs.iter().any(|b| b.channel == c.channel) {
             return Err(SaverError::invalid(
                 thread,
                 format!(
@@ -45,10 +40,7 @@ pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, Sav
         if !blobs.insert(b.channel.as_str()) {
             return Err(SaverError::invalid(
                 thread,
-                format!(
-                    "two blobs for channel `{}` in checkpoint `{}`",
-                    b.channel, record.id
-                ),
+                format!("two blobs for channel `{}` in checkpoint `{}`", b.channel, record.id),
             ));
         }
         let referenced = record
@@ -93,12 +85,7 @@ pub(crate) fn missing_base(record: &CheckpointRecord, channel: &str, base: &str)
 }
 
 /// Checks a batch of one task's pending writes.
-pub(crate) fn writes(
-    thread: &str,
-    checkpoint: &str,
-    task_id: &str,
-    writes: &[PendingWrite],
-) -> Result<(), SaverError> {
+pub(crate) fn writes(thread: &str, checkpoint: &str, task_id: &str, writes: &[PendingWrite]) -> Result<(), SaverError> {
     let mut seen = HashSet::new();
     for w in writes {
         if w.task_id != task_id {
@@ -138,16 +125,16 @@ pub(crate) fn unknown_checkpoint(thread: &str, ns: &str, checkpoint: &str) -> Sa
 
 /// Sorts pending writes in the order [`Loaded::pending_writes`](super::Loaded) promises.
 pub(crate) fn sort_writes(writes: &mut [PendingWrite]) {
-    writes
-        .sort_by(|a, b| (&a.task_path, &a.task_id, a.idx).cmp(&(&b.task_path, &b.task_id, b.idx)));
+    writes.sort_by(|a, b| (&a.task_path, &a.task_id, a.idx).cmp(&(&b.task_path, &b.task_id, b.idx)));
 }
 
 /// The error for a channel whose blob chain is broken.
-pub(crate) fn broken_chain(
-    thread: &str,
-    checkpoint: &str,
-    channel: &str,
-    missing: &str,
-) -> SaverError {
-    SaverError::corrupt(thread, checkpoint, format!("the value of channel `{channel}` needs the blob stored under checkpoint `{missing}`, which is missing"))
+pub(crate) fn broken_chain(thread: &str, checkpoint: &str, channel: &str, missing: &str) -> SaverError {
+    SaverError::corrupt(
+        thread,
+        checkpoint,
+        format!(
+            "the value of channel `{channel}` needs the blob stored under checkpoint `{missing}`, which is missing"
+        ),
+    )
 }

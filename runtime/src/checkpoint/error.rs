@@ -17,17 +17,9 @@ pub struct SaverError {
 #[derive(Debug)]
 enum Kind {
     /// Another writer moved the head, or the checkpoint id exists.
-    Conflict {
-        thread: String,
-        ns: String,
-        detail: String,
-    },
+    Conflict { thread: String, ns: String, detail: String },
     /// The store was written by a newer weir.
-    SchemaTooNew {
-        store: String,
-        found: i64,
-        supported: i64,
-    },
+    SchemaTooNew { store: String, found: i64, supported: i64 },
     /// Stored data does not hold together (a missing blob, an undecodable row).
     Corrupt {
         thread: String,
@@ -35,10 +27,7 @@ enum Kind {
         detail: String,
     },
     /// The caller handed the saver something it cannot store.
-    Invalid {
-        thread: Option<String>,
-        detail: String,
-    },
+    Invalid { thread: Option<String>, detail: String },
     /// The database failed (I/O, connection, SQL).
     Backend { context: String },
 }
@@ -51,12 +40,7 @@ impl SaverError {
             detail: detail.into(),
         })
     }
-    pub(crate) fn head_moved(
-        thread: &str,
-        ns: &str,
-        expected: Option<&str>,
-        found: Option<&str>,
-    ) -> Self {
+    pub(crate) fn head_moved(thread: &str, ns: &str, expected: Option<&str>, found: Option<&str>) -> Self {
         let show = |id: Option<&str>| id.map_or_else(|| "none".to_owned(), |id| format!("`{id}`"));
         Self::conflict(
             thread,
@@ -144,15 +128,26 @@ impl fmt::Display for SaverError {
                 }
                 write!(f, ": {detail}; another writer is running this thread")
             }
-            Kind::SchemaTooNew { store, found, supported } => write!(
+            Kind::SchemaTooNew {
+                store,
+                found,
+                supported,
+            } => write!(
                 f,
                 "{store} has checkpoint schema version {found}, newer than version {supported} that this weir \
                  supports; it was left untouched, open it with a newer weir"
             ),
-            Kind::Corrupt { thread, checkpoint, detail } => {
+            Kind::Corrupt {
+                thread,
+                checkpoint,
+                detail,
+            } => {
                 write!(f, "corrupt checkpoint `{checkpoint}` of thread `{thread}`: {detail}")
             }
-            Kind::Invalid { thread: Some(thread), detail } => {
+            Kind::Invalid {
+                thread: Some(thread),
+                detail,
+            } => {
                 write!(f, "invalid checkpoint data for thread `{thread}`: {detail}")
             }
             Kind::Invalid { thread: None, detail } => write!(f, "invalid saver configuration: {detail}"),
@@ -163,8 +158,6 @@ impl fmt::Display for SaverError {
 
 impl std::error::Error for SaverError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
+        self.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
     }
 }

@@ -45,16 +45,10 @@ impl MemorySaver {
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, BTreeMap<String, Namespace>>> {
         // A panic while holding the lock cannot leave a half-applied put (each put checks first,
         // then only inserts), so a poisoned store is still consistent.
-        self.store
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.store.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn put_now(
-        &self,
-        mut record: CheckpointRecord,
-        expected_head: Option<&str>,
-    ) -> Result<(), SaverError> {
+    fn put_now(&self, mut record: CheckpointRecord, expected_head: Option<&str>) -> Result<(), SaverError> {
         let deltas = check::record(&record)?;
         let mut store = self.lock();
         let thread = store.entry(record.thread_id.clone()).or_default();
@@ -77,10 +71,7 @@ impl MemorySaver {
                 ));
             }
             for (channel, base) in deltas {
-                if !ns
-                    .blobs
-                    .contains_key(&(base.to_owned(), channel.to_owned()))
-                {
+                if !ns.blobs.contains_key(&(base.to_owned(), channel.to_owned())) {
                     return Err(check::missing_base(&record, channel, base));
                 }
             }
@@ -97,22 +88,15 @@ impl MemorySaver {
             return Err(e);
         }
         for blob in std::mem::take(&mut record.blobs) {
-            ns.blobs.insert(
-                (record.id.clone(), blob.channel),
-                (blob.delta_of, blob.bytes),
-            );
+            ns.blobs
+                .insert((record.id.clone(), blob.channel), (blob.delta_of, blob.bytes));
         }
         ns.head = Some(record.id.clone());
         ns.checkpoints.insert(record.id.clone(), record);
         Ok(())
     }
 
-    fn get_now(
-        &self,
-        thread_id: &str,
-        ns: &str,
-        id: Option<&str>,
-    ) -> Result<Option<Loaded>, SaverError> {
+    fn get_now(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<Loaded>, SaverError> {
         let store = self.lock();
         let Some(space) = store.get(thread_id).and_then(|t| t.get(ns)) else {
             return Ok(None);
@@ -130,8 +114,7 @@ impl MemorySaver {
             };
             let mut chain = Vec::new();
             loop {
-                let Some((delta_of, bytes)) = space.blobs.get(&(at.clone(), c.channel.clone()))
-                else {
+                let Some((delta_of, bytes)) = space.blobs.get(&(at.clone(), c.channel.clone())) else {
                     return Err(check::broken_chain(thread_id, id, &c.channel, &at));
                 };
                 chain.push(bytes.clone());
@@ -198,11 +181,7 @@ impl Checkpointer for MemorySaver {
         future::ready(self.get_now(thread_id, ns, id)).boxed()
     }
 
-    fn head<'a>(
-        &'a self,
-        thread_id: &'a str,
-        ns: &'a str,
-    ) -> BoxFuture<'a, Result<Option<String>, SaverError>> {
+    fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>> {
         let store = self.lock();
         let head = store
             .get(thread_id)
@@ -261,11 +240,7 @@ impl Checkpointer for MemorySaver {
         for space in store.get(thread_id).into_iter().flat_map(|t| t.values()) {
             usage.checkpoints += space.checkpoints.len() as u64;
             usage.blobs += space.blobs.len() as u64;
-            usage.blob_bytes += space
-                .blobs
-                .values()
-                .map(|(_, b)| b.len() as u64)
-                .sum::<u64>();
+            usage.blob_bytes += space.blobs.values().map(|(_, b)| b.len() as u64).sum::<u64>();
             usage.pending_writes += space.writes.values().map(|w| w.len() as u64).sum::<u64>();
         }
         future::ready(Ok(usage)).boxed()

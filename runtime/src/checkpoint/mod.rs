@@ -114,9 +114,7 @@ pub fn new_checkpoint_id() -> String {
 /// assert!(ts.ends_with('Z'));
 /// ```
 pub fn now_rfc3339() -> String {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
+    let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     rfc3339(d.as_secs() as i64, d.subsec_micros())
 }
 
@@ -300,11 +298,7 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
     ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>>;
 
     /// The id of the head (latest checkpoint) of the thread and namespace, if any.
-    fn head<'a>(
-        &'a self,
-        thread_id: &'a str,
-        ns: &'a str,
-    ) -> BoxFuture<'a, Result<Option<String>, SaverError>>;
+    fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>>;
 
     /// The checkpoints of the thread and namespace, newest (greatest id) first, with `blobs`
     /// empty: only those with an id less than `before` when given, at most `limit` when given.

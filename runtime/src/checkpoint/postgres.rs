@@ -71,19 +71,15 @@ const MIGRATIONS: &[&str] = &[
 const VERSION: i64 = MIGRATIONS.len() as i64;
 
 const SELECT_HEAD: &str = "SELECT head FROM heads WHERE thread_id = $1 AND ns = $2";
-const INSERT_HEAD: &str =
-    "INSERT INTO heads (thread_id, ns, head) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
+const INSERT_HEAD: &str = "INSERT INTO heads (thread_id, ns, head) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
 const MOVE_HEAD: &str = "UPDATE heads SET head = $3 WHERE thread_id = $1 AND ns = $2 AND head = $4";
-const INSERT_CHECKPOINT: &str =
-    "INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, writes, \
+const INSERT_CHECKPOINT: &str = "INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, writes, \
      metadata, created_at, channels, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
      ON CONFLICT DO NOTHING";
-const MISSING_BASES: &str =
-    "SELECT d.channel, d.base FROM unnest($3::text[], $4::text[]) AS d(channel, base) \
+const MISSING_BASES: &str = "SELECT d.channel, d.base FROM unnest($3::text[], $4::text[]) AS d(channel, base) \
      WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = $1 AND b.ns = $2 \
      AND b.checkpoint_id = d.base AND b.channel = d.channel) LIMIT 1";
-const INSERT_BLOBS: &str =
-    "INSERT INTO blobs (thread_id, ns, checkpoint_id, channel, delta_of, bytes) \
+const INSERT_BLOBS: &str = "INSERT INTO blobs (thread_id, ns, checkpoint_id, channel, delta_of, bytes) \
      SELECT $1, $2, $3, t.channel, t.delta_of, t.bytes \
      FROM unnest($4::text[], $5::text[], $6::bytea[]) AS t(channel, delta_of, bytes)";
 const SELECT_CHAINS: &str = "WITH RECURSIVE chain (channel, checkpoint_id, delta_of, bytes) AS ( \
@@ -97,8 +93,7 @@ const SELECT_CHAINS: &str = "WITH RECURSIVE chain (channel, checkpoint_id, delta
      ) SELECT channel, checkpoint_id, delta_of, bytes FROM chain";
 const SELECT_WRITES: &str = "SELECT task_id, task_path, idx, channel, bytes FROM writes \
      WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 ORDER BY task_path, task_id, idx";
-const CHECKPOINT_EXISTS: &str =
-    "SELECT 1 FROM checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3";
+const CHECKPOINT_EXISTS: &str = "SELECT 1 FROM checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3";
 const DELETE_TASK_WRITES: &str =
     "DELETE FROM writes WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4";
 const INSERT_WRITES: &str = "INSERT INTO writes (thread_id, ns, checkpoint_id, task_id, idx, task_path, channel, \
@@ -192,14 +187,8 @@ impl PostgresOptions {
             .batch_execute(&format!("SET search_path TO \"{}\"", inner.schema))
             .await
             .map_err(|e| inner.fail(e))?;
-        inner
-            .idle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(first);
-        Ok(PostgresSaver {
-            inner: Arc::new(inner),
-        })
+        inner.idle.lock().unwrap_or_else(|p| p.into_inner()).push(first);
+        Ok(PostgresSaver { inner: Arc::new(inner) })
     }
 }
 
@@ -219,11 +208,7 @@ impl OpenError {
     fn into_saver_error(self, inner: &Inner) -> SaverError {
         match self {
             OpenError::TooNew(found) => SaverError::schema_too_new(
-                format!(
-                    "PostgreSQL schema `{}` at {}",
-                    inner.schema,
-                    redact(&inner.url)
-                ),
+                format!("PostgreSQL schema `{}` at {}", inner.schema, redact(&inner.url)),
                 found,
                 VERSION,
             ),
@@ -238,12 +223,7 @@ fn redact(url: &str) -> String {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &url[scheme + 3..at];
             match userinfo.find(':') {
-                Some(colon) => format!(
-                    "{}{}:***{}",
-                    &url[..scheme + 3],
-                    &userinfo[..colon],
-                    &url[at..]
-                ),
+                Some(colon) => format!("{}{}:***{}", &url[..scheme + 3], &userinfo[..colon], &url[at..]),
                 None => url.to_owned(),
             }
         }
@@ -265,10 +245,7 @@ async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError> {
         .is_some();
     let version: i64 = if exists {
         let table = tx
-            .query_opt(
-                "SELECT to_regclass($1)::text",
-                &[&format!("\"{schema}\".weir_schema")],
-            )
+            .query_opt("SELECT to_regclass($1)::text", &[&format!("\"{schema}\".weir_schema")])
             .await?;
         match table.and_then(|r| r.get::<_, Option<String>>(0)) {
             Some(_) => tx
@@ -297,11 +274,8 @@ async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError> {
     .await?;
     for (from, step) in MIGRATIONS.iter().enumerate().skip(version as usize) {
         tx.batch_execute(step).await?;
-        tx.execute(
-            "INSERT INTO weir_schema (version) VALUES ($1)",
-            &[&(from as i64 + 1)],
-        )
-        .await?;
+        tx.execute("INSERT INTO weir_schema (version) VALUES ($1)", &[&(from as i64 + 1)])
+            .await?;
     }
     tx.commit().await?;
     Ok(())
@@ -365,10 +339,7 @@ impl Conn {
 impl Inner {
     fn fail(&self, e: tokio_postgres::Error) -> SaverError {
         SaverError::backend(
-            format!(
-                "postgres checkpoint store (schema `{}`) failed",
-                self.schema
-            ),
+            format!("postgres checkpoint store (schema `{}`) failed", self.schema),
             e,
         )
     }
@@ -408,11 +379,7 @@ struct Pooled<'a> {
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take().filter(|c| !c.client.is_closed()) {
-            self.inner
-                .idle
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(conn);
+            self.inner.idle.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
         }
     }
 }
@@ -494,12 +461,7 @@ impl PostgresSaver {
             .acquire()
             .await
             .expect("the semaphore is never closed");
-        let idle = self
-            .inner
-            .idle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .pop();
+        let idle = self.inner.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let conn = match idle.filter(|c| !c.client.is_closed()) {
             Some(conn) => conn,
             None => self.inner.open().await?,
@@ -520,11 +482,7 @@ impl PostgresSaver {
         }
     }
 
-    async fn put_now(
-        &self,
-        mut record: CheckpointRecord,
-        expected: Option<&str>,
-    ) -> Result<(), SaverError> {
+    async fn put_now(&self, mut record: CheckpointRecord, expected: Option<&str>) -> Result<(), SaverError> {
         let deltas: (Vec<String>, Vec<String>) = check::record(&record)?
             .into_iter()
             .map(|(c, b)| (c.to_owned(), b.to_owned()))
@@ -534,11 +492,7 @@ impl PostgresSaver {
         let mut pooled = self.conn().await?;
         let conn = &mut *pooled;
         let result: Result<_, Failure> = async {
-            let head_sql = if expected.is_some() {
-                MOVE_HEAD
-            } else {
-                INSERT_HEAD
-            };
+            let head_sql = if expected.is_some() { MOVE_HEAD } else { INSERT_HEAD };
             let move_head = conn.prepare(head_sql).await?;
             let select_head = conn.prepare(SELECT_HEAD).await?;
             let insert_checkpoint = conn.prepare(INSERT_CHECKPOINT).await?;
@@ -548,27 +502,15 @@ impl PostgresSaver {
             let r = &record;
             // Move the head first: its row lock makes a second writer wait, then miss.
             let moved = match expected {
-                Some(expected) => {
-                    tx.execute(&move_head, &[&r.thread_id, &r.ns, &r.id, &expected])
-                        .await?
-                }
-                None => {
-                    tx.execute(&move_head, &[&r.thread_id, &r.ns, &r.id])
-                        .await?
-                }
+                Some(expected) => tx.execute(&move_head, &[&r.thread_id, &r.ns, &r.id, &expected]).await?,
+                None => tx.execute(&move_head, &[&r.thread_id, &r.ns, &r.id]).await?,
             };
             if moved == 0 {
                 let found: Option<String> = tx
                     .query_opt(&select_head, &[&r.thread_id, &r.ns])
                     .await?
                     .map(|row| row.get(0));
-                return Err(SaverError::head_moved(
-                    &r.thread_id,
-                    &r.ns,
-                    expected,
-                    found.as_deref(),
-                )
-                .into());
+                return Err(SaverError::head_moved(&r.thread_id, &r.ns, expected, found.as_deref()).into());
             }
             let inserted = tx
                 .execute(
@@ -603,8 +545,7 @@ impl PostgresSaver {
             }
             if !blobs.is_empty() {
                 let channels: Vec<&str> = blobs.iter().map(|b| b.channel.as_str()).collect();
-                let delta_of: Vec<Option<&str>> =
-                    blobs.iter().map(|b| b.delta_of.as_deref()).collect();
+                let delta_of: Vec<Option<&str>> = blobs.iter().map(|b| b.delta_of.as_deref()).collect();
                 let bytes: Vec<&[u8]> = blobs.iter().map(|b| b.bytes.as_slice()).collect();
                 tx.execute(
                     &insert_blobs,
@@ -619,12 +560,7 @@ impl PostgresSaver {
         self.finish(result)
     }
 
-    async fn get_now(
-        &self,
-        thread_id: &str,
-        ns: &str,
-        id: Option<&str>,
-    ) -> Result<Option<Loaded>, SaverError> {
+    async fn get_now(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<Loaded>, SaverError> {
         let mut pooled = self.conn().await?;
         let conn = &mut *pooled;
         let result: Result<_, Failure> = async {
@@ -647,10 +583,7 @@ impl PostgresSaver {
                     None => return Ok(None),
                 },
             };
-            let Some(row) = tx
-                .query_opt(&select_checkpoint, &[&thread_id, &ns, &id])
-                .await?
-            else {
+            let Some(row) = tx.query_opt(&select_checkpoint, &[&thread_id, &ns, &id]).await? else {
                 return Ok(None);
             };
             let record = sql::decode(read_row(&row))?;
@@ -660,10 +593,7 @@ impl PostgresSaver {
                 .filter_map(|c| c.blob.as_deref().map(|b| (c.channel.as_str(), b)))
                 .unzip();
             let mut links: HashMap<(String, String), Link> = HashMap::new();
-            for row in tx
-                .query(&select_chains, &[&thread_id, &ns, &channels, &at])
-                .await?
-            {
+            for row in tx.query(&select_chains, &[&thread_id, &ns, &channels, &at]).await? {
                 let (channel, checkpoint): (String, String) = (row.get(0), row.get(1));
                 links.insert((checkpoint, channel), (row.get(2), row.get(3)));
             }
@@ -764,11 +694,7 @@ impl Checkpointer for PostgresSaver {
         self.get_now(thread_id, ns, id).boxed()
     }
 
-    fn head<'a>(
-        &'a self,
-        thread_id: &'a str,
-        ns: &'a str,
-    ) -> BoxFuture<'a, Result<Option<String>, SaverError>> {
+    fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>> {
         async move {
             let mut pooled = self.conn().await?;
             let conn = &mut *pooled;
@@ -799,10 +725,7 @@ impl Checkpointer for PostgresSaver {
             let conn = &mut *pooled;
             let result: Result<_, Failure> = async {
                 let select = conn.prepare(&self.inner.select_list).await?;
-                let rows = conn
-                    .client
-                    .query(&select, &[&thread_id, &ns, &before, &limit])
-                    .await?;
+                let rows = conn.client.query(&select, &[&thread_id, &ns, &before, &limit]).await?;
                 Ok(rows
                     .iter()
                     .map(|r| sql::decode(read_row(r)))
@@ -833,11 +756,8 @@ impl Checkpointer for PostgresSaver {
             let result: Result<_, Failure> = async {
                 let tx = conn.client.transaction().await?;
                 for table in ["writes", "blobs", "checkpoints", "heads"] {
-                    tx.execute(
-                        &format!("DELETE FROM {table} WHERE thread_id = $1"),
-                        &[&thread_id],
-                    )
-                    .await?;
+                    tx.execute(&format!("DELETE FROM {table} WHERE thread_id = $1"), &[&thread_id])
+                        .await?;
                 }
                 tx.commit().await?;
                 Ok(())

@@ -53,16 +53,10 @@ pub(crate) const COLUMNS: &str =
 
 pub(crate) fn decode(row: Row) -> Result<CheckpointRecord, SaverError> {
     let corrupt = |what: &str, e: &dyn std::fmt::Display| {
-        SaverError::corrupt(
-            &row.thread_id,
-            &row.id,
-            format!("cannot decode its {what}: {e}"),
-        )
+        SaverError::corrupt(&row.thread_id, &row.id, format!("cannot decode its {what}: {e}"))
     };
-    let source = Source::from_name(&row.source)
-        .ok_or_else(|| corrupt("source", &format!("`{}`", row.source)))?;
-    let writes: Vec<String> =
-        serde_json::from_str(&row.writes).map_err(|e| corrupt("writes", &e))?;
+    let source = Source::from_name(&row.source).ok_or_else(|| corrupt("source", &format!("`{}`", row.source)))?;
+    let writes: Vec<String> = serde_json::from_str(&row.writes).map_err(|e| corrupt("writes", &e))?;
     let metadata: BTreeMap<String, String> =
         serde_json::from_str(&row.metadata).map_err(|e| corrupt("metadata", &e))?;
     let channels: Vec<(String, u64, Option<String>)> =
@@ -79,11 +73,7 @@ pub(crate) fn decode(row: Row) -> Result<CheckpointRecord, SaverError> {
         created_at: row.created_at,
         channels: channels
             .into_iter()
-            .map(|(channel, version, blob)| ChannelRef {
-                channel,
-                version,
-                blob,
-            })
+            .map(|(channel, version, blob)| ChannelRef { channel, version, blob })
             .collect(),
         body: row.body,
         blobs: Vec::new(),
@@ -107,12 +97,7 @@ pub(crate) fn assemble(
         let mut chain = Vec::new();
         loop {
             let Some((delta_of, bytes)) = fetch(&at, &c.channel)? else {
-                return Err(check::broken_chain(
-                    &record.thread_id,
-                    &record.id,
-                    &c.channel,
-                    &at,
-                ));
+                return Err(check::broken_chain(&record.thread_id, &record.id, &c.channel, &at));
             };
             chain.push(bytes);
             match delta_of {

@@ -159,9 +159,7 @@ impl SqliteOptions {
             readers: Mutex::new(Vec::new()),
             read_permits: Arc::new(Semaphore::new(self.readers)),
         };
-        Ok(SqliteSaver {
-            inner: Arc::new(inner),
-        })
+        Ok(SqliteSaver { inner: Arc::new(inner) })
     }
 }
 
@@ -180,9 +178,7 @@ impl From<rusqlite::Error> for OpenError {
 impl OpenError {
     fn into_saver_error(self, path: &Path) -> SaverError {
         match self {
-            OpenError::TooNew(found) => {
-                SaverError::schema_too_new(format!("`{}`", path.display()), found, VERSION)
-            }
+            OpenError::TooNew(found) => SaverError::schema_too_new(format!("`{}`", path.display()), found, VERSION),
             OpenError::Sqlite(e) => backend(path, e),
         }
     }
@@ -225,10 +221,7 @@ fn configure(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()>
 }
 
 fn backend(path: &Path, e: rusqlite::Error) -> SaverError {
-    SaverError::backend(
-        format!("sqlite checkpoint store `{}` failed", path.display()),
-        e,
-    )
+    SaverError::backend(format!("sqlite checkpoint store `{}` failed", path.display()), e)
 }
 
 /// The embedded checkpoint saver: one SQLite file, shared by the processes of one machine.
@@ -318,11 +311,7 @@ impl SqliteSaver {
         let inner = self.inner.clone();
         let joined = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            let idle = inner
-                .readers
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .pop();
+            let idle = inner.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
             let mut conn = match idle {
                 Some(conn) => conn,
                 None => {
@@ -333,11 +322,7 @@ impl SqliteSaver {
                 }
             };
             let out = f(&mut conn);
-            inner
-                .readers
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(conn);
+            inner.readers.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
             out
         })
         .await;
@@ -363,10 +348,7 @@ impl From<SaverError> for Failure {
     }
 }
 
-fn flatten<T>(
-    path: &Path,
-    joined: Result<Result<T, Failure>, tokio::task::JoinError>,
-) -> Result<T, SaverError> {
+fn flatten<T>(path: &Path, joined: Result<Result<T, Failure>, tokio::task::JoinError>) -> Result<T, SaverError> {
     match joined {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(Failure::Saver(e))) => Err(e),
@@ -397,11 +379,7 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     })
 }
 
-fn put_now(
-    conn: &mut Connection,
-    mut record: CheckpointRecord,
-    expected: Option<String>,
-) -> Result<(), Failure> {
+fn put_now(conn: &mut Connection, mut record: CheckpointRecord, expected: Option<String>) -> Result<(), Failure> {
     let deltas: Vec<(String, String)> = check::record(&record)?
         .into_iter()
         .map(|(c, b)| (c.to_owned(), b.to_owned()))
@@ -412,13 +390,7 @@ fn put_now(
         .query_row(params![record.thread_id, record.ns], |r| r.get(0))
         .optional()?;
     if head != expected {
-        return Err(SaverError::head_moved(
-            &record.thread_id,
-            &record.ns,
-            expected.as_deref(),
-            head.as_deref(),
-        )
-        .into());
+        return Err(SaverError::head_moved(&record.thread_id, &record.ns, expected.as_deref(), head.as_deref()).into());
     }
     let exists = tx
         .prepare_cached("SELECT 1 FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3")?
@@ -516,11 +488,9 @@ fn get_now(
             "SELECT delta_of, bytes FROM blobs WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 AND channel = ?4",
         )?;
         sql::assemble(&record, |at, channel| {
-            blob.query_row(params![thread_id, ns, at, channel], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()
-            .map_err(|e| backend(path, e))
+            blob.query_row(params![thread_id, ns, at, channel], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+                .map_err(|e| backend(path, e))
         })?
     };
     let pending_writes = tx
@@ -562,10 +532,7 @@ fn list_now(
         ))?
         .query_map(params![thread_id, ns, before, limit], read_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows
-        .into_iter()
-        .map(sql::decode)
-        .collect::<Result<_, _>>()?)
+    Ok(rows.into_iter().map(sql::decode).collect::<Result<_, _>>()?)
 }
 
 fn put_writes_now(
@@ -615,8 +582,7 @@ impl Checkpointer for SqliteSaver {
         expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
         let expected = expected_head.map(str::to_owned);
-        self.write(move |conn| put_now(conn, record, expected))
-            .boxed()
+        self.write(move |conn| put_now(conn, record, expected)).boxed()
     }
 
     fn get<'a>(
@@ -631,11 +597,7 @@ impl Checkpointer for SqliteSaver {
             .boxed()
     }
 
-    fn head<'a>(
-        &'a self,
-        thread_id: &'a str,
-        ns: &'a str,
-    ) -> BoxFuture<'a, Result<Option<String>, SaverError>> {
+    fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>> {
         let (thread_id, ns) = (thread_id.to_owned(), ns.to_owned());
         self.read(move |conn| {
             Ok(conn
@@ -653,11 +615,7 @@ impl Checkpointer for SqliteSaver {
         before: Option<&'a str>,
         limit: Option<usize>,
     ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, SaverError>> {
-        let (thread_id, ns, before) = (
-            thread_id.to_owned(),
-            ns.to_owned(),
-            before.map(str::to_owned),
-        );
+        let (thread_id, ns, before) = (thread_id.to_owned(), ns.to_owned(), before.map(str::to_owned));
         self.read(move |conn| list_now(conn, &thread_id, &ns, before.as_deref(), limit))
             .boxed()
     }
@@ -707,21 +665,16 @@ impl Checkpointer for SqliteSaver {
         self.read(move |conn| {
             let tx = conn.transaction()?;
             let count = |table: &str| -> rusqlite::Result<u64> {
-                tx.prepare_cached(&format!(
-                    "SELECT COUNT(*) FROM {table} WHERE thread_id = ?1"
-                ))?
-                .query_row([&thread_id], |r| r.get::<_, i64>(0))
-                .map(|n| n as u64)
+                tx.prepare_cached(&format!("SELECT COUNT(*) FROM {table} WHERE thread_id = ?1"))?
+                    .query_row([&thread_id], |r| r.get::<_, i64>(0))
+                    .map(|n| n as u64)
             };
             let usage = Usage {
                 checkpoints: count("checkpoints")?,
                 blobs: count("blobs")?,
                 blob_bytes: tx
-                    .prepare_cached(
-                        "SELECT COALESCE(SUM(LENGTH(bytes)), 0) FROM blobs WHERE thread_id = ?1",
-                    )?
-                    .query_row([&thread_id], |r| r.get::<_, i64>(0))?
-                    as u64,
+                    .prepare_cached("SELECT COALESCE(SUM(LENGTH(bytes)), 0) FROM blobs WHERE thread_id = ?1")?
+                    .query_row([&thread_id], |r| r.get::<_, i64>(0))? as u64,
                 pending_writes: count("writes")?,
             };
             tx.commit()?;

@@ -1,7 +1,11 @@
-use super::node::{Goto, IntoGotos, IntoNode, NodeFn, NodeHandle, NodeId, RouterFn};
+use super::node::{
+    encode_json, packet, Goto, IntoGotos, IntoNode, NodeFn, NodeHandle, NodeId, PacketDecoder, RouterFn,
+};
+use crate::checkpoint::Checkpointer;
 use crate::error::BuildError;
 use crate::pregel::{CompiledGraph, GraphInner, InputMode, RetryPolicy};
 use crate::state::State;
+use serde::{de::DeserializeOwned, Serialize};
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
@@ -56,6 +60,7 @@ pub(crate) struct NodeSpec<S: State> {
     pub(crate) retry: Option<RetryPolicy>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) is_async: bool,
+    pub(crate) decode: Option<PacketDecoder<S>>,
 }
 
 pub(crate) struct RouterSpec<S: State> {
@@ -87,10 +92,12 @@ pub struct GraphBuilder<S: State> {
     pub(crate) edges: Vec<(NodeRef, NodeRef)>,
     pub(crate) joins: Vec<(Vec<NodeRef>, NodeRef)>,
     pub(crate) routers: Vec<RouterSpec<S>>,
+    pub(crate) destinations: Vec<(NodeRef, Vec<NodeRef>)>,
     pub(crate) interrupt_before: Vec<NodeRef>,
     pub(crate) interrupt_after: Vec<NodeRef>,
     pub(crate) default_retry: Option<RetryPolicy>,
     pub(crate) prototype: Option<(S, S::Channels)>,
+    pub(crate) saver: Option<Arc<dyn Checkpointer>>,
 }
 
 impl<S: State> fmt::Debug for GraphBuilder<S> {
@@ -128,10 +135,12 @@ impl<S: State> GraphBuilder<S> {
             edges: Vec::new(),
             joins: Vec::new(),
             routers: Vec::new(),
+            destinations: Vec::new(),
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
             default_retry: None,
             prototype: None,
+            saver: None,
         }
     }
 
@@ -154,6 +163,7 @@ impl<S: State> GraphBuilder<S> {
             retry: None,
             timeout: None,
             is_async,
+            decode: None,
         });
         id
     }
@@ -168,19 +178,30 @@ impl<S: State> GraphBuilder<S> {
         let func = f.into_node();
         let is_async = matches!(func, NodeFn::Async(_));
         let id = self.push_node(name.into(), Some(func.clone()), is_async);
-        NodeHandle { id, func }
+        NodeHandle { id, func, encode: None }
     }
 
-    /// Adds a node that runs only from `Send`s, on an input of its own type `I`.
-    pub fn add_send_node<I: Send + Sync + 'static, M>(
-        &mut self,
-        name: impl Into<String>,
-        f: impl IntoNode<I, S, M>,
-    ) -> NodeHandle<S, I> {
+    /// Adds a node that runs only from `Send`s, on an input of its own type `I`. The input is
+    /// saved with the checkpoint while the `Send` is pending, so it must be serializable.
+    pub fn add_send_node<I, M>(&mut self, name: impl Into<String>, f: impl IntoNode<I, S, M>) -> NodeHandle<S, I>
+    where
+        I: Serialize + DeserializeOwned + Send + Sync + 'static,
+    {
         let func = f.into_node();
         let is_async = matches!(func, NodeFn::Async(_));
         let id = self.push_node(name.into(), None, is_async);
-        NodeHandle { id, func }
+        let encode: fn(&I) -> Result<serde_json::Value, String> = encode_json::<I>;
+        let f2 = func.clone();
+        let decode: PacketDecoder<S> = Arc::new(move |v| {
+            let input: I = serde_json::from_value(v).map_err(|e| e.to_string())?;
+            Ok(packet(id, f2.clone(), Some(encode), input))
+        });
+        self.nodes[id.index()].decode = Some(decode);
+        NodeHandle {
+            id,
+            func,
+            encode: Some(encode),
+        }
     }
 
     /// Adds an edge: `to` runs in the step after `from`. Several edges out of one node fan out.
@@ -219,6 +240,18 @@ impl<S: State> GraphBuilder<S> {
             func,
             targets: targets.into_iter().map(Into::into).collect(),
         });
+        self
+    }
+
+    /// Declares the nodes `node` may send the run to through a [`Command`](super::Command)'s
+    /// `goto` (LangGraph's `destinations`), for the graph checks and the drawing.
+    pub fn declare_destinations<T: Into<NodeRef>>(
+        &mut self,
+        node: impl Into<NodeRef>,
+        targets: impl IntoIterator<Item = T>,
+    ) -> &mut Self {
+        self.destinations
+            .push((node.into(), targets.into_iter().map(Into::into).collect()));
         self
     }
 
@@ -279,6 +312,19 @@ impl<S: State> GraphBuilder<S> {
         if let Some(n) = self.spec(node.into()) {
             n.writes = Some(fields.into_iter().collect());
         }
+        self
+    }
+
+    /// Saves a checkpoint of every run after every step with `saver`, so runs can pause,
+    /// resume after a failure or a crash, and travel back in time.
+    pub fn with_checkpointer(mut self, saver: impl Checkpointer) -> Self {
+        self.saver = Some(Arc::new(saver));
+        self
+    }
+
+    /// Like [`with_checkpointer`](Self::with_checkpointer), with a saver shared with others.
+    pub fn set_checkpointer(&mut self, saver: Arc<dyn Checkpointer>) -> &mut Self {
+        self.saver = Some(saver);
         self
     }
 

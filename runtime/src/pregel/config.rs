@@ -4,15 +4,23 @@ use serde::{de::DeserializeOwned, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// How one run goes: its recursion limit, and a handle to drain it.
+/// How one run goes: its thread, recursion limit, durability, interrupts, and a handle to drain it.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     /// The most supersteps a run may take (LangGraph's `recursion_limit`, default 25).
     pub recursion_limit: usize,
     /// Requests a clean stop between two steps.
     pub drain: Option<DrainHandle>,
-    /// The thread the run belongs to, when it is checkpointed.
+    /// The thread the run belongs to; required when the graph has a checkpointer.
     pub thread_id: Option<String>,
+    /// Run from this past checkpoint of the thread instead of its latest (time travel: a fork).
+    pub checkpoint_id: Option<String>,
+    /// When checkpoints are written.
+    pub durability: Durability,
+    /// Pause before these nodes, in this run (besides the graph's own).
+    pub interrupt_before: Vec<String>,
+    /// Pause after these nodes, in this run (besides the graph's own).
+    pub interrupt_after: Vec<String>,
 }
 
 impl Default for RunConfig {
@@ -21,8 +29,25 @@ impl Default for RunConfig {
             recursion_limit: 25,
             drain: None,
             thread_id: None,
+            checkpoint_id: None,
+            durability: Durability::Async,
+            interrupt_before: Vec::new(),
+            interrupt_after: Vec::new(),
         }
     }
+}
+
+/// When a checkpointed run writes its checkpoints (LangGraph's `durability`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Each checkpoint is written before the next step starts.
+    Sync,
+    /// Checkpoints are written in the background, in order, while the next step runs; the run
+    /// waits for the last one before it returns.
+    #[default]
+    Async,
+    /// Only the last checkpoint of the run is written, when it ends (done, failed or paused).
+    Exit,
 }
 
 impl RunConfig {

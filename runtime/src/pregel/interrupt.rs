@@ -19,7 +19,11 @@ enum InterruptKind {
     Asked,
     NoCheckpointer,
     Question(String),
-    BadAnswer { node: String, expected: &'static str, message: String },
+    BadAnswer {
+        node: String,
+        expected: &'static str,
+        message: String,
+    },
 }
 
 impl Interrupt {
@@ -37,7 +41,11 @@ impl fmt::Display for Interrupt {
                 f.write_str("`interrupt` needs a checkpointer to pause the run: compile the graph with one")
             }
             InterruptKind::Question(m) => write!(f, "the interrupt's question cannot be saved: {m}"),
-            InterruptKind::BadAnswer { node, expected, message } => {
+            InterruptKind::BadAnswer {
+                node,
+                expected,
+                message,
+            } => {
                 write!(f, "the answer given to node `{node}` is not a `{expected}`: {message}")
             }
         }
@@ -64,7 +72,13 @@ struct ScratchInner {
 
 impl Scratch {
     pub(crate) fn with_answers(answers: Vec<serde_json::Value>) -> Self {
-        Self { inner: Mutex::new(ScratchInner { answers, next: 0, asked: None }) }
+        Self {
+            inner: Mutex::new(ScratchInner {
+                answers,
+                next: 0,
+                asked: None,
+            }),
+        }
     }
 
     /// The question asked and the answers so far, when the task paused.
@@ -86,14 +100,20 @@ impl Scratch {
                 },
             });
         }
-        let q = serde_json::to_value(question).map_err(|e| Interrupt { kind: InterruptKind::Question(e.to_string()) })?;
+        let q = serde_json::to_value(question).map_err(|e| Interrupt {
+            kind: InterruptKind::Question(e.to_string()),
+        })?;
         inner.asked = Some(q);
-        Err(Interrupt { kind: InterruptKind::Asked })
+        Err(Interrupt {
+            kind: InterruptKind::Asked,
+        })
     }
 }
 
 pub(crate) fn no_checkpointer() -> Interrupt {
-    Interrupt { kind: InterruptKind::NoCheckpointer }
+    Interrupt {
+        kind: InterruptKind::NoCheckpointer,
+    }
 }
 
 /// A pause of a run, as its caller sees it.
