@@ -23,6 +23,7 @@ enum Kind {
         detail: String,
     },
     /// The store was written by a newer weir.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     SchemaTooNew {
         store: String,
         found: i64,
@@ -64,6 +65,7 @@ impl SaverError {
             format!("expected head {}, found {}", show(expected), show(found)),
         )
     }
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     pub(crate) fn schema_too_new(store: impl Into<String>, found: i64, supported: i64) -> Self {
         Self::new(Kind::SchemaTooNew {
             store: store.into(),
