@@ -471,6 +471,22 @@ async fn invalid_records_are_refused_and_store_nothing(saver: Arc<dyn Checkpoint
     let err = s.put(no_blob, Some("cp-1")).await.unwrap_err();
     assert!(err.is_invalid());
     assert_eq!(err.thread_id(), Some("t"));
+    let dangling = record(
+        "t",
+        "",
+        "cp-2",
+        Some("cp-1"),
+        0,
+        &[("a", 1, Some("cp-0"))],
+        vec![],
+    );
+    let err = s.put(dangling, Some("cp-1")).await.unwrap_err();
+    assert!(err.is_invalid());
+    assert_eq!(
+        err.to_string(),
+        "invalid checkpoint data for thread `t`: the value of channel `a` of checkpoint `cp-2` is stored under \
+         checkpoint `cp-0`, which stores no value for it"
+    );
     let stray_blob = record(
         "t",
         "",
@@ -1033,6 +1049,32 @@ mod sqlite_file {
         );
         assert!(std::error::Error::source(&err).is_some());
         assert!(!err.is_schema_too_new() && !err.is_conflict());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_checkpoint_whose_blob_was_removed_behind_its_back_is_corrupt() {
+        let dir = TempDir::new();
+        let path = dir.path().join("weir.db");
+        let saver = SqliteSaver::open(&path).unwrap();
+        let r = record(
+            "t",
+            "",
+            "cp-1",
+            None,
+            -1,
+            &[("a", 1, Some("cp-1"))],
+            vec![full("a", "v")],
+        );
+        saver.put(r, None).await.unwrap();
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        assert_eq!(conn.execute("DELETE FROM blobs", []).unwrap(), 1);
+        let err = saver.get("t", "", None).await.unwrap_err();
+        assert!(err.is_corrupt(), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "corrupt checkpoint `cp-1` of thread `t`: the value of channel `a` needs the blob stored under checkpoint \
+             `cp-1`, which is missing"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
