@@ -3,8 +3,10 @@
 use super::{CheckpointRecord, PendingWrite, SaverError};
 use std::collections::HashSet;
 
-/// Checks that `record` holds together on its own, and returns the deltas it makes as
-/// `(channel, delta_of)`: the saver checks, in its transaction, that each extends a stored blob.
+/// Checks that `record` holds together on its own, and returns the stored blobs it builds on, as
+/// `(channel, checkpoint id)`: the bases of its deltas and the blobs of its unchanged channels.
+/// The saver checks, in its transaction, that each is stored, so a stored checkpoint can always
+/// be rebuilt.
 pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, SaverError> {
     let thread = record.thread_id.as_str();
     if record.id.is_empty() {
@@ -35,7 +37,7 @@ pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, Sav
         }
     }
     let mut blobs = HashSet::new();
-    let mut deltas = Vec::new();
+    let mut needed = Vec::new();
     for b in &record.blobs {
         if !blobs.insert(b.channel.as_str()) {
             return Err(SaverError::invalid(
@@ -66,19 +68,31 @@ pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, Sav
                     ),
                 ));
             }
-            deltas.push((b.channel.as_str(), base.as_str()));
+            needed.push((b.channel.as_str(), base.as_str()));
         }
     }
-    Ok(deltas)
+    for c in &record.channels {
+        match c.blob.as_deref() {
+            Some(at) if at != record.id => needed.push((c.channel.as_str(), at)),
+            _ => {}
+        }
+    }
+    Ok(needed)
 }
 
-/// The error for a delta onto a blob that is not stored.
-pub(crate) fn missing_base(record: &CheckpointRecord, channel: &str, base: &str) -> SaverError {
+/// The error for a record that builds on a blob that is not stored: `(channel, at)` came from
+/// [`record`].
+pub(crate) fn missing_base(record: &CheckpointRecord, channel: &str, at: &str) -> SaverError {
+    let is_delta = record
+        .blobs
+        .iter()
+        .any(|b| b.channel == channel && b.delta_of.as_deref() == Some(at));
+    let what = if is_delta { "the delta for" } else { "the value of" };
+    let verb = if is_delta { "extends" } else { "is stored under" };
     SaverError::invalid(
         &record.thread_id,
         format!(
-            "the delta for channel `{channel}` of checkpoint `{}` extends checkpoint `{base}`, which stores no \
-             value for it",
+            "{what} channel `{channel}` of checkpoint `{}` {verb} checkpoint `{at}`, which stores no value for it",
             record.id
         ),
     )

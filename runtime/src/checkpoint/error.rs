@@ -19,6 +19,7 @@ enum Kind {
     /// Another writer moved the head, or the checkpoint id exists.
     Conflict { thread: String, ns: String, detail: String },
     /// The store was written by a newer weir.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     SchemaTooNew { store: String, found: i64, supported: i64 },
     /// Stored data does not hold together (a missing blob, an undecodable row).
     Corrupt {
@@ -48,6 +49,7 @@ impl SaverError {
             format!("expected head {}, found {}", show(expected), show(found)),
         )
     }
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     pub(crate) fn schema_too_new(store: impl Into<String>, found: i64, supported: i64) -> Self {
         Self::new(Kind::SchemaTooNew {
             store: store.into(),

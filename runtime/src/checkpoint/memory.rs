@@ -1,7 +1,7 @@
 //! The in-memory saver.
 
 use super::{check, CheckpointRecord, Checkpointer, Loaded, PendingWrite, SaverError, Usage};
-use futures::future::{self, BoxFuture, FutureExt};
+use futures::future::{BoxFuture, FutureExt};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -49,7 +49,7 @@ impl MemorySaver {
     }
 
     fn put_now(&self, mut record: CheckpointRecord, expected_head: Option<&str>) -> Result<(), SaverError> {
-        let deltas = check::record(&record)?;
+        let needed = check::record(&record)?;
         let mut store = self.lock();
         let thread = store.entry(record.thread_id.clone()).or_default();
         let existed = thread.contains_key(&record.ns);
@@ -70,7 +70,7 @@ impl MemorySaver {
                     format!("checkpoint `{}` already exists", record.id),
                 ));
             }
-            for (channel, base) in deltas {
+            for (channel, base) in needed {
                 if !ns.blobs.contains_key(&(base.to_owned(), channel.to_owned())) {
                     return Err(check::missing_base(&record, channel, base));
                 }
@@ -169,7 +169,7 @@ impl Checkpointer for MemorySaver {
         record: CheckpointRecord,
         expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
-        future::ready(self.put_now(record, expected_head)).boxed()
+        async move { self.put_now(record, expected_head) }.boxed()
     }
 
     fn get<'a>(
@@ -178,16 +178,18 @@ impl Checkpointer for MemorySaver {
         ns: &'a str,
         id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
-        future::ready(self.get_now(thread_id, ns, id)).boxed()
+        async move { self.get_now(thread_id, ns, id) }.boxed()
     }
 
     fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>> {
-        let store = self.lock();
-        let head = store
-            .get(thread_id)
-            .and_then(|t| t.get(ns))
-            .and_then(|space| space.head.clone());
-        future::ready(Ok(head)).boxed()
+        async move {
+            let store = self.lock();
+            Ok(store
+                .get(thread_id)
+                .and_then(|t| t.get(ns))
+                .and_then(|space| space.head.clone()))
+        }
+        .boxed()
     }
 
     fn list<'a>(
@@ -197,20 +199,23 @@ impl Checkpointer for MemorySaver {
         before: Option<&'a str>,
         limit: Option<usize>,
     ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, SaverError>> {
-        let store = self.lock();
-        let records = match store.get(thread_id).and_then(|t| t.get(ns)) {
-            None => Vec::new(),
-            Some(space) => {
-                let upper = before.map_or(Bound::Unbounded, Bound::Excluded);
-                let upper = space.checkpoints.range::<str, _>((Bound::Unbounded, upper));
-                upper
-                    .rev()
-                    .take(limit.unwrap_or(usize::MAX))
-                    .map(|(_, r)| r.clone())
-                    .collect()
-            }
-        };
-        future::ready(Ok(records)).boxed()
+        async move {
+            let store = self.lock();
+            let records = match store.get(thread_id).and_then(|t| t.get(ns)) {
+                None => Vec::new(),
+                Some(space) => {
+                    let upper = before.map_or(Bound::Unbounded, Bound::Excluded);
+                    let upper = space.checkpoints.range::<str, _>((Bound::Unbounded, upper));
+                    upper
+                        .rev()
+                        .take(limit.unwrap_or(usize::MAX))
+                        .map(|(_, r)| r.clone())
+                        .collect()
+                }
+            };
+            Ok(records)
+        }
+        .boxed()
     }
 
     fn put_writes<'a>(
@@ -221,28 +226,33 @@ impl Checkpointer for MemorySaver {
         task_id: &'a str,
         writes: Vec<PendingWrite>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
-        future::ready(self.put_writes_now(thread_id, ns, checkpoint_id, task_id, writes)).boxed()
+        async move { self.put_writes_now(thread_id, ns, checkpoint_id, task_id, writes) }.boxed()
     }
 
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
-        self.lock().remove(thread_id);
-        future::ready(Ok(())).boxed()
+        async move {
+            self.lock().remove(thread_id);
+            Ok(())
+        }
+        .boxed()
     }
 
     fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>> {
-        let threads = self.lock().keys().cloned().collect();
-        future::ready(Ok(threads)).boxed()
+        async move { Ok(self.lock().keys().cloned().collect()) }.boxed()
     }
 
     fn usage<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Usage, SaverError>> {
-        let store = self.lock();
-        let mut usage = Usage::default();
-        for space in store.get(thread_id).into_iter().flat_map(|t| t.values()) {
-            usage.checkpoints += space.checkpoints.len() as u64;
-            usage.blobs += space.blobs.len() as u64;
-            usage.blob_bytes += space.blobs.values().map(|(_, b)| b.len() as u64).sum::<u64>();
-            usage.pending_writes += space.writes.values().map(|w| w.len() as u64).sum::<u64>();
+        async move {
+            let store = self.lock();
+            let mut usage = Usage::default();
+            for space in store.get(thread_id).into_iter().flat_map(|t| t.values()) {
+                usage.checkpoints += space.checkpoints.len() as u64;
+                usage.blobs += space.blobs.len() as u64;
+                usage.blob_bytes += space.blobs.values().map(|(_, b)| b.len() as u64).sum::<u64>();
+                usage.pending_writes += space.writes.values().map(|w| w.len() as u64).sum::<u64>();
+            }
+            Ok(usage)
         }
-        future::ready(Ok(usage)).boxed()
+        .boxed()
     }
 }

@@ -482,12 +482,12 @@ impl PostgresSaver {
         }
     }
 
-    async fn put_now(&self, mut record: CheckpointRecord, expected: Option<&str>) -> Result<(), SaverError> {
-        let deltas: (Vec<String>, Vec<String>) = check::record(&record)?
+    async fn put_now(&self, record: CheckpointRecord, expected: Option<&str>) -> Result<(), SaverError> {
+        let needed: (Vec<String>, Vec<String>) = check::record(&record)?
             .into_iter()
             .map(|(c, b)| (c.to_owned(), b.to_owned()))
             .unzip();
-        let blobs = std::mem::take(&mut record.blobs);
+        let blobs = &record.blobs;
         let text = sql::encode(&record);
         let mut pooled = self.conn().await?;
         let conn = &mut *pooled;
@@ -534,9 +534,9 @@ impl PostgresSaver {
                 let detail = format!("checkpoint `{}` already exists", r.id);
                 return Err(SaverError::conflict(&r.thread_id, &r.ns, detail).into());
             }
-            if !deltas.0.is_empty() {
+            if !needed.0.is_empty() {
                 let missing = tx
-                    .query_opt(&missing_bases, &[&r.thread_id, &r.ns, &deltas.0, &deltas.1])
+                    .query_opt(&missing_bases, &[&r.thread_id, &r.ns, &needed.0, &needed.1])
                     .await?;
                 if let Some(row) = missing {
                     let (channel, base): (String, String) = (row.get(0), row.get(1));

@@ -83,12 +83,15 @@ pub(crate) fn decode(row: Row) -> Result<CheckpointRecord, SaverError> {
 /// A stored blob: what it extends, and its bytes.
 pub(crate) type Link = (Option<String>, Vec<u8>);
 
+/// Value chains per channel, as in [`Loaded::values`](super::Loaded).
+pub(crate) type Values = Vec<(String, Vec<Vec<u8>>)>;
+
 /// Rebuilds the value chains of `record`'s channels, fetching each blob by
 /// `(checkpoint id, channel)`; a missing link is corruption.
 pub(crate) fn assemble(
     record: &CheckpointRecord,
     mut fetch: impl FnMut(&str, &str) -> Result<Option<Link>, SaverError>,
-) -> Result<Vec<(String, Vec<Vec<u8>>)>, SaverError> {
+) -> Result<Values, SaverError> {
     let mut values = Vec::new();
     for c in &record.channels {
         let Some(mut at) = c.blob.clone() else {

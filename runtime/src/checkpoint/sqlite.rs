@@ -380,7 +380,7 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
 }
 
 fn put_now(conn: &mut Connection, mut record: CheckpointRecord, expected: Option<String>) -> Result<(), Failure> {
-    let deltas: Vec<(String, String)> = check::record(&record)?
+    let needed: Vec<(String, String)> = check::record(&record)?
         .into_iter()
         .map(|(c, b)| (c.to_owned(), b.to_owned()))
         .collect();
@@ -403,7 +403,7 @@ fn put_now(conn: &mut Connection, mut record: CheckpointRecord, expected: Option
         let mut has_blob = tx.prepare_cached(
             "SELECT 1 FROM blobs WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 AND channel = ?4",
         )?;
-        for (channel, base) in &deltas {
+        for (channel, base) in &needed {
             if !has_blob.exists(params![record.thread_id, record.ns, base, channel])? {
                 return Err(check::missing_base(&record, channel, base).into());
             }
