@@ -489,7 +489,11 @@ fn builder_methods(p: &TokenStream, vis: &syn::Visibility, f: &Plan<'_>) -> Toke
     let ident = f.field.ident;
     let name = &f.name;
     let arg_ty = &f.arg_ty;
-    let write = f.wrap(p, quote!(value), false);
+    // The parameter is named after the field (it reads well in the docs); a parameter is a
+    // pattern, so a fixed name such as `value` would turn into a constant pattern next to a
+    // user's `const value`, whatever its span.
+    let value = ident;
+    let write = f.wrap(p, quote!(#value), false);
     let what = match f.field.attrs.kind.as_ref().map(|(k, _)| k) {
         None | Some(Kind::LastValue) => "a last value: one write per step".to_owned(),
         Some(Kind::Any) => "the last of the step's writes wins; a step that does not write it clears it".to_owned(),
@@ -515,7 +519,7 @@ fn builder_methods(p: &TokenStream, vis: &syn::Visibility, f: &Plan<'_>) -> Toke
         #separator
         #( #field_docs )*
         #[inline]
-        #vis fn #ident(mut self, value: #arg_ty) -> Self {
+        #vis fn #ident(mut self, #value: #arg_ty) -> Self {
             self.#ident.push(#write);
             self
         }
@@ -523,16 +527,16 @@ fn builder_methods(p: &TokenStream, vis: &syn::Visibility, f: &Plan<'_>) -> Toke
     if f.reducer {
         let overwrite = format_ident!("overwrite_{}", ident.unraw(), span = ident.span());
         let ty = f.field.ty;
-        let write = f.wrap(p, quote!(value), true);
+        let write = f.wrap(p, quote!(#value), true);
         let doc = format!(
-            "Replaces `{name}` with `value`, bypassing its reducer (LangGraph's `Overwrite`): the \
+            "Replaces `{name}`, bypassing its reducer (LangGraph's `Overwrite`): the \
              writes to `{name}` after it in the same step are ignored, and a second overwrite in \
              the same step fails the run."
         );
         out.extend(quote! {
             #[doc = #doc]
             #[inline]
-            #vis fn #overwrite(mut self, value: #ty) -> Self {
+            #vis fn #overwrite(mut self, #value: #ty) -> Self {
                 self.#ident.push(#write);
                 self
             }
