@@ -6,7 +6,7 @@
 
 use super::ast::{Field, Input};
 use super::attr::{Kind, Reducer};
-use proc_macro2::{Literal, TokenStream, TokenTree};
+use proc_macro2::{Group, Literal, Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
@@ -240,7 +240,7 @@ impl<'a> Plan<'a> {
         let (channel_ty, write_ty) = (&self.channel_ty, &self.write_ty);
         let mut out = vec![
             quote_spanned!(span=> #ty: ::core::default::Default),
-            quote_spanned!(span=> #channel_ty: #p::Channel<#ty, Write = #write_ty>),
+            respan(quote!(#channel_ty: #p::Channel<#ty, Write = #write_ty>), span),
         ];
         if self.generic {
             out.push(quote! {
@@ -250,6 +250,23 @@ impl<'a> Plan<'a> {
         }
         out
     }
+}
+
+/// `tokens` with every span set to `span`, so that an error about them points at the user's token.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tt| {
+            if let TokenTree::Group(g) = &tt {
+                let mut group = Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                tt = TokenTree::Group(group);
+            } else {
+                tt.set_span(span);
+            }
+            tt
+        })
+        .collect()
 }
 
 /// The full expansion of a valid input.
@@ -595,26 +612,12 @@ pub(crate) fn fallback(node: &DeriveInput, input: Option<&Input<'_>>) -> TokenSt
         }
     });
     let consts = input.map(|i| field_consts(node, &i.fields));
-    quote! {
-        #[doc(hidden)]
-        #vis struct #update #generics #own_where {
-            __weir_stub: ::core::marker::PhantomData<fn() -> #name #ty_generics>,
-        }
-
-        const _: () = {
-            impl #impl_generics ::core::default::Default for #update #ty_generics #own_where {
-                fn default() -> Self { ::core::unreachable!() }
-            }
-            impl #impl_generics ::core::clone::Clone for #update #ty_generics #own_where {
-                fn clone(&self) -> Self { ::core::unreachable!() }
-            }
-            impl #impl_generics ::core::fmt::Debug for #update #ty_generics #own_where {
-                fn fmt(&self, _: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result { ::core::unreachable!() }
-            }
-            #[allow(missing_docs)]
-            impl #impl_generics #update #ty_generics #own_where {
-                #( #methods )*
-            }
+    // The trait stubs need a type that can be a state: a struct (the error may be in its fields'
+    // shape) without lifetimes. Stubs for an enum or a union would only add errors of their own
+    // (a union cannot derive `Debug`), so those get the update type alone.
+    let is_struct = matches!(node.data, syn::Data::Struct(_));
+    let traits = (is_struct && node.generics.lifetimes().next().is_none()).then(|| {
+        quote! {
             impl #impl_generics #p::Update for #update #ty_generics #state_where {
                 type State = #name #ty_generics;
                 fn is_written(&self, _: usize) -> bool { ::core::unreachable!() }
@@ -639,6 +642,29 @@ pub(crate) fn fallback(node: &DeriveInput, input: Option<&Input<'_>>) -> TokenSt
                 fn consume(&mut self, _: &mut (), _: usize) -> bool { ::core::unreachable!() }
                 fn finish(&mut self, _: &mut (), _: &mut [bool]) { ::core::unreachable!() }
             }
+        }
+    });
+    quote! {
+        #[doc(hidden)]
+        #vis struct #update #generics #own_where {
+            __weir_stub: ::core::marker::PhantomData<fn() -> #name #ty_generics>,
+        }
+
+        const _: () = {
+            impl #impl_generics ::core::default::Default for #update #ty_generics #own_where {
+                fn default() -> Self { ::core::unreachable!() }
+            }
+            impl #impl_generics ::core::clone::Clone for #update #ty_generics #own_where {
+                fn clone(&self) -> Self { ::core::unreachable!() }
+            }
+            impl #impl_generics ::core::fmt::Debug for #update #ty_generics #own_where {
+                fn fmt(&self, _: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result { ::core::unreachable!() }
+            }
+            #[allow(missing_docs)]
+            impl #impl_generics #update #ty_generics #own_where {
+                #( #methods )*
+            }
+            #traits
             #consts
         };
     }
