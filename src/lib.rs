@@ -12,9 +12,9 @@
 #![forbid(unsafe_code)]
 
 pub use weir_runtime::{
-    channel, graph, state, BoxError, BuildError, ChannelKind, Command, CompiledGraph, Context, DrainHandle, Error,
-    FieldInfo, Goto, GraphBuilder, IntoInput, NodeHandle, NodeId, NodeRef, RunConfig, State, Status, Update, Writes,
-    END, START,
+    channel, graph, state, BoxError, BuildError, ChannelKind, Command, CompiledGraph, Context,
+    DrainHandle, Error, FieldInfo, Goto, GraphBuilder, IntoInput, NodeHandle, NodeId, NodeRef,
+    RunConfig, State, Status, Update, Writes, END, START,
 };
 
 /// Derives [`State`](trait@State) for a struct with named fields: each field becomes a channel.
@@ -217,8 +217,8 @@ pub mod reducers {
 /// The items most programs need: `use weir::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        BoxError, BuildError, Command, CompiledGraph, Context, DrainHandle, Error, Goto, GraphBuilder, NodeId,
-        RunConfig, State, Update, END, START,
+        BoxError, BuildError, Command, CompiledGraph, Context, DrainHandle, Error, Goto,
+        GraphBuilder, NodeId, RunConfig, State, Update, END, START,
     };
 }
 
@@ -230,8 +230,8 @@ pub mod __private {
     pub use ::serde_json;
     pub use weir_runtime::channel;
     pub use weir_runtime::channel::{
-        AnyValue, BinaryOperatorAggregate, Channel, EphemeralValue, LastValue, LastValueAfterFinish, ReducerWrite,
-        Topic, UntrackedValue,
+        AnyValue, BinaryOperatorAggregate, Channel, EphemeralValue, LastValue,
+        LastValueAfterFinish, ReducerWrite, Topic, UntrackedValue,
     };
     pub use weir_runtime::state;
     pub use weir_runtime::state::{apply_field, FieldError};

@@ -16,7 +16,10 @@ fn ui() {
         .collect();
     cases.sort();
     for case in &cases {
-        let name = case.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        let name = case
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
         if name.contains("-pass-") {
             t.pass(case);
         } else {

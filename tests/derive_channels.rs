@@ -38,8 +38,17 @@ async fn chain(a: Node, b: Node, c: Node) -> Result<Flow, weir::Error> {
     g.add_node("a", a);
     g.add_node("b", b);
     g.add_node("c", c);
-    g.add_edge(START, "a").add_edge("a", "b").add_edge("b", "c").add_edge("c", END);
-    g.compile().expect("a valid graph").invoke(FlowUpdate::default().status("go".into()), &RunConfig::default()).await
+    g.add_edge(START, "a")
+        .add_edge("a", "b")
+        .add_edge("b", "c")
+        .add_edge("c", END);
+    g.compile()
+        .expect("a valid graph")
+        .invoke(
+            FlowUpdate::default().status("go".into()),
+            &RunConfig::default(),
+        )
+        .await
 }
 
 /// `START -> {x, y} -> END`: `x` and `y` run in the same step.
@@ -47,8 +56,17 @@ async fn parallel(x: Node, y: Node) -> Result<Flow, weir::Error> {
     let mut g = GraphBuilder::<Flow>::new();
     g.add_node("x", x);
     g.add_node("y", y);
-    g.add_edge(START, "x").add_edge(START, "y").add_edge("x", END).add_edge("y", END);
-    g.compile().expect("a valid graph").invoke(FlowUpdate::default().status("go".into()), &RunConfig::default()).await
+    g.add_edge(START, "x")
+        .add_edge(START, "y")
+        .add_edge("x", END)
+        .add_edge("y", END);
+    g.compile()
+        .expect("a valid graph")
+        .invoke(
+            FlowUpdate::default().status("go".into()),
+            &RunConfig::default(),
+        )
+        .await
 }
 
 fn saw(line: String) -> FlowUpdate {
@@ -113,13 +131,20 @@ async fn unguarded_ephemeral_keeps_the_last_of_several_writes() {
 #[tokio::test]
 async fn topic_keeps_one_step_of_writes_and_accumulating_topic_keeps_all() {
     let out = chain(
-        |_| FlowUpdate::default().events(vec!["a1".into(), "a2".into()]).history(vec!["a".into()]),
+        |_| {
+            FlowUpdate::default()
+                .events(vec!["a1".into(), "a2".into()])
+                .history(vec!["a".into()])
+        },
         |s| saw(format!("b: {:?} {:?}", s.events, s.history)).history(vec!["b".into()]),
         |s| saw(format!("c: {:?} {:?}", s.events, s.history)),
     )
     .await
     .unwrap();
-    assert_eq!(out.seen, ["b: [\"a1\", \"a2\"] [\"a\"]", "c: [] [\"a\", \"b\"]"]);
+    assert_eq!(
+        out.seen,
+        ["b: [\"a1\", \"a2\"] [\"a\"]", "c: [] [\"a\", \"b\"]"]
+    );
     assert_eq!(out.events, Vec::<String>::new());
     assert_eq!(out.history, ["a", "b"]);
 }
@@ -127,8 +152,16 @@ async fn topic_keeps_one_step_of_writes_and_accumulating_topic_keeps_all() {
 #[tokio::test]
 async fn topic_concatenates_the_writes_of_a_step_in_task_order() {
     let out = parallel(
-        |_| FlowUpdate::default().events(vec!["x".into()]).history(vec!["x".into()]),
-        |_| FlowUpdate::default().events(vec!["y1".into(), "y2".into()]).history(vec!["y".into()]),
+        |_| {
+            FlowUpdate::default()
+                .events(vec!["x".into()])
+                .history(vec!["x".into()])
+        },
+        |_| {
+            FlowUpdate::default()
+                .events(vec!["y1".into(), "y2".into()])
+                .history(vec!["y".into()])
+        },
     )
     .await
     .unwrap();
@@ -172,9 +205,12 @@ async fn untracked_value_is_kept_across_steps() {
 
 #[tokio::test]
 async fn untracked_guard_refuses_two_writes_and_unguarded_keeps_the_last() {
-    let err = parallel(|_| FlowUpdate::default().cache(Some(1)), |_| FlowUpdate::default().cache(Some(2)))
-        .await
-        .unwrap_err();
+    let err = parallel(
+        |_| FlowUpdate::default().cache(Some(1)),
+        |_| FlowUpdate::default().cache(Some(2)),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err.field(), Some("cache"));
     let out = parallel(
         |_| FlowUpdate::default().loose_cache(Some(1)),
@@ -226,7 +262,10 @@ async fn a_node_subscribed_to_a_field_runs_when_it_changes() {
     let out = g
         .compile()
         .unwrap()
-        .invoke(FlowUpdate::default().events(vec!["e".into()]), &RunConfig::default())
+        .invoke(
+            FlowUpdate::default().events(vec!["e".into()]),
+            &RunConfig::default(),
+        )
         .await
         .unwrap();
     assert_eq!(*runs.lock().unwrap(), 1);

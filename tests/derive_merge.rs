@@ -34,14 +34,22 @@ type Node = fn(&Research) -> ResearchUpdate;
 
 /// `START -> a -> {b, c} -> END`: `b` and `c` run in the same step. `c` is added before `b` so
 /// that the test shows the writes are applied in node-name order, not in the order of `add_node`.
-async fn fan_out(a: Node, b: Node, c: Node, input: ResearchUpdate) -> Result<Research, weir::Error> {
+async fn fan_out(
+    a: Node,
+    b: Node,
+    c: Node,
+    input: ResearchUpdate,
+) -> Result<Research, weir::Error> {
     let mut g = GraphBuilder::<Research>::new();
     g.add_node("a", a);
     g.add_node("c", c);
     g.add_node("b", b);
     g.add_edge(START, "a").add_edge("a", "b").add_edge("a", "c");
     g.add_edge("b", END).add_edge("c", END);
-    g.compile().expect("a valid graph").invoke(input, &RunConfig::default()).await
+    g.compile()
+        .expect("a valid graph")
+        .invoke(input, &RunConfig::default())
+        .await
 }
 
 fn nothing(_: &Research) -> ResearchUpdate {
@@ -54,7 +62,8 @@ fn strings(items: &[&str]) -> Vec<String> {
 
 #[test]
 fn fields_table_lists_every_field_in_declaration_order() {
-    let fields: Vec<(&str, ChannelKind)> = Research::FIELDS.iter().map(|f| (f.name, f.kind)).collect();
+    let fields: Vec<(&str, ChannelKind)> =
+        Research::FIELDS.iter().map(|f| (f.name, f.kind)).collect();
     assert_eq!(
         fields,
         [
@@ -100,7 +109,11 @@ async fn add_sums_the_writes_of_every_step() {
 #[tokio::test]
 async fn with_reducer_folds_writes_of_another_type() {
     let out = fan_out(
-        |_| ResearchUpdate::default().log("a".into()).log("a again".into()),
+        |_| {
+            ResearchUpdate::default()
+                .log("a".into())
+                .log("a again".into())
+        },
         |_| ResearchUpdate::default().log("b".into()),
         |_| ResearchUpdate::default().log("c".into()),
         ResearchUpdate::default(),
@@ -135,9 +148,18 @@ async fn whole_state_input_overwrites_a_reducer_of_another_write_type() {
         ..Research::default()
     };
     let mut g = GraphBuilder::<Research>::new();
-    g.add_node("a", |s: &Research| ResearchUpdate::default().log(format!("{} lines", s.log.len())).llm_calls(1));
+    g.add_node("a", |s: &Research| {
+        ResearchUpdate::default()
+            .log(format!("{} lines", s.log.len()))
+            .llm_calls(1)
+    });
     g.add_edge(START, "a").add_edge("a", END);
-    let out = g.compile().unwrap().invoke(input, &RunConfig::default()).await.unwrap();
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(input, &RunConfig::default())
+        .await
+        .unwrap();
     assert_eq!(out.question, "q");
     assert_eq!(out.notes, ["n"]);
     assert_eq!(out.llm_calls, 3);
@@ -157,7 +179,10 @@ async fn merge_keeps_every_key_and_later_writes_win() {
     )
     .await
     .unwrap();
-    assert_eq!(out.scores, map(&[("a", 1), ("b", 2), ("c", 3), ("input", 0), ("shared", 3)]));
+    assert_eq!(
+        out.scores,
+        map(&[("a", 1), ("b", 2), ("c", 3), ("input", 0), ("shared", 3)])
+    );
 }
 
 #[tokio::test]
@@ -165,9 +190,19 @@ async fn overwrite_bypasses_the_reducer_and_ignores_the_later_writes_of_its_step
     // `b` overwrites, `c` (applied after `b`) appends: `c`'s write is ignored in that step.
     let out = fan_out(
         |_| ResearchUpdate::default().notes(strings(&["a"])),
-        |_| ResearchUpdate::default().overwrite_notes(strings(&["fresh"])).llm_calls(1),
-        |_| ResearchUpdate::default().notes(strings(&["c"])).overwrite_llm_calls(100),
-        ResearchUpdate::default().notes(strings(&["input"])).llm_calls(5),
+        |_| {
+            ResearchUpdate::default()
+                .overwrite_notes(strings(&["fresh"]))
+                .llm_calls(1)
+        },
+        |_| {
+            ResearchUpdate::default()
+                .notes(strings(&["c"]))
+                .overwrite_llm_calls(100)
+        },
+        ResearchUpdate::default()
+            .notes(strings(&["input"]))
+            .llm_calls(5),
     )
     .await
     .unwrap();
@@ -225,8 +260,14 @@ async fn one_write_to_a_last_value_replaces_it() {
 
 #[tokio::test]
 async fn update_merge_appends_a_later_update_field_by_field() {
-    let mut first = ResearchUpdate::default().notes(strings(&["1"])).llm_calls(1);
-    first.merge(ResearchUpdate::default().notes(strings(&["2"])).question("q".into()));
+    let mut first = ResearchUpdate::default()
+        .notes(strings(&["1"]))
+        .llm_calls(1);
+    first.merge(
+        ResearchUpdate::default()
+            .notes(strings(&["2"]))
+            .question("q".into()),
+    );
     assert!(first.is_written(Research::__WEIR_FIELD_question));
     assert!(!first.is_written(Research::__WEIR_FIELD_scores));
     let seen = Arc::new(Mutex::new(None));
@@ -239,7 +280,12 @@ async fn update_merge_appends_a_later_update_field_by_field() {
         ResearchUpdate::default()
     });
     g.add_edge(START, "a").add_edge("a", "b").add_edge("b", END);
-    let out = g.compile().unwrap().invoke(ResearchUpdate::default(), &RunConfig::default()).await.unwrap();
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(ResearchUpdate::default(), &RunConfig::default())
+        .await
+        .unwrap();
     assert_eq!(out.notes, ["1", "2"]);
     assert_eq!(out.llm_calls, 1);
     assert_eq!(out.question, "q");
@@ -248,7 +294,9 @@ async fn update_merge_appends_a_later_update_field_by_field() {
 
 #[test]
 fn update_debug_shows_the_written_fields_only() {
-    let u = ResearchUpdate::default().llm_calls(2).overwrite_notes(strings(&["x"]));
+    let u = ResearchUpdate::default()
+        .llm_calls(2)
+        .overwrite_notes(strings(&["x"]));
     assert_eq!(
         format!("{u:?}"),
         r#"ResearchUpdate { notes: One(Overwrite(["x"])), llm_calls: One(Reduce(2)) }"#

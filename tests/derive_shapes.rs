@@ -16,10 +16,22 @@ struct Pair<T: Clone + Default> {
 #[tokio::test]
 async fn generic_state_runs_through_a_graph() {
     let mut g = GraphBuilder::<Pair<u32>>::new();
-    g.add_node("a", |_: &Pair<u32>| PairUpdate::default().items(vec![1, 2]).last(2).total(3));
-    g.add_node("b", |s: &Pair<u32>| PairUpdate::default().items(vec![s.last * 10]).total(4));
+    g.add_node("a", |_: &Pair<u32>| {
+        PairUpdate::default().items(vec![1, 2]).last(2).total(3)
+    });
+    g.add_node("b", |s: &Pair<u32>| {
+        PairUpdate::default().items(vec![s.last * 10]).total(4)
+    });
     g.add_edge(START, "a").add_edge("a", "b").add_edge("b", END);
-    let out = g.compile().unwrap().invoke(PairUpdate::<u32>::default().items(vec![0]), &RunConfig::default()).await.unwrap();
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(
+            PairUpdate::<u32>::default().items(vec![0]),
+            &RunConfig::default(),
+        )
+        .await
+        .unwrap();
     assert_eq!(out.items, [0, 1, 2, 20]);
     assert_eq!(out.last, 2);
     assert_eq!(out.total, 7);
@@ -44,10 +56,25 @@ where
 #[tokio::test]
 async fn generic_with_reducer_and_where_clause() {
     let mut g = GraphBuilder::<Longest<char>>::new();
-    g.add_node("a", |_: &Longest<char>| LongestUpdate::default().best(vec!['a', 'b']));
-    g.add_node("b", |_: &Longest<char>| LongestUpdate::default().best(vec!['c']));
-    g.add_edge(START, "a").add_edge(START, "b").add_edge("a", END).add_edge("b", END);
-    let out = g.compile().unwrap().invoke(LongestUpdate::default().best(vec!['z']), &RunConfig::default()).await.unwrap();
+    g.add_node("a", |_: &Longest<char>| {
+        LongestUpdate::default().best(vec!['a', 'b'])
+    });
+    g.add_node("b", |_: &Longest<char>| {
+        LongestUpdate::default().best(vec!['c'])
+    });
+    g.add_edge(START, "a")
+        .add_edge(START, "b")
+        .add_edge("a", END)
+        .add_edge("b", END);
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(
+            LongestUpdate::default().best(vec!['z']),
+            &RunConfig::default(),
+        )
+        .await
+        .unwrap();
     assert_eq!(out.best, ['a', 'b']);
 }
 
@@ -76,12 +103,22 @@ mod inner {
 #[test]
 fn serde_attributes_pass_through_untouched() {
     use inner::{Doc, DocUpdate};
-    let doc = Doc { title: "t".into(), scratch: Some(1), ..Doc::default() };
-    assert_eq!(serde_json::to_string(&doc).unwrap(), r#"{"name":"t","tags":{}}"#);
-    let back: Doc = serde_json::from_str(r#"{"name":"u","lineItems":["x"],"tags":{"k":true}}"#).unwrap();
+    let doc = Doc {
+        title: "t".into(),
+        scratch: Some(1),
+        ..Doc::default()
+    };
+    assert_eq!(
+        serde_json::to_string(&doc).unwrap(),
+        r#"{"name":"t","tags":{}}"#
+    );
+    let back: Doc =
+        serde_json::from_str(r#"{"name":"u","lineItems":["x"],"tags":{"k":true}}"#).unwrap();
     assert_eq!(back.line_items, ["x"]);
     assert_eq!(back.tags.get("k"), Some(&true));
-    let u = DocUpdate::default().title("t".into()).line_items(vec!["a".into()]);
+    let u = DocUpdate::default()
+        .title("t".into())
+        .line_items(vec!["a".into()]);
     assert!(u.is_written(Doc::__WEIR_FIELD_title));
     assert!(u.is_written(Doc::__WEIR_FIELD_line_items));
 }
@@ -127,7 +164,10 @@ mod hygiene {
     }
 
     pub(crate) fn update() -> ShadowedUpdate {
-        ShadowedUpdate::default().notes(::std::vec![1]).count(2).maybe(::core::option::Option::Some(3))
+        ShadowedUpdate::default()
+            .notes(::std::vec![1])
+            .count(2)
+            .maybe(::core::option::Option::Some(3))
     }
 }
 
@@ -135,9 +175,18 @@ mod hygiene {
 async fn generated_code_does_not_see_the_users_names() {
     use hygiene::{Shadowed, ShadowedUpdate};
     let mut g = GraphBuilder::<Shadowed>::new();
-    g.add_node("a", |s: &Shadowed| ShadowedUpdate::default().notes(vec![s.notes.len() as u8]).name("a".into()));
+    g.add_node("a", |s: &Shadowed| {
+        ShadowedUpdate::default()
+            .notes(vec![s.notes.len() as u8])
+            .name("a".into())
+    });
     g.add_edge(START, "a").add_edge("a", END);
-    let out = g.compile().unwrap().invoke(hygiene::update(), &RunConfig::default()).await.unwrap();
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(hygiene::update(), &RunConfig::default())
+        .await
+        .unwrap();
     assert_eq!(out.notes, [1, 1]);
     assert_eq!(out.count, 2);
     assert_eq!(out.maybe, Some(3));
@@ -161,7 +210,12 @@ async fn crate_path_and_update_name_can_be_set() {
     let mut g = GraphBuilder::<Renamed>::new();
     g.add_node("a", |_: &Renamed| Delta::default().n(-2));
     g.add_edge(START, "a").add_edge("a", END);
-    let out = g.compile().unwrap().invoke(Delta::default().n(5), &RunConfig::default()).await.unwrap();
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(Delta::default().n(5), &RunConfig::default())
+        .await
+        .unwrap();
     assert_eq!(out.n, 3);
 }
 
@@ -174,7 +228,9 @@ struct Keywords {
 
 #[test]
 fn raw_identifier_fields_keep_their_names() {
-    let u = KeywordsUpdate::default().r#type("t".into()).overwrite_match(vec![1]);
+    let u = KeywordsUpdate::default()
+        .r#type("t".into())
+        .overwrite_match(vec![1]);
     assert_eq!(Keywords::FIELDS[0].name, "type");
     assert_eq!(Keywords::FIELDS[1].name, "match");
     assert!(u.is_written(Keywords::__WEIR_FIELD_type));

@@ -14,7 +14,9 @@ pub(crate) struct Ctxt {
 
 impl Ctxt {
     pub(crate) fn new() -> Self {
-        Self { errors: RefCell::new(Some(Vec::new())) }
+        Self {
+            errors: RefCell::new(Some(Vec::new())),
+        }
     }
 
     /// An error spanning the tokens of `obj`.
@@ -29,12 +31,21 @@ impl Ctxt {
 
     /// An error from syn's parser.
     pub(crate) fn syn_error(&self, err: syn::Error) {
-        self.errors.borrow_mut().as_mut().expect("context already checked").push(err);
+        self.errors
+            .borrow_mut()
+            .as_mut()
+            .expect("context already checked")
+            .push(err);
     }
 
     /// Consumes the context: all the errors combined into one, or `Ok` when there were none.
     pub(crate) fn check(self) -> Result<(), syn::Error> {
-        let mut errors = self.errors.borrow_mut().take().expect("context already checked").into_iter();
+        let mut errors = self
+            .errors
+            .borrow_mut()
+            .take()
+            .expect("context already checked")
+            .into_iter();
         let Some(mut combined) = errors.next() else {
             return Ok(());
         };

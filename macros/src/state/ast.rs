@@ -73,6 +73,10 @@ impl<'a> Input<'a> {
                 index,
             })
             .collect();
-        Some(Self { original: node, attrs, fields })
+        Some(Self {
+            original: node,
+            attrs,
+            fields,
+        })
     }
 }

@@ -120,7 +120,10 @@ impl StateAttrs {
 impl FieldAttrs {
     pub(crate) fn from_syn(cx: &Ctxt, field: &syn::Field) -> Self {
         let mut out = Self::default();
-        let name = field.ident.as_ref().map_or_else(String::new, |i| format!("`{i}` "));
+        let name = field
+            .ident
+            .as_ref()
+            .map_or_else(String::new, |i| format!("`{i}` "));
         for attr in &field.attrs {
             let is_reducer = attr.path().is_ident(REDUCER);
             if !is_reducer && !attr.path().is_ident(CHANNEL) {
@@ -138,7 +141,11 @@ impl FieldAttrs {
                 cx.syn_error(e);
                 out.broken = true;
             } else if !chose {
-                let expected = if is_reducer { REDUCERS_EXPECTED } else { CHANNELS_EXPECTED };
+                let expected = if is_reducer {
+                    REDUCERS_EXPECTED
+                } else {
+                    CHANNELS_EXPECTED
+                };
                 let word = if is_reducer { REDUCER } else { CHANNEL };
                 cx.error_spanned_by(attr, format!("empty `#[{word}(..)]`: {expected}"));
                 out.broken = true;
@@ -247,7 +254,11 @@ fn parse_channel_item(
         AFTER_FINISH => Kind::AfterFinish,
         ACCUMULATE | UNGUARDED => {
             // Rule: an option follows the word it modifies, in the same attribute.
-            let current = if *chose { out.kind.as_mut().map(|(k, _)| k) } else { None };
+            let current = if *chose {
+                out.kind.as_mut().map(|(k, _)| k)
+            } else {
+                None
+            };
             match (word.as_str(), current) {
                 (ACCUMULATE, Some(Kind::Topic { accumulate })) => *accumulate = true,
                 (UNGUARDED, Some(Kind::Ephemeral { guard } | Kind::Untracked { guard })) => *guard = false,

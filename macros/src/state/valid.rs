@@ -27,11 +27,22 @@ fn check_no_lifetimes(cx: &Ctxt, input: &Input<'_>) {
 /// reducer field `x` would get two methods `overwrite_x`.
 fn check_method_names(cx: &Ctxt, input: &Input<'_>) {
     for field in &input.fields {
-        let Some(base) = field.ident.unraw().to_string().strip_prefix("overwrite_").map(str::to_owned) else {
+        let Some(base) = field
+            .ident
+            .unraw()
+            .to_string()
+            .strip_prefix("overwrite_")
+            .map(str::to_owned)
+        else {
             continue;
         };
         let clash = input.fields.iter().find(|other| {
-            other.ident.unraw() == base && other.attrs.kind.as_ref().is_some_and(|(k, _)| k.is_reducer())
+            other.ident.unraw() == base
+                && other
+                    .attrs
+                    .kind
+                    .as_ref()
+                    .is_some_and(|(k, _)| k.is_reducer())
         });
         if let Some(other) = clash {
             cx.error_spanned_by(
