@@ -158,6 +158,28 @@ impl<S: State> CompiledGraph<S> {
         snapshot::update_state(&self.inner, config, update, as_node).await
     }
 
+    /// Decodes a checkpoint read from a saver into the state it holds, with typed serde and
+    /// nothing else: bytes that do not fit the state give an error naming the thread and the
+    /// field, never garbage or a panic (this is what the checkpoint fuzz target drives).
+    ///
+    /// # Errors
+    /// When the checkpoint does not decode as this graph's state.
+    pub fn decode_checkpoint(&self, loaded: crate::checkpoint::Loaded) -> Result<S, Error> {
+        let config = RunConfig::thread(loaded.record.thread_id.clone());
+        let mut inner = run::Loop::new(self.inner.clone(), &config)?;
+        if inner.persist.is_none() {
+            let saver: Arc<dyn crate::checkpoint::Checkpointer> = Arc::new(crate::checkpoint::MemorySaver::new());
+            inner.persist = Some(persist::Persist::new(
+                saver,
+                loaded.record.thread_id.clone(),
+                self.inner.n_fields(),
+                inner.versions.len(),
+            ));
+        }
+        inner.restore(loaded)?;
+        Ok(inner.into_state())
+    }
+
     /// The graph as a Mermaid flowchart.
     pub fn mermaid(&self) -> String {
         self.inner.mermaid.clone()
