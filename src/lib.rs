@@ -13,9 +13,9 @@
 
 pub use weir_runtime::{
     channel, checkpoint, graph, state, AppendMark, BoxError, BuildError, ChannelKind, CodecError, Command,
-    CompiledGraph, Context, DrainHandle, Durability, Error, FieldInfo, Goto, GraphBuilder, Interrupt, IntoInput,
-    NodeHandle, NodeId, NodeRef, Outcome, PauseKind, Paused, RetryPolicy, RunConfig, State, StateSnapshot, Status,
-    TaskSnapshot, Update, Writes, END, START,
+    CompiledGraph, Context, DrainHandle, Durability, Error, Event, FieldInfo, Goto, GraphBuilder, Interrupt, IntoInput,
+    NodeHandle, NodeId, NodeRef, Outcome, PauseKind, Paused, RetryPolicy, RunConfig, RunStream, State, StateSnapshot,
+    Status, StreamMode, TaskSnapshot, Update, Writes, END, START,
 };
 
 /// Derives [`State`](trait@State) for a struct with named fields: each field becomes a channel.

@@ -21,7 +21,7 @@ pub use serde as __serde;
 pub use error::{BoxError, BuildError, Error};
 pub use graph::{Command, Goto, GraphBuilder, NodeHandle, NodeId, NodeRef, END, START};
 pub use pregel::{
-    CompiledGraph, Context, DrainHandle, Durability, Interrupt, IntoInput, Outcome, PauseKind, Paused, RetryPolicy,
-    RunConfig, StateSnapshot, Status, TaskSnapshot,
+    CompiledGraph, Context, DrainHandle, Durability, Event, Interrupt, IntoInput, Outcome, PauseKind, Paused,
+    RetryPolicy, RunConfig, RunStream, StateSnapshot, Status, StreamMode, TaskSnapshot,
 };
 pub use state::{AppendMark, ChannelKind, CodecError, FieldInfo, State, Update, Writes};

@@ -1,4 +1,5 @@
 use super::interrupt::{no_checkpointer, Interrupt, Scratch};
+use super::stream::Emitter;
 use crate::state::{State, Update};
 use serde::{de::DeserializeOwned, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -115,6 +116,7 @@ pub struct Context {
     pub(crate) node: Arc<str>,
     pub(crate) step: i64,
     pub(crate) scratch: Option<Arc<Scratch>>,
+    pub(crate) emitter: Option<Emitter>,
 }
 
 impl Context {
@@ -125,6 +127,20 @@ impl Context {
     /// The step the node runs in (0 is the first step after the input).
     pub fn step(&self) -> i64 {
         self.step
+    }
+
+    /// Emits `value` to the run's stream, in `custom` mode (LangGraph's stream writer): LLM tokens,
+    /// progress. Waits while the consumer is behind. Does nothing when nobody streams `custom`
+    /// events, or when `value` cannot be serialized.
+    pub async fn emit(&self, value: impl Serialize) {
+        if let (Some(e), Ok(v)) = (&self.emitter, serde_json::to_value(value)) {
+            e.emit(v).await;
+        }
+    }
+
+    /// Whether anybody listens to [`emit`](Self::emit): to skip building events nobody reads.
+    pub fn is_streaming(&self) -> bool {
+        self.emitter.is_some()
     }
 
     /// Pauses the run to ask `question`, and returns the answer once the thread is resumed with

@@ -5,6 +5,7 @@ use super::compile::GraphInner;
 use super::interrupt::{PauseKind, Paused};
 use super::persist::saver_error;
 use super::run::{Loop, StepEnd};
+use super::stream::{Event, Sink, StreamMode};
 use super::{Durability, RunConfig, Status};
 use crate::checkpoint::{CheckpointRecord, Source};
 use crate::error::Error;
@@ -101,6 +102,7 @@ pub(crate) async fn save<S: State>(
 
 async fn put<S: State>(run: &mut Loop<S>, record: CheckpointRecord, durability: Durability) -> Result<(), Error> {
     let p = run.persist.as_mut().expect("a checkpointed run");
+    p.last_source = record.source;
     let expected = p.head.replace(record.id.clone());
     p.current = Some(record.id.clone());
     p.dirty = false;
@@ -143,14 +145,86 @@ async fn settle<S: State>(run: &mut Loop<S>, durability: Durability, writers: Ve
     Ok(())
 }
 
+/// Sends the events of the step just run: each task's end and update, then the values.
+async fn report<S: State>(run: &mut Loop<S>, step: i64, values: bool) {
+    let Some(sink) = &run.sink else { return };
+    for r in std::mem::take(&mut run.report) {
+        if Some(r.node) == run.g.start {
+            continue;
+        }
+        let node = run.g.names[r.node as usize].to_string();
+        if let Some(update) = r.update {
+            sink.send(Event::Update {
+                step,
+                node: node.clone(),
+                update,
+            })
+            .await;
+        }
+        if sink.wants(StreamMode::TASKS) {
+            let id = run.task_id(r.node, r.push);
+            sink.send(Event::TaskEnd {
+                step,
+                id,
+                node,
+                duration: r.duration,
+                error: r.error,
+            })
+            .await;
+        }
+    }
+    if values && sink.wants(StreamMode::VALUES) {
+        let state = run.shared_state();
+        sink.send(Event::Values { step, state }).await;
+    }
+}
+
+/// Sends the events of the step about to run: the checkpoint it starts from, and its tasks.
+async fn announce<S: State>(run: &Loop<S>, checkpoint: Option<(String, i64, Source)>) {
+    let Some(sink) = &run.sink else { return };
+    if let (Some((id, step, source)), true) = (checkpoint, sink.wants(StreamMode::CHECKPOINTS)) {
+        let next = run
+            .tasks
+            .iter()
+            .map(|t| run.g.names[t.node as usize].to_string())
+            .collect();
+        sink.send(Event::Checkpoint { step, id, source, next }).await;
+    }
+    if sink.wants(StreamMode::TASKS) {
+        for t in run.tasks.iter().filter(|t| Some(t.node) != run.g.start) {
+            let (id, node) = (run.task_id(t.node, t.push), run.g.names[t.node as usize].to_string());
+            sink.send(Event::TaskStart {
+                step: run.step(),
+                id,
+                node,
+            })
+            .await;
+        }
+    }
+}
+
+/// The checkpoint written since the last one announced, if any.
+fn fresh_checkpoint<S: State>(run: &Loop<S>, announced: &mut Option<String>) -> Option<(String, i64, Source)> {
+    let p = run.persist.as_ref()?;
+    let current = p.current.clone()?;
+    if announced.as_ref() == Some(&current) || p.dirty {
+        return None;
+    }
+    *announced = Some(current.clone());
+    Some((current, run.step() - 1, p.last_source))
+}
+
 /// Runs the loop from `start` until it is done, pauses or fails.
 pub(crate) async fn drive<S: State>(
     g: &Arc<GraphInner<S>>,
     start: Start<S>,
     config: &RunConfig,
+    sink: Option<Sink<S>>,
 ) -> Result<Outcome<S>, Error> {
     let durability = config.durability;
     let (mut run, loaded) = load(g, config).await?;
+    run.sink = sink;
+    let mut announced = None;
     match start {
         Start::Input(update) => {
             if loaded {
@@ -182,10 +256,19 @@ pub(crate) async fn drive<S: State>(
     }
     let mut last_writers = Vec::new();
     let result = loop {
-        match run.tick()? {
+        // A dropped stream stops the run between two steps, like a drain.
+        let status = match run.tick()? {
+            Status::Pending if run.sink.as_ref().is_some_and(Sink::is_closed) => Status::Draining,
+            status => status,
+        };
+        match status {
             Status::Pending => {
                 let tasks: Vec<(u32, Option<usize>)> = run.tasks.iter().map(|t| (t.node, t.push)).collect();
-                match run.run_step().await {
+                let step = run.step();
+                announce(&run, fresh_checkpoint(&run, &mut announced)).await;
+                let end = run.run_step().await;
+                report(&mut run, step, matches!(end, Ok(StepEnd::Applied { .. }))).await;
+                match end {
                     Ok(StepEnd::Applied { writers }) => {
                         last_writers = super::persist::writers(g, writers.iter().copied());
                         save(&mut run, durability, Source::Loop, last_writers.clone()).await?;
@@ -202,7 +285,10 @@ pub(crate) async fn drive<S: State>(
                 let tasks: Vec<(u32, Option<usize>)> = run.tasks.iter().map(|t| (t.node, t.push)).collect();
                 break Ok(run.static_pauses(PauseKind::Before, tasks.into_iter()));
             }
-            Status::Done => break Ok(Vec::new()),
+            Status::Done => {
+                announce(&run, fresh_checkpoint(&run, &mut announced)).await;
+                break Ok(Vec::new());
+            }
             Status::OutOfSteps => break Err(Error::recursion_limit(config.recursion_limit)),
             Status::Draining => break Err(Error::drained(run.step())),
             Status::Input | Status::InterruptAfter => unreachable!("tick does not report these"),
@@ -210,6 +296,9 @@ pub(crate) async fn drive<S: State>(
     };
     settle(&mut run, durability, last_writers).await?;
     let pauses = result?;
+    if let (Some(sink), false) = (&run.sink, pauses.is_empty()) {
+        sink.send(Event::Paused(pauses.clone())).await;
+    }
     let state = run.into_state();
     Ok(if pauses.is_empty() {
         Outcome::Done(state)

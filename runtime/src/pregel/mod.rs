@@ -9,6 +9,7 @@ mod persist;
 mod policy;
 mod run;
 mod snapshot;
+mod stream;
 
 pub(crate) use compile::{GraphInner, InputMode};
 pub use config::{Context, DrainHandle, Durability, IntoInput, RunConfig};
@@ -18,6 +19,7 @@ pub(crate) use policy::NodePolicy;
 pub use policy::RetryPolicy;
 pub use run::Status;
 pub use snapshot::{StateSnapshot, TaskSnapshot};
+pub use stream::{Event, RunStream, StreamMode};
 
 use crate::error::Error;
 use crate::state::State;
@@ -75,7 +77,50 @@ impl<S: State> CompiledGraph<S> {
     /// # Errors
     /// As [`invoke`](Self::invoke), except that a pause is an [`Outcome::Paused`].
     pub async fn run<M>(&self, input: impl IntoInput<S, M>, config: &RunConfig) -> Result<Outcome<S>, Error> {
-        drive::drive(&self.inner, drive::Start::Input(input.into_update()), config).await
+        drive::drive(&self.inner, drive::Start::Input(input.into_update()), config, None).await
+    }
+
+    /// Runs the graph on `input` as [`run`](Self::run) does, reporting what happens as a stream of
+    /// [`Event`]s of the given `modes` (combine with `|`). The stream is bounded: a slow consumer
+    /// slows the run; dropping the stream stops the run cleanly between two steps, its last
+    /// checkpoint intact. An error is the stream's last item.
+    ///
+    /// Needs a tokio runtime: the run goes on in a task of its own.
+    pub fn stream<M>(&self, input: impl IntoInput<S, M>, config: &RunConfig, modes: StreamMode) -> RunStream<S> {
+        self.stream_from(drive::Start::Input(input.into_update()), config, modes)
+    }
+
+    /// Resumes the thread as [`resume`](Self::resume) does (or answers its paused node with
+    /// `answer`), streaming as [`stream`](Self::stream) does.
+    ///
+    /// # Errors
+    /// When `answer` cannot be serialized.
+    pub fn stream_resume(
+        &self,
+        answer: Option<impl serde::Serialize>,
+        config: &RunConfig,
+        modes: StreamMode,
+    ) -> Result<RunStream<S>, Error> {
+        let answer = answer
+            .map(|a| serde_json::to_value(a).map(|v| (None, v)))
+            .transpose()
+            .map_err(|e| Error::config(format!("the answer cannot be saved: {e}")))?;
+        Ok(self.stream_from(drive::Start::Resume(answer), config, modes))
+    }
+
+    fn stream_from(&self, start: drive::Start<S>, config: &RunConfig, modes: StreamMode) -> RunStream<S> {
+        let (tx, rx) = tokio::sync::mpsc::channel(stream::CAPACITY);
+        let (g, config) = (self.inner.clone(), config.clone());
+        let handle = tokio::spawn(async move {
+            let sink = stream::Sink { tx: tx.clone(), modes };
+            let outcome = drive::drive(&g, start, &config, Some(sink)).await;
+            if let Err(e) = &outcome {
+                // The error is the stream's last item; the outcome keeps a copy of its message.
+                let _ = tx.send(Err(Error::config(e.to_string()))).await;
+            }
+            outcome
+        });
+        RunStream::new(rx, handle)
     }
 
     /// Goes on from the thread's latest checkpoint (or `config.checkpoint_id`, as a fork): after
@@ -84,7 +129,7 @@ impl<S: State> CompiledGraph<S> {
     /// # Errors
     /// As [`run`](Self::run); also when the thread has no checkpoint.
     pub async fn resume(&self, config: &RunConfig) -> Result<Outcome<S>, Error> {
-        drive::drive(&self.inner, drive::Start::Resume(None), config).await
+        drive::drive(&self.inner, drive::Start::Resume(None), config, None).await
     }
 
     /// Answers the thread's paused node with `answer` and goes on: the node runs again from the
@@ -96,7 +141,7 @@ impl<S: State> CompiledGraph<S> {
     pub async fn resume_with<A: serde::Serialize>(&self, answer: A, config: &RunConfig) -> Result<Outcome<S>, Error> {
         let value =
             serde_json::to_value(answer).map_err(|e| Error::config(format!("the answer cannot be saved: {e}")))?;
-        drive::drive(&self.inner, drive::Start::Resume(Some((None, value))), config).await
+        drive::drive(&self.inner, drive::Start::Resume(Some((None, value))), config, None).await
     }
 
     /// Answers the paused task `id` (see [`Paused::id`]) and goes on.
@@ -115,6 +160,7 @@ impl<S: State> CompiledGraph<S> {
             &self.inner,
             drive::Start::Resume(Some((Some(id.to_owned()), value))),
             config,
+            None,
         )
         .await
     }

@@ -104,6 +104,8 @@ pub(crate) struct Persist {
     pub(crate) dirty: bool,
     /// The checkpoint loaded, without its values.
     pub(crate) record: Option<CheckpointRecord>,
+    /// The source of the last checkpoint written.
+    pub(crate) last_source: Source,
 }
 
 impl Persist {
@@ -123,6 +125,7 @@ impl Persist {
             rows: Vec::new(),
             dirty: false,
             record: None,
+            last_source: Source::Input,
         }
     }
 

@@ -5,6 +5,7 @@ use super::compile::{ControlSpec, GraphInner, InputMode};
 use super::config::{Context, DrainHandle, RunConfig};
 use super::interrupt::{PauseKind, Paused, Scratch};
 use super::persist::{Pending, Persist, ERROR, INTERRUPT, RESUME, WRITES};
+use super::stream::{Sink, StreamMode};
 use super::NodePolicy;
 use crate::channel::{Channel, EphemeralValue, LastValueAfterFinish, NamedBarrierValue, NamedBarrierValueAfterFinish};
 use crate::error::{BoxError, Error};
@@ -13,7 +14,7 @@ use crate::state::{FieldError, State, Update};
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Where a run stands (LangGraph's `PregelLoop.status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +142,9 @@ pub(crate) struct Loop<S: State> {
     status: Status,
     /// The run's link to its saver, when the graph has one.
     pub(crate) persist: Option<Persist>,
+    /// Where a streamed run sends its events, and what each task of the last step did.
+    pub(crate) sink: Option<Sink<S>>,
+    pub(crate) report: Vec<TaskReport<S>>,
     /// Nodes to pause before and after: the graph's and this run's.
     interrupt_before: Vec<bool>,
     interrupt_after: Vec<bool>,
@@ -151,6 +155,15 @@ pub(crate) struct Loop<S: State> {
     updates: Vec<S::Update>,
     branch_writes: Vec<usize>,
     join_writes: Vec<Vec<u32>>,
+}
+
+/// What one task of a streamed step did.
+pub(crate) struct TaskReport<S: State> {
+    pub(crate) node: u32,
+    pub(crate) push: Option<usize>,
+    pub(crate) duration: Duration,
+    pub(crate) error: Option<String>,
+    pub(crate) update: Option<S::Update>,
 }
 
 /// How a step ended.
@@ -216,6 +229,8 @@ impl<S: State> Loop<S> {
             tasks: Vec::new(),
             status: Status::Input,
             persist,
+            sink: None,
+            report: Vec::new(),
             interrupt_before,
             interrupt_after,
             candidates: Vec::new(),
@@ -234,6 +249,11 @@ impl<S: State> Loop<S> {
 
     pub(crate) fn state(&self) -> &S {
         &self.state
+    }
+
+    /// The state, shared (the next step copies it before writing only if it is still shared).
+    pub(crate) fn shared_state(&self) -> Arc<S> {
+        self.state.clone()
     }
 
     /// The planned tasks: node, push index, and whether their writes are already saved.
@@ -532,37 +552,41 @@ impl<S: State> Loop<S> {
         if n_tasks == 1 {
             // One task: run it in place, no spawn.
             let task = tasks.into_iter().next().expect("one task");
-            let ctx = Context {
-                node: self.g.names[task.node as usize].clone(),
-                step,
-                scratch: task.scratch.clone(),
-            };
+            let ctx = self.context(&task, step);
             let policy = self.g.nodes[task.node as usize].policy.clone();
+            let started = Instant::now();
             let result = AssertUnwindSafe(run_job(task.job, self.state.clone(), ctx, policy))
                 .catch_unwind()
                 .await;
             let result = result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p))));
-            results.push((task.node, task.push, task.saved, task.scratch, result));
+            results.push((
+                task.node,
+                task.push,
+                task.saved,
+                task.scratch,
+                (result, started.elapsed()),
+            ));
         } else {
             let mut handles = Vec::with_capacity(n_tasks);
             for task in tasks {
-                let ctx = Context {
-                    node: self.g.names[task.node as usize].clone(),
-                    step,
-                    scratch: task.scratch.clone(),
-                };
+                let ctx = self.context(&task, step);
                 let policy = self.g.nodes[task.node as usize].policy.clone();
-                let handle = tokio::spawn(run_job(task.job, self.state.clone(), ctx, policy));
+                let state = self.state.clone();
+                let handle = tokio::spawn(async move {
+                    let started = Instant::now();
+                    (run_job(task.job, state, ctx, policy).await, started.elapsed())
+                });
                 handles.push((task.node, task.push, task.saved, task.scratch, handle));
             }
             // Wait for every task, then report the first failure in task order: the same
             // failure whatever order the tasks finished in.
             for (node, push, saved, scratch, handle) in handles {
                 let r = handle.await.unwrap_or_else(|e| {
-                    Err(Failure::Panic(match e.try_into_panic() {
+                    let message = match e.try_into_panic() {
                         Ok(payload) => panic_message(payload),
                         Err(e) => e.to_string(),
-                    }))
+                    };
+                    (Err(Failure::Panic(message)), Duration::ZERO)
                 });
                 results.push((node, push, saved, scratch, r));
             }
@@ -572,7 +596,9 @@ impl<S: State> Loop<S> {
         let mut failure: Option<(Error, u32, Option<usize>)> = None;
         let mut paused = Vec::new();
         let mut unsaved = Vec::new();
-        for (node, push, saved, scratch, result) in results {
+        self.report.clear();
+        let streaming = self.sink.as_ref().is_some_and(|s| s.wants(StreamMode::UPDATES));
+        for (node, push, saved, scratch, (result, duration)) in results {
             if let Some((question, answers)) = scratch.as_ref().and_then(|s| s.paused()) {
                 paused.push((node, push, question, answers));
                 continue;
@@ -582,9 +608,28 @@ impl<S: State> Loop<S> {
                     if !saved {
                         unsaved.push((done.len(), push));
                     }
+                    if self.sink.is_some() {
+                        let update = streaming.then(|| d.command.update.clone());
+                        self.report.push(TaskReport {
+                            node,
+                            push,
+                            duration,
+                            error: None,
+                            update,
+                        });
+                    }
                     done.push(Done { routed: saved, ..d });
                 }
                 Err(e) => {
+                    if self.sink.is_some() {
+                        self.report.push(TaskReport {
+                            node,
+                            push,
+                            duration,
+                            error: Some(e.to_string()),
+                            update: None,
+                        });
+                    }
                     if failure.is_none() {
                         failure = Some((e, node, push));
                     }
@@ -639,6 +684,18 @@ impl<S: State> Loop<S> {
         let writers = done.iter().map(|d| d.node).collect();
         self.after_tick(done)?;
         Ok(StepEnd::Applied { writers })
+    }
+
+    /// The context of a task of step `step`.
+    fn context(&self, task: &Task<S>, step: i64) -> Context {
+        let node = self.g.names[task.node as usize].clone();
+        let emitter = self.sink.as_ref().and_then(|s| s.emitter(node.clone(), step));
+        Context {
+            node,
+            step,
+            scratch: task.scratch.clone(),
+            emitter,
+        }
     }
 
     fn finish_task(&self, node: u32, pull: bool, result: Result<Command<S>, Failure>) -> Result<Done<S>, Error> {
