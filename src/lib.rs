@@ -11,10 +11,11 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+pub use weir_macros::graph;
 pub use weir_runtime::{
-    channel, graph, state, AppendMark, BoxError, BuildError, ChannelKind, CodecError, Command, CompiledGraph, Context,
-    DrainHandle, Error, FieldInfo, Goto, GraphBuilder, IntoInput, NodeHandle, NodeId, NodeRef,
-    RunConfig, State, Status, Update, Writes, END, START,
+    channel, graph, state, AppendMark, BoxError, BuildError, ChannelKind, CodecError, Command,
+    CompiledGraph, Context, DrainHandle, Error, FieldInfo, Goto, GraphBuilder, IntoInput,
+    NodeHandle, NodeId, NodeRef, RunConfig, State, Status, Update, Writes, END, START,
 };
 
 /// The items most programs need: `use weir::prelude::*;`.
@@ -23,6 +24,7 @@ pub mod prelude {
         BoxError, BuildError, Command, CompiledGraph, Context, DrainHandle, Error, Goto,
         GraphBuilder, NodeId, RunConfig, State, Update, END, START,
     };
+    pub use weir_macros::graph;
 }
 
 /// Not public API: the paths generated code uses. Not covered by semver.
@@ -31,7 +33,114 @@ pub mod __private {
     pub use ::core;
     pub use ::serde;
     pub use ::serde_json;
+    pub use ::std::vec::Vec;
     pub use weir_runtime::channel;
     pub use weir_runtime::state;
     pub use weir_runtime::*;
+
+    pub use self::graph_macro::*;
+
+    /// What `graph!` expansions call: spanned assertions whose failures name the problem.
+    mod graph_macro {
+        use weir_runtime::graph::{IntoNode, NodeHandle};
+        use weir_runtime::{Goto, GraphBuilder, State};
+
+        /// A function that can be a node of a graph over `S` (`M` tells its shapes apart).
+        #[diagnostic::on_unimplemented(
+            message = "`{Self}` cannot be a node of a graph over `{S}`",
+            label = "this node's function does not fit the state `{S}`",
+            note = "a node is a function, sync or async, taking `&{S}` and optionally `&weir::Context`, and returning the state's update type, a `Command<{S}>`, `()`, or a `Result` of those"
+        )]
+        pub trait NodeFunction<S: State, M>: Sized {
+            /// Adds the node to `g`.
+            fn add_to(self, g: &mut GraphBuilder<S>, name: &'static str) -> NodeHandle<S>;
+        }
+
+        #[diagnostic::do_not_recommend]
+        impl<S: State, M, F: IntoNode<S, S, M>> NodeFunction<S, M> for F {
+            fn add_to(self, g: &mut GraphBuilder<S>, name: &'static str) -> NodeHandle<S> {
+                g.add_node(name, self)
+            }
+        }
+
+        /// A function that can be a node run by `Send`s on payloads `I` in a graph over `S`.
+        #[diagnostic::on_unimplemented(
+            message = "`{Self}` cannot be a node run by `Send`s in a graph over `{S}`",
+            label = "this node's function does not fit a `Send` target",
+            note = "a node run by `Send`s is a function, sync or async, taking `&P` (the payload its router returns) and optionally `&weir::Context`, and returning the state's update type, a `Command<{S}>`, `()`, or a `Result` of those"
+        )]
+        pub trait SendNodeFunction<S: State, I, M>: Sized {
+            /// Adds the node to `g`.
+            fn add_to(self, g: &mut GraphBuilder<S>, name: &'static str) -> NodeHandle<S, I>;
+        }
+
+        #[diagnostic::do_not_recommend]
+        impl<S: State, I: Send + Sync + 'static, M, F: IntoNode<I, S, M>> SendNodeFunction<S, I, M> for F {
+            fn add_to(self, g: &mut GraphBuilder<S>, name: &'static str) -> NodeHandle<S, I> {
+                g.add_send_node(name, self)
+            }
+        }
+
+        /// What a send route's router returns: payloads of type `I`.
+        #[diagnostic::on_unimplemented(
+            message = "the router returns `{Self}`, but the node it sends to takes `&{I}`",
+            label = "expected payloads of type `{I}`",
+            note = "a send router returns `Vec<P>` (or any iterator of `P`), and the node it sends to takes `&P`"
+        )]
+        pub trait Payloads<I> {
+            /// One `Send` to `node` per payload, in order.
+            fn sends<S: State>(self, node: &NodeHandle<S, I>) -> Vec<Goto<S>>;
+        }
+
+        #[diagnostic::do_not_recommend]
+        impl<I: Send + Sync + 'static, T: IntoIterator<Item = I>> Payloads<I> for T {
+            fn sends<S: State>(self, node: &NodeHandle<S, I>) -> Vec<Goto<S>> {
+                self.into_iter().map(|p| node.send(p)).collect()
+            }
+        }
+
+        /// One `Send` to `node` per payload.
+        pub fn send_to<S: State, I, P: Payloads<I>>(
+            node: &NodeHandle<S, I>,
+            payloads: P,
+        ) -> Vec<Goto<S>> {
+            payloads.sends(node)
+        }
+
+        const fn str_eq(a: &str, b: &str) -> bool {
+            let (a, b) = (a.as_bytes(), b.as_bytes());
+            if a.len() != b.len() {
+                return false;
+            }
+            let mut i = 0;
+            while i < a.len() {
+                if a[i] != b[i] {
+                    return false;
+                }
+                i += 1;
+            }
+            true
+        }
+
+        /// The index of the field `name` in `S::FIELDS`.
+        pub const fn field_index<S: State>(name: &str) -> Option<usize> {
+            let fields = S::FIELDS;
+            let mut i = 0;
+            while i < fields.len() {
+                if str_eq(fields[i].name, name) {
+                    return Some(i);
+                }
+                i += 1;
+            }
+            None
+        }
+
+        /// Whether the field `name` of `S` takes one write per step (false for no such field).
+        pub const fn field_takes_one_write<S: State>(name: &str) -> bool {
+            match field_index::<S>(name) {
+                Some(i) => S::FIELDS[i].kind.takes_one_write(),
+                None => false,
+            }
+        }
+    }
 }

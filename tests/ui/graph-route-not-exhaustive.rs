@@ -1,0 +1,42 @@
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+use weir::channel::LastValue;
+use weir::prelude::*;
+use weir::ChannelKind;
+
+hand_state! {
+    struct Doc, DocUpdate, DocChannels {
+        text: String => LastValue = LastValue::new(), ChannelKind::LastValue, |v| v;
+    }
+}
+
+fn search(_: &Doc) -> DocUpdate {
+    DocUpdate::default()
+}
+fn write(_: &Doc) -> DocUpdate {
+    DocUpdate::default()
+}
+
+enum Verdict {
+    More,
+    Done,
+    Retry,
+}
+
+fn review(_: &Doc) -> Verdict {
+    Verdict::Done
+}
+
+fn main() {
+    let _ = graph! {
+        state: Doc,
+        nodes: [search, write],
+        START -> search -> write;
+        write -> review ? {
+            Verdict::More => search,
+            Verdict::Done => END,
+        };
+    };
+}
