@@ -9,7 +9,7 @@ use syn::LitStr;
 
 use super::check::Checked;
 use super::model::{Graph, RouteKind};
-use super::parse::{Duration, Ref};
+use super::parse::{Duration, Func, Ref};
 
 /// Whether the runtime on main has `GraphBuilder::{retry, timeout, interrupt_before,
 /// interrupt_after}`. Until it does, `check` reports those options as not yet supported.
@@ -237,7 +237,10 @@ fn route(g: &Graph, r: &super::model::Route) -> TokenStream {
     let from = node_ref(g, &r.from);
     let span = r.router.span();
     let router = &r.router;
-    let call = quote_spanned!(span=> (#router)(__weir_s));
+    let call = match router {
+        Func::Path(_) => quote_spanned!(span=> #router(__weir_s)),
+        Func::Expr(..) => quote_spanned!(span=> (#router)(__weir_s)),
+    };
     let targets = r.targets().into_iter().map(|t| node_ref(g, t));
     let targets = quote!([#(#targets),*]);
     match &r.kind {

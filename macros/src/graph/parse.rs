@@ -95,8 +95,10 @@ impl quote::ToTokens for Func {
         match self {
             Func::Path(p) => p.to_tokens(tokens),
             Func::Expr(e, span) => {
+                // Invisible delimiters: the expression stays one operand, without parentheses
+                // that would trip `unused_parens` in argument position.
                 let mut group =
-                    proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, quote::quote!(#e));
+                    proc_macro2::Group::new(proc_macro2::Delimiter::None, quote::quote!(#e));
                 group.set_span(*span);
                 tokens.extend([proc_macro2::TokenTree::Group(group)]);
             }
