@@ -103,3 +103,155 @@ async fn the_item_form_names_the_graph_and_draws_it() {
     assert_eq!(out.llm_calls, 8);
     println!("{}", ResearchGraph::MERMAID);
 }
+
+#[test]
+fn the_mermaid_drawing_matches_its_snapshot() {
+    assert_eq!(
+        ResearchGraph::MERMAID,
+        "\
+graph TD;
+\t__start__([<p>__start__</p>]):::first
+\tplan(plan)
+\tweb(web)
+\tdocs(docs)
+\twrite(write)
+\t__end__([<p>__end__</p>]):::last
+\t__start__ --> plan;
+\tplan --> web;
+\tplan --> docs;
+\tweb --> write;
+\tdocs --> write;
+\twrite -.->|More| plan;
+\twrite -.->|Done| __end__;
+\tclassDef default fill:#f2f0ff,line-height:1.2
+\tclassDef first fill-opacity:0
+\tclassDef last fill:#bfb6fc
+"
+    );
+}
+
+fn sneaky_write(_: &Research) -> ResearchUpdate {
+    note("sneaky").question("changed".into())
+}
+
+#[tokio::test]
+async fn a_write_outside_the_declared_fields_fails_the_run_naming_node_and_field() {
+    let app = graph! {
+        state: Research,
+        nodes: [sneaky = sneaky_write (writes(notes, llm_calls))],
+        START -> sneaky -> END;
+    }
+    .compile()
+    .unwrap();
+    let err = app
+        .invoke(Research::default(), &RunConfig::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "node `sneaky` wrote field `question` at step 1, which is not among the fields it declares in `writes(..)`"
+    );
+}
+
+#[derive(Clone, Copy)]
+enum Search {
+    Web,
+    Docs,
+}
+
+fn which(s: &Research) -> Vec<Search> {
+    match s.question.as_str() {
+        "both" => vec![Search::Docs, Search::Web],
+        "web" => vec![Search::Web],
+        _ => vec![],
+    }
+}
+
+#[tokio::test]
+async fn a_multi_route_fans_out_to_the_chosen_nodes_or_none() {
+    for (question, expected) in [
+        ("both", vec!["docs@2", "web"]),
+        ("web", vec!["web"]),
+        ("none", vec![]),
+    ] {
+        let app = graph! {
+            state: Research,
+            nodes: [start = (|_: &Research| ()), web = search_web, docs = search_docs],
+            START -> start;
+            start -> which ? [Search::Web => web, Search::Docs => docs];
+            [web] -> END;
+        }
+        .compile()
+        .unwrap();
+        let out = app
+            .invoke(
+                Research {
+                    question: question.into(),
+                    ..Default::default()
+                },
+                &RunConfig::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.notes, expected, "question {question}");
+    }
+}
+
+fn topics(s: &Research) -> Vec<(usize, String)> {
+    s.question
+        .split(',')
+        .map(str::to_owned)
+        .enumerate()
+        .collect()
+}
+
+async fn research_topic(topic: &(usize, String), c: &Context) -> ResearchUpdate {
+    note(&format!("{}:{}@{}", topic.0, topic.1, c.step()))
+}
+
+fn summarize(s: &Research) -> ResearchUpdate {
+    ResearchUpdate::default().question(format!("{} notes", s.notes.len()))
+}
+
+#[tokio::test]
+async fn a_send_route_runs_one_task_per_payload_then_a_deferred_node_once() {
+    let app = graph! {
+        state: Research,
+        nodes: [plan = (|_: &Research| ()), research_topic, summarize(defer)],
+        START -> plan;
+        plan -> topics ?> research_topic;
+        research_topic -> summarize -> END;
+    }
+    .compile()
+    .unwrap();
+    let out = app
+        .invoke(
+            Research {
+                question: "rust,pregel,graphs".into(),
+                ..Default::default()
+            },
+            &RunConfig::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.notes, ["0:rust@2", "1:pregel@2", "2:graphs@2"]);
+    assert_eq!(out.llm_calls, 3);
+    assert_eq!(out.question, "3 notes");
+}
+
+#[tokio::test]
+async fn a_join_with_a_single_predecessor_waits_for_it() {
+    let app = graph! {
+        state: Research,
+        START -> search_web;
+        [search_web] -> write;
+        write -> END;
+    }
+    .compile()
+    .unwrap();
+    let out = app
+        .invoke(Research::default(), &RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(out.notes, ["web", "write 1"]);
+}
