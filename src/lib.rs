@@ -13,16 +13,16 @@
 
 pub use weir_macros::graph;
 pub use weir_runtime::{
-    channel, graph, state, AppendMark, BoxError, BuildError, ChannelKind, CodecError, Command,
-    CompiledGraph, Context, DrainHandle, Error, FieldInfo, Goto, GraphBuilder, IntoInput,
-    NodeHandle, NodeId, NodeRef, RunConfig, State, Status, Update, Writes, END, START,
+    channel, graph, state, AppendMark, BoxError, BuildError, ChannelKind, CodecError, Command, CompiledGraph, Context,
+    DrainHandle, Error, FieldInfo, Goto, GraphBuilder, IntoInput, NodeHandle, NodeId, NodeRef, RetryPolicy, RunConfig,
+    State, Status, Update, Writes, END, START,
 };
 
 /// The items most programs need: `use weir::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        BoxError, BuildError, Command, CompiledGraph, Context, DrainHandle, Error, Goto,
-        GraphBuilder, NodeId, RunConfig, State, Update, END, START,
+        BoxError, BuildError, Command, CompiledGraph, Context, DrainHandle, Error, Goto, GraphBuilder, NodeId,
+        RetryPolicy, RunConfig, State, Update, END, START,
     };
     pub use weir_macros::graph;
 }
@@ -67,7 +67,7 @@ pub mod __private {
         #[diagnostic::on_unimplemented(
             message = "`{Self}` cannot be a node run by `Send`s in a graph over `{S}`",
             label = "this node's function does not fit a `Send` target",
-            note = "a node run by `Send`s is a function, sync or async, taking `&P` (the payload its router returns) and optionally `&weir::Context`, and returning the state's update type, a `Command<{S}>`, `()`, or a `Result` of those"
+            note = "a node run by `Send`s is a function, sync or async, taking `&P` (the payload its router returns, which must be `Serialize` and `DeserializeOwned` to be checkpointed) and optionally `&weir::Context`, and returning the state's update type, a `Command<{S}>`, `()`, or a `Result` of those"
         )]
         pub trait SendNodeFunction<S: State, I, M>: Sized {
             /// Adds the node to `g`.
@@ -75,7 +75,12 @@ pub mod __private {
         }
 
         #[diagnostic::do_not_recommend]
-        impl<S: State, I: Send + Sync + 'static, M, F: IntoNode<I, S, M>> SendNodeFunction<S, I, M> for F {
+        impl<S, I, M, F> SendNodeFunction<S, I, M> for F
+        where
+            S: State,
+            I: ::serde::Serialize + ::serde::de::DeserializeOwned + Send + Sync + 'static,
+            F: IntoNode<I, S, M>,
+        {
             fn add_to(self, g: &mut GraphBuilder<S>, name: &'static str) -> NodeHandle<S, I> {
                 g.add_send_node(name, self)
             }
@@ -100,10 +105,7 @@ pub mod __private {
         }
 
         /// One `Send` to `node` per payload.
-        pub fn send_to<S: State, I, P: Payloads<I>>(
-            node: &NodeHandle<S, I>,
-            payloads: P,
-        ) -> Vec<Goto<S>> {
+        pub fn send_to<S: State, I, P: Payloads<I>>(node: &NodeHandle<S, I>, payloads: P) -> Vec<Goto<S>> {
             payloads.sends(node)
         }
 

@@ -14,10 +14,7 @@ fn graph_ui() {
         .collect();
     cases.sort();
     for case in cases {
-        let name = case
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
+        let name = case.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if name.starts_with("graph-ok-") {
             t.pass(&case);
         } else {

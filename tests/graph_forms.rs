@@ -67,10 +67,7 @@ async fn the_design_example_runs_without_a_nodes_list() {
     }
     .compile()
     .unwrap();
-    let out = app
-        .invoke(Research::default(), &RunConfig::default())
-        .await
-        .unwrap();
+    let out = app.invoke(Research::default(), &RunConfig::default()).await.unwrap();
     assert_eq!(
         out.notes,
         ["plan 0", "docs@2", "web", "write 3", "plan 4", "docs@5", "web", "write 7"]
@@ -169,11 +166,7 @@ fn which(s: &Research) -> Vec<Search> {
 
 #[tokio::test]
 async fn a_multi_route_fans_out_to_the_chosen_nodes_or_none() {
-    for (question, expected) in [
-        ("both", vec!["docs@2", "web"]),
-        ("web", vec!["web"]),
-        ("none", vec![]),
-    ] {
+    for (question, expected) in [("both", vec!["docs@2", "web"]), ("web", vec!["web"]), ("none", vec![])] {
         let app = graph! {
             state: Research,
             nodes: [start = (|_: &Research| ()), web = search_web, docs = search_docs],
@@ -198,11 +191,7 @@ async fn a_multi_route_fans_out_to_the_chosen_nodes_or_none() {
 }
 
 fn topics(s: &Research) -> Vec<(usize, String)> {
-    s.question
-        .split(',')
-        .map(str::to_owned)
-        .enumerate()
-        .collect()
+    s.question.split(',').map(str::to_owned).enumerate().collect()
 }
 
 async fn research_topic(topic: &(usize, String), c: &Context) -> ResearchUpdate {
@@ -249,9 +238,70 @@ async fn a_join_with_a_single_predecessor_waits_for_it() {
     }
     .compile()
     .unwrap();
-    let out = app
+    let out = app.invoke(Research::default(), &RunConfig::default()).await.unwrap();
+    assert_eq!(out.notes, ["web", "write 1"]);
+}
+
+static FLAKY_CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn flaky(_: &Research) -> Result<ResearchUpdate, String> {
+    match FLAKY_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+        0 | 1 => Err("rate limited".to_owned()),
+        n => Ok(note(&format!("attempt {}", n + 1))),
+    }
+}
+
+async fn slow(_: &Research) -> ResearchUpdate {
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    note("slow")
+}
+
+#[tokio::test]
+async fn retry_and_timeout_options_reach_the_runtime() {
+    let app = graph! {
+        state: Research,
+        nodes: [flaky(retry(max_attempts = 3, initial_interval = 1ms, backoff_factor = 2.0, max_interval = 10ms, jitter = false))],
+        START -> flaky -> END;
+    }
+    .compile()
+    .unwrap();
+    let out = app.invoke(Research::default(), &RunConfig::default()).await.unwrap();
+    assert_eq!(out.notes, ["attempt 3"]);
+
+    let app = graph! {
+        state: Research,
+        nodes: [slow(timeout(20ms))],
+        START -> slow -> END;
+    }
+    .compile()
+    .unwrap();
+    let err = app
         .invoke(Research::default(), &RunConfig::default())
         .await
-        .unwrap();
-    assert_eq!(out.notes, ["web", "write 1"]);
+        .unwrap_err();
+    assert_eq!(err.node_name(), Some("slow"));
+}
+
+#[tokio::test]
+async fn interrupt_options_pause_the_run_before_and_after_the_node() {
+    // The facade does not re-export the savers and outcomes yet.
+    use weir::__private::{checkpoint::MemorySaver, Outcome, PauseKind};
+    let app = graph! {
+        state: Research,
+        nodes: [plan = (|_: &Research| note("plan")), write(interrupt_before, interrupt_after)],
+        START -> plan -> write -> END;
+    }
+    .with_checkpointer(MemorySaver::new())
+    .compile()
+    .unwrap();
+    let config = RunConfig::thread("t-1");
+    let paused = app.run(Research::default(), &config).await.unwrap();
+    let kinds = |o: &Outcome<Research>| o.pauses().iter().map(|p| (p.node.clone(), p.kind)).collect::<Vec<_>>();
+    assert_eq!(kinds(&paused), [("write".to_owned(), PauseKind::Before)]);
+    assert_eq!(paused.state().notes, ["plan"]);
+    let paused = app.resume(&config).await.unwrap();
+    assert_eq!(kinds(&paused), [("write".to_owned(), PauseKind::After)]);
+    assert_eq!(paused.state().notes, ["plan", "write 1"]);
+    let done = app.resume(&config).await.unwrap();
+    assert!(!done.is_paused());
 }

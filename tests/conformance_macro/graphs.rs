@@ -147,11 +147,7 @@ async fn g04_join_edge_across_supersteps() {
     assert_eq!(out.my_key, "my_value_more");
     assert_eq!(
         log.by_step(),
-        [
-            (1, s(&["up"])),
-            (2, s(&["other", "side"])),
-            (3, s(&["down"]))
-        ]
+        [(1, s(&["up"])), (2, s(&["other", "side"])), (3, s(&["down"]))]
     );
 }
 
@@ -169,9 +165,7 @@ fn each_location(s: &Weather) -> Vec<String> {
 async fn get_weather(location: &String) -> WeatherUpdate {
     tokio::time::sleep(Duration::from_millis(if location == "sf" { 5 } else { 0 })).await;
     let w = if location == "sf" { "cloudy" } else { "sunny" };
-    WeatherUpdate::default().results(ReducerWrite::Reduce(vec![format!(
-        "It's {w} in {location}"
-    )]))
+    WeatherUpdate::default().results(ReducerWrite::Reduce(vec![format!("It's {w} in {location}")]))
 }
 
 // G06: a conditional entry point that Sends one task per location; results keep input order.
@@ -197,6 +191,22 @@ async fn g06_send_map_reduce_from_a_conditional_entry() {
 hand_state! {
     struct Seq, SeqUpdate, SeqChannels {
         items: Vec<String> => Append<String> = Append::new(append), ChannelKind::Reducer, ReducerWrite::Reduce;
+    }
+}
+
+// A node run by `Send`s saves its payload with the checkpoint while the Send is pending, so a
+// state sent as a payload (G07) is serializable; `hand_state!` does not derive serde.
+impl serde::Serialize for Seq {
+    fn serialize<Z: serde::Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
+        self.items.serialize(z)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Seq {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Seq {
+            items: Vec::deserialize(d)?,
+        })
     }
 }
 
@@ -274,10 +284,7 @@ async fn g08_concurrent_emit_sends() {
     .compile()
     .unwrap();
     let out = app.invoke(items("0"), &RunConfig::default()).await.unwrap();
-    assert_eq!(
-        out.items,
-        ["0", "1", "1.1", "3.1", "2|1", "2|2", "2|3", "2|4", "3"]
-    );
+    assert_eq!(out.items, ["0", "1", "1.1", "3.1", "2|1", "2|2", "2|3", "2|4", "3"]);
 }
 
 hand_state! {
@@ -331,10 +338,7 @@ async fn g17_overwrite_bypasses_the_reducer() {
     }
     .compile()
     .unwrap();
-    let out = appends
-        .invoke(input(), &RunConfig::default())
-        .await
-        .unwrap();
+    let out = appends.invoke(input(), &RunConfig::default()).await.unwrap();
     assert_eq!(out.messages, ["b", "d"]);
 
     let overwrites = graph! {
@@ -345,10 +349,7 @@ async fn g17_overwrite_bypasses_the_reducer() {
     }
     .compile()
     .unwrap();
-    let err = overwrites
-        .invoke(input(), &RunConfig::default())
-        .await
-        .unwrap_err();
+    let err = overwrites.invoke(input(), &RunConfig::default()).await.unwrap_err();
     assert!(err.is_invalid_update());
     assert_eq!(
         err.to_string(),
@@ -393,10 +394,7 @@ async fn g34_conditional_edge_to_multiple_nodes_and_join_to_end() {
     }
     .compile()
     .unwrap();
-    let out = app
-        .invoke(SeqUpdate::default(), &RunConfig::default())
-        .await
-        .unwrap();
+    let out = app.invoke(SeqUpdate::default(), &RunConfig::default()).await.unwrap();
     assert_eq!(out.items, ["A", "B"]);
 
     // LangGraph's path_map {"go_x": "x", "go_y": "y"}: an unknown key (LangGraph's KeyError) is a
@@ -409,9 +407,6 @@ async fn g34_conditional_edge_to_multiple_nodes_and_join_to_end() {
     }
     .compile()
     .unwrap();
-    let out = app
-        .invoke(SeqUpdate::default(), &RunConfig::default())
-        .await
-        .unwrap();
+    let out = app.invoke(SeqUpdate::default(), &RunConfig::default()).await.unwrap();
     assert_eq!(out.items, ["r", "x", "y"]);
 }

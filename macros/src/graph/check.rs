@@ -57,21 +57,19 @@ pub(crate) fn check(cx: &Ctxt, g: &Graph) -> Checked {
             // Rule: two nodes that can run in one step do not both write a single-value field,
             // and a node run by `Send`s does not write one. Which fields take one value is known
             // to rustc only: the expansion asserts it.
-            topo::ProblemKind::WriteConflict { field, .. }
-            | topo::ProblemKind::SendWriteConflict { field, .. } => conflicts.push(Conflict {
-                span,
-                field: field.clone(),
-                message: problem.to_string(),
-            }),
+            topo::ProblemKind::WriteConflict { field, .. } | topo::ProblemKind::SendWriteConflict { field, .. } => {
+                conflicts.push(Conflict {
+                    span,
+                    field: field.clone(),
+                    message: problem.to_string(),
+                })
+            }
             // Every other rule of the topology: unknown, duplicate, unreachable node, no path
             // to END, START and END misused, a join naming a node twice, no entry.
             _ => cx.error_at(span, problem.to_string()),
         }
     }
-    Checked {
-        topology,
-        conflicts,
-    }
+    Checked { topology, conflicts }
 }
 
 /// The graph's shape over names and sites. Every written field is passed as single-value: the
@@ -87,10 +85,7 @@ fn topology(g: &Graph, sites: &mut Sites) -> topo::Topology {
             decl = decl.deferred();
         }
         if let Some((_, fields)) = &node.options.writes {
-            let fields: Vec<_> = fields
-                .iter()
-                .map(|f| (f.to_string(), sites.at(f.span())))
-                .collect();
+            let fields: Vec<_> = fields.iter().map(|f| (f.to_string(), sites.at(f.span()))).collect();
             for (f, _) in &fields {
                 if !t.single_write_fields.contains(f) {
                     t.single_write_fields.push(f.clone());

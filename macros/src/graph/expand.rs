@@ -11,10 +11,6 @@ use super::check::Checked;
 use super::model::{Graph, RouteKind};
 use super::parse::{Duration, Func, Ref};
 
-/// Whether the runtime on main has `GraphBuilder::{retry, timeout, interrupt_before,
-/// interrupt_after}`. Until it does, `check` reports those options as not yet supported.
-pub(crate) const RUNTIME_HAS_POLICIES: bool = false;
-
 /// The expansion: an expression of type `GraphBuilder<S>`, or, for `struct Name;`, the type
 /// `Name` with `MERMAID`, `NODES`, `builder()` and `compile()`.
 pub(crate) fn expand(g: &Graph, checked: &Checked) -> TokenStream {
@@ -144,9 +140,7 @@ fn node_options(g: &Graph, i: usize, o: &super::parse::NodeOptions) -> TokenStre
             let c = format_ident!("__WEIR_FIELD_{}_{}", i, k, span = f.span());
             let name = LitStr::new(&f.to_string(), f.span());
             let message = LitStr::new(
-                &format!(
-                    "`{f}` is not a field of `{state}`; `writes(..)` lists fields of the state"
-                ),
+                &format!("`{f}` is not a field of `{state}`; `writes(..)` lists fields of the state"),
                 f.span(),
             );
             quote_spanned! {f.span()=>
@@ -165,44 +159,41 @@ fn node_options(g: &Graph, i: usize, o: &super::parse::NodeOptions) -> TokenStre
             __weir_g.declare_writes(#id, [#(#names),*]);
         });
     }
-    if RUNTIME_HAS_POLICIES {
-        if let Some((_, r)) = &o.retry {
-            let attempts = r
-                .max_attempts
-                .as_ref()
-                .map_or_else(|| quote!(3), ToTokens::to_token_stream);
-            let mut policy = quote!(::weir::__private::RetryPolicy::new(#attempts));
-            if let Some(d) = r.initial_interval {
-                let d = duration(d);
-                policy = quote!(#policy.initial_interval(#d));
-            }
-            if let Some(f) = &r.backoff_factor {
-                policy = quote!(#policy.backoff_factor(#f as f64));
-            }
-            if let Some(d) = r.max_interval {
-                let d = duration(d);
-                policy = quote!(#policy.max_interval(#d));
-            }
-            if let Some(b) = &r.jitter {
-                policy = quote!(#policy.jitter(#b));
-            }
-            out.extend(quote!(__weir_g.retry(#id, #policy);));
-        }
-        if let Some((_, d)) = o.timeout {
+    if let Some((_, r)) = &o.retry {
+        let attempts = r
+            .max_attempts
+            .as_ref()
+            .map_or_else(|| quote!(3), ToTokens::to_token_stream);
+        let mut policy = quote!(::weir::__private::RetryPolicy::new(#attempts));
+        if let Some(d) = r.initial_interval {
             let d = duration(d);
-            out.extend(quote!(__weir_g.timeout(#id, #d);));
+            policy = quote!(#policy.initial_interval(#d));
         }
-        if o.interrupt_before.is_some() {
-            out.extend(quote!(__weir_g.interrupt_before(#id);));
+        if let Some(f) = &r.backoff_factor {
+            policy = quote!(#policy.backoff_factor(#f as f64));
         }
-        if o.interrupt_after.is_some() {
-            out.extend(quote!(__weir_g.interrupt_after(#id);));
+        if let Some(d) = r.max_interval {
+            let d = duration(d);
+            policy = quote!(#policy.max_interval(#d));
         }
+        if let Some(b) = &r.jitter {
+            policy = quote!(#policy.jitter(#b));
+        }
+        out.extend(quote!(__weir_g.retry(#id, #policy);));
+    }
+    if let Some((_, d)) = o.timeout {
+        let d = duration(d);
+        out.extend(quote!(__weir_g.timeout(#id, #d);));
+    }
+    if o.interrupt_before.is_some() {
+        out.extend(quote!(__weir_g.interrupt_before(#id);));
+    }
+    if o.interrupt_after.is_some() {
+        out.extend(quote!(__weir_g.interrupt_after(#id);));
     }
     out
 }
 
-#[allow(dead_code)]
 fn duration(d: Duration) -> TokenStream {
     let ms = d.millis;
     quote!(::core::time::Duration::from_millis(#ms))

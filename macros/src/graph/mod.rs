@@ -22,7 +22,6 @@ pub(crate) fn graph(input: TokenStream) -> TokenStream {
     if let Some(input) = parse::parse(&cx, input) {
         if let Some(g) = model::Graph::from_input(&cx, input) {
             name = g.name();
-            check_policies(&cx, &g);
             let checked = check::check(&cx, &g);
             // Expanded even after an error, so that rustc's own checks (node signatures, route
             // exhaustiveness, payload types) are reported in the same compile.
@@ -41,31 +40,4 @@ pub(crate) fn graph(input: TokenStream) -> TokenStream {
         eprintln!("graph! `{name}` expands to:\n{out}");
     }
     out
-}
-
-// Rule: `retry`, `timeout`, `interrupt_before` and `interrupt_after` need the runtime's policies,
-// which are not on main yet.
-fn check_policies(cx: &Ctxt, g: &model::Graph) {
-    if expand::RUNTIME_HAS_POLICIES {
-        return;
-    }
-    for node in &g.nodes {
-        let o = &node.options;
-        let spans = [
-            (o.retry.as_ref().map(|r| r.0), parse::RETRY),
-            (o.timeout.as_ref().map(|t| t.0), parse::TIMEOUT),
-            (o.interrupt_before, parse::INTERRUPT_BEFORE),
-            (o.interrupt_after, parse::INTERRUPT_AFTER),
-        ];
-        for (span, what) in spans {
-            if let Some(span) = span {
-                cx.error_at(
-                    span,
-                    format!(
-                        "`{what}` is not supported yet: this runtime has no `GraphBuilder::{what}`"
-                    ),
-                );
-            }
-        }
-    }
 }

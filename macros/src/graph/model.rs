@@ -93,9 +93,7 @@ impl Graph {
     }
 
     fn push_node(&mut self, name: Ident, func: Func, options: NodeOptions) {
-        self.by_name
-            .entry(name.to_string())
-            .or_insert(self.nodes.len());
+        self.by_name.entry(name.to_string()).or_insert(self.nodes.len());
         self.nodes.push(Node {
             name,
             func,

@@ -22,10 +22,7 @@ use proc_macro2::{Span, TokenStream};
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{
-    braced, bracketed, parenthesized, token, Expr, Ident, LitInt, Pat, Path, Token, Type,
-    Visibility,
-};
+use syn::{braced, bracketed, parenthesized, token, Expr, Ident, LitInt, Pat, Path, Token, Type, Visibility};
 
 use super::ctxt::Ctxt;
 
@@ -43,8 +40,7 @@ pub(crate) const RETRY: &str = "retry";
 pub(crate) const TIMEOUT: &str = "timeout";
 pub(crate) const INTERRUPT_BEFORE: &str = "interrupt_before";
 pub(crate) const INTERRUPT_AFTER: &str = "interrupt_after";
-const OPTIONS: &str =
-    "`defer`, `writes(..)`, `retry(..)`, `timeout(..)`, `interrupt_before`, `interrupt_after`";
+const OPTIONS: &str = "`defer`, `writes(..)`, `retry(..)`, `timeout(..)`, `interrupt_before`, `interrupt_after`";
 
 /// Keys of `retry(...)`.
 pub(crate) const MAX_ATTEMPTS: &str = "max_attempts";
@@ -81,10 +77,7 @@ pub(crate) enum Func {
 impl Func {
     pub(crate) fn span(&self) -> Span {
         match self {
-            Func::Path(p) => p
-                .segments
-                .last()
-                .map_or_else(|| p.span(), |s| s.ident.span()),
+            Func::Path(p) => p.segments.last().map_or_else(|| p.span(), |s| s.ident.span()),
             Func::Expr(_, span) => *span,
         }
     }
@@ -97,8 +90,7 @@ impl quote::ToTokens for Func {
             Func::Expr(e, span) => {
                 // Invisible delimiters: the expression stays one operand, without parentheses
                 // that would trip `unused_parens` in argument position.
-                let mut group =
-                    proc_macro2::Group::new(proc_macro2::Delimiter::None, quote::quote!(#e));
+                let mut group = proc_macro2::Group::new(proc_macro2::Delimiter::None, quote::quote!(#e));
                 group.set_span(*span);
                 tokens.extend([proc_macro2::TokenTree::Group(group)]);
             }
@@ -216,10 +208,7 @@ fn parse_input(cx: &Ctxt, input: ParseStream) -> syn::Result<Input> {
             input.parse::<Token![:]>()?;
             let ty: Type = input.parse()?;
             if state.is_some() {
-                cx.error_at(
-                    key.span,
-                    "`state` is given twice; a graph runs over one state",
-                );
+                cx.error_at(key.span, "`state` is given twice; a graph runs over one state");
             }
             state = Some(ty);
         } else if input.peek(kw::nodes) && input.peek2(Token![:]) {
@@ -236,10 +225,7 @@ fn parse_input(cx: &Ctxt, input: ParseStream) -> syn::Result<Input> {
                 content.parse::<Token![,]>()?;
             }
             if nodes.is_some() {
-                cx.error_at(
-                    key.span,
-                    "`nodes` is given twice; list every node in one `nodes: [..]`",
-                );
+                cx.error_at(key.span, "`nodes` is given twice; list every node in one `nodes: [..]`");
             }
             nodes = Some(list);
         } else {
@@ -283,11 +269,7 @@ fn parse_node(cx: &Ctxt, input: ParseStream) -> syn::Result<NodeDecl> {
         let parser = syn::meta::parser(|meta| parse_option(cx, &mut options, meta));
         syn::parse::Parser::parse2(parser, content.parse::<TokenStream>()?)?;
     }
-    Ok(NodeDecl {
-        name,
-        func,
-        options,
-    })
+    Ok(NodeDecl { name, func, options })
 }
 
 /// A path, or an expression in parentheses.
@@ -318,17 +300,35 @@ fn once<T>(cx: &Ctxt, slot: &mut Option<T>, span: Span, name: &str, value: T) {
     }
 }
 
-fn parse_option(
-    cx: &Ctxt,
-    o: &mut NodeOptions,
-    meta: syn::meta::ParseNestedMeta<'_>,
-) -> syn::Result<()> {
+/// Reports a malformed option or setting and skips to the next one, so that every mistake in an
+/// option list is reported in one compile.
+fn recover(cx: &Ctxt, input: ParseStream, result: syn::Result<()>) -> syn::Result<()> {
+    if let Err(e) = result {
+        cx.syn_error(e);
+        while !input.is_empty() && !input.peek(Token![,]) {
+            input.parse::<proc_macro2::TokenTree>()?;
+        }
+    }
+    Ok(())
+}
+
+/// Parses `content` with `f`, then drops what it left after an error (reported by the caller).
+fn all_of<T>(content: ParseStream, f: impl FnOnce(ParseStream) -> syn::Result<T>) -> syn::Result<T> {
+    let result = f(content);
+    if result.is_err() {
+        content.parse::<TokenStream>()?;
+    }
+    result
+}
+
+fn parse_option(cx: &Ctxt, o: &mut NodeOptions, meta: syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
+    let result = option(cx, o, &meta);
+    recover(cx, meta.input, result)
+}
+
+fn option(cx: &Ctxt, o: &mut NodeOptions, meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
     let span = meta.path.span();
-    let key = meta
-        .path
-        .get_ident()
-        .map(Ident::to_string)
-        .unwrap_or_default();
+    let key = meta.path.get_ident().map(Ident::to_string).unwrap_or_default();
     match key.as_str() {
         DEFER => once(cx, &mut o.defer, span, DEFER, span),
         INTERRUPT_BEFORE => once(cx, &mut o.interrupt_before, span, INTERRUPT_BEFORE, span),
@@ -336,19 +336,13 @@ fn parse_option(
         WRITES => {
             let content;
             parenthesized!(content in meta.input);
-            let fields = Punctuated::<Ident, Token![,]>::parse_terminated(&content)?;
-            once(
-                cx,
-                &mut o.writes,
-                span,
-                WRITES,
-                (span, fields.into_iter().collect()),
-            );
+            let fields = all_of(&content, Punctuated::<Ident, Token![,]>::parse_terminated)?;
+            once(cx, &mut o.writes, span, WRITES, (span, fields.into_iter().collect()));
         }
         TIMEOUT => {
             let content;
             parenthesized!(content in meta.input);
-            let d = parse_duration(&content)?;
+            let d = all_of(&content, parse_duration)?;
             once(cx, &mut o.timeout, span, TIMEOUT, (span, d));
         }
         RETRY => {
@@ -371,12 +365,13 @@ fn parse_option(
 }
 
 fn parse_retry(cx: &Ctxt, r: &mut Retry, meta: syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
+    let result = retry_setting(cx, r, &meta);
+    recover(cx, meta.input, result)
+}
+
+fn retry_setting(cx: &Ctxt, r: &mut Retry, meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
     let span = meta.path.span();
-    let key = meta
-        .path
-        .get_ident()
-        .map(Ident::to_string)
-        .unwrap_or_default();
+    let key = meta.path.get_ident().map(Ident::to_string).unwrap_or_default();
     let value = meta.value()?;
     match key.as_str() {
         MAX_ATTEMPTS => {
@@ -395,10 +390,7 @@ fn parse_retry(cx: &Ctxt, r: &mut Retry, meta: syn::meta::ParseNestedMeta<'_>) -
         BACKOFF_FACTOR => {
             let f: syn::Lit = value.parse()?;
             if !matches!(f, syn::Lit::Float(_) | syn::Lit::Int(_)) {
-                return Err(syn::Error::new(
-                    f.span(),
-                    "`backoff_factor` is a number, like `2.0`",
-                ));
+                return Err(syn::Error::new(f.span(), "`backoff_factor` is a number, like `2.0`"));
             }
             once(cx, &mut r.backoff_factor, span, BACKOFF_FACTOR, f);
         }
@@ -407,10 +399,13 @@ fn parse_retry(cx: &Ctxt, r: &mut Retry, meta: syn::meta::ParseNestedMeta<'_>) -
             once(cx, &mut r.jitter, span, JITTER, b);
         }
         _ => {
-            return Err(meta.error(format!(
-                "unknown retry setting; the settings are `{MAX_ATTEMPTS}`, `{INITIAL_INTERVAL}`, \
-                 `{BACKOFF_FACTOR}`, `{MAX_INTERVAL}`, `{JITTER}`"
-            )))
+            return Err(syn::Error::new(
+                span,
+                format!(
+                    "unknown retry setting `{key}`; the settings are `{MAX_ATTEMPTS}`, \
+                     `{INITIAL_INTERVAL}`, `{BACKOFF_FACTOR}`, `{MAX_INTERVAL}`, `{JITTER}`"
+                ),
+            ))
         }
     }
     Ok(())

@@ -22,10 +22,7 @@ fn write(_: &Doc) -> DocUpdate {
 fn main() {
     let _ = graph! {
         state: Doc,
-        nodes: [
-            search(retry(max_attempts = 3), timeout(2s)),
-            write(interrupt_before),
-        ],
-        START -> search -> write -> END;
+        nodes: [search(timeout(2h), retry(attempts = 3))],
+        START -> search -> END;
     };
 }
