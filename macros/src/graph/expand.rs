@@ -23,7 +23,7 @@ pub(crate) fn expand(g: &Graph, checked: &Checked) -> TokenStream {
             __weir_graph
         }
     };
-    let Some((vis, name)) = &g.item else {
+    let Some(super::parse::Item { attrs, vis, name }) = &g.item else {
         return build;
     };
     let mermaid = weir_topology::mermaid(&checked.topology);
@@ -33,8 +33,14 @@ pub(crate) fn expand(g: &Graph, checked: &Checked) -> TokenStream {
          `{name}::MERMAID` draws it.",
         tokens_to_string(s)
     );
+    let doc = if attrs.iter().any(|a| a.path().is_ident("doc")) {
+        quote!()
+    } else {
+        quote!(#[doc = #doc])
+    };
     quote! {
-        #[doc = #doc]
+        #(#attrs)*
+        #doc
         #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
         #vis struct #name;
 

@@ -4,14 +4,14 @@
 use std::collections::HashMap;
 
 use proc_macro2::Span;
-use syn::{Ident, Type, Visibility};
+use syn::{Ident, Type};
 
 use super::ctxt::Ctxt;
 use super::parse::{self, Arm, Func, NodeOptions, Ref, Term};
 
 /// The resolved graph.
 pub(crate) struct Graph {
-    pub(crate) item: Option<(Visibility, Ident)>,
+    pub(crate) item: Option<parse::Item>,
     pub(crate) state: Type,
     /// Whether the nodes come from a `nodes:` list (otherwise from the edges).
     pub(crate) declared: bool,
@@ -214,6 +214,6 @@ impl Graph {
     pub(crate) fn name(&self) -> String {
         self.item
             .as_ref()
-            .map_or_else(|| "graph".to_owned(), |(_, n)| n.to_string())
+            .map_or_else(|| "graph".to_owned(), |item| item.name.to_string())
     }
 }

@@ -52,11 +52,18 @@ pub(crate) const JITTER: &str = "jitter";
 /// The whole input.
 pub(crate) struct Input {
     /// `[vis] struct Name;`, for the item form.
-    pub(crate) item: Option<(Visibility, Ident)>,
+    pub(crate) item: Option<Item>,
     pub(crate) state: Option<Type>,
     /// `None` when there is no `nodes:` list.
     pub(crate) nodes: Option<Vec<NodeDecl>>,
     pub(crate) stmts: Vec<Stmt>,
+}
+
+/// `#[attrs] vis struct Name;`: the graph as a named type.
+pub(crate) struct Item {
+    pub(crate) attrs: Vec<syn::Attribute>,
+    pub(crate) vis: Visibility,
+    pub(crate) name: Ident,
 }
 
 /// One entry of `nodes: [...]`.
@@ -193,12 +200,13 @@ pub(crate) fn parse(cx: &Ctxt, tokens: TokenStream) -> Option<Input> {
 
 fn parse_input(cx: &Ctxt, input: ParseStream) -> syn::Result<Input> {
     let mut item = None;
-    if input.peek(Token![pub]) || input.peek(Token![struct]) {
+    let attrs = input.call(syn::Attribute::parse_outer)?;
+    if !attrs.is_empty() || input.peek(Token![pub]) || input.peek(Token![struct]) {
         let vis: Visibility = input.parse()?;
         input.parse::<Token![struct]>()?;
         let name: Ident = input.parse()?;
         input.parse::<Token![;]>()?;
-        item = Some((vis, name));
+        item = Some(Item { attrs, vis, name });
     }
     let mut state = None;
     let mut nodes = None;
