@@ -11,6 +11,59 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+/// Declares a graph over a state, checks its wiring at compile time, and expands into
+/// [`GraphBuilder`] calls with static node ids.
+///
+/// ```text
+/// graph! {
+///     pub struct ResearchGraph;              // optional: a named graph with `MERMAID`, `NODES`,
+///                                            // `builder()` and `compile()`; without it the macro
+///                                            // is an expression of type `GraphBuilder<State>`
+///     state: Research,
+///     nodes: [                               // optional: without it, the nodes are the
+///         plan,                              // functions the edges name, in order
+///         web = tools::search_web,           // node `web` runs `tools::search_web`
+///         write(writes(notes, llm_calls), defer, retry(max_attempts = 3), timeout(30s)),
+///         review_step(interrupt_before),
+///         inline = (|s: &Research| ResearchUpdate::default()),   // any expression, in parentheses
+///     ],
+///     START -> plan -> [web, docs];          // edges, chains, fan-out
+///     [web, docs] -> write;                  // join: `write` runs once, after both
+///     write -> review ? {                    // route: a router returning an enum, every variant
+///         Verdict::More => plan,             // mapped (rustc's exhaustiveness check)
+///         Verdict::Done => END,
+///     };
+///     pick -> choose ? [Go::X => x, Go::Y => y];   // a router returning several (`Vec<Go>`)
+///     plan -> fan_out ?> worker;             // `fan_out: fn(&S) -> Vec<P>`, `worker: fn(&P)`:
+///                                            // one `Send` per payload
+/// }
+/// ```
+///
+/// Checked at compile time, each at the token at fault: unknown node (with the closest name),
+/// duplicate node, unreachable node, node with no path to END, edges out of END or into START, a
+/// join naming a node twice, a node function that does not fit the state, an unmapped route
+/// variant, a payload type the `Send` target does not take, an unknown field in `writes(..)`, and
+/// two nodes that can run in the same step both writing a single-value field. A node's writes
+/// outside its `writes(..)` fail the run.
+///
+/// ```
+/// # weir::__private::__doc_state!();
+/// use weir::prelude::*;
+///
+/// fn greet(s: &Doc) -> DocUpdate {
+///     DocUpdate::default().text(format!("hello {}", s.text))
+/// }
+///
+/// let app = graph! {
+///     state: Doc,
+///     START -> greet -> END;
+/// }
+/// .compile()
+/// .unwrap();
+/// # let rt = tokio::runtime::Runtime::new().unwrap();
+/// let out = rt.block_on(app.invoke(Doc { text: "world".into() }, &RunConfig::default())).unwrap();
+/// assert_eq!(out.text, "hello world");
+/// ```
 pub use weir_macros::graph;
 pub use weir_runtime::{
     channel, graph, state, AppendMark, BoxError, BuildError, ChannelKind, CodecError, Command, CompiledGraph, Context,
