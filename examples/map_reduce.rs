@@ -6,33 +6,22 @@
 //! cargo run --example map_reduce
 //! ```
 
-// The state is written with the test suite's `hand_state!` until `#[derive(State)]` lands on
-// main; with the derive, the block below becomes:
-//
-//     #[derive(State, Clone, Debug, Default)]
-//     pub struct Jokes {
-//         pub topic: String,
-//         pub subjects: Vec<String>,
-//         #[reducer(append)] pub jokes: Vec<String>,
-//         pub best: String,
-//     }
-#[macro_use]
-#[path = "../tests/common/mod.rs"]
-mod common;
-
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
-use weir::channel::{BinaryOperatorAggregate, LastValue, ReducerWrite};
 use weir::prelude::*;
-use weir::ChannelKind;
 
-hand_state! {
-    struct Jokes, JokesUpdate, JokesChannels {
-        topic: String => LastValue = LastValue::new(), ChannelKind::LastValue, |v| v;
-        subjects: Vec<String> => LastValue = LastValue::new(), ChannelKind::LastValue, |v| v;
-        jokes: Vec<String> => BinaryOperatorAggregate<Vec<String>, Vec<String>> = BinaryOperatorAggregate::new(common::append), ChannelKind::Reducer, ReducerWrite::Reduce;
-        best: String => LastValue = LastValue::new(), ChannelKind::LastValue, |v| v;
-    }
+/// The state: a topic, its subjects, the jokes (one per subject) and the best of them.
+#[derive(State, Clone, Debug, Default)]
+pub struct Jokes {
+    /// What the jokes are about.
+    pub topic: String,
+    /// The subjects, one `Send` each.
+    pub subjects: Vec<String>,
+    /// The jokes, appended in the order the `Send`s were made.
+    #[reducer(append)]
+    pub jokes: Vec<String>,
+    /// The best joke.
+    pub best: String,
 }
 
 /// What each `Send` carries: the payload of one `generate_joke` task. It is saved with the
@@ -73,7 +62,7 @@ async fn generate_joke(subject: &Subject) -> JokesUpdate {
         "why did the {} cross the road? to reach subject {}",
         subject.name, subject.index
     );
-    JokesUpdate::default().jokes(ReducerWrite::Reduce(vec![joke]))
+    JokesUpdate::default().jokes(vec![joke])
 }
 
 /// The reduce: runs once, after every joke is in.

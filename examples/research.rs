@@ -6,31 +6,21 @@
 //! cargo run --example research
 //! ```
 
-// The state is written with the test suite's `hand_state!` until `#[derive(State)]` lands on
-// main; with the derive, the block below becomes:
-//
-//     #[derive(State, Clone, Debug, Default)]
-//     pub struct Research {
-//         pub question: String,
-//         #[reducer(append)] pub notes: Vec<String>,
-//         #[reducer(add)] pub llm_calls: i64,
-//         pub draft: String,
-//     }
-#[macro_use]
-#[path = "../tests/common/mod.rs"]
-mod common;
-
-use weir::channel::{BinaryOperatorAggregate, LastValue, ReducerWrite};
 use weir::prelude::*;
-use weir::ChannelKind;
 
-hand_state! {
-    struct Research, ResearchUpdate, ResearchChannels {
-        question: String => LastValue = LastValue::new(), ChannelKind::LastValue, |v| v;
-        notes: Vec<String> => BinaryOperatorAggregate<Vec<String>, Vec<String>> = BinaryOperatorAggregate::new(common::append), ChannelKind::Reducer, ReducerWrite::Reduce;
-        llm_calls: i64 => BinaryOperatorAggregate<i64, i64> = BinaryOperatorAggregate::new(common::add), ChannelKind::Reducer, ReducerWrite::Reduce;
-        draft: String => LastValue = LastValue::new(), ChannelKind::LastValue, |v| v;
-    }
+/// The agent's state: each field is a channel.
+#[derive(State, Clone, Debug, Default)]
+pub struct Research {
+    /// The question (a last value: one write per step).
+    pub question: String,
+    /// Everything found so far, appended in task order.
+    #[reducer(append)]
+    pub notes: Vec<String>,
+    /// Calls to the model, summed.
+    #[reducer(add)]
+    pub llm_calls: u32,
+    /// The latest draft.
+    pub draft: String,
 }
 
 /// A deterministic stand-in for a model: the same prompt always gets the same answer.
@@ -43,33 +33,29 @@ fn fake_llm(prompt: &str) -> String {
     )
 }
 
-fn one_call() -> ReducerWrite<i64, i64> {
-    ReducerWrite::Reduce(1)
-}
-
 /// Plans the next round: what to look for, given the notes so far.
 async fn plan(s: &Research) -> ResearchUpdate {
     let round = s.notes.len() / 2 + 1;
     let plan = fake_llm(&format!("plan round {round} for {}", s.question));
     ResearchUpdate::default()
-        .notes(ReducerWrite::Reduce(vec![format!("plan: {plan}")]))
-        .llm_calls(one_call())
+        .notes(vec![format!("plan: {plan}")])
+        .llm_calls(1)
 }
 
 /// Searches the web (fake): one note per round.
 async fn search_web(s: &Research, ctx: &Context) -> ResearchUpdate {
     let hit = fake_llm(&format!("web results for {} at step {}", s.question, ctx.step()));
     ResearchUpdate::default()
-        .notes(ReducerWrite::Reduce(vec![format!("web: {hit}")]))
-        .llm_calls(one_call())
+        .notes(vec![format!("web: {hit}")])
+        .llm_calls(1)
 }
 
 /// Searches the documentation (fake): one note per round.
 fn search_docs(s: &Research) -> ResearchUpdate {
     let hit = fake_llm(&format!("docs about {}", s.question));
     ResearchUpdate::default()
-        .notes(ReducerWrite::Reduce(vec![format!("docs: {hit}")]))
-        .llm_calls(one_call())
+        .notes(vec![format!("docs: {hit}")])
+        .llm_calls(1)
 }
 
 /// Writes a draft from every note; runs once per round, after both searches.
@@ -79,7 +65,7 @@ fn write(s: &Research) -> Result<ResearchUpdate, BoxError> {
     }
     Ok(ResearchUpdate::default()
         .draft(format!("{}: a draft citing {} notes", s.question, s.notes.len()))
-        .llm_calls(one_call()))
+        .llm_calls(1))
 }
 
 /// The reviewer's verdict on a draft.

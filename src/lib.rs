@@ -66,16 +66,214 @@
 /// ```
 pub use weir_macros::graph;
 pub use weir_runtime::{
-    channel, graph, state, AppendMark, BoxError, BuildError, ChannelKind, CodecError, Command, CompiledGraph, Context,
-    DrainHandle, Error, FieldInfo, Goto, GraphBuilder, IntoInput, NodeHandle, NodeId, NodeRef, RetryPolicy, RunConfig,
-    State, Status, Update, Writes, END, START,
+    channel, checkpoint, graph, state, AppendMark, BoxError, BuildError, ChannelKind, CodecError, Command,
+    CompiledGraph, Context, DrainHandle, Durability, Error, FieldInfo, Goto, GraphBuilder, Interrupt, IntoInput,
+    NodeHandle, NodeId, NodeRef, Outcome, PauseKind, Paused, RetryPolicy, RunConfig, State, StateSnapshot, Status,
+    TaskSnapshot, Update, Writes, END, START,
 };
+
+/// Derives [`State`](trait@State) for a struct with named fields: each field becomes a channel.
+///
+/// Besides the `State` impl it generates, next to the struct and with its visibility:
+///
+/// - `<Name>Update`, the partial update nodes return: one slot per field, `Default`, `Clone`,
+///   `Debug`, and a builder method per field (`.notes(vec![..])`, `.llm_calls(1)`) taking the
+///   field's *write type* (the field's type, or the `update = U` type of a `with` reducer). Reducer
+///   fields also get `.overwrite_<field>(value)`, which replaces the value and bypasses the reducer
+///   (LangGraph's `Overwrite`: the step's later writes to the field are ignored, and a second
+///   overwrite in the same step is an error).
+/// - `Name::__WEIR_FIELD_<field>: usize`, a hidden associated const per field holding its index in
+///   [`State::FIELDS`], which `graph!` uses to resolve `writes(field, ..)` at compile time.
+///
+/// Every field type must implement `Default` (a state starts from its fields' defaults) and the
+/// struct must be `Clone + Debug + Send + Sync + 'static`.
+///
+/// # Field attributes
+///
+/// At most one per field; without any, a field is a *last value*: it takes one write per step
+/// (two nodes writing it in the same step fail the run with an error naming the field).
+///
+/// | attribute | channel | write type | merge of a step's writes |
+/// |---|---|---|---|
+/// | none, or `#[channel(last_value)]` | `LastValue` | `T` | exactly one write per step |
+/// | `#[reducer(append)]` (on `Vec<E>`) | reducer | `Vec<E>` | concatenated in task order |
+/// | `#[reducer(add)]` (on `T: AddAssign`) | reducer | `T` | `value += write` |
+/// | `#[reducer(merge)]` (on a map) | reducer | the map | entries extended, later keys win |
+/// | `#[reducer(with = path::to::f)]` | reducer | `T` | `f(&mut value, write)` with `f: fn(&mut T, T)` |
+/// | `#[reducer(with = f, update = U)]` | reducer | `U` | `f(&mut value, write)` with `f: fn(&mut T, U)` |
+/// | `#[channel(ephemeral)]` | `EphemeralValue` | `T` | one write; cleared the step after |
+/// | `#[channel(ephemeral, unguarded)]` | `EphemeralValue` | `T` | last write wins; cleared the step after |
+/// | `#[channel(any)]` | `AnyValue` | `T` | last write wins; cleared by a step that does not write it |
+/// | `#[channel(topic)]` (on `Vec<E>`) | `Topic` | `Vec<E>` | this step's writes, concatenated; cleared the step after |
+/// | `#[channel(topic, accumulate)]` (on `Vec<E>`) | `Topic` | `Vec<E>` | appended, kept across steps |
+/// | `#[channel(untracked)]` | `UntrackedValue` | `T` | one write, kept, never checkpointed |
+/// | `#[channel(untracked, unguarded)]` | `UntrackedValue` | `T` | last write wins, never checkpointed |
+/// | `#[channel(after_finish)]` | `LastValueAfterFinish` | `T` | last write wins; readable once the run finishes |
+///
+/// A reducer folds a step's writes into the value, starting from the field's `Default`; the
+/// reducer functions `append`, `add` and `merge` are in [`reducers`].
+///
+/// # Struct attributes
+///
+/// - `#[state(crate = path)]`: the path of the `weir` crate in generated code (default `::weir`),
+///   for a crate that re-exports weir under another name.
+/// - `#[state(update = Name)]`: the name of the update type (default `<Name>Update`).
+///
+/// Other attributes (`#[serde(..)]`, doc comments, other derives) are left alone.
+///
+/// # Examples
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use weir::prelude::*;
+///
+/// fn keep_max(best: &mut f64, score: f64) {
+///     *best = best.max(score);
+/// }
+///
+/// fn push_one(log: &mut Vec<String>, line: String) {
+///     log.push(line);
+/// }
+///
+/// #[derive(State, Clone, Debug, Default)]
+/// struct Research {
+///     /// No attribute: a last value.
+///     question: String,
+///     #[reducer(append)]
+///     notes: Vec<String>,
+///     #[reducer(add)]
+///     llm_calls: u32,
+///     #[reducer(merge)]
+///     sources: BTreeMap<String, u32>,
+///     #[reducer(with = keep_max)]
+///     best: f64,
+///     #[reducer(with = push_one, update = String)]
+///     log: Vec<String>,
+///     #[channel(ephemeral)]
+///     scratch: Option<String>,
+///     #[channel(topic)]
+///     events: Vec<String>,
+///     #[channel(topic, accumulate)]
+///     history: Vec<String>,
+///     #[channel(any)]
+///     last_seen: String,
+///     #[channel(untracked)]
+///     cache: Option<u64>,
+///     #[channel(after_finish)]
+///     summary: String,
+/// }
+///
+/// let update = ResearchUpdate::default()
+///     .notes(vec!["a note".to_owned()])
+///     .llm_calls(1)
+///     .best(0.5)
+///     .log("searched".to_owned())
+///     .overwrite_sources(BTreeMap::new());
+/// assert!(update.is_written(Research::__WEIR_FIELD_notes));
+/// assert!(!update.is_written(Research::__WEIR_FIELD_question));
+/// assert_eq!(Research::FIELDS[1].name, "notes");
+/// assert_eq!(Research::FIELDS[1].kind, weir::ChannelKind::Reducer);
+/// ```
+///
+/// A graph that fans out to two nodes, whose notes are appended in task order:
+///
+/// ```
+/// use weir::prelude::*;
+///
+/// #[derive(State, Clone, Debug, Default)]
+/// struct Notes {
+///     #[reducer(append)]
+///     notes: Vec<String>,
+///     #[reducer(add)]
+///     calls: u32,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut g = GraphBuilder::<Notes>::new();
+/// g.add_node("a", |_: &Notes| NotesUpdate::default().notes(vec!["a".into()]).calls(1));
+/// g.add_node("b", |_: &Notes| NotesUpdate::default().notes(vec!["b".into()]).calls(1));
+/// g.add_edge(START, "a").add_edge(START, "b").add_edge("a", END).add_edge("b", END);
+/// let out = g.compile()?.invoke(Notes::default(), &RunConfig::default()).await?;
+/// assert_eq!(out.notes, ["a", "b"]);
+/// assert_eq!(out.calls, 2);
+/// # Ok(())
+/// # }
+/// ```
+pub use weir_macros::State;
+
+/// Reducer functions for `#[reducer(with = ..)]` and the built-in reducers of `#[derive(State)]`.
+///
+/// A reducer is a `fn(&mut T, U)`: it folds one write `U` into the field's value `T`. The
+/// built-in `#[reducer(append)]`, `#[reducer(add)]` and `#[reducer(merge)]` use the functions of
+/// this module.
+pub mod reducers {
+    use core::ops::AddAssign;
+
+    /// Appends `later` to `acc` (`#[reducer(append)]`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut notes = vec!["a"];
+    /// weir::reducers::append(&mut notes, vec!["b", "c"]);
+    /// assert_eq!(notes, ["a", "b", "c"]);
+    /// ```
+    pub fn append<E>(acc: &mut Vec<E>, mut later: Vec<E>) {
+        acc.append(&mut later);
+    }
+
+    /// Adds `x` to `acc` (`#[reducer(add)]`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut calls = 1;
+    /// weir::reducers::add(&mut calls, 2);
+    /// assert_eq!(calls, 3);
+    /// ```
+    pub fn add<T: AddAssign>(acc: &mut T, x: T) {
+        *acc += x;
+    }
+
+    /// Inserts the entries of `later` into the map `acc`; a key already present takes the later
+    /// value (`#[reducer(merge)]`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    ///
+    /// let mut scores = BTreeMap::from([("a", 1), ("b", 2)]);
+    /// weir::reducers::merge(&mut scores, BTreeMap::from([("b", 5), ("c", 3)]));
+    /// assert_eq!(scores, BTreeMap::from([("a", 1), ("b", 5), ("c", 3)]));
+    /// ```
+    pub fn merge<M, K, V>(acc: &mut M, later: M)
+    where
+        M: IntoIterator<Item = (K, V)> + Extend<(K, V)>,
+    {
+        acc.extend(later);
+    }
+
+    /// Replaces the value with the write: last write wins.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut status = "draft";
+    /// weir::reducers::replace(&mut status, "final");
+    /// assert_eq!(status, "final");
+    /// ```
+    pub fn replace<T>(acc: &mut T, x: T) {
+        *acc = x;
+    }
+}
 
 /// The items most programs need: `use weir::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        BoxError, BuildError, Command, CompiledGraph, Context, DrainHandle, Error, Goto, GraphBuilder, NodeId,
-        RetryPolicy, RunConfig, State, Update, END, START,
+        BoxError, BuildError, Command, CompiledGraph, Context, DrainHandle, Durability, Error, Goto, GraphBuilder,
+        NodeId, Outcome, RetryPolicy, RunConfig, State, Update, END, START,
     };
     pub use weir_macros::graph;
 }
@@ -88,7 +286,12 @@ pub mod __private {
     pub use ::serde_json;
     pub use ::std::vec::Vec;
     pub use weir_runtime::channel;
+    pub use weir_runtime::channel::{
+        AnyValue, BinaryOperatorAggregate, Channel, EphemeralValue, LastValue, LastValueAfterFinish, ReducerWrite,
+        Topic, UntrackedValue,
+    };
     pub use weir_runtime::state;
+    pub use weir_runtime::state::{apply_field, FieldError};
     pub use weir_runtime::*;
 
     pub use self::graph_macro::*;
@@ -196,6 +399,81 @@ pub mod __private {
                 Some(i) => S::FIELDS[i].kind.takes_one_write(),
                 None => false,
             }
+        }
+    }
+
+    use core::ops::AddAssign;
+
+    // The checks `#[derive(State)]` makes on a reducer field, at the field's tokens: each reducer
+    // is called through a trait whose failure message names the attribute. The blanket impls are
+    // `do_not_recommend`, so the compiler reports the trait, not the bound behind it.
+
+    /// `#[reducer(append)]`: the field is a `Vec`.
+    #[diagnostic::on_unimplemented(
+        message = "`#[reducer(append)]` requires a `Vec<T>` field, found `{Self}`",
+        label = "not a `Vec<T>`",
+        note = "`append` concatenates the `Vec`s written in one step, in task order"
+    )]
+    pub trait AppendField: Sized {
+        /// The reducer.
+        fn reduce(acc: &mut Self, later: Self);
+    }
+    impl<E> AppendField for Vec<E> {
+        fn reduce(acc: &mut Self, later: Self) {
+            crate::reducers::append(acc, later);
+        }
+    }
+
+    /// `#[reducer(add)]`: the field implements `AddAssign`.
+    #[diagnostic::on_unimplemented(
+        message = "`#[reducer(add)]` requires a field type that implements `AddAssign`, found `{Self}`",
+        label = "`{Self}` does not implement `AddAssign`"
+    )]
+    pub trait AddField: Sized {
+        /// The reducer.
+        fn reduce(acc: &mut Self, x: Self);
+    }
+    #[diagnostic::do_not_recommend]
+    impl<T: AddAssign> AddField for T {
+        fn reduce(acc: &mut Self, x: Self) {
+            crate::reducers::add(acc, x);
+        }
+    }
+
+    /// `#[reducer(merge)]`: the field is a map, a collection of `(key, value)` entries.
+    #[diagnostic::on_unimplemented(
+        message = "`#[reducer(merge)]` requires a map field (such as `BTreeMap` or `HashMap`), found `{Self}`",
+        label = "not a map of `(key, value)` entries",
+        note = "a map is a type that implements `IntoIterator<Item = (K, V)>` and `Extend<(K, V)>`"
+    )]
+    pub trait MergeField: Sized {
+        /// The reducer.
+        fn reduce(acc: &mut Self, later: Self);
+    }
+    #[diagnostic::do_not_recommend]
+    impl<M, K, V> MergeField for M
+    where
+        M: IntoIterator<Item = (K, V)> + Extend<(K, V)>,
+    {
+        fn reduce(acc: &mut Self, later: Self) {
+            crate::reducers::merge(acc, later);
+        }
+    }
+
+    /// `#[reducer(with = f)]`: `f` is a `fn(&mut T, U)`.
+    #[diagnostic::on_unimplemented(
+        message = "the reducer `{Self}` does not fit the field: expected a `fn(&mut {T}, {U})`",
+        label = "expected a `fn(&mut {T}, {U})`",
+        note = "when a write's type differs from the field's, name it: `#[reducer(with = f, update = U)]`"
+    )]
+    pub trait ReducerFn<T, U> {
+        /// Calls the reducer.
+        fn reduce(&self, acc: &mut T, x: U);
+    }
+    #[diagnostic::do_not_recommend]
+    impl<T, U, F: Fn(&mut T, U)> ReducerFn<T, U> for F {
+        fn reduce(&self, acc: &mut T, x: U) {
+            self(acc, x);
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Compile-fail and pass cases of `graph!`: `tests/ui/graph-*.rs`, each compile-fail case with
-//! its checked-in `.stderr`; cases named `graph-ok-*` must compile.
+//! its checked-in `.stderr`; cases named `graph-pass-*` must compile and run (the
+//! convention of `tests/compiletest.rs`, into which this runner folds).
 
 #[test]
 fn graph_ui() {
@@ -15,7 +16,7 @@ fn graph_ui() {
     cases.sort();
     for case in cases {
         let name = case.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        if name.starts_with("graph-ok-") {
+        if name.starts_with("graph-pass-") {
             t.pass(&case);
         } else {
             t.compile_fail(&case);

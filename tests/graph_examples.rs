@@ -1,8 +1,5 @@
 //! The examples' core logic, run as tests.
 
-// Each example includes the test suite's `hand_state!` until `#[derive(State)]` lands.
-#![allow(clippy::duplicate_mod)]
-
 #[path = "../examples/research.rs"]
 mod research;
 

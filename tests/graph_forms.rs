@@ -1,29 +1,18 @@
 //! `graph!`: every passing form, run.
 
-#[macro_use]
-#[path = "common/mod.rs"]
-mod common;
-
-use common::{add, append};
-use weir::channel::{BinaryOperatorAggregate, LastValue, ReducerWrite};
 use weir::prelude::*;
-use weir::ChannelKind;
 
-type Append = BinaryOperatorAggregate<Vec<String>, Vec<String>>;
-type Add = BinaryOperatorAggregate<i64, i64>;
-
-hand_state! {
-    struct Research, ResearchUpdate, ResearchChannels {
-        question: String => LastValue = LastValue::new(), ChannelKind::LastValue, |v| v;
-        notes: Vec<String> => Append = Append::new(append), ChannelKind::Reducer, ReducerWrite::Reduce;
-        llm_calls: i64 => Add = Add::new(add), ChannelKind::Reducer, ReducerWrite::Reduce;
-    }
+#[derive(State, Clone, Debug, Default)]
+struct Research {
+    question: String,
+    #[reducer(append)]
+    notes: Vec<String>,
+    #[reducer(add)]
+    llm_calls: i64,
 }
 
 fn note(x: &str) -> ResearchUpdate {
-    ResearchUpdate::default()
-        .notes(ReducerWrite::Reduce(vec![x.to_owned()]))
-        .llm_calls(ReducerWrite::Reduce(1))
+    ResearchUpdate::default().notes(vec![x.to_owned()]).llm_calls(1)
 }
 
 async fn plan(s: &Research) -> ResearchUpdate {

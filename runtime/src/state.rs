@@ -56,6 +56,8 @@ pub enum Writes<W> {
     Many(Vec<W>),
 }
 
+// Not derived: the derive would ask `W: Default`.
+#[allow(clippy::derivable_impls)]
 impl<W> Default for Writes<W> {
     fn default() -> Self {
         Self::None
@@ -336,16 +338,12 @@ pub fn load_field<T: DeserializeOwned + Default, C: Channel<T>>(
 ///
 /// # Errors
 /// When a link does not decode (the error names the field).
-pub fn load_append_field<E: DeserializeOwned, U: 'static>(
+pub fn load_append_field<E: DeserializeOwned, C: Channel<Vec<E>>>(
     name: &str,
     value: &mut Vec<E>,
-    channel: &mut BinaryOperatorAggregate<Vec<E>, U>,
+    channel: &mut C,
     chain: &[Vec<u8>],
-) -> Result<(), CodecError>
-where
-    E: Send + Sync + 'static,
-    U: Send,
-{
+) -> Result<(), CodecError> {
     let (first, deltas) = match chain.split_first() {
         Some((f, d)) => (std::slice::from_ref(f), d),
         None => (chain, &[][..]),

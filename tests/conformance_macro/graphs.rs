@@ -1,13 +1,8 @@
 //! G01, G04, G06, G07, G08, G17, G34 in macro form.
 
-use crate::common::{append, Log};
+use crate::common::Log;
 use std::time::Duration;
-use weir::channel::{BinaryOperatorAggregate, LastValue, ReducerWrite};
 use weir::prelude::*;
-use weir::ChannelKind;
-
-type Append<T> = BinaryOperatorAggregate<Vec<T>, Vec<T>>;
-type Concat = BinaryOperatorAggregate<String, String>;
 
 fn sorted_concat(v: &mut Vec<String>, more: Vec<String>) {
     v.extend(more);
@@ -34,16 +29,16 @@ fn logged<S, U>(
     }
 }
 
-hand_state! {
-    struct Docs, DocsUpdate, DocsChannels {
-        query: String => LastValue = LastValue::new(), ChannelKind::LastValue, |v| v;
-        answer: String => LastValue = LastValue::new(), ChannelKind::LastValue, |v| v;
-        docs: Vec<String> => Append<String> = Append::new(sorted_concat), ChannelKind::Reducer, ReducerWrite::Reduce;
-    }
+#[derive(State, Clone, Debug, Default)]
+struct Docs {
+    query: String,
+    answer: String,
+    #[reducer(with = sorted_concat)]
+    docs: Vec<String>,
 }
 
 fn docs(d: &[&str]) -> DocsUpdate {
-    DocsUpdate::default().docs(ReducerWrite::Reduce(s(d)))
+    DocsUpdate::default().docs(s(d))
 }
 
 fn rewrite_query(s: &Docs) -> DocsUpdate {
@@ -109,15 +104,15 @@ async fn g01_fan_in_waiting_edge() {
     );
 }
 
-hand_state! {
-    struct Key, KeyUpdate, KeyChannels {
-        my_key: String => Concat = Concat::new(concat), ChannelKind::Reducer, ReducerWrite::Reduce;
-    }
+#[derive(State, Clone, Debug, Default)]
+struct Key {
+    #[reducer(with = concat)]
+    my_key: String,
 }
 
 fn nothing(_: &Key) {}
 fn more(_: &Key) -> KeyUpdate {
-    KeyUpdate::default().my_key(ReducerWrite::Reduce("_more".into()))
+    KeyUpdate::default().my_key("_more".into())
 }
 
 // G04: a join whose sources run in different steps: up at step 1, side at step 2.
@@ -138,10 +133,7 @@ async fn g04_join_edge_across_supersteps() {
     .compile()
     .unwrap();
     let out = app
-        .invoke(
-            KeyUpdate::default().my_key(ReducerWrite::Reduce("my_value".into())),
-            &RunConfig::default(),
-        )
+        .invoke(KeyUpdate::default().my_key("my_value".into()), &RunConfig::default())
         .await
         .unwrap();
     assert_eq!(out.my_key, "my_value_more");
@@ -151,11 +143,11 @@ async fn g04_join_edge_across_supersteps() {
     );
 }
 
-hand_state! {
-    struct Weather, WeatherUpdate, WeatherChannels {
-        locations: Vec<String> => LastValue = LastValue::new(), ChannelKind::LastValue, |v| v;
-        results: Vec<String> => Append<String> = Append::new(append), ChannelKind::Reducer, ReducerWrite::Reduce;
-    }
+#[derive(State, Clone, Debug, Default)]
+struct Weather {
+    locations: Vec<String>,
+    #[reducer(append)]
+    results: Vec<String>,
 }
 
 fn each_location(s: &Weather) -> Vec<String> {
@@ -165,7 +157,7 @@ fn each_location(s: &Weather) -> Vec<String> {
 async fn get_weather(location: &String) -> WeatherUpdate {
     tokio::time::sleep(Duration::from_millis(if location == "sf" { 5 } else { 0 })).await;
     let w = if location == "sf" { "cloudy" } else { "sunny" };
-    WeatherUpdate::default().results(ReducerWrite::Reduce(vec![format!("It's {w} in {location}")]))
+    WeatherUpdate::default().results(vec![format!("It's {w} in {location}")])
 }
 
 // G06: a conditional entry point that Sends one task per location; results keep input order.
@@ -188,30 +180,14 @@ async fn g06_send_map_reduce_from_a_conditional_entry() {
     assert_eq!(out.results, ["It's cloudy in sf", "It's sunny in nyc"]);
 }
 
-hand_state! {
-    struct Seq, SeqUpdate, SeqChannels {
-        items: Vec<String> => Append<String> = Append::new(append), ChannelKind::Reducer, ReducerWrite::Reduce;
-    }
-}
-
-// A node run by `Send`s saves its payload with the checkpoint while the Send is pending, so a
-// state sent as a payload (G07) is serializable; `hand_state!` does not derive serde.
-impl serde::Serialize for Seq {
-    fn serialize<Z: serde::Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
-        self.items.serialize(z)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Seq {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(Seq {
-            items: Vec::deserialize(d)?,
-        })
-    }
+#[derive(State, Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Seq {
+    #[reducer(append)]
+    items: Vec<String>,
 }
 
 fn items(x: &str) -> SeqUpdate {
-    SeqUpdate::default().items(ReducerWrite::Reduce(vec![x.to_owned()]))
+    SeqUpdate::default().items(vec![x.to_owned()])
 }
 
 fn one(_: &Seq) -> SeqUpdate {
@@ -287,17 +263,17 @@ async fn g08_concurrent_emit_sends() {
     assert_eq!(out.items, ["0", "1", "1.1", "3.1", "2|1", "2|2", "2|3", "2|4", "3"]);
 }
 
-hand_state! {
-    struct Messages, MessagesUpdate, MessagesChannels {
-        messages: Vec<String> => Append<String> = Append::new(append), ChannelKind::Reducer, ReducerWrite::Reduce;
-    }
+#[derive(State, Clone, Debug, Default)]
+struct Messages {
+    #[reducer(append)]
+    messages: Vec<String>,
 }
 
 fn msg(x: &str) -> MessagesUpdate {
-    MessagesUpdate::default().messages(ReducerWrite::Reduce(vec![x.to_owned()]))
+    MessagesUpdate::default().messages(vec![x.to_owned()])
 }
 fn overwrite(x: &str) -> MessagesUpdate {
-    MessagesUpdate::default().messages(ReducerWrite::Overwrite(vec![x.to_owned()]))
+    MessagesUpdate::default().overwrite_messages(vec![x.to_owned()])
 }
 fn msg_a(_: &Messages) -> MessagesUpdate {
     msg("a")

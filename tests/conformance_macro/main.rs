@@ -1,7 +1,6 @@
 //! The state-graph conformance scenarios of `tests/conformance/`, written with `graph!`: the same
-//! graphs, declared instead of built, give the same results.
+//! graphs, declared instead of built, over derived states, give the same results.
 
-#[macro_use]
 #[path = "../common/mod.rs"]
 mod common;
 

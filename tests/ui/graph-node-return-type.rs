@@ -1,15 +1,8 @@
-#[macro_use]
-#[path = "../common/mod.rs"]
-mod common;
-
-use weir::channel::LastValue;
 use weir::prelude::*;
-use weir::ChannelKind;
 
-hand_state! {
-    struct Doc, DocUpdate, DocChannels {
-        text: String => LastValue = LastValue::new(), ChannelKind::LastValue, |v| v;
-    }
+#[derive(State, Clone, Debug, Default)]
+struct Doc {
+    text: String,
 }
 
 fn search(_: &Doc) -> DocUpdate {

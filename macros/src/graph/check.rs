@@ -5,9 +5,9 @@ use proc_macro2::Span;
 use quote::ToTokens;
 use weir_topology as topo;
 
-use super::ctxt::Ctxt;
 use super::model::{Graph, RouteKind};
 use super::parse::Ref;
+use crate::ctxt::Ctxt;
 
 /// What the checks leave for the expansion.
 pub(crate) struct Checked {

@@ -5,14 +5,13 @@
 //! (the wiring rules of `weir_topology`, each problem at its token) → [`expand`].
 
 mod check;
-mod ctxt;
 mod expand;
 mod model;
 mod parse;
 
 use proc_macro2::TokenStream;
 
-use ctxt::Ctxt;
+use crate::ctxt::Ctxt;
 
 /// Expands one `graph! { .. }`.
 pub(crate) fn graph(input: TokenStream) -> TokenStream {

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use proc_macro2::Span;
 use syn::{Ident, Type};
 
-use super::ctxt::Ctxt;
 use super::parse::{self, Arm, Func, NodeOptions, Ref, Term};
+use crate::ctxt::Ctxt;
 
 /// The resolved graph.
 pub(crate) struct Graph {

@@ -24,7 +24,7 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{braced, bracketed, parenthesized, token, Expr, Ident, LitInt, Pat, Path, Token, Type, Visibility};
 
-use super::ctxt::Ctxt;
+use crate::ctxt::Ctxt;
 
 mod kw {
     syn::custom_keyword!(state);

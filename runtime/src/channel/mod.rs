@@ -74,6 +74,8 @@ pub trait Channel<T>: Clone + fmt::Debug + Send + Sync + 'static {
 
     /// A channel of the same specification (reducer, barrier names) restored from a checkpoint.
     /// `None` gives an empty channel; the caller restores the value slot.
+    // The specification lives in the channel, so restoring takes `&self` (LangGraph's name kept).
+    #[allow(clippy::wrong_self_convention)]
     fn from_checkpoint(&self, meta: Option<Self::Meta>) -> Self;
 
     /// Empties the channel: the state it has before any write.

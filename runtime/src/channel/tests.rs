@@ -215,7 +215,7 @@ fn c06_last_value_after_finish() {
         (Ok(true), false),
         "hidden before finish"
     );
-    assert_eq!(round_trip(&c).is_available(), false);
+    assert!(!round_trip(&c).is_available());
     assert_eq!((c.finish(), c.get()), (true, Ok(&7)));
     assert!(!c.finish());
     assert_eq!(round_trip(&c).get(), Ok(&7), "finished state survives a checkpoint");
@@ -238,7 +238,7 @@ fn c06_named_barrier_after_finish() {
         (false, true, true),
         "needs finish"
     );
-    assert_eq!(round_trip(&c).is_available(), true);
+    assert!(round_trip(&c).is_available());
     assert!(c.consume());
     assert!(!c.is_available());
     assert!(!c.finish(), "an incomplete barrier does not finish");

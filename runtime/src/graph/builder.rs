@@ -1,5 +1,5 @@
 use super::node::{
-    encode_json, packet, Goto, IntoGotos, IntoNode, NodeFn, NodeHandle, NodeId, PacketDecoder, RouterFn,
+    encode_json, packet, EncodeFn, Goto, IntoGotos, IntoNode, NodeFn, NodeHandle, NodeId, PacketDecoder, RouterFn,
 };
 use crate::checkpoint::Checkpointer;
 use crate::error::BuildError;
@@ -190,7 +190,7 @@ impl<S: State> GraphBuilder<S> {
         let func = f.into_node();
         let is_async = matches!(func, NodeFn::Async(_));
         let id = self.push_node(name.into(), None, is_async);
-        let encode: fn(&I) -> Result<serde_json::Value, String> = encode_json::<I>;
+        let encode: EncodeFn<I> = encode_json::<I>;
         let f2 = func.clone();
         let decode: PacketDecoder<S> = Arc::new(move |v| {
             let input: I = serde_json::from_value(v).map_err(|e| e.to_string())?;

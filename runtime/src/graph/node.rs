@@ -50,6 +50,8 @@ impl<S: State> From<NodeId> for Goto<S> {
 }
 
 pub(crate) type PacketFn<S> = Arc<dyn Fn(Context) -> BoxFuture<'static, Result<Command<S>, BoxError>> + Send + Sync>;
+/// Serializes a `Send`'s payload.
+pub(crate) type EncodeFn<I> = fn(&I) -> Result<serde_json::Value, String>;
 pub(crate) type PayloadEncoder = Arc<dyn Fn() -> Result<serde_json::Value, String> + Send + Sync>;
 /// Rebuilds a saved `Send` for a node: its payload, as JSON, into a packet.
 pub(crate) type PacketDecoder<S> = Arc<dyn Fn(serde_json::Value) -> Result<Packet<S>, String> + Send + Sync>;
@@ -338,7 +340,7 @@ where
 pub struct NodeHandle<S: State, I = S> {
     pub(crate) id: NodeId,
     pub(crate) func: NodeFn<I, S>,
-    pub(crate) encode: Option<fn(&I) -> Result<serde_json::Value, String>>,
+    pub(crate) encode: Option<EncodeFn<I>>,
 }
 
 impl<S: State, I> Clone for NodeHandle<S, I> {
@@ -372,7 +374,7 @@ impl<S: State, I: Send + Sync + 'static> NodeHandle<S, I> {
 pub(crate) fn packet<S: State, I: Send + Sync + 'static>(
     node: NodeId,
     func: NodeFn<I, S>,
-    encode: Option<fn(&I) -> Result<serde_json::Value, String>>,
+    encode: Option<EncodeFn<I>>,
     input: I,
 ) -> Packet<S> {
     let input = Arc::new(input);

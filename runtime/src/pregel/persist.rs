@@ -75,6 +75,9 @@ pub(crate) struct Pending {
     pub(crate) answers: Vec<serde_json::Value>,
 }
 
+/// One task's pending writes: its id, and `(channel, bytes)` rows.
+pub(crate) type TaskRows = (String, Vec<(&'static str, Vec<u8>)>);
+
 /// A run's link to its saver.
 pub(crate) struct Persist {
     pub(crate) saver: Arc<dyn Checkpointer>,
@@ -96,7 +99,7 @@ pub(crate) struct Persist {
     /// The checkpoint put under way in the background (async durability).
     pub(crate) inflight: Option<tokio::task::JoinHandle<Result<(), Error>>>,
     /// Pending writes of a step that did not complete, to save against the current checkpoint.
-    pub(crate) rows: Vec<(String, Vec<(&'static str, Vec<u8>)>)>,
+    pub(crate) rows: Vec<TaskRows>,
     /// Whether the loop's state changed since the last checkpoint (for exit durability).
     pub(crate) dirty: bool,
     /// The checkpoint loaded, without its values.

@@ -5,6 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+type RetryOn = Arc<dyn Fn(&BoxError) -> bool + Send + Sync>;
+
 /// When and how often a failing node is run again (LangGraph's `RetryPolicy`).
 ///
 /// Before attempt `n + 1` the run sleeps `min(max_interval, initial_interval * backoff_factor^(n-1))`,
@@ -24,7 +26,7 @@ pub struct RetryPolicy {
     pub(crate) backoff_factor: f64,
     pub(crate) max_interval: Duration,
     pub(crate) jitter: bool,
-    pub(crate) retry_on: Option<Arc<dyn Fn(&BoxError) -> bool + Send + Sync>>,
+    pub(crate) retry_on: Option<RetryOn>,
 }
 
 impl fmt::Debug for RetryPolicy {

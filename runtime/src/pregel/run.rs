@@ -603,7 +603,7 @@ impl<S: State> Loop<S> {
         // A step that did not complete keeps the writes of the tasks that succeeded, so a resume
         // does not run them again, and the error or question of the others.
         let incomplete = failure.is_some() || !paused.is_empty();
-        if self.persist.is_some() && incomplete {
+        if incomplete && self.persist.is_some() {
             let mut rows = Vec::new();
             for (i, push) in &unsaved {
                 let d = &done[*i];
@@ -617,7 +617,9 @@ impl<S: State> Loop<S> {
                 let a = serde_json::to_vec(answers).unwrap_or_default();
                 rows.push((self.task_id(*node, *push), vec![(INTERRUPT, q), (RESUME, a)]));
             }
-            self.persist.as_mut().expect("checked above").rows = rows;
+            if let Some(p) = &mut self.persist {
+                p.rows = rows;
+            }
         }
         if let Some((e, _, _)) = failure {
             return Err(e);

@@ -1,4 +1,3 @@
-#![allow(dead_code)] // A copy of the shared `ctxt.rs` until the derive branch lands.
 //! Collects the errors of one macro invocation so they are all reported at once (serde's
 //! `internals/ctxt.rs`).
 

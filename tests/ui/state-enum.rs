@@ -1,0 +1,10 @@
+use weir::prelude::*;
+
+#[derive(State, Clone, Debug)]
+enum Research {
+    Question(String),
+}
+
+fn main() {
+    let _ = ResearchUpdate::default();
+}
