@@ -294,3 +294,13 @@ async fn interrupt_options_pause_the_run_before_and_after_the_node() {
     let done = app.resume(&config).await.unwrap();
     assert!(!done.is_paused());
 }
+
+#[test]
+fn the_compiled_graph_draws_the_same_shape_as_the_const() {
+    let drawn = ResearchGraph::compile().unwrap().mermaid();
+    // The runtime does not know the variants' names: its route edges are unlabelled.
+    let unlabelled = ResearchGraph::MERMAID
+        .replace("-.->|More| ", "-.-> ")
+        .replace("-.->|Done| ", "-.-> ");
+    assert_eq!(drawn, unlabelled);
+}
