@@ -1,13 +1,15 @@
-//! Procedural macros of weir: `#[derive(State)]`.
+//! Procedural macros of weir: `#[derive(State)]` and `graph!`.
 //!
 //! Use them through the `weir` crate, which documents them and re-exports everything the
 //! generated code names. Each macro here is a thin function; the work is in one module per macro,
-//! split by phase (`state/{attr,ast,valid,expand}.rs`), with a shared error context (`ctxt.rs`).
+//! split by phase (`state/{attr,ast,valid,expand}.rs`, `graph/{parse,model,check,expand}.rs`),
+//! with a shared error context (`ctxt.rs`).
 
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations, unreachable_pub)]
 
 mod ctxt;
+mod graph;
 mod state;
 
 use proc_macro::TokenStream;
@@ -18,4 +20,11 @@ use syn::parse_macro_input;
 pub fn derive_state(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as syn::DeriveInput);
     state::derive(&input).into()
+}
+
+/// Declares a graph over a state, checks its wiring at compile time and expands into
+/// `GraphBuilder` calls; see the `weir` crate for the syntax.
+#[proc_macro]
+pub fn graph(input: TokenStream) -> TokenStream {
+    graph::graph(input.into()).into()
 }

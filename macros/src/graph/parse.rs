@@ -1,0 +1,528 @@
+//! The surface syntax of `graph!`, parsed into a tree that keeps every token's span.
+//!
+//! ```text
+//! graph {
+//!     [pub] struct ResearchGraph;                  // optional: a named graph (item form)
+//!     state: Research,                             // `,` or `;`
+//!     nodes: [                                     // optional: without it, the nodes are the
+//!         plan,                                    // names the edges mention, in order
+//!         web = tools::search_web,                 // alias: node `web` runs `tools::search_web`
+//!         write(writes(notes, llm_calls), defer),  // options
+//!         review_step = (|s: &Research| ...),      // any expression, in parentheses
+//!     ],
+//!     START -> plan -> [web, docs];                // edges, chains, fan-out
+//!     [web, docs] -> write;                        // join
+//!     write -> review ? { Verdict::More => plan, Verdict::Done => END };  // one target
+//!     pick -> choose ? [ Go::X => x, Go::Y => y ];                       // a set of targets
+//!     plan -> fan_out ?> worker;                                         // one Send per payload
+//! }
+//! ```
+
+use proc_macro2::{Span, TokenStream};
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{braced, bracketed, parenthesized, token, Expr, Ident, LitInt, Pat, Path, Token, Type, Visibility};
+
+use crate::ctxt::Ctxt;
+
+mod kw {
+    syn::custom_keyword!(state);
+    syn::custom_keyword!(nodes);
+    syn::custom_keyword!(START);
+    syn::custom_keyword!(END);
+}
+
+/// Option names inside `name(...)`.
+pub(crate) const DEFER: &str = "defer";
+pub(crate) const WRITES: &str = "writes";
+pub(crate) const RETRY: &str = "retry";
+pub(crate) const TIMEOUT: &str = "timeout";
+pub(crate) const INTERRUPT_BEFORE: &str = "interrupt_before";
+pub(crate) const INTERRUPT_AFTER: &str = "interrupt_after";
+const OPTIONS: &str = "`defer`, `writes(..)`, `retry(..)`, `timeout(..)`, `interrupt_before`, `interrupt_after`";
+
+/// Keys of `retry(...)`.
+pub(crate) const MAX_ATTEMPTS: &str = "max_attempts";
+pub(crate) const INITIAL_INTERVAL: &str = "initial_interval";
+pub(crate) const BACKOFF_FACTOR: &str = "backoff_factor";
+pub(crate) const MAX_INTERVAL: &str = "max_interval";
+pub(crate) const JITTER: &str = "jitter";
+
+/// The whole input.
+pub(crate) struct Input {
+    /// `[vis] struct Name;`, for the item form.
+    pub(crate) item: Option<Item>,
+    pub(crate) state: Option<Type>,
+    /// `None` when there is no `nodes:` list.
+    pub(crate) nodes: Option<Vec<NodeDecl>>,
+    pub(crate) stmts: Vec<Stmt>,
+}
+
+/// `#[attrs] vis struct Name;`: the graph as a named type.
+pub(crate) struct Item {
+    pub(crate) attrs: Vec<syn::Attribute>,
+    pub(crate) vis: Visibility,
+    pub(crate) name: Ident,
+}
+
+/// One entry of `nodes: [...]`.
+pub(crate) struct NodeDecl {
+    pub(crate) name: Ident,
+    /// What runs: the name itself unless aliased.
+    pub(crate) func: Func,
+    pub(crate) options: NodeOptions,
+}
+
+/// A node or router function: a path, or any expression in parentheses.
+#[derive(Clone)]
+pub(crate) enum Func {
+    Path(Path),
+    Expr(Box<Expr>, Span),
+}
+
+impl Func {
+    pub(crate) fn span(&self) -> Span {
+        match self {
+            Func::Path(p) => p.segments.last().map_or_else(|| p.span(), |s| s.ident.span()),
+            Func::Expr(_, span) => *span,
+        }
+    }
+}
+
+impl quote::ToTokens for Func {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        match self {
+            Func::Path(p) => p.to_tokens(tokens),
+            Func::Expr(e, span) => {
+                // Invisible delimiters: the expression stays one operand, without parentheses
+                // that would trip `unused_parens` in argument position.
+                let mut group = proc_macro2::Group::new(proc_macro2::Delimiter::None, quote::quote!(#e));
+                group.set_span(*span);
+                tokens.extend([proc_macro2::TokenTree::Group(group)]);
+            }
+        }
+    }
+}
+
+/// The options of one node, each with the span of its keyword.
+#[derive(Default)]
+pub(crate) struct NodeOptions {
+    pub(crate) defer: Option<Span>,
+    pub(crate) writes: Option<(Span, Vec<Ident>)>,
+    pub(crate) retry: Option<(Span, Retry)>,
+    pub(crate) timeout: Option<(Span, Duration)>,
+    pub(crate) interrupt_before: Option<Span>,
+    pub(crate) interrupt_after: Option<Span>,
+}
+
+/// `retry(max_attempts = 3, initial_interval = 500ms, backoff_factor = 2.0, max_interval = 10s, jitter = false)`.
+#[derive(Default)]
+pub(crate) struct Retry {
+    pub(crate) max_attempts: Option<LitInt>,
+    pub(crate) initial_interval: Option<Duration>,
+    pub(crate) backoff_factor: Option<syn::Lit>,
+    pub(crate) max_interval: Option<Duration>,
+    pub(crate) jitter: Option<syn::LitBool>,
+}
+
+/// A duration written as an integer with a unit suffix: `500ms`, `2s`, `1min`.
+#[derive(Clone, Copy)]
+pub(crate) struct Duration {
+    pub(crate) millis: u64,
+}
+
+/// One `;`-terminated statement: a chain of edges, optionally ending in a route.
+pub(crate) struct Stmt {
+    /// At least two terms when there is no route, at least one otherwise.
+    pub(crate) terms: Vec<Term>,
+    pub(crate) route: Option<Route>,
+}
+
+/// One side of an arrow.
+pub(crate) enum Term {
+    One(Ref),
+    /// `[a, b, ...]`, with the span of the brackets.
+    Many(Vec<Ref>, Span),
+}
+
+/// A node named in an edge.
+#[derive(Clone)]
+pub(crate) enum Ref {
+    Start(Span),
+    End(Span),
+    Node(Ident),
+}
+
+impl Ref {
+    pub(crate) fn span(&self) -> Span {
+        match self {
+            Ref::Start(s) | Ref::End(s) => *s,
+            Ref::Node(i) => i.span(),
+        }
+    }
+}
+
+/// `router ? {..}`, `router ? [..]` or `router ?> node`, after the chain's last arrow.
+pub(crate) struct Route {
+    pub(crate) router: Func,
+    pub(crate) kind: RouteKind,
+    /// The span of `{..}`, `[..]` or the send's target.
+    pub(crate) span: Span,
+}
+
+pub(crate) enum RouteKind {
+    /// The router returns one value; each arm maps a pattern to a target.
+    One(Vec<Arm>),
+    /// The router returns several values (`Vec<E>`, any iterator); each is mapped by the arms.
+    Many(Vec<Arm>),
+    /// The router returns payloads; each starts one task of the node.
+    Send(Ref),
+}
+
+/// `Pattern => target`.
+pub(crate) struct Arm {
+    pub(crate) pat: Pat,
+    pub(crate) to: Ref,
+}
+
+/// Parses the input, reporting syntax errors to `cx`; `None` when nothing sensible was parsed.
+pub(crate) fn parse(cx: &Ctxt, tokens: TokenStream) -> Option<Input> {
+    let parser = |input: ParseStream| parse_input(cx, input);
+    match syn::parse::Parser::parse2(parser, tokens) {
+        Ok(input) => Some(input),
+        Err(e) => {
+            cx.syn_error(e);
+            None
+        }
+    }
+}
+
+fn parse_input(cx: &Ctxt, input: ParseStream) -> syn::Result<Input> {
+    let mut item = None;
+    let attrs = input.call(syn::Attribute::parse_outer)?;
+    if !attrs.is_empty() || input.peek(Token![pub]) || input.peek(Token![struct]) {
+        let vis: Visibility = input.parse()?;
+        input.parse::<Token![struct]>()?;
+        let name: Ident = input.parse()?;
+        input.parse::<Token![;]>()?;
+        item = Some(Item { attrs, vis, name });
+    }
+    let mut state = None;
+    let mut nodes = None;
+    loop {
+        if input.peek(kw::state) && input.peek2(Token![:]) {
+            let key: kw::state = input.parse()?;
+            input.parse::<Token![:]>()?;
+            let ty: Type = input.parse()?;
+            if state.is_some() {
+                cx.error_at(key.span, "`state` is given twice; a graph runs over one state");
+            }
+            state = Some(ty);
+        } else if input.peek(kw::nodes) && input.peek2(Token![:]) {
+            let key: kw::nodes = input.parse()?;
+            input.parse::<Token![:]>()?;
+            let content;
+            bracketed!(content in input);
+            let mut list = Vec::new();
+            while !content.is_empty() {
+                list.push(parse_node(cx, &content)?);
+                if content.is_empty() {
+                    break;
+                }
+                content.parse::<Token![,]>()?;
+            }
+            if nodes.is_some() {
+                cx.error_at(key.span, "`nodes` is given twice; list every node in one `nodes: [..]`");
+            }
+            nodes = Some(list);
+        } else {
+            break;
+        }
+        if !input.is_empty() && !input.peek(Token![,]) && !input.peek(Token![;]) {
+            return Err(input.error("expected `,` or `;`"));
+        }
+        if !input.is_empty() {
+            if input.peek(Token![,]) {
+                input.parse::<Token![,]>()?;
+            } else {
+                input.parse::<Token![;]>()?;
+            }
+        }
+    }
+    let mut stmts = Vec::new();
+    while !input.is_empty() {
+        stmts.push(parse_stmt(input)?);
+    }
+    Ok(Input {
+        item,
+        state,
+        nodes,
+        stmts,
+    })
+}
+
+fn parse_node(cx: &Ctxt, input: ParseStream) -> syn::Result<NodeDecl> {
+    let name: Ident = input.parse()?;
+    let func = if input.peek(Token![=]) {
+        input.parse::<Token![=]>()?;
+        parse_func(input)?
+    } else {
+        Func::Path(Path::from(name.clone()))
+    };
+    let mut options = NodeOptions::default();
+    if input.peek(token::Paren) {
+        let content;
+        parenthesized!(content in input);
+        let parser = syn::meta::parser(|meta| parse_option(cx, &mut options, meta));
+        syn::parse::Parser::parse2(parser, content.parse::<TokenStream>()?)?;
+    }
+    Ok(NodeDecl { name, func, options })
+}
+
+/// A path, or an expression in parentheses.
+fn parse_func(input: ParseStream) -> syn::Result<Func> {
+    if input.peek(token::Paren) {
+        let content;
+        let paren = parenthesized!(content in input);
+        let expr: Expr = content.parse()?;
+        Ok(Func::Expr(Box::new(expr), paren.span.join()))
+    } else {
+        // Expression-style, so that `f(writes(..))` leaves the options alone and `f::<T>` works.
+        let path: syn::ExprPath = input.parse()?;
+        if path.qself.is_some() {
+            let span = path.span();
+            Ok(Func::Expr(Box::new(Expr::Path(path)), span))
+        } else {
+            Ok(Func::Path(path.path))
+        }
+    }
+}
+
+/// Reports a repeated option at its second occurrence.
+fn once<T>(cx: &Ctxt, slot: &mut Option<T>, span: Span, name: &str, value: T) {
+    if slot.is_some() {
+        cx.error_at(span, format!("`{name}` is given twice for this node"));
+    } else {
+        *slot = Some(value);
+    }
+}
+
+/// Reports a malformed option or setting and skips to the next one, so that every mistake in an
+/// option list is reported in one compile.
+fn recover(cx: &Ctxt, input: ParseStream, result: syn::Result<()>) -> syn::Result<()> {
+    if let Err(e) = result {
+        cx.syn_error(e);
+        while !input.is_empty() && !input.peek(Token![,]) {
+            input.parse::<proc_macro2::TokenTree>()?;
+        }
+    }
+    Ok(())
+}
+
+/// Parses `content` with `f`, then drops what it left after an error (reported by the caller).
+fn all_of<T>(content: ParseStream, f: impl FnOnce(ParseStream) -> syn::Result<T>) -> syn::Result<T> {
+    let result = f(content);
+    if result.is_err() {
+        content.parse::<TokenStream>()?;
+    }
+    result
+}
+
+fn parse_option(cx: &Ctxt, o: &mut NodeOptions, meta: syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
+    let result = option(cx, o, &meta);
+    recover(cx, meta.input, result)
+}
+
+fn option(cx: &Ctxt, o: &mut NodeOptions, meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
+    let span = meta.path.span();
+    let key = meta.path.get_ident().map(Ident::to_string).unwrap_or_default();
+    match key.as_str() {
+        DEFER => once(cx, &mut o.defer, span, DEFER, span),
+        INTERRUPT_BEFORE => once(cx, &mut o.interrupt_before, span, INTERRUPT_BEFORE, span),
+        INTERRUPT_AFTER => once(cx, &mut o.interrupt_after, span, INTERRUPT_AFTER, span),
+        WRITES => {
+            let content;
+            parenthesized!(content in meta.input);
+            let fields = all_of(&content, Punctuated::<Ident, Token![,]>::parse_terminated)?;
+            once(cx, &mut o.writes, span, WRITES, (span, fields.into_iter().collect()));
+        }
+        TIMEOUT => {
+            let content;
+            parenthesized!(content in meta.input);
+            let d = all_of(&content, parse_duration)?;
+            once(cx, &mut o.timeout, span, TIMEOUT, (span, d));
+        }
+        RETRY => {
+            let mut r = Retry::default();
+            if meta.input.peek(token::Paren) {
+                meta.parse_nested_meta(|m| parse_retry(cx, &mut r, m))?;
+            }
+            once(cx, &mut o.retry, span, RETRY, (span, r));
+        }
+        _ => {
+            return Err(meta.error(format!(
+                "unknown node option `{}`; the options are {OPTIONS}",
+                quote::ToTokens::to_token_stream(&meta.path)
+                    .to_string()
+                    .replace(' ', "")
+            )))
+        }
+    }
+    Ok(())
+}
+
+fn parse_retry(cx: &Ctxt, r: &mut Retry, meta: syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
+    let result = retry_setting(cx, r, &meta);
+    recover(cx, meta.input, result)
+}
+
+fn retry_setting(cx: &Ctxt, r: &mut Retry, meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
+    let span = meta.path.span();
+    let key = meta.path.get_ident().map(Ident::to_string).unwrap_or_default();
+    let value = meta.value()?;
+    match key.as_str() {
+        MAX_ATTEMPTS => {
+            let n: LitInt = value.parse()?;
+            n.base10_parse::<u32>()?;
+            once(cx, &mut r.max_attempts, span, MAX_ATTEMPTS, n);
+        }
+        INITIAL_INTERVAL => {
+            let d = parse_duration(value)?;
+            once(cx, &mut r.initial_interval, span, INITIAL_INTERVAL, d);
+        }
+        MAX_INTERVAL => {
+            let d = parse_duration(value)?;
+            once(cx, &mut r.max_interval, span, MAX_INTERVAL, d);
+        }
+        BACKOFF_FACTOR => {
+            let f: syn::Lit = value.parse()?;
+            if !matches!(f, syn::Lit::Float(_) | syn::Lit::Int(_)) {
+                return Err(syn::Error::new(f.span(), "`backoff_factor` is a number, like `2.0`"));
+            }
+            once(cx, &mut r.backoff_factor, span, BACKOFF_FACTOR, f);
+        }
+        JITTER => {
+            let b: syn::LitBool = value.parse()?;
+            once(cx, &mut r.jitter, span, JITTER, b);
+        }
+        _ => {
+            return Err(syn::Error::new(
+                span,
+                format!(
+                    "unknown retry setting `{key}`; the settings are `{MAX_ATTEMPTS}`, \
+                     `{INITIAL_INTERVAL}`, `{BACKOFF_FACTOR}`, `{MAX_INTERVAL}`, `{JITTER}`"
+                ),
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// `500ms`, `2s`, `1min`.
+fn parse_duration(input: ParseStream) -> syn::Result<Duration> {
+    let lit: LitInt = input.parse()?;
+    let n: u64 = lit.base10_parse()?;
+    let per = match lit.suffix() {
+        "ms" => 1,
+        "s" => 1000,
+        "min" => 60_000,
+        _ => {
+            return Err(syn::Error::new(
+                lit.span(),
+                "a duration is a whole number with a unit: `500ms`, `2s` or `1min`",
+            ))
+        }
+    };
+    Ok(Duration {
+        millis: n.saturating_mul(per),
+    })
+}
+
+fn parse_stmt(input: ParseStream) -> syn::Result<Stmt> {
+    let mut terms = vec![parse_term(input)?];
+    let mut route = None;
+    if !input.peek(Token![->]) {
+        return Err(input.error("expected `->`; a statement reads `from -> to;`"));
+    }
+    while input.peek(Token![->]) {
+        input.parse::<Token![->]>()?;
+        // A router: a path or a parenthesized expression, followed by `?`.
+        let fork = input.fork();
+        if fork.call(parse_func).is_ok() && fork.peek(Token![?]) {
+            let router = parse_func(input)?;
+            input.parse::<Token![?]>()?;
+            route = Some(parse_route_body(router, input)?);
+            break;
+        }
+        terms.push(parse_term(input)?);
+    }
+    input.parse::<Token![;]>()?;
+    Ok(Stmt { terms, route })
+}
+
+fn parse_route_body(router: Func, input: ParseStream) -> syn::Result<Route> {
+    if input.peek(Token![>]) {
+        input.parse::<Token![>]>()?;
+        let to = parse_ref(input)?;
+        let span = to.span();
+        return Ok(Route {
+            router,
+            kind: RouteKind::Send(to),
+            span,
+        });
+    }
+    let content;
+    let (many, span) = if input.peek(token::Bracket) {
+        (true, bracketed!(content in input).span.join())
+    } else if input.peek(token::Brace) {
+        (false, braced!(content in input).span.join())
+    } else {
+        return Err(input.error(
+            "expected `{ Pattern => node, .. }` (one target), `[ Pattern => node, .. ]` (several) \
+             or `> node` (a Send per payload) after `?`",
+        ));
+    };
+    let arms = Punctuated::<Arm, Token![,]>::parse_terminated_with(&content, |i| {
+        let pat = Pat::parse_multi_with_leading_vert(i)?;
+        i.parse::<Token![=>]>()?;
+        let to = parse_ref(i)?;
+        Ok(Arm { pat, to })
+    })?;
+    let arms = arms.into_iter().collect();
+    let kind = if many {
+        RouteKind::Many(arms)
+    } else {
+        RouteKind::One(arms)
+    };
+    Ok(Route { router, kind, span })
+}
+
+fn parse_term(input: ParseStream) -> syn::Result<Term> {
+    if input.peek(token::Bracket) {
+        let content;
+        let b = bracketed!(content in input);
+        let refs = Punctuated::<Ref, Token![,]>::parse_terminated_with(&content, parse_ref)?;
+        Ok(Term::Many(refs.into_iter().collect(), b.span.join()))
+    } else {
+        parse_ref(input).map(Term::One)
+    }
+}
+
+fn parse_ref(input: ParseStream) -> syn::Result<Ref> {
+    if input.peek(kw::START) {
+        Ok(Ref::Start(input.parse::<kw::START>()?.span))
+    } else if input.peek(kw::END) {
+        Ok(Ref::End(input.parse::<kw::END>()?.span))
+    } else if input.peek(Ident) {
+        Ok(Ref::Node(input.parse()?))
+    } else {
+        Err(input.error("expected a node name, `START`, `END` or `[a, b, ..]`"))
+    }
+}
+
+impl Parse for Ref {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        parse_ref(input)
+    }
+}

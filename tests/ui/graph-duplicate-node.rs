@@ -1,0 +1,21 @@
+use weir::prelude::*;
+
+#[derive(State, Clone, Debug, Default)]
+struct Doc {
+    text: String,
+}
+
+fn search(_: &Doc) -> DocUpdate {
+    DocUpdate::default()
+}
+fn write(_: &Doc) -> DocUpdate {
+    DocUpdate::default()
+}
+
+fn main() {
+    let _ = graph! {
+        state: Doc,
+        nodes: [search, write, search],
+        START -> search -> write -> END;
+    };
+}

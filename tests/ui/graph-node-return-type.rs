@@ -1,0 +1,25 @@
+use weir::prelude::*;
+
+#[derive(State, Clone, Debug, Default)]
+struct Doc {
+    text: String,
+}
+
+fn search(_: &Doc) -> DocUpdate {
+    DocUpdate::default()
+}
+fn write(_: &Doc) -> DocUpdate {
+    DocUpdate::default()
+}
+
+fn count(_: &Doc) -> usize {
+    0
+}
+
+fn main() {
+    let _ = graph! {
+        state: Doc,
+        nodes: [search, count],
+        START -> search -> count -> END;
+    };
+}
