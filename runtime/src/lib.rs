@@ -6,6 +6,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+pub mod cache;
 pub mod channel;
 pub mod checkpoint;
 mod error;
@@ -18,8 +19,9 @@ pub mod doc_support;
 #[doc(hidden)]
 pub use serde as __serde;
 
+pub use cache::CachePolicy;
 pub use error::{BoxError, BuildError, Error};
-pub use graph::{Command, Goto, GraphBuilder, NodeHandle, NodeId, NodeRef, END, START};
+pub use graph::{Command, Goto, GraphBuilder, NodeError, NodeHandle, NodeId, NodeRef, END, START};
 pub use pregel::{
     CompiledGraph, Context, DrainHandle, Durability, Event, Interrupt, IntoInput, Outcome, PauseKind, Paused,
     RetryPolicy, RunConfig, RunStream, StateSnapshot, Status, StreamMode, TaskSnapshot,

@@ -1,6 +1,8 @@
 use super::node::{
     encode_json, packet, EncodeFn, Goto, IntoGotos, IntoNode, NodeFn, NodeHandle, NodeId, PacketDecoder, RouterFn,
 };
+use super::node::{HandlerFn, NodeError, NodeOutput};
+use crate::cache::{CachePolicy, NodeCache};
 use crate::checkpoint::Checkpointer;
 use crate::error::BuildError;
 use crate::pregel::{CompiledGraph, GraphInner, InputMode, RetryPolicy};
@@ -61,6 +63,8 @@ pub(crate) struct NodeSpec<S: State> {
     pub(crate) timeout: Option<Duration>,
     pub(crate) is_async: bool,
     pub(crate) decode: Option<PacketDecoder<S>>,
+    pub(crate) cache: Option<CachePolicy<S>>,
+    pub(crate) handler: Option<HandlerFn<S>>,
 }
 
 pub(crate) struct RouterSpec<S: State> {
@@ -98,6 +102,7 @@ pub struct GraphBuilder<S: State> {
     pub(crate) default_retry: Option<RetryPolicy>,
     pub(crate) prototype: Option<(S, S::Channels)>,
     pub(crate) saver: Option<Arc<dyn Checkpointer>>,
+    pub(crate) cache: Option<Arc<dyn NodeCache>>,
 }
 
 impl<S: State> fmt::Debug for GraphBuilder<S> {
@@ -141,6 +146,7 @@ impl<S: State> GraphBuilder<S> {
             default_retry: None,
             prototype: None,
             saver: None,
+            cache: None,
         }
     }
 
@@ -164,6 +170,8 @@ impl<S: State> GraphBuilder<S> {
             timeout: None,
             is_async,
             decode: None,
+            cache: None,
+            handler: None,
         });
         id
     }
@@ -259,6 +267,37 @@ impl<S: State> GraphBuilder<S> {
     pub fn defer(&mut self, node: impl Into<NodeId>) -> &mut Self {
         if let Some(n) = self.spec(node.into()) {
             n.defer = true;
+        }
+        self
+    }
+
+    /// Caches `node`'s writes by a key computed from its input: a run whose key was seen before
+    /// (within the TTL) skips the node and takes those writes. Needs a cache
+    /// ([`with_cache`](Self::with_cache)).
+    pub fn cache(&mut self, node: impl Into<NodeId>, policy: CachePolicy<S>) -> &mut Self {
+        if let Some(n) = self.spec(node.into()) {
+            n.cache = Some(policy);
+        }
+        self
+    }
+
+    /// Keeps cacheable nodes' writes in `cache`; it survives across runs of the graph.
+    pub fn with_cache(mut self, cache: impl NodeCache) -> Self {
+        self.cache = Some(Arc::new(cache));
+        self
+    }
+
+    /// Handles `node`'s failure, once its retries are exhausted, with `handler` instead of failing
+    /// the run: the handler gets the state and the error, and its update and destinations are
+    /// applied in the node's stead (the node's own edges and routers do not fire). After a
+    /// failure and a resume, the handler runs, not the node again.
+    pub fn on_error<O: NodeOutput<S>>(
+        &mut self,
+        node: impl Into<NodeId>,
+        handler: impl Fn(&S, &NodeError) -> O + Send + Sync + 'static,
+    ) -> &mut Self {
+        if let Some(n) = self.spec(node.into()) {
+            n.handler = Some(Arc::new(move |s, e| handler(s, e).into_command()));
         }
         self
     }

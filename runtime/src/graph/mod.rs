@@ -8,7 +8,7 @@ mod node;
 
 pub use builder::{GraphBuilder, NodeRef, END, START};
 pub use node::{
-    AsyncCtxMarker, AsyncFn1, AsyncFn2, AsyncMarker, Command, Goto, IntoGotos, IntoNode, NodeFn, NodeHandle, NodeId,
-    NodeOutput, Packet, SyncCtxMarker, SyncMarker,
+    AsyncCtxMarker, AsyncFn1, AsyncFn2, AsyncMarker, Command, Goto, IntoGotos, IntoNode, NodeError, NodeFn, NodeHandle,
+    NodeId, NodeOutput, Packet, SyncCtxMarker, SyncMarker,
 };
-pub(crate) use node::{PacketDecoder, RouterFn};
+pub(crate) use node::{HandlerFn, PacketDecoder, RouterFn};

@@ -444,3 +444,14 @@ impl<S: State, T: IntoGotos<S>> IntoGotos<S> for Option<T> {
 }
 
 pub(crate) type RouterFn<S> = Arc<dyn Fn(&S, &mut Vec<Goto<S>>) + Send + Sync>;
+
+/// What an error handler learns of the failure it handles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeError {
+    /// The node that failed.
+    pub node: String,
+    /// Its error, as a message.
+    pub error: String,
+}
+
+pub(crate) type HandlerFn<S> = Arc<dyn Fn(&S, &NodeError) -> Result<Command<S>, BoxError> + Send + Sync>;

@@ -2,9 +2,10 @@
 //! the channel each edge writes. No name is looked up once this is done.
 
 use super::NodePolicy;
+use crate::cache::{CachePolicy, NodeCache};
 use crate::checkpoint::Checkpointer;
 use crate::error::BuildError;
-use crate::graph::{GraphBuilder, NodeFn, NodeRef, PacketDecoder, RouterFn};
+use crate::graph::{GraphBuilder, HandlerFn, NodeFn, NodeRef, PacketDecoder, RouterFn};
 use crate::state::{FieldInfo, State};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -33,11 +34,13 @@ pub(crate) enum ControlSpec {
 }
 
 /// A router after a node, with the destinations it declared (`None` is END).
+#[derive(Clone)]
 pub(crate) struct CompiledRouter<S: State> {
     pub(crate) func: RouterFn<S>,
     pub(crate) targets: Vec<Option<u32>>,
 }
 
+#[derive(Clone)]
 pub(crate) struct CompiledNode<S: State> {
     /// `None` for the hidden start node and for nodes that only run from `Send`s.
     pub(crate) func: Option<NodeFn<S, S>>,
@@ -51,8 +54,11 @@ pub(crate) struct CompiledNode<S: State> {
     /// Declared writable fields, when declared.
     pub(crate) writes: Option<Vec<bool>>,
     pub(crate) policy: NodePolicy,
+    pub(crate) cache: Option<CachePolicy<S>>,
+    pub(crate) handler: Option<HandlerFn<S>>,
 }
 
+#[derive(Clone)]
 pub(crate) struct GraphInner<S: State> {
     pub(crate) mode: InputMode,
     /// The empty state and channels every run starts from.
@@ -80,6 +86,7 @@ pub(crate) struct GraphInner<S: State> {
     pub(crate) saver: Option<Arc<dyn Checkpointer>>,
     /// The graph as a Mermaid flowchart.
     pub(crate) mermaid: String,
+    pub(crate) cache: Option<Arc<dyn NodeCache>>,
 }
 
 impl<S: State> GraphInner<S> {
@@ -167,6 +174,8 @@ impl<S: State> GraphInner<S> {
                     }
                     mask
                 }),
+                cache: n.cache.clone(),
+                handler: n.handler.clone(),
                 policy: NodePolicy {
                     retry: n.retry.clone().or_else(|| b.default_retry.clone()),
                     timeout: n.timeout,
@@ -196,6 +205,8 @@ impl<S: State> GraphInner<S> {
                 routers: Vec::new(),
                 writes: None,
                 policy: NodePolicy::default(),
+                cache: None,
+                handler: None,
             });
         }
         // One branch channel per node (for the start node: the input channel).
@@ -392,6 +403,7 @@ impl<S: State> GraphInner<S> {
             node_ids,
             decoders,
             saver: b.saver.clone(),
+            cache: b.cache.clone(),
             mermaid,
             mode: b.mode,
             prototype,

@@ -1,5 +1,6 @@
 use super::interrupt::{no_checkpointer, Interrupt, Scratch};
 use super::stream::Emitter;
+use crate::checkpoint::Checkpointer;
 use crate::state::{State, Update};
 use serde::{de::DeserializeOwned, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +23,9 @@ pub struct RunConfig {
     pub interrupt_before: Vec<String>,
     /// Pause after these nodes, in this run (besides the graph's own).
     pub interrupt_after: Vec<String>,
+    /// The checkpoint namespace: `""` for a graph run on its own; a subgraph's runs are saved
+    /// under the namespace of the task that runs them.
+    pub ns: String,
 }
 
 impl Default for RunConfig {
@@ -34,6 +38,7 @@ impl Default for RunConfig {
             durability: Durability::Async,
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
+            ns: String::new(),
         }
     }
 }
@@ -84,6 +89,11 @@ impl RunConfig {
         self.interrupt_after.push(node.into());
         self
     }
+    /// Sets the checkpoint namespace (to read a subgraph's state: the namespace of its task).
+    pub fn ns(mut self, ns: impl Into<String>) -> Self {
+        self.ns = ns.into();
+        self
+    }
     /// Attaches a drain handle.
     pub fn drain(mut self, handle: DrainHandle) -> Self {
         self.drain = Some(handle);
@@ -117,6 +127,17 @@ pub struct Context {
     pub(crate) step: i64,
     pub(crate) scratch: Option<Arc<Scratch>>,
     pub(crate) emitter: Option<Emitter>,
+    pub(crate) run: Option<Arc<RunInfo>>,
+}
+
+/// Where a checkpointed task runs: what a subgraph needs to save under it.
+#[derive(Debug)]
+pub(crate) struct RunInfo {
+    pub(crate) saver: Arc<dyn Checkpointer>,
+    pub(crate) thread: String,
+    pub(crate) ns: String,
+    pub(crate) task: String,
+    pub(crate) durability: Durability,
 }
 
 impl Context {

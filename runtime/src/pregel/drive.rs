@@ -214,8 +214,20 @@ fn fresh_checkpoint<S: State>(run: &Loop<S>, announced: &mut Option<String>) -> 
     Some((current, run.step() - 1, p.last_source))
 }
 
-/// Runs the loop from `start` until it is done, pauses or fails.
+/// Runs the loop from `start` until it is done, pauses or fails, in a `weir.run` span.
 pub(crate) async fn drive<S: State>(
+    g: &Arc<GraphInner<S>>,
+    start: Start<S>,
+    config: &RunConfig,
+    sink: Option<Sink<S>>,
+) -> Result<Outcome<S>, Error> {
+    use tracing::Instrument;
+    let thread = config.thread_id.as_deref().unwrap_or("");
+    let span = tracing::info_span!("weir.run", thread, ns = %config.ns);
+    drive_in_span(g, start, config, sink).instrument(span).await
+}
+
+async fn drive_in_span<S: State>(
     g: &Arc<GraphInner<S>>,
     start: Start<S>,
     config: &RunConfig,
@@ -266,7 +278,8 @@ pub(crate) async fn drive<S: State>(
                 let tasks: Vec<(u32, Option<usize>)> = run.tasks.iter().map(|t| (t.node, t.push)).collect();
                 let step = run.step();
                 announce(&run, fresh_checkpoint(&run, &mut announced)).await;
-                let end = run.run_step().await;
+                let span = tracing::info_span!("weir.step", step, tasks = tasks.len());
+                let end = tracing::Instrument::instrument(run.run_step(), span).await;
                 report(&mut run, step, matches!(end, Ok(StepEnd::Applied { .. }))).await;
                 match end {
                     Ok(StepEnd::Applied { writers }) => {

@@ -10,6 +10,7 @@ mod policy;
 mod run;
 mod snapshot;
 mod stream;
+mod subgraph;
 
 pub(crate) use compile::{GraphInner, InputMode};
 pub use config::{Context, DrainHandle, Durability, IntoInput, RunConfig};

@@ -366,7 +366,7 @@ impl<S: State> Loop<S> {
 
     /// The saved form of a task's command.
     pub(crate) fn save_task(&self, command: &Command<S>) -> Result<Vec<u8>, Error> {
-        let thread = &self.persist.as_ref().expect("a checkpointed run").thread;
+        let thread = self.persist.as_ref().map_or("-", |p| p.thread.as_str());
         let mut goto = Vec::new();
         for g in &command.goto {
             goto.push(match g {
@@ -390,7 +390,7 @@ impl<S: State> Loop<S> {
     /// A task's command, from its saved writes.
     pub(crate) fn load_task(&self, bytes: &[u8]) -> Result<Command<S>, Error> {
         let g = &self.g;
-        let thread = &self.persist.as_ref().expect("a checkpointed run").thread;
+        let thread = self.persist.as_ref().map_or("-", |p| p.thread.as_str());
         let bad = |m: String| Error::checkpoint(thread, m);
         let saved: SavedTask<S::Update> =
             serde_json::from_slice(bytes).map_err(|e| bad(format!("a task's saved writes: {e}")))?;

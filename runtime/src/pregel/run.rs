@@ -2,7 +2,7 @@
 //! writes (`after_tick`), until a status says stop.
 
 use super::compile::{ControlSpec, GraphInner, InputMode};
-use super::config::{Context, DrainHandle, RunConfig};
+use super::config::{Context, DrainHandle, Durability, RunConfig, RunInfo};
 use super::interrupt::{PauseKind, Paused, Scratch};
 use super::persist::{Pending, Persist, ERROR, INTERRUPT, RESUME, WRITES};
 use super::stream::{Sink, StreamMode};
@@ -15,6 +15,7 @@ use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 /// Where a run stands (LangGraph's `PregelLoop.status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +102,8 @@ enum Job<S: State> {
     Node(NodeFn<S, S>),
     Packet(Packet<S>),
     Ready(Command<S>),
+    /// A failure carried over from a step that did not complete (for the node's error handler).
+    Failed(String),
 }
 
 pub(crate) struct Task<S: State> {
@@ -111,6 +114,11 @@ pub(crate) struct Task<S: State> {
     /// The task's writes come from the pending writes of a step that did not complete.
     saved: bool,
     scratch: Option<Arc<Scratch>>,
+    /// The node failed in a step that did not complete, and has an error handler: the handler
+    /// runs, not the node again.
+    failed: Option<String>,
+    /// The task's key in the node cache, when the node is cacheable and missed.
+    cache_key: Option<String>,
 }
 
 /// A finished task: its command, and whether its routers already ran.
@@ -119,6 +127,8 @@ pub(crate) struct Done<S: State> {
     pub(crate) pull: bool,
     pub(crate) command: Command<S>,
     pub(crate) routed: bool,
+    /// An error handler's command: the node's own edges and routers do not fire.
+    pub(crate) handled: bool,
 }
 
 pub(crate) struct Loop<S: State> {
@@ -145,6 +155,7 @@ pub(crate) struct Loop<S: State> {
     /// Where a streamed run sends its events, and what each task of the last step did.
     pub(crate) sink: Option<Sink<S>>,
     pub(crate) report: Vec<TaskReport<S>>,
+    durability: Durability,
     /// Nodes to pause before and after: the graph's and this run's.
     interrupt_before: Vec<bool>,
     interrupt_after: Vec<bool>,
@@ -199,7 +210,11 @@ impl<S: State> Loop<S> {
             }
         }
         let persist = match (&g.saver, &config.thread_id) {
-            (Some(saver), Some(thread)) => Some(Persist::new(saver.clone(), thread.clone(), g.n_fields(), n_channels)),
+            (Some(saver), Some(thread)) => {
+                let mut p = Persist::new(saver.clone(), thread.clone(), g.n_fields(), n_channels);
+                p.ns.clone_from(&config.ns);
+                Some(p)
+            }
             (Some(_), None) => {
                 return Err(Error::config(
                     "this graph has a checkpointer: give the run a thread (`RunConfig::thread`)",
@@ -231,6 +246,7 @@ impl<S: State> Loop<S> {
             persist,
             sink: None,
             report: Vec::new(),
+            durability: config.durability,
             interrupt_before,
             interrupt_after,
             candidates: Vec::new(),
@@ -479,6 +495,8 @@ impl<S: State> Loop<S> {
                 job,
                 saved: false,
                 scratch: None,
+                failed: None,
+                cache_key: None,
             });
         }
         for (i, p) in self.sends.drain(..).enumerate() {
@@ -488,6 +506,8 @@ impl<S: State> Loop<S> {
                 job: Job::Packet(p),
                 saved: false,
                 scratch: None,
+                failed: None,
+                cache_key: None,
             });
         }
         if self.persist.is_some() {
@@ -500,6 +520,12 @@ impl<S: State> Loop<S> {
                     }) => {
                         self.tasks[i].job = Job::Ready(self.load_task(&bytes)?);
                         self.tasks[i].saved = true;
+                        continue;
+                    }
+                    Some(Pending { error: Some(e), .. })
+                        if self.g.nodes[self.tasks[i].node as usize].handler.is_some() =>
+                    {
+                        self.tasks[i].failed = Some(e);
                         continue;
                     }
                     Some(Pending { answers, .. }) => answers,
@@ -545,8 +571,9 @@ impl<S: State> Loop<S> {
     /// Runs the planned tasks concurrently, then applies their writes. A failing task fails the
     /// run, after the writes of its successful siblings are saved; pausing tasks pause it.
     pub(crate) async fn run_step(&mut self) -> Result<StepEnd, Error> {
-        let tasks = std::mem::take(&mut self.tasks);
+        let mut tasks = std::mem::take(&mut self.tasks);
         let step = self.step;
+        self.look_up_cache(&mut tasks).await?;
         let n_tasks = tasks.len();
         let mut results = Vec::with_capacity(n_tasks);
         if n_tasks == 1 {
@@ -554,33 +581,41 @@ impl<S: State> Loop<S> {
             let task = tasks.into_iter().next().expect("one task");
             let ctx = self.context(&task, step);
             let policy = self.g.nodes[task.node as usize].policy.clone();
+            let job = match &task.failed {
+                Some(e) => Job::Failed(e.clone()),
+                None => task.job,
+            };
             let started = Instant::now();
-            let result = AssertUnwindSafe(run_job(task.job, self.state.clone(), ctx, policy))
+            let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
+            let result = AssertUnwindSafe(run_job(job, self.state.clone(), ctx, policy).instrument(span))
                 .catch_unwind()
                 .await;
             let result = result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p))));
-            results.push((
-                task.node,
-                task.push,
-                task.saved,
-                task.scratch,
-                (result, started.elapsed()),
-            ));
+            let timed = (result, started.elapsed());
+            results.push((task.node, task.push, task.saved, task.scratch, task.cache_key, timed));
         } else {
             let mut handles = Vec::with_capacity(n_tasks);
             for task in tasks {
                 let ctx = self.context(&task, step);
                 let policy = self.g.nodes[task.node as usize].policy.clone();
                 let state = self.state.clone();
-                let handle = tokio::spawn(async move {
-                    let started = Instant::now();
-                    (run_job(task.job, state, ctx, policy).await, started.elapsed())
-                });
-                handles.push((task.node, task.push, task.saved, task.scratch, handle));
+                let job = match &task.failed {
+                    Some(e) => Job::Failed(e.clone()),
+                    None => task.job,
+                };
+                let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
+                let handle = tokio::spawn(
+                    async move {
+                        let started = Instant::now();
+                        (run_job(job, state, ctx, policy).await, started.elapsed())
+                    }
+                    .instrument(span),
+                );
+                handles.push((task.node, task.push, task.saved, task.scratch, task.cache_key, handle));
             }
             // Wait for every task, then report the first failure in task order: the same
             // failure whatever order the tasks finished in.
-            for (node, push, saved, scratch, handle) in handles {
+            for (node, push, saved, scratch, cache_key, handle) in handles {
                 let r = handle.await.unwrap_or_else(|e| {
                     let message = match e.try_into_panic() {
                         Ok(payload) => panic_message(payload),
@@ -588,7 +623,7 @@ impl<S: State> Loop<S> {
                     };
                     (Err(Failure::Panic(message)), Duration::ZERO)
                 });
-                results.push((node, push, saved, scratch, r));
+                results.push((node, push, saved, scratch, cache_key, r));
             }
         }
 
@@ -598,12 +633,22 @@ impl<S: State> Loop<S> {
         let mut unsaved = Vec::new();
         self.report.clear();
         let streaming = self.sink.as_ref().is_some_and(|s| s.wants(StreamMode::UPDATES));
-        for (node, push, saved, scratch, (result, duration)) in results {
+        for (node, push, saved, scratch, cache_key, (result, duration)) in results {
             if let Some((question, answers)) = scratch.as_ref().and_then(|s| s.paused()) {
                 paused.push((node, push, question, answers));
                 continue;
             }
-            match self.finish_task(node, push.is_none(), result) {
+            let result = self.finish_task(node, push.is_none(), result);
+            let result = match (result, &self.g.nodes[node as usize].handler) {
+                (Err(e), Some(handler)) if e.node_name().is_some() && !e.is_invalid_update() => {
+                    self.handle(node, push.is_none(), e, handler)
+                }
+                (r, _) => r,
+            };
+            if let (Ok(d), Some(key)) = (&result, &cache_key) {
+                self.store_in_cache(node, key, &d.command).await?;
+            }
+            match result {
                 Ok(d) => {
                     if !saved {
                         unsaved.push((done.len(), push));
@@ -690,11 +735,21 @@ impl<S: State> Loop<S> {
     fn context(&self, task: &Task<S>, step: i64) -> Context {
         let node = self.g.names[task.node as usize].clone();
         let emitter = self.sink.as_ref().and_then(|s| s.emitter(node.clone(), step));
+        let run = self.persist.as_ref().map(|p| {
+            Arc::new(RunInfo {
+                saver: p.saver.clone(),
+                thread: p.thread.clone(),
+                ns: p.ns.clone(),
+                task: self.task_id(task.node, task.push),
+                durability: self.durability,
+            })
+        });
         Context {
             node,
             step,
             scratch: task.scratch.clone(),
             emitter,
+            run,
         }
     }
 
@@ -716,13 +771,73 @@ impl<S: State> Loop<S> {
             pull,
             command,
             routed: false,
+            handled: false,
         })
+    }
+
+    /// Runs `node`'s error handler on its failure `e`: the handler's command stands in for the
+    /// node's. A failing handler fails the run.
+    fn handle(&self, node: u32, pull: bool, e: Error, handler: &crate::graph::HandlerFn<S>) -> Result<Done<S>, Error> {
+        let name = &self.g.names[node as usize];
+        let failure = crate::graph::NodeError {
+            node: name.to_string(),
+            error: e.to_string(),
+        };
+        let command = handler(&self.state, &failure).map_err(|h| {
+            Error::node(
+                name,
+                self.step,
+                format!("its error handler failed: {h} (handling: {e})").into(),
+            )
+        })?;
+        Ok(Done {
+            node,
+            pull,
+            command,
+            routed: false,
+            handled: true,
+        })
+    }
+
+    /// Takes cached writes for the cacheable tasks whose key was seen, and notes the key of the
+    /// others to store their writes once they succeed.
+    async fn look_up_cache(&self, tasks: &mut [Task<S>]) -> Result<(), Error> {
+        let Some(cache) = &self.g.cache else { return Ok(()) };
+        for t in tasks
+            .iter_mut()
+            .filter(|t| !t.saved && t.failed.is_none() && t.push.is_none())
+        {
+            let Some(policy) = &self.g.nodes[t.node as usize].cache else {
+                continue;
+            };
+            let key = format!("{}:{}", self.g.names[t.node as usize], (policy.key)(&self.state));
+            let hit = cache
+                .get(&key)
+                .await
+                .map_err(|e| Error::config(format!("node cache: {e}")))?;
+            match hit {
+                Some(bytes) => t.job = Job::Ready(self.load_task(&bytes)?),
+                None => t.cache_key = Some(key),
+            }
+        }
+        Ok(())
+    }
+
+    async fn store_in_cache(&self, node: u32, key: &str, command: &Command<S>) -> Result<(), Error> {
+        let (Some(cache), Some(policy)) = (&self.g.cache, &self.g.nodes[node as usize].cache) else {
+            return Ok(());
+        };
+        let bytes = self.save_task(command)?;
+        cache
+            .put(key, bytes, policy.ttl)
+            .await
+            .map_err(|e| Error::config(format!("node cache: {e}")))
     }
 
     /// Runs a task's routers on the state with its own writes applied, and nobody else's.
     fn route_fresh(&self, d: &mut Done<S>) -> Result<(), Error> {
         d.routed = true;
-        if self.g.nodes[d.node as usize].routers.is_empty() {
+        if d.handled || self.g.nodes[d.node as usize].routers.is_empty() {
             return Ok(());
         }
         let mut fresh = (*self.state).clone();
@@ -765,7 +880,7 @@ impl<S: State> Loop<S> {
     pub(crate) fn after_tick(&mut self, mut done: Vec<Done<S>>) -> Result<(), Error> {
         let g = self.g.clone();
         let n_fields = g.n_fields();
-        let routed_alone = done.len() == 1 && !done[0].routed;
+        let routed_alone = done.len() == 1 && !done[0].routed && !done[0].handled;
         if done.iter().any(|d| Some(d.node) == g.start) {
             // The start node ran: the input is in the fields now.
             self.input = None;
@@ -828,11 +943,13 @@ impl<S: State> Loop<S> {
         let mut sends = Vec::new();
         for d in &mut done {
             let node = &g.nodes[d.node as usize];
-            for &e in &node.edges {
-                self.branch_writes[e as usize] += 1;
-            }
-            for &j in &node.joins {
-                self.join_writes[j as usize].push(d.node);
+            if !d.handled {
+                for &e in &node.edges {
+                    self.branch_writes[e as usize] += 1;
+                }
+                for &j in &node.joins {
+                    self.join_writes[j as usize].push(d.node);
+                }
             }
             for goto in d.command.goto.drain(..) {
                 match goto {
@@ -922,6 +1039,7 @@ async fn run_job<S: State>(
 ) -> Result<Command<S>, Failure> {
     let job = match job {
         Job::Ready(c) => return Ok(c),
+        Job::Failed(e) => return Err(Failure::Error(e.into())),
         job => job,
     };
     let mut attempt = 0;
@@ -931,7 +1049,7 @@ async fn run_job<S: State>(
             match &job {
                 Job::Node(f) => f.call(&state, &ctx).await,
                 Job::Packet(p) => (p.run)(ctx.clone()).await,
-                Job::Ready(_) => Ok(Command::default()),
+                Job::Ready(_) | Job::Failed(_) => Ok(Command::default()),
             }
         };
         let result = match policy.timeout {

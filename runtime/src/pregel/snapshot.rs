@@ -121,7 +121,7 @@ pub(crate) async fn history<S: State>(
         .clone()
         .ok_or_else(|| Error::config("give the run a thread (`RunConfig::thread`)"))?;
     let records = saver
-        .list(&thread, "", None, limit)
+        .list(&thread, &config.ns, None, limit)
         .await
         .map_err(|e| super::persist::saver_error(&thread, e))?;
     let mut out = Vec::with_capacity(records.len());
@@ -169,6 +169,7 @@ pub(crate) async fn update_state<S: State>(
             goto: Vec::new(),
         },
         routed: false,
+        handled: false,
     }])?;
     save(
         &mut run,

@@ -1,0 +1,100 @@
+//! Subgraphs: a compiled graph used as a node of another.
+
+use super::{CompiledGraph, Context, Outcome, RunConfig};
+use crate::error::BoxError;
+use crate::graph::{GraphBuilder, NodeHandle};
+use crate::state::State;
+use futures::future::BoxFuture;
+use std::sync::Arc;
+
+impl<S: State> GraphBuilder<S> {
+    /// Adds `sub` as node `name`: the node maps its input state to `sub`'s input with `into`,
+    /// runs `sub` to its end, and maps `sub`'s final state back to an update with `from`.
+    ///
+    /// When the parent is checkpointed, `sub` saves its checkpoints on the parent's saver, in the
+    /// parent's thread, under a namespace of its own (`<parent ns>|<task>:<step>`; see
+    /// [`RunConfig::ns`]); a pause inside `sub` pauses the parent with `sub`'s question, and
+    /// answering the parent resumes `sub` where it paused.
+    pub fn add_subgraph<T: State>(
+        &mut self,
+        name: impl Into<String>,
+        sub: CompiledGraph<T>,
+        into: impl Fn(&S) -> T::Update + Send + Sync + 'static,
+        from: impl Fn(&T) -> S::Update + Send + Sync + 'static,
+    ) -> NodeHandle<S> {
+        let from = Arc::new(from);
+        self.add_node(
+            name,
+            move |s: &S, ctx: &Context| -> BoxFuture<'static, Result<S::Update, BoxError>> {
+                let (input, sub, ctx, from) = (into(s), sub.clone(), ctx.clone(), from.clone());
+                Box::pin(async move {
+                    let outcome = run_sub(&sub, input, &ctx).await?;
+                    match outcome {
+                        Outcome::Done(t) => Ok(from(&t)),
+                        Outcome::Paused { pauses, .. } => {
+                            // Surface the subgraph's question as this node's own pause.
+                            let question = pauses.into_iter().next().and_then(|p| p.question);
+                            let _: serde_json::Value = ctx.interrupt(question)?;
+                            Err("the subgraph paused again after it was answered".into())
+                        }
+                    }
+                })
+            },
+        )
+    }
+}
+
+/// Runs (or resumes) a subgraph for the task of `ctx`.
+async fn run_sub<T: State>(sub: &CompiledGraph<T>, input: T::Update, ctx: &Context) -> Result<Outcome<T>, BoxError> {
+    let Some(run) = &ctx.run else {
+        // The parent is not checkpointed: a plain run.
+        return Ok(sub.run(input, &RunConfig::default()).await?);
+    };
+    let sub = sub.with_saver(run.saver.clone());
+    let ns = if run.ns.is_empty() {
+        format!("{}:{}", run.task, ctx.step)
+    } else {
+        format!("{}|{}:{}", run.ns, run.task, ctx.step)
+    };
+    let config = RunConfig {
+        thread_id: Some(run.thread.clone()),
+        ns,
+        durability: run.durability,
+        ..RunConfig::default()
+    };
+    if let Some(snapshot) = sub.get_state(&config).await? {
+        if let Some(pause) = snapshot.pauses.first() {
+            // The parent was answered: the answer goes to the subgraph's paused node.
+            let answer: serde_json::Value = ctx.interrupt(pause.question.clone())?;
+            return Ok(sub.resume_with(answer, &config).await?);
+        }
+        if !snapshot.next.is_empty() {
+            // A run of this task that stopped half way (a failure): go on from there.
+            return Ok(sub.resume(&config).await?);
+        }
+    }
+    Ok(sub.run(input, &config).await?)
+}
+
+impl<S: State> CompiledGraph<S> {
+    /// The same graph, saving its checkpoints with `saver` (unless it has a saver of its own).
+    pub(crate) fn with_saver(&self, saver: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
+        if self.inner.saver.is_some() {
+            return self.clone();
+        }
+        self.with_checkpointer_arc(saver)
+    }
+
+    /// The same graph, saving its checkpoints with `saver` instead: for instance to read a
+    /// subgraph's state in its parent's saver ([`get_state`](Self::get_state) with
+    /// [`RunConfig::ns`]).
+    pub fn with_checkpointer(&self, saver: impl crate::checkpoint::Checkpointer) -> Self {
+        self.with_checkpointer_arc(Arc::new(saver))
+    }
+
+    fn with_checkpointer_arc(&self, saver: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
+        let mut inner = (*self.inner).clone();
+        inner.saver = Some(saver);
+        Self { inner: Arc::new(inner) }
+    }
+}
