@@ -721,7 +721,7 @@ impl<'a> Loader<'a> {
                 };
                 let several = b.handles.iter().any(|(h, _)| per_handle(h) > 1);
                 let may_stop = b.optional.as_deref().is_some_and(|h| per_handle(h) == 0);
-                if several || may_stop || b.kind == "output" {
+                if several || may_stop {
                     r = r.multi();
                 }
                 t = t.route(r);

@@ -4,7 +4,7 @@
 
 use crate::format::FieldType;
 use crate::registry::{DataError, Fields, NodeImpl, Registry, Role, StaticWrite};
-use crate::state::Schema;
+use crate::state::{Reduce, Schema};
 use serde::Deserialize;
 use serde_json::Value;
 use std::fmt;
@@ -173,7 +173,8 @@ struct SetData {
 
 /// `set`: `{"assign": {"summary": "{{ title }}: {{ body }}", "count": "{{ count + 1 }}",
 /// "done": true}}`. A string is a minijinja template over the state's fields; its output is the
-/// value of a `string` field, and is read as JSON for fields of other types. Anything else is
+/// value of a `string` field, and is read as JSON for fields of other types (an `append` field
+/// takes the text itself as one item when it is not JSON). Anything else is
 /// written as it is (and must have the field's type, which the loader checks).
 fn set(data: &Fields, schema: &Schema) -> Result<NodeImpl, Vec<DataError>> {
     let d: SetData = parse(data)?;
@@ -184,7 +185,7 @@ fn set(data: &Fields, schema: &Schema) -> Result<NodeImpl, Vec<DataError>> {
     let mut assigns = Vec::new();
     for (field, value) in &d.assign {
         let path = format!(".assign.{field}");
-        let ty = schema.declared(field).map(|f| f.ty);
+        let ty = schema.declared(field).map(|f| (f.ty, f.reducer));
         match value {
             Value::String(source) => {
                 if let Err(e) = env.add_template_owned(field.clone(), source.clone()) {
@@ -226,8 +227,12 @@ fn set(data: &Fields, schema: &Schema) -> Result<NodeImpl, Vec<DataError>> {
                         .and_then(|t| t.render(ctx.clone()))
                         .map_err(|e| format!("template for `{field}` failed: {e}"))?;
                     match ty {
-                        Some(FieldType::String) | None => Value::String(text),
-                        Some(ty) => serde_json::from_str(text.trim()).map_err(|_| {
+                        Some((FieldType::String, _)) | None => Value::String(text),
+                        // An append field takes one item: JSON if it reads as JSON, else the text.
+                        Some((_, Reduce::Append)) => {
+                            serde_json::from_str(text.trim()).unwrap_or(Value::String(text))
+                        }
+                        Some((ty, _)) => serde_json::from_str(text.trim()).map_err(|_| {
                             format!("template for `{field}` gave `{text}`, which is not a {ty}")
                         })?,
                     }
