@@ -90,8 +90,8 @@ pub struct RunError {
     message: String,
     node: Option<String>,
     recursion_limit: bool,
-    pause: Option<crate::run::Pause>,
-    source: Option<weir_runtime::Error>,
+    pause: Option<Box<crate::run::Pause>>,
+    source: Option<Box<weir_runtime::Error>>,
 }
 
 impl RunError {
@@ -115,13 +115,13 @@ impl RunError {
         }
         let pause = std::error::Error::source(&e)
             .and_then(|s| s.downcast_ref::<crate::run::Pause>())
-            .cloned();
+            .map(|p| Box::new(p.clone()));
         Self {
             message,
             node: e.node_name().map(str::to_owned),
             recursion_limit: e.is_recursion_limit(),
             pause,
-            source: Some(e),
+            source: Some(Box::new(e)),
         }
     }
 
@@ -132,7 +132,7 @@ impl RunError {
 
     /// When the run stopped at an `output` node asking for a choice: the question.
     pub fn pause(&self) -> Option<&crate::run::Pause> {
-        self.pause.as_ref()
+        self.pause.as_deref()
     }
 
     /// Whether the run hit its recursion limit.
@@ -151,6 +151,6 @@ impl std::error::Error for RunError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.source
             .as_ref()
-            .and_then(|e| std::error::Error::source(e))
+            .and_then(|e| std::error::Error::source(&**e))
     }
 }

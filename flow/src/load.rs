@@ -495,10 +495,10 @@ impl<'a> Loader<'a> {
                     );
                     continue;
                 }
-                Role::Branch(b) => {
-                    if !self.handle_ok(b, &e.id, &source.id, e.source_handle.as_deref(), &path) {
-                        continue;
-                    }
+                Role::Branch(b)
+                    if !self.handle_ok(b, &e.id, &source.id, e.source_handle.as_deref(), &path) =>
+                {
+                    continue;
                 }
                 _ => {}
             }
