@@ -13,15 +13,15 @@
 
 pub use weir_runtime::{
     channel, graph, state, AppendMark, BoxError, BuildError, ChannelKind, CodecError, Command, CompiledGraph, Context,
-    DrainHandle, Error, FieldInfo, Goto, GraphBuilder, IntoInput, NodeHandle, NodeId, NodeRef,
-    RunConfig, State, Status, Update, Writes, END, START,
+    DrainHandle, Error, FieldInfo, Goto, GraphBuilder, IntoInput, NodeHandle, NodeId, NodeRef, RetryPolicy, RunConfig,
+    State, Status, Update, Writes, END, START,
 };
 
 /// The items most programs need: `use weir::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        BoxError, BuildError, Command, CompiledGraph, Context, DrainHandle, Error, Goto,
-        GraphBuilder, NodeId, RunConfig, State, Update, END, START,
+        BoxError, BuildError, Command, CompiledGraph, Context, DrainHandle, Error, Goto, GraphBuilder, NodeId,
+        RetryPolicy, RunConfig, State, Update, END, START,
     };
 }
 

@@ -96,29 +96,19 @@ async fn fan_out_to_three_and_a_join_that_runs_once() {
         g.add_edge("fan", name);
     }
     g.add_join(["x", "y", "z"], "join");
-    let out = g
-        .compile()
-        .unwrap()
-        .invoke(Flow::default(), &cfg())
-        .await
-        .unwrap();
+    let out = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap();
     assert_eq!(out.log, ["fan", "x", "y", "z", "join saw fan,x,y,z"]);
     assert_eq!(runs.count("join"), 1);
     assert_eq!(
         runs.by_step(),
-        [
-            (2, vec!["x".into(), "y".into(), "z".into()]),
-            (3, vec!["join".into()])
-        ]
+        [(2, vec!["x".into(), "y".into(), "z".into()]), (3, vec!["join".into()])]
     );
 }
 
 #[tokio::test]
 async fn a_conditional_loop_stops_on_its_condition() {
     let mut g = GraphBuilder::<Flow>::new();
-    let work = g.add_node("work", |_: &Flow| {
-        FlowUpdate::default().count(ReducerWrite::Reduce(1))
-    });
+    let work = g.add_node("work", |_: &Flow| FlowUpdate::default().count(ReducerWrite::Reduce(1)));
     let work_id = work.id();
     g.add_edge(START, &work);
     g.add_router(
@@ -132,12 +122,7 @@ async fn a_conditional_loop_stops_on_its_condition() {
         },
         [weir::NodeRef::from(work_id), END],
     );
-    let out = g
-        .compile()
-        .unwrap()
-        .invoke(Flow::default(), &cfg())
-        .await
-        .unwrap();
+    let out = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap();
     assert_eq!(out.count, 5);
 }
 
@@ -147,12 +132,7 @@ async fn two_parallel_writes_to_a_last_value_fail_naming_the_field_and_both_node
     g.add_node("one", |_: &Flow| FlowUpdate::default().value("1".into()));
     g.add_node("two", |_: &Flow| FlowUpdate::default().value("2".into()));
     g.add_edge(START, "one").add_edge(START, "two");
-    let err = g
-        .compile()
-        .unwrap()
-        .invoke(Flow::default(), &cfg())
-        .await
-        .unwrap_err();
+    let err = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap_err();
     assert!(err.is_invalid_update());
     assert_eq!(err.field(), Some("value"));
     assert_eq!(
@@ -188,9 +168,7 @@ async fn append_order_is_task_order_whatever_order_tasks_finish_in() {
 async fn an_ephemeral_value_is_gone_the_next_step() {
     let seen = Log::default();
     let mut g = GraphBuilder::<Flow>::new();
-    g.add_node("write", |_: &Flow| {
-        FlowUpdate::default().scratch(Some("tmp".into()))
-    });
+    g.add_node("write", |_: &Flow| FlowUpdate::default().scratch(Some("tmp".into())));
     let s1 = seen.clone();
     g.add_node("read", move |s: &Flow, c: &Context| {
         s1.push(c.step(), format!("{:?}", s.scratch));
@@ -202,12 +180,7 @@ async fn an_ephemeral_value_is_gone_the_next_step() {
     g.add_edge(START, "write")
         .add_edge("write", "read")
         .add_edge("read", "later");
-    let out = g
-        .compile()
-        .unwrap()
-        .invoke(Flow::default(), &cfg())
-        .await
-        .unwrap();
+    let out = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap();
     assert_eq!(
         seen.by_step(),
         [(2, vec!["Some(\"tmp\")".into()]), (3, vec!["None".into()])]
@@ -219,12 +192,8 @@ async fn an_ephemeral_value_is_gone_the_next_step() {
 async fn a_per_step_topic_clears() {
     let seen = Log::default();
     let mut g = GraphBuilder::<Flow>::new();
-    g.add_node("a", |_: &Flow| {
-        FlowUpdate::default().inbox(vec!["m1".into()])
-    });
-    g.add_node("b", |_: &Flow| {
-        FlowUpdate::default().inbox(vec!["m2".into()])
-    });
+    g.add_node("a", |_: &Flow| FlowUpdate::default().inbox(vec!["m1".into()]));
+    g.add_node("b", |_: &Flow| FlowUpdate::default().inbox(vec!["m2".into()]));
     let s1 = seen.clone();
     g.add_node("read", move |s: &Flow, c: &Context| {
         s1.push(c.step(), s.inbox.join(","))
@@ -237,26 +206,19 @@ async fn a_per_step_topic_clears() {
         .add_edge(START, "b")
         .add_join(["a", "b"], "read")
         .add_edge("read", "after");
-    let out = g
-        .compile()
-        .unwrap()
-        .invoke(Flow::default(), &cfg())
-        .await
-        .unwrap();
-    assert_eq!(
-        seen.by_step(),
-        [(2, vec!["m1,m2".into()]), (3, vec![String::new()])]
-    );
+    let out = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap();
+    assert_eq!(seen.by_step(), [(2, vec!["m1,m2".into()]), (3, vec![String::new()])]);
     assert!(out.inbox.is_empty());
 }
 
 #[tokio::test]
 async fn the_recursion_limit_stops_an_endless_loop() {
     let mut g = GraphBuilder::<Flow>::new();
-    g.add_node("spin", |_: &Flow| {
-        FlowUpdate::default().count(ReducerWrite::Reduce(1))
-    });
-    g.add_edge(START, "spin").add_edge("spin", "spin");
+    let spin = g
+        .add_node("spin", |_: &Flow| FlowUpdate::default().count(ReducerWrite::Reduce(1)))
+        .id();
+    g.add_edge(START, "spin");
+    g.add_router("spin", move |_: &Flow| spin, [weir::NodeRef::from(spin), END]);
     let err = g
         .compile()
         .unwrap()
@@ -282,9 +244,7 @@ async fn drain_stops_between_steps() {
         log("first")
     });
     let r = runs.clone();
-    g.add_node("second", move |_: &Flow, c: &Context| {
-        r.push(c.step(), "second")
-    });
+    g.add_node("second", move |_: &Flow, c: &Context| r.push(c.step(), "second"));
     g.add_edge(START, "first").add_edge("first", "second");
     let err = g
         .compile()
@@ -302,17 +262,12 @@ async fn a_panicking_node_is_an_error_of_the_run() {
     for parallel in [false, true] {
         let mut g = GraphBuilder::<Flow>::new();
         g.add_node("boom", |_: &Flow| -> FlowUpdate { panic!("kaboom") });
-        g.add_node("fine", |_: &Flow| log("fine"));
         g.add_edge(START, "boom");
         if parallel {
+            g.add_node("fine", |_: &Flow| log("fine"));
             g.add_edge(START, "fine");
         }
-        let err = g
-            .compile()
-            .unwrap()
-            .invoke(Flow::default(), &cfg())
-            .await
-            .unwrap_err();
+        let err = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap_err();
         assert!(err.is_panic());
         assert_eq!(err.to_string(), "node `boom` panicked at step 1: kaboom");
     }
@@ -326,19 +281,11 @@ async fn a_failing_node_is_named_with_its_step() {
         Err(std::io::Error::other("disk on fire"))
     });
     g.add_edge(START, "ok").add_edge("ok", "bad");
-    let err = g
-        .compile()
-        .unwrap()
-        .invoke(Flow::default(), &cfg())
-        .await
-        .unwrap_err();
+    let err = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap_err();
     assert!(err.is_node_error());
     assert_eq!((err.node_name(), err.step()), (Some("bad"), Some(2)));
     assert_eq!(err.to_string(), "node `bad` failed at step 2: disk on fire");
-    assert_eq!(
-        std::error::Error::source(&err).unwrap().to_string(),
-        "disk on fire"
-    );
+    assert_eq!(std::error::Error::source(&err).unwrap().to_string(), "disk on fire");
 }
 
 #[tokio::test]
@@ -356,14 +303,9 @@ async fn send_with_100_payloads_runs_100_tasks_in_one_step() {
     g.add_router(
         "plan",
         move |_: &Flow| (0..100).map(|i| w.send(i)).collect::<Vec<_>>(),
-        Vec::<weir::NodeRef>::new(),
+        [&worker],
     );
-    let out = g
-        .compile()
-        .unwrap()
-        .invoke(Flow::default(), &cfg())
-        .await
-        .unwrap();
+    let out = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap();
     let expected: Vec<String> = (0..100).map(|i| i.to_string()).collect();
     assert_eq!(out.log, expected, "every result, in Send order");
     let steps = runs.by_step();
@@ -376,16 +318,9 @@ async fn a_command_goes_where_it_says() {
     let mut g = GraphBuilder::<Flow>::new();
     let target = g.add_node("target", |_: &Flow| log("target"));
     let t = target.id();
-    g.add_node("chooser", move |_: &Flow| {
-        Command::new().update(log("chooser")).goto(t)
-    });
-    g.add_edge(START, "chooser");
-    let out = g
-        .compile()
-        .unwrap()
-        .invoke(Flow::default(), &cfg())
-        .await
-        .unwrap();
+    let chooser = g.add_node("chooser", move |_: &Flow| Command::new().update(log("chooser")).goto(t));
+    g.add_edge(START, &chooser).declare_destinations(&chooser, [&target]);
+    let out = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap();
     assert_eq!(out.log, ["chooser", "target"]);
 }
 
@@ -395,14 +330,9 @@ async fn a_router_choosing_an_undeclared_target_fails_the_run() {
     let a = g.add_node("a", |_: &Flow| ());
     let b = g.add_node("b", |_: &Flow| ());
     let b_id = b.id();
-    g.add_edge(START, &a);
+    g.add_edge(START, &a).add_edge(&a, &b);
     g.add_router(&a, move |_: &Flow| b_id, [END]);
-    let err = g
-        .compile()
-        .unwrap()
-        .invoke(Flow::default(), &cfg())
-        .await
-        .unwrap_err();
+    let err = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap_err();
     assert_eq!(
         err.to_string(),
         "router of node `a` at step 1 chose `b`, which is not one of its declared targets"
@@ -413,18 +343,11 @@ async fn a_router_choosing_an_undeclared_target_fails_the_run() {
 async fn a_write_outside_the_declared_fields_fails_naming_node_and_field() {
     let mut g = GraphBuilder::<Flow>::new();
     let a = g.add_node("a", |_: &Flow| {
-        FlowUpdate::default()
-            .value("x".into())
-            .count(ReducerWrite::Reduce(1))
+        FlowUpdate::default().value("x".into()).count(ReducerWrite::Reduce(1))
     });
     g.declare_writes(&a, [2]);
     g.add_edge(START, &a);
-    let err = g
-        .compile()
-        .unwrap()
-        .invoke(Flow::default(), &cfg())
-        .await
-        .unwrap_err();
+    let err = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap_err();
     assert_eq!((err.node_name(), err.field()), (Some("a"), Some("value")));
     assert_eq!(
         err.to_string(),
@@ -438,27 +361,19 @@ async fn a_deferred_node_runs_once_everything_else_is_done() {
     let mut g = GraphBuilder::<Flow>::new();
     for (name, next) in [("a", Some("a2")), ("a2", None), ("b", None)] {
         let r = runs.clone();
-        g.add_node(name, move |_: &Flow, c: &Context| {
-            r.push(c.step(), c.node())
-        });
+        g.add_node(name, move |_: &Flow, c: &Context| r.push(c.step(), c.node()));
         if let Some(n) = next {
             g.add_edge(name, n);
         }
     }
     let r = runs.clone();
-    let last = g.add_node("last", move |_: &Flow, c: &Context| {
-        r.push(c.step(), c.node())
-    });
+    let last = g.add_node("last", move |_: &Flow, c: &Context| r.push(c.step(), c.node()));
     g.defer(&last);
     g.add_edge(START, "a")
         .add_edge(START, "b")
         .add_edge("b", "last")
         .add_edge("a2", "last");
-    g.compile()
-        .unwrap()
-        .invoke(Flow::default(), &cfg())
-        .await
-        .unwrap();
+    g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap();
     assert_eq!(
         runs.by_step(),
         [
@@ -482,11 +397,110 @@ fn wiring_errors_are_reported_together_when_the_graph_is_built() {
     assert_eq!(
         err.problems(),
         [
-            "duplicate node `search`",
-            "unknown node `serch`; declared nodes are `search`, `write`",
-            "edge out of END: END has no outgoing edges",
-            "edge into START: START has no incoming edges",
-            "the graph has no entry: add an edge from START",
+            "node `search` is declared twice; node names must be unique",
+            "unknown node `serch`; did you mean `search`?",
+            "END cannot be the source of an edge; nothing runs after END",
+            "START cannot be the target of an edge; START only begins the run",
+            "node `write` is unreachable: no path from START leads to it; add an edge into it or remove it",
         ]
+    );
+}
+
+#[derive(Debug)]
+struct Flaky;
+impl std::fmt::Display for Flaky {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("flaky")
+    }
+}
+impl std::error::Error for Flaky {}
+
+fn flaky_graph(fail_times: usize, policy: weir::RetryPolicy) -> (weir::CompiledGraph<Flow>, Log) {
+    let runs = Log::default();
+    let mut g = GraphBuilder::<Flow>::new();
+    let r = runs.clone();
+    let node = g.add_node("flaky", move |_: &Flow, c: &Context| -> Result<FlowUpdate, Flaky> {
+        r.push(c.step(), "attempt");
+        if r.count("attempt") <= fail_times {
+            Err(Flaky)
+        } else {
+            Ok(log("ok"))
+        }
+    });
+    g.retry(&node, policy);
+    g.add_edge(START, &node);
+    (g.compile().unwrap(), runs)
+}
+
+fn quick(attempts: u32) -> weir::RetryPolicy {
+    weir::RetryPolicy::new(attempts)
+        .initial_interval(Duration::from_millis(1))
+        .jitter(false)
+}
+
+#[tokio::test]
+async fn a_node_failing_twice_then_succeeding_under_three_attempts_runs_three_times() {
+    let (app, runs) = flaky_graph(2, quick(3));
+    let out = app.invoke(Flow::default(), &cfg()).await.unwrap();
+    assert_eq!(out.log, ["ok"]);
+    assert_eq!(runs.count("attempt"), 3);
+}
+
+#[tokio::test]
+async fn retries_give_up_after_max_attempts_with_the_last_error() {
+    let (app, runs) = flaky_graph(5, quick(2));
+    let err = app.invoke(Flow::default(), &cfg()).await.unwrap_err();
+    assert_eq!(err.to_string(), "node `flaky` failed at step 1: flaky");
+    assert_eq!(runs.count("attempt"), 2);
+}
+
+#[tokio::test]
+async fn retry_on_selects_the_errors_to_retry() {
+    let (app, runs) = flaky_graph(1, quick(3).retry_on(|e| !e.is::<Flaky>()));
+    assert!(app.invoke(Flow::default(), &cfg()).await.unwrap_err().is_node_error());
+    assert_eq!(runs.count("attempt"), 1, "a Flaky error is not retried");
+}
+
+#[test]
+fn retry_backoff_grows_geometrically_up_to_the_maximum() {
+    // G29: initial 10 ms, factor 2, three attempts: sleeps of 10 ms then 20 ms.
+    let p = weir::RetryPolicy::new(3)
+        .initial_interval(Duration::from_millis(10))
+        .backoff_factor(2.0)
+        .jitter(false);
+    assert_eq!(
+        [p.delay(1), p.delay(2)],
+        [Duration::from_millis(10), Duration::from_millis(20)]
+    );
+    let capped = p.max_interval(Duration::from_millis(15));
+    assert_eq!(capped.delay(2), Duration::from_millis(15));
+}
+
+#[tokio::test]
+async fn a_timeout_fails_naming_the_node_and_the_limit() {
+    let mut g = GraphBuilder::<Flow>::new();
+    let slow = g.add_node("slow", |_: &Flow| async {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        log("late")
+    });
+    g.timeout(&slow, Duration::from_millis(20));
+    g.add_edge(START, &slow);
+    let err = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap_err();
+    assert!(err.is_timeout());
+    assert_eq!(
+        err.to_string(),
+        "node `slow` timed out at step 1: an attempt took longer than its limit of 20ms"
+    );
+}
+
+#[test]
+fn a_timeout_on_a_plain_function_is_refused_when_building() {
+    let mut g = GraphBuilder::<Flow>::new();
+    let n = g.add_node("plain", |_: &Flow| log("x"));
+    g.timeout(&n, Duration::from_millis(20));
+    g.add_edge(START, &n);
+    assert_eq!(
+        g.compile().unwrap_err().to_string(),
+        "node `plain` has a timeout but is a plain function, which cannot be stopped while it runs: make it async"
     );
 }

@@ -53,14 +53,7 @@ macro_rules! __doc_state {
                 bump: bool,
                 changed: &mut [bool],
             ) -> Result<(), $crate::state::FieldError> {
-                changed[0] = $crate::state::apply_field(
-                    0,
-                    &mut self.text,
-                    &mut c.0,
-                    u,
-                    |u| u.text.take(),
-                    bump,
-                )?;
+                changed[0] = $crate::state::apply_field(0, &mut self.text, &mut c.0, u, |u| u.text.take(), bump)?;
                 Ok(())
             }
             fn consume(&mut self, c: &mut Self::Channels, i: usize) -> bool {
@@ -72,7 +65,12 @@ macro_rules! __doc_state {
             fn save_field(&self, c: &Self::Channels, _: usize) -> Result<Option<Vec<u8>>, $crate::CodecError> {
                 $crate::state::save_field("text", &self.text, &c.0)
             }
-            fn load_field(&mut self, c: &mut Self::Channels, _: usize, chain: &[Vec<u8>]) -> Result<(), $crate::CodecError> {
+            fn load_field(
+                &mut self,
+                c: &mut Self::Channels,
+                _: usize,
+                chain: &[Vec<u8>],
+            ) -> Result<(), $crate::CodecError> {
                 $crate::state::load_field("text", &mut self.text, &mut c.0, chain)
             }
         }

@@ -43,6 +43,11 @@ enum ErrorKind {
     Drained {
         step: i64,
     },
+    Timeout {
+        node: String,
+        step: i64,
+        limit: std::time::Duration,
+    },
     UnknownTarget {
         node: String,
         target: String,
@@ -50,6 +55,28 @@ enum ErrorKind {
     },
     EmptyInput,
     Config(String),
+    Checkpoint {
+        thread: String,
+        message: String,
+    },
+    Conflict {
+        thread: String,
+        message: String,
+    },
+    UnsavedSend {
+        node: String,
+    },
+    NothingToResume {
+        thread: String,
+        id: Option<String>,
+    },
+    AmbiguousResume {
+        thread: String,
+        ids: Vec<String>,
+    },
+    Paused {
+        pauses: Vec<crate::pregel::Paused>,
+    },
 }
 
 impl Error {
@@ -71,12 +98,7 @@ impl Error {
             },
         }
     }
-    pub(crate) fn invalid_update(
-        field: &'static str,
-        nodes: Vec<String>,
-        step: i64,
-        source: UpdateError,
-    ) -> Self {
+    pub(crate) fn invalid_update(field: &'static str, nodes: Vec<String>, step: i64, source: UpdateError) -> Self {
         Self {
             kind: ErrorKind::InvalidUpdate {
                 field,
@@ -105,6 +127,15 @@ impl Error {
             kind: ErrorKind::Drained { step },
         }
     }
+    pub(crate) fn timeout(node: &str, step: i64, limit: std::time::Duration) -> Self {
+        Self {
+            kind: ErrorKind::Timeout {
+                node: node.to_owned(),
+                step,
+                limit,
+            },
+        }
+    }
     pub(crate) fn unknown_target(node: &str, target: String, step: i64) -> Self {
         Self {
             kind: ErrorKind::UnknownTarget {
@@ -125,12 +156,94 @@ impl Error {
         }
     }
 
+    pub(crate) fn paused(pauses: Vec<crate::pregel::Paused>) -> Self {
+        Self {
+            kind: ErrorKind::Paused { pauses },
+        }
+    }
+    /// Whether the run paused (see [`CompiledGraph::run`](crate::CompiledGraph::run) for the
+    /// pause as an outcome rather than an error).
+    pub fn is_paused(&self) -> bool {
+        matches!(self.kind, ErrorKind::Paused { .. })
+    }
+    /// The pauses, when the run paused.
+    pub fn pauses(&self) -> &[crate::pregel::Paused] {
+        match &self.kind {
+            ErrorKind::Paused { pauses } => pauses,
+            _ => &[],
+        }
+    }
+    pub(crate) fn checkpoint(thread: &str, message: impl Into<String>) -> Self {
+        Self {
+            kind: ErrorKind::Checkpoint {
+                thread: thread.to_owned(),
+                message: message.into(),
+            },
+        }
+    }
+    pub(crate) fn conflict(thread: &str, message: impl Into<String>) -> Self {
+        Self {
+            kind: ErrorKind::Conflict {
+                thread: thread.to_owned(),
+                message: message.into(),
+            },
+        }
+    }
+    pub(crate) fn unsaved_send(node: &str) -> Self {
+        Self {
+            kind: ErrorKind::UnsavedSend { node: node.to_owned() },
+        }
+    }
+    pub(crate) fn nothing_to_resume(thread: &str, id: Option<&str>) -> Self {
+        Self {
+            kind: ErrorKind::NothingToResume {
+                thread: thread.to_owned(),
+                id: id.map(str::to_owned),
+            },
+        }
+    }
+    pub(crate) fn ambiguous_resume(thread: &str, ids: &[String]) -> Self {
+        Self {
+            kind: ErrorKind::AmbiguousResume {
+                thread: thread.to_owned(),
+                ids: ids.to_vec(),
+            },
+        }
+    }
+
+    /// The thread at fault, for errors of checkpoints and resumes.
+    pub fn thread(&self) -> Option<&str> {
+        match &self.kind {
+            ErrorKind::Checkpoint { thread, .. }
+            | ErrorKind::Conflict { thread, .. }
+            | ErrorKind::NothingToResume { thread, .. }
+            | ErrorKind::AmbiguousResume { thread, .. } => Some(thread),
+            _ => None,
+        }
+    }
+    /// Whether another run moved the thread on meanwhile (two runs of one thread at once).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self.kind, ErrorKind::Conflict { .. })
+    }
+    /// Whether a checkpoint could not be read or written.
+    pub fn is_checkpoint(&self) -> bool {
+        matches!(self.kind, ErrorKind::Checkpoint { .. } | ErrorKind::UnsavedSend { .. })
+    }
+    /// Whether a resume found no paused node to answer, or could not tell which.
+    pub fn is_bad_resume(&self) -> bool {
+        matches!(
+            self.kind,
+            ErrorKind::NothingToResume { .. } | ErrorKind::AmbiguousResume { .. }
+        )
+    }
+
     /// The node at fault, when a node failed, panicked, wrote what it may not, or routed nowhere.
     pub fn node_name(&self) -> Option<&str> {
         match &self.kind {
             ErrorKind::Node { node, .. }
             | ErrorKind::Panic { node, .. }
             | ErrorKind::UndeclaredWrite { node, .. }
+            | ErrorKind::Timeout { node, .. }
             | ErrorKind::UnknownTarget { node, .. } => Some(node),
             ErrorKind::InvalidUpdate { nodes, .. } => nodes.first().map(String::as_str),
             _ => None,
@@ -144,6 +257,7 @@ impl Error {
             | ErrorKind::InvalidUpdate { step, .. }
             | ErrorKind::UndeclaredWrite { step, .. }
             | ErrorKind::UnknownTarget { step, .. }
+            | ErrorKind::Timeout { step, .. }
             | ErrorKind::Drained { step } => Some(*step),
             _ => None,
         }
@@ -151,9 +265,7 @@ impl Error {
     /// The field at fault, for an invalid or undeclared write.
     pub fn field(&self) -> Option<&'static str> {
         match &self.kind {
-            ErrorKind::InvalidUpdate { field, .. } | ErrorKind::UndeclaredWrite { field, .. } => {
-                Some(field)
-            }
+            ErrorKind::InvalidUpdate { field, .. } | ErrorKind::UndeclaredWrite { field, .. } => Some(field),
             _ => None,
         }
     }
@@ -179,6 +291,10 @@ impl Error {
     /// Whether the run stopped between steps because a drain was requested.
     pub fn is_drained(&self) -> bool {
         matches!(self.kind, ErrorKind::Drained { .. })
+    }
+    /// Whether a node took longer than its timeout.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self.kind, ErrorKind::Timeout { .. })
     }
     /// Whether the input wrote nothing.
     pub fn is_empty_input(&self) -> bool {
@@ -210,11 +326,38 @@ impl fmt::Display for Error {
                 "recursion limit of {limit} steps reached without hitting a stop condition; raise it with `RunConfig::recursion_limit`"
             ),
             ErrorKind::Drained { step } => write!(f, "run drained before step {step}, as requested"),
+            ErrorKind::Timeout { node, step, limit } => {
+                write!(f, "node `{node}` timed out at step {step}: an attempt took longer than its limit of {limit:?}")
+            }
             ErrorKind::UnknownTarget { node, target, step } => {
                 write!(f, "router of node `{node}` at step {step} chose `{target}`, which is not one of its declared targets")
             }
             ErrorKind::EmptyInput => f.write_str("the input writes no field: nothing to run"),
             ErrorKind::Config(m) => f.write_str(m),
+            ErrorKind::Checkpoint { thread, message } => write!(f, "checkpoint of thread `{thread}`: {message}"),
+            ErrorKind::Conflict { thread, message } => {
+                write!(f, "thread `{thread}` was moved on by another run meanwhile: {message}")
+            }
+            ErrorKind::UnsavedSend { node } => write!(
+                f,
+                "a `Send` to node `{node}` is pending but cannot be saved in a checkpoint: add the node with `add_send_node`, whose input is serializable"
+            ),
+            ErrorKind::NothingToResume { thread, id: None } => {
+                write!(f, "thread `{thread}` has no paused node to give an answer to")
+            }
+            ErrorKind::NothingToResume { thread, id: Some(id) } => {
+                write!(f, "thread `{thread}` has no paused task `{id}` to give an answer to")
+            }
+            ErrorKind::Paused { pauses } => write!(
+                f,
+                "the run paused at {}: resume the thread to go on",
+                pauses.iter().map(|p| format!("`{}`", p.node)).collect::<Vec<_>>().join(", ")
+            ),
+            ErrorKind::AmbiguousResume { thread, ids } => write!(
+                f,
+                "thread `{thread}` has several paused tasks ({}): answer each by its id",
+                ids.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>().join(", ")
+            ),
         }
     }
 }

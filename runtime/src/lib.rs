@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod channel;
+pub mod checkpoint;
 mod error;
 pub mod graph;
 mod pregel;
@@ -19,5 +20,8 @@ pub use serde as __serde;
 
 pub use error::{BoxError, BuildError, Error};
 pub use graph::{Command, Goto, GraphBuilder, NodeHandle, NodeId, NodeRef, END, START};
-pub use pregel::{CompiledGraph, Context, DrainHandle, IntoInput, RunConfig, Status};
+pub use pregel::{
+    CompiledGraph, Context, DrainHandle, Durability, Interrupt, IntoInput, Outcome, PauseKind, Paused, RetryPolicy,
+    RunConfig, StateSnapshot, Status, TaskSnapshot,
+};
 pub use state::{AppendMark, ChannelKind, CodecError, FieldInfo, State, Update, Writes};

@@ -179,6 +179,12 @@ pub trait State: Clone + fmt::Debug + Send + Sync + Sized + 'static {
     /// The fields, in declaration order.
     const FIELDS: &'static [FieldInfo];
 
+    /// The fields of this state. For a struct, [`FIELDS`](State::FIELDS); a state whose fields
+    /// are known only at run time (a workflow loaded from JSON) returns its own.
+    fn fields(&self) -> &[FieldInfo] {
+        Self::FIELDS
+    }
+
     /// The empty state: every field at its default and every channel never written.
     fn empty() -> (Self, Self::Channels);
 
@@ -235,7 +241,8 @@ pub trait State: Clone + fmt::Debug + Send + Sync + Sized + 'static {
     /// When the items cannot be serialized, or the field is not append-only.
     fn save_items(&self, index: usize, from: usize) -> Result<Vec<u8>, CodecError> {
         let _ = from;
-        Err(CodecError::new(Self::FIELDS[index].name, "the field is not append-only"))
+        let name = self.fields().get(index).map_or("?", |f| f.name);
+        Err(CodecError::new(name, "the field is not append-only"))
     }
 }
 
@@ -258,7 +265,10 @@ pub struct CodecError {
 impl CodecError {
     /// An error about `field`.
     pub fn new(field: impl Into<String>, message: impl fmt::Display) -> Self {
-        Self { field: field.into(), message: message.to_string() }
+        Self {
+            field: field.into(),
+            message: message.to_string(),
+        }
     }
     /// The field at fault.
     pub fn field(&self) -> &str {
@@ -279,10 +289,16 @@ impl std::error::Error for CodecError {}
 ///
 /// # Errors
 /// When the value cannot be serialized.
-pub fn save_field<T: Serialize, C: Channel<T>>(name: &str, value: &T, channel: &C) -> Result<Option<Vec<u8>>, CodecError> {
+pub fn save_field<T: Serialize, C: Channel<T>>(
+    name: &str,
+    value: &T,
+    channel: &C,
+) -> Result<Option<Vec<u8>>, CodecError> {
     match channel.checkpoint(value) {
         None => Ok(None),
-        Some(meta) => serde_json::to_vec(&(value, meta)).map(Some).map_err(|e| CodecError::new(name, e)),
+        Some(meta) => serde_json::to_vec(&(value, meta))
+            .map(Some)
+            .map_err(|e| CodecError::new(name, e)),
     }
 }
 
@@ -309,7 +325,10 @@ pub fn load_field<T: DeserializeOwned + Default, C: Channel<T>>(
             *channel = channel.from_checkpoint(Some(meta));
             Ok(())
         }
-        _ => Err(CodecError::new(name, "appended items saved for a field that is not append-only")),
+        _ => Err(CodecError::new(
+            name,
+            "appended items saved for a field that is not append-only",
+        )),
     }
 }
 
@@ -341,7 +360,10 @@ where
 
 /// The [`AppendMark`] of an append-only field.
 pub fn append_mark<E, U>(value: &[E], channel: &BinaryOperatorAggregate<Vec<E>, U>) -> AppendMark {
-    AppendMark { len: value.len(), overwrites: channel.overwrites() }
+    AppendMark {
+        len: value.len(),
+        overwrites: channel.overwrites(),
+    }
 }
 
 /// Saves the items of an append-only field from position `from` on.
@@ -382,22 +404,16 @@ where
     let result = channel.update(value, writes);
     let changed = result.map_err(|error| FieldError {
         field: index,
-        writers: writers
-            .iter()
-            .copied()
-            .filter(|w| *w != usize::MAX)
-            .collect(),
+        writers: writers.iter().copied().filter(|w| *w != usize::MAX).collect(),
         error,
     })?;
     if bump && !(changed && channel.is_available(value)) && channel.is_available(value) {
         // An available channel that did not change this step gets `update([])`.
-        let cleared = channel
-            .update(value, std::iter::empty())
-            .map_err(|error| FieldError {
-                field: index,
-                writers: Vec::new(),
-                error,
-            })?;
+        let cleared = channel.update(value, std::iter::empty()).map_err(|error| FieldError {
+            field: index,
+            writers: Vec::new(),
+            error,
+        })?;
         return Ok(changed || cleared);
     }
     Ok(changed)

@@ -164,11 +164,6 @@ impl Log {
         out
     }
     pub fn count(&self, what: &str) -> usize {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(_, w)| w == what)
-            .count()
+        self.0.lock().unwrap().iter().filter(|(_, w)| w == what).count()
     }
 }

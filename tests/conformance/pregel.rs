@@ -54,21 +54,14 @@ hand_state! {
 #[tokio::test]
 async fn p01_state_graph_message_names_the_key() {
     let mut g = GraphBuilder::<Hello>::new();
-    let one = g.add_node("one", |_: &Hello| {
-        HelloUpdate::default().hello("world".into())
-    });
-    let two = g.add_node("two", |_: &Hello| {
-        HelloUpdate::default().hello("world".into())
-    });
+    let one = g.add_node("one", |_: &Hello| HelloUpdate::default().hello("world".into()));
+    let two = g.add_node("two", |_: &Hello| HelloUpdate::default().hello("world".into()));
     let ids = [one.id(), two.id()];
     g.add_router(START, move |_: &Hello| ids.to_vec(), [&one, &two]);
     let err = g
         .compile()
         .unwrap()
-        .invoke(
-            HelloUpdate::default().hello("x".into()),
-            &RunConfig::default(),
-        )
+        .invoke(HelloUpdate::default().hello("x".into()), &RunConfig::default())
         .await
         .unwrap_err();
     assert!(err.to_string().contains("field `hello`"), "{err}");
@@ -78,12 +71,8 @@ async fn p01_state_graph_message_names_the_key() {
 #[tokio::test]
 async fn p02_two_writers_of_a_topic() {
     let mut g = GraphBuilder::<Topics>::pregel();
-    let one = g.add_node("one", |s: &Topics| {
-        TopicsUpdate::default().output(vec![s.input + 1])
-    });
-    let two = g.add_node("two", |s: &Topics| {
-        TopicsUpdate::default().output(vec![s.input + 1])
-    });
+    let one = g.add_node("one", |s: &Topics| TopicsUpdate::default().output(vec![s.input + 1]));
+    let two = g.add_node("two", |s: &Topics| TopicsUpdate::default().output(vec![s.input + 1]));
     g.subscribe(&one, INPUT).subscribe(&two, INPUT);
     let out = g
         .compile()
@@ -98,12 +87,8 @@ async fn p02_two_writers_of_a_topic() {
 #[tokio::test]
 async fn p03_topic_join_then_clear() {
     let mut g = GraphBuilder::<Topics>::pregel();
-    let one = g.add_node("one", |s: &Topics| {
-        TopicsUpdate::default().inbox(vec![s.input + 1])
-    });
-    let three = g.add_node("three", |s: &Topics| {
-        TopicsUpdate::default().inbox(vec![s.input + 1])
-    });
+    let one = g.add_node("one", |s: &Topics| TopicsUpdate::default().inbox(vec![s.input + 1]));
+    let three = g.add_node("three", |s: &Topics| TopicsUpdate::default().inbox(vec![s.input + 1]));
     let four = g.add_node("four", |s: &Topics| {
         let mut v: Vec<i64> = s.inbox.iter().map(|x| x + 10).collect();
         v.sort();
@@ -119,10 +104,7 @@ async fn p03_topic_join_then_clear() {
             .await
             .unwrap();
         assert_eq!(out.sorted, [13, 13]);
-        assert!(
-            out.inbox.is_empty(),
-            "the per-step topic is cleared after four read it"
-        );
+        assert!(out.inbox.is_empty(), "the per-step topic is cleared after four read it");
     }
 }
 
@@ -140,18 +122,12 @@ async fn p04_recursion_limit_of_a_pregel_chain() {
         .unwrap();
     assert_eq!(out.output, 4);
     let err = app
-        .invoke(
-            IoUpdate::default().input(2),
-            &RunConfig::default().recursion_limit(1),
-        )
+        .invoke(IoUpdate::default().input(2), &RunConfig::default().recursion_limit(1))
         .await
         .unwrap_err();
     assert!(err.is_recursion_limit());
     let out = app
-        .invoke(
-            IoUpdate::default().input(2),
-            &RunConfig::default().recursion_limit(2),
-        )
+        .invoke(IoUpdate::default().input(2), &RunConfig::default().recursion_limit(2))
         .await
         .unwrap();
     assert_eq!(out.output, 4);

@@ -79,11 +79,8 @@ pub(crate) fn refs(t: &Topology) -> impl Iterator<Item = (&Ref, ConnectionKind, 
             .chain([(&j.to, ConnectionKind::Join, false)])
     });
     let routes = t.routes.iter().flat_map(|r| {
-        std::iter::once((&r.from, ConnectionKind::Route, true)).chain(
-            r.targets
-                .iter()
-                .map(|t| (&t.to, ConnectionKind::Route, false)),
-        )
+        std::iter::once((&r.from, ConnectionKind::Route, true))
+            .chain(r.targets.iter().map(|t| (&t.to, ConnectionKind::Route, false)))
     });
     let sends = t.sends.iter().flat_map(|s| {
         [
@@ -97,10 +94,7 @@ pub(crate) fn refs(t: &Topology) -> impl Iterator<Item = (&Ref, ConnectionKind, 
 // Rule: a node may not take the name of START or END (`START`, `END`, `__start__`, `__end__`).
 fn reserved_names(cx: &mut Ctxt<'_, '_>) {
     for node in &cx.g.t.nodes {
-        if matches!(
-            node.name.as_str(),
-            "START" | "END" | "__start__" | "__end__"
-        ) {
+        if matches!(node.name.as_str(), "START" | "END" | "__start__" | "__end__") {
             cx.report(Problem::new(
                 node.site,
                 ProblemKind::ReservedName {

@@ -209,12 +209,7 @@ impl<'t> Graph<'t> {
     pub(crate) fn reachable(&self) -> Vec<bool> {
         let mut reached = vec![false; self.len()];
         reached[START] = true;
-        let sent: HashSet<usize> = self
-            .t
-            .sends
-            .iter()
-            .filter_map(|s| self.vertex(&s.to))
-            .collect();
+        let sent: HashSet<usize> = self.t.sends.iter().filter_map(|s| self.vertex(&s.to)).collect();
         for v in self.node_vertices() {
             if self.decl(v).send_only && !sent.contains(&v) {
                 reached[v] = true;
@@ -223,9 +218,7 @@ impl<'t> Graph<'t> {
         loop {
             let mut changed = false;
             for arc in &self.arcs {
-                if let (Some(from), Some(to), false) =
-                    (arc.from, arc.to, matches!(arc.via, Via::Join { .. }))
-                {
+                if let (Some(from), Some(to), false) = (arc.from, arc.to, matches!(arc.via, Via::Join { .. })) {
                     if reached[from] && !reached[to] {
                         reached[to] = true;
                         changed = true;
@@ -239,11 +232,7 @@ impl<'t> Graph<'t> {
                 if reached[to] || j.from.is_empty() {
                     continue;
                 }
-                if j.from
-                    .iter()
-                    .filter_map(|r| self.vertex(r))
-                    .all(|v| reached[v])
-                {
+                if j.from.iter().filter_map(|r| self.vertex(r)).all(|v| reached[v]) {
                     reached[to] = true;
                     changed = true;
                 }
@@ -390,8 +379,7 @@ impl<'t> Graph<'t> {
         }
         for r in &self.t.routes {
             if self.vertex(&r.from) == Some(u) {
-                let mut targets: Vec<usize> =
-                    r.targets.iter().filter_map(|t| node(&t.to)).collect();
+                let mut targets: Vec<usize> = r.targets.iter().filter_map(|t| node(&t.to)).collect();
                 targets.dedup();
                 groups.push(Group {
                     fire: if r.multi { Fire::AnyOf } else { Fire::OneOf },
@@ -432,12 +420,7 @@ impl<'t> Graph<'t> {
         let (back, finished) = self.dfs();
         let desc = self.descendants(&back, &finished);
         let groups: Vec<Vec<Group>> = (0..self.len()).map(|u| self.groups(u)).collect();
-        let sent: HashSet<usize> = self
-            .t
-            .sends
-            .iter()
-            .filter_map(|s| self.vertex(&s.to))
-            .collect();
+        let sent: HashSet<usize> = self.t.sends.iter().filter_map(|s| self.vertex(&s.to)).collect();
         let join_sources = |j: usize| {
             self.t.joins[j]
                 .from
@@ -468,13 +451,7 @@ impl<'t> Graph<'t> {
         let mut work = Vec::new();
         let mut add = |a: usize, b: usize, work: &mut Vec<(usize, usize)>| {
             let (da, db) = (self.decl(a).defer, self.decl(b).defer);
-            if da != db
-                && !(if da {
-                    sent.contains(&b)
-                } else {
-                    sent.contains(&a)
-                })
-            {
+            if da != db && !(if da { sent.contains(&b) } else { sent.contains(&a) }) {
                 return;
             }
             let pair = (a.min(b), a.max(b));
@@ -582,9 +559,7 @@ pub fn levels(t: &Topology) -> Vec<(String, Option<usize>)> {
             level[w] = Some(level[w].map_or(l + 1, |lw| lw.max(l + 1)));
         }
     }
-    g.node_vertices()
-        .map(|v| (g.name(v).to_owned(), level[v]))
-        .collect()
+    g.node_vertices().map(|v| (g.name(v).to_owned(), level[v])).collect()
 }
 
 /// The arcs that close cycles: those entering a node on the current path of a depth-first search
@@ -621,12 +596,8 @@ pub fn back_edges(t: &Topology) -> Vec<BackEdge> {
         .zip(back)
         .filter(|(_, is_back)| *is_back)
         .map(|(arc, _)| BackEdge {
-            from: g
-                .name(arc.from.expect("back edges join known vertices"))
-                .to_owned(),
-            to: g
-                .name(arc.to.expect("back edges join known vertices"))
-                .to_owned(),
+            from: g.name(arc.from.expect("back edges join known vertices")).to_owned(),
+            to: g.name(arc.to.expect("back edges join known vertices")).to_owned(),
             via: arc.via,
         })
         .collect()

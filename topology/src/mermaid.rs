@@ -101,10 +101,7 @@ impl Ids {
             name.to_owned()
         } else {
             let mut id = String::from("n_");
-            id.extend(
-                name.chars()
-                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }),
-            );
+            id.extend(name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }));
             id
         };
         let mut id = base.clone();

@@ -147,10 +147,7 @@ impl fmt::Display for ProblemKind {
                 "node name `{name}` is reserved for START and END; choose another name"
             ),
             ProblemKind::DuplicateNode { name } => {
-                write!(
-                    f,
-                    "node `{name}` is declared twice; node names must be unique"
-                )
+                write!(f, "node `{name}` is declared twice; node names must be unique")
             }
             ProblemKind::UnknownNode {
                 name,
@@ -173,26 +170,16 @@ impl fmt::Display for ProblemKind {
                     Ok(())
                 }
             }
-            ProblemKind::FromEnd { what } => write!(
-                f,
-                "END cannot be the source of {what}; nothing runs after END"
-            ),
-            ProblemKind::IntoStart { what } => write!(
-                f,
-                "START cannot be the target of {what}; START only begins the run"
-            ),
-            ProblemKind::SendToEnd => {
-                f.write_str("a send cannot target END; send packets go to a node")
+            ProblemKind::FromEnd { what } => write!(f, "END cannot be the source of {what}; nothing runs after END"),
+            ProblemKind::IntoStart { what } => {
+                write!(f, "START cannot be the target of {what}; START only begins the run")
             }
-            ProblemKind::EmptyJoin => {
-                f.write_str("join has no predecessors; list the nodes it waits for")
-            }
+            ProblemKind::SendToEnd => f.write_str("a send cannot target END; send packets go to a node"),
+            ProblemKind::EmptyJoin => f.write_str("join has no predecessors; list the nodes it waits for"),
             ProblemKind::DuplicateJoinSource { name } => {
                 write!(f, "join names `{name}` twice; list each predecessor once")
             }
-            ProblemKind::EmptyRoute => {
-                f.write_str("route has no targets; map each choice to a node or END")
-            }
+            ProblemKind::EmptyRoute => f.write_str("route has no targets; map each choice to a node or END"),
             ProblemKind::NoEntry => f.write_str("the graph has no entry: add an edge from START"),
             ProblemKind::Unreachable { name } => write!(
                 f,
@@ -204,11 +191,7 @@ impl fmt::Display for ProblemKind {
                 "node `{name}` never reaches END: every path from it loops forever; \
                  add an edge or a route to END"
             ),
-            ProblemKind::WriteConflict {
-                first,
-                second,
-                field,
-            } => write!(
+            ProblemKind::WriteConflict { first, second, field } => write!(
                 f,
                 "nodes `{first}` and `{second}` can run in the same step and both write \
                  `{field}`, which takes one value per step; give `{field}` a reducer or let \

@@ -56,9 +56,7 @@ fn distance(a: &str, b: &str) -> usize {
         current[0] = i;
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut d = (one_back[j] + 1)
-                .min(current[j - 1] + 1)
-                .min(one_back[j - 1] + cost);
+            let mut d = (one_back[j] + 1).min(current[j - 1] + 1).min(one_back[j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 d = d.min(two_back[j - 2] + 1);
             }

@@ -80,9 +80,7 @@ fn a_sequential_chain_writing_the_same_field_is_fine() {
 
 #[test]
 fn targets_of_a_single_choice_route_do_not_conflict() {
-    let route = Route::new(n("a"), 0)
-        .target(n("b"), "B")
-        .target(n("c"), "C");
+    let route = Route::new(n("a"), 0).target(n("b"), "B").target(n("c"), "C");
     let t = graph()
         .node(NodeDecl::new("a", 0))
         .node(writer("b", 1))
@@ -109,15 +107,8 @@ fn an_edge_beside_a_route_conflicts_with_each_route_target() {
         .node(writer("d", 3))
         .edge(Ref::Start(0), n("a"))
         .edge(n("a"), n("d"))
-        .route(
-            Route::new(n("a"), 0)
-                .target(n("b"), "B")
-                .target(n("c"), "C"),
-        );
-    assert_eq!(
-        conflicts(&t),
-        [conflict(3, "b", "d"), conflict(3, "c", "d")]
-    );
+        .route(Route::new(n("a"), 0).target(n("b"), "B").target(n("c"), "C"));
+    assert_eq!(conflicts(&t), [conflict(3, "b", "d"), conflict(3, "c", "d")]);
 }
 
 #[test]
@@ -207,11 +198,7 @@ fn two_tasks_of_a_send_target_may_pick_different_route_targets() {
         .node(writer("c", 2))
         .edge(Ref::Start(0), n("plan"))
         .send(n("plan"), n("worker"), 0)
-        .route(
-            Route::new(n("worker"), 0)
-                .target(n("b"), "B")
-                .target(n("c"), "C"),
-        );
+        .route(Route::new(n("worker"), 0).target(n("b"), "B").target(n("c"), "C"));
     assert_eq!(conflicts(&t), [conflict(2, "b", "c")]);
 }
 
@@ -257,10 +244,7 @@ fn each_shared_field_is_reported_once_per_pair() {
         .collect();
     assert_eq!(
         found,
-        [
-            (3, vec![2], "status".to_owned()),
-            (4, vec![1], "answer".to_owned())
-        ]
+        [(3, vec![2], "status".to_owned()), (4, vec![1], "answer".to_owned())]
     );
 }
 

@@ -26,11 +26,7 @@ fn research_loop() -> Topology {
         .edge(Ref::Start(0), n("a"))
         .edge(n("a"), n("b"))
         .edge(n("b"), n("c"))
-        .route(
-            Route::new(n("c"), 0)
-                .target(n("a"), "More")
-                .target(Ref::End(0), "Done"),
-        )
+        .route(Route::new(n("c"), 0).target(n("a"), "More").target(Ref::End(0), "Done"))
 }
 
 #[test]
@@ -41,10 +37,7 @@ fn a_loop_has_one_back_edge_and_levels_along_the_cut_path() {
         [BackEdge {
             from: "c".into(),
             to: "a".into(),
-            via: Via::Route {
-                route: 0,
-                target: 0
-            },
+            via: Via::Route { route: 0, target: 0 },
         }]
     );
     assert_eq!(level_list(&t), [lv("a", 1), lv("b", 2), lv("c", 3)]);
@@ -52,9 +45,7 @@ fn a_loop_has_one_back_edge_and_levels_along_the_cut_path() {
 
 #[test]
 fn a_self_loop_is_a_back_edge() {
-    let t = nodes(&["a"])
-        .edge(Ref::Start(0), n("a"))
-        .edge(n("a"), n("a"));
+    let t = nodes(&["a"]).edge(Ref::Start(0), n("a")).edge(n("a"), n("a"));
     assert_eq!(
         back_edges(&t),
         [BackEdge {

@@ -41,10 +41,7 @@ fn unknown_node_suggests_the_closest_name() {
         .node(node("write", 2))
         .edge(Ref::Start(3), n("serch", 4))
         .edge(n("search", 5), n("write", 6));
-    assert_eq!(
-        problems(&t),
-        [msg(4, "unknown node `serch`; did you mean `search`?")]
-    );
+    assert_eq!(problems(&t), [msg(4, "unknown node `serch`; did you mean `search`?")]);
     assert_eq!(
         check(&t)[0].kind,
         ProblemKind::UnknownNode {
@@ -60,10 +57,7 @@ fn unknown_node_lists_declared_nodes_when_nothing_is_close() {
     let t = chain().edge(n("b", 9), n("publish", 10));
     assert_eq!(
         problems(&t),
-        [msg(
-            10,
-            "unknown node `publish`; declared nodes are `a`, `b`"
-        )]
+        [msg(10, "unknown node `publish`; declared nodes are `a`, `b`")]
     );
 }
 
@@ -91,10 +85,7 @@ fn unknown_node_is_reported_in_joins_routes_and_sends() {
 #[test]
 fn unknown_node_with_no_nodes_declared() {
     let t = Topology::new().at(99).edge(Ref::Start(1), n("a", 2));
-    assert_eq!(
-        problems(&t),
-        [msg(2, "unknown node `a`; no nodes are declared")]
-    );
+    assert_eq!(problems(&t), [msg(2, "unknown node `a`; no nodes are declared")]);
 }
 
 #[test]
@@ -106,10 +97,7 @@ fn a_misspelt_reference_does_not_also_make_its_node_unreachable() {
         .edge(Ref::Start(3), n("plan", 4))
         .edge(n("plan", 5), n("serch", 6))
         .edge(n("search", 7), Ref::End(8));
-    assert_eq!(
-        problems(&t),
-        [msg(6, "unknown node `serch`; did you mean `search`?")]
-    );
+    assert_eq!(problems(&t), [msg(6, "unknown node `serch`; did you mean `search`?")]);
 }
 
 #[test]
@@ -132,9 +120,7 @@ fn duplicate_node_is_reported_at_the_second_declaration() {
 
 #[test]
 fn reserved_names_are_rejected() {
-    let t = chain()
-        .node(node("__end__", 9))
-        .edge(n("a", 10), n("__end__", 11));
+    let t = chain().node(node("__end__", 9)).edge(n("a", 10), n("__end__", 11));
     assert_eq!(
         problems(&t),
         [msg(
@@ -166,9 +152,7 @@ fn a_route_or_a_send_from_start_is_an_entry() {
             .target(Ref::End(5), "Stop"),
     );
     assert_eq!(problems(&routed), []);
-    let sent = Topology::new()
-        .node(node("a", 1))
-        .send(Ref::Start(2), n("a", 3), 4);
+    let sent = Topology::new().node(node("a", 1)).send(Ref::Start(2), n("a", 3), 4);
     assert_eq!(problems(&sent), []);
 }
 
@@ -188,48 +172,22 @@ fn end_is_never_a_source_and_start_never_a_target() {
     assert_eq!(
         problems(&t),
         [
-            msg(
-                10,
-                "END cannot be the source of an edge; nothing runs after END"
-            ),
-            msg(
-                13,
-                "START cannot be the target of an edge; START only begins the run"
-            ),
-            msg(
-                15,
-                "END cannot be the source of a join; nothing runs after END"
-            ),
-            msg(
-                16,
-                "START cannot be the target of a join; START only begins the run"
-            ),
-            msg(
-                18,
-                "END cannot be the source of a route; nothing runs after END"
-            ),
-            msg(
-                20,
-                "START cannot be the target of a route; START only begins the run"
-            ),
+            msg(10, "END cannot be the source of an edge; nothing runs after END"),
+            msg(13, "START cannot be the target of an edge; START only begins the run"),
+            msg(15, "END cannot be the source of a join; nothing runs after END"),
+            msg(16, "START cannot be the target of a join; START only begins the run"),
+            msg(18, "END cannot be the source of a route; nothing runs after END"),
+            msg(20, "START cannot be the target of a route; START only begins the run"),
             msg(23, "a send cannot target END; send packets go to a node"),
-            msg(
-                25,
-                "END cannot be the source of a send; nothing runs after END"
-            ),
-            msg(
-                26,
-                "START cannot be the target of a send; START only begins the run"
-            ),
+            msg(25, "END cannot be the source of a send; nothing runs after END"),
+            msg(26, "START cannot be the target of a send; START only begins the run"),
         ]
     );
 }
 
 #[test]
 fn unreachable_node_is_reported_at_its_declaration() {
-    let t = chain()
-        .node(node("orphan", 9))
-        .edge(n("orphan", 10), n("b", 11));
+    let t = chain().node(node("orphan", 9)).edge(n("orphan", 10), n("b", 11));
     assert_eq!(
         problems(&t),
         [msg(
@@ -252,10 +210,7 @@ fn a_join_target_is_reached_only_when_all_its_sources_are() {
         .edge(n("c", 10), Ref::End(11));
     let sites: Vec<usize> = check(&t).iter().map(|p| p.site).collect();
     assert_eq!(sites, [2, 3]);
-    assert_eq!(
-        check(&t)[1].kind,
-        ProblemKind::Unreachable { name: "c".into() }
-    );
+    assert_eq!(check(&t)[1].kind, ProblemKind::Unreachable { name: "c".into() });
 }
 
 #[test]
@@ -401,9 +356,7 @@ fn a_join_naming_a_node_twice_is_an_error_but_one_predecessor_is_fine() {
 
 #[test]
 fn empty_joins_and_routes_are_errors() {
-    let t = chain()
-        .join([], n("b", 9), 10)
-        .route(Route::new(n("a", 11), 12));
+    let t = chain().join([], n("b", 9), 10).route(Route::new(n("a", 11), 12));
     assert_eq!(
         problems(&t),
         [
@@ -429,15 +382,9 @@ fn several_problems_are_reported_at_once_in_rule_order() {
     assert_eq!(
         problems(&t),
         [
-            msg(
-                3,
-                "node `plan` is declared twice; node names must be unique"
-            ),
+            msg(3, "node `plan` is declared twice; node names must be unique"),
             msg(9, "unknown node `serch`; did you mean `search`?"),
-            msg(
-                15,
-                "START cannot be the target of an edge; START only begins the run"
-            ),
+            msg(15, "START cannot be the target of an edge; START only begins the run"),
             msg(
                 4,
                 "node `lost` is unreachable: no path from START leads to it; add an edge into \
@@ -455,8 +402,5 @@ fn several_problems_are_reported_at_once_in_rule_order() {
 #[test]
 fn problems_implement_error() {
     let problem: Box<dyn std::error::Error> = Box::new(check(&Topology::new())[0].clone());
-    assert_eq!(
-        problem.to_string(),
-        "the graph has no entry: add an edge from START"
-    );
+    assert_eq!(problem.to_string(), "the graph has no entry: add an edge from START");
 }

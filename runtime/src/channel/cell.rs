@@ -57,10 +57,7 @@ impl<T: Default, C: Channel<T>> ChannelCell<T, C> {
     ///
     /// # Errors
     /// When the writes break the kind's rule.
-    pub fn update<I: IntoIterator<Item = C::Write>>(
-        &mut self,
-        writes: I,
-    ) -> Result<bool, UpdateError> {
+    pub fn update<I: IntoIterator<Item = C::Write>>(&mut self, writes: I) -> Result<bool, UpdateError> {
         self.channel.update(&mut self.value, writes)
     }
 

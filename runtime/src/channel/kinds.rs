@@ -5,10 +5,7 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::fmt;
 
 /// Takes the last of `writes`; with `guard`, more than one write is an error.
-fn last_write<W>(
-    writes: impl IntoIterator<Item = W>,
-    guard: bool,
-) -> Result<Option<W>, UpdateError> {
+fn last_write<W>(writes: impl IntoIterator<Item = W>, guard: bool) -> Result<Option<W>, UpdateError> {
     let mut count = 0;
     let mut last = None;
     for w in writes {
@@ -40,11 +37,7 @@ impl<T: Send + Sync + 'static> Channel<T> for LastValue {
     type Write = T;
     type Meta = ();
 
-    fn update<I: IntoIterator<Item = T>>(
-        &mut self,
-        value: &mut T,
-        writes: I,
-    ) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = T>>(&mut self, value: &mut T, writes: I) -> Result<bool, UpdateError> {
         match last_write(writes, true)? {
             Some(w) => {
                 *value = w;
@@ -61,9 +54,7 @@ impl<T: Send + Sync + 'static> Channel<T> for LastValue {
         self.set.then_some(())
     }
     fn from_checkpoint(&self, meta: Option<()>) -> Self {
-        Self {
-            set: meta.is_some(),
-        }
+        Self { set: meta.is_some() }
     }
     fn reset(&mut self, _: &mut T) {
         self.set = false;
@@ -87,11 +78,7 @@ impl<T: Default + Send + Sync + 'static> Channel<T> for AnyValue {
     type Write = T;
     type Meta = ();
 
-    fn update<I: IntoIterator<Item = T>>(
-        &mut self,
-        value: &mut T,
-        writes: I,
-    ) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = T>>(&mut self, value: &mut T, writes: I) -> Result<bool, UpdateError> {
         match last_write(writes, false)? {
             Some(w) => {
                 *value = w;
@@ -112,9 +99,7 @@ impl<T: Default + Send + Sync + 'static> Channel<T> for AnyValue {
         self.set.then_some(())
     }
     fn from_checkpoint(&self, meta: Option<()>) -> Self {
-        Self {
-            set: meta.is_some(),
-        }
+        Self { set: meta.is_some() }
     }
     fn reset(&mut self, value: &mut T) {
         self.set = false;
@@ -158,11 +143,7 @@ impl<T: Default + Send + Sync + 'static> Channel<T> for EphemeralValue {
     type Write = T;
     type Meta = ();
 
-    fn update<I: IntoIterator<Item = T>>(
-        &mut self,
-        value: &mut T,
-        writes: I,
-    ) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = T>>(&mut self, value: &mut T, writes: I) -> Result<bool, UpdateError> {
         match last_write(writes, self.guard)? {
             Some(w) => {
                 *value = w;
@@ -228,11 +209,7 @@ impl<T: Default + Send + Sync + 'static> Channel<T> for UntrackedValue {
     type Write = T;
     type Meta = ();
 
-    fn update<I: IntoIterator<Item = T>>(
-        &mut self,
-        value: &mut T,
-        writes: I,
-    ) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = T>>(&mut self, value: &mut T, writes: I) -> Result<bool, UpdateError> {
         match last_write(writes, self.guard)? {
             Some(w) => {
                 *value = w;
@@ -285,11 +262,7 @@ impl<E: Send + Sync + 'static> Channel<Vec<E>> for Topic {
     type Write = Vec<E>;
     type Meta = ();
 
-    fn update<I: IntoIterator<Item = Vec<E>>>(
-        &mut self,
-        value: &mut Vec<E>,
-        writes: I,
-    ) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = Vec<E>>>(&mut self, value: &mut Vec<E>, writes: I) -> Result<bool, UpdateError> {
         let mut updated = false;
         if !self.accumulate {
             updated = !value.is_empty();
@@ -356,8 +329,7 @@ impl<T, U> Copy for BinaryOperatorAggregate<T, U> {}
 
 impl<T, U> fmt::Debug for BinaryOperatorAggregate<T, U> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BinaryOperatorAggregate")
-            .finish_non_exhaustive()
+        f.debug_struct("BinaryOperatorAggregate").finish_non_exhaustive()
     }
 }
 
@@ -369,11 +341,7 @@ where
     type Write = ReducerWrite<U, T>;
     type Meta = ();
 
-    fn update<I: IntoIterator<Item = Self::Write>>(
-        &mut self,
-        value: &mut T,
-        writes: I,
-    ) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = Self::Write>>(&mut self, value: &mut T, writes: I) -> Result<bool, UpdateError> {
         let mut changed = false;
         let mut overwritten = false;
         for w in writes {
@@ -436,9 +404,7 @@ fn mark<N: PartialEq + fmt::Debug>(
     let mut changed = false;
     for w in writes {
         let Some(i) = names.iter().position(|n| *n == w) else {
-            return Err(UpdateError::UnknownName {
-                name: format!("{w:?}"),
-            });
+            return Err(UpdateError::UnknownName { name: format!("{w:?}") });
         };
         changed |= !seen[i];
         seen[i] = true;
@@ -466,11 +432,7 @@ where
     type Write = N;
     type Meta = Vec<N>;
 
-    fn update<I: IntoIterator<Item = N>>(
-        &mut self,
-        _: &mut (),
-        writes: I,
-    ) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = N>>(&mut self, _: &mut (), writes: I) -> Result<bool, UpdateError> {
         mark(&self.names, &mut self.seen, writes)
     }
     fn is_available(&self, _: &()) -> bool {
@@ -522,11 +484,7 @@ where
     type Write = N;
     type Meta = (Vec<N>, bool);
 
-    fn update<I: IntoIterator<Item = N>>(
-        &mut self,
-        _: &mut (),
-        writes: I,
-    ) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = N>>(&mut self, _: &mut (), writes: I) -> Result<bool, UpdateError> {
         mark(&self.barrier.names, &mut self.barrier.seen, writes)
     }
     fn is_available(&self, _: &()) -> bool {
@@ -548,10 +506,7 @@ where
         false
     }
     fn checkpoint(&self, _: &()) -> Option<(Vec<N>, bool)> {
-        Some((
-            seen_names(&self.barrier.names, &self.barrier.seen),
-            self.finished,
-        ))
+        Some((seen_names(&self.barrier.names, &self.barrier.seen), self.finished))
     }
     fn from_checkpoint(&self, meta: Option<(Vec<N>, bool)>) -> Self {
         let (saved, finished) = meta.unwrap_or_default();
@@ -592,11 +547,7 @@ impl<T: Default + Send + Sync + 'static> Channel<T> for LastValueAfterFinish {
     type Write = T;
     type Meta = bool;
 
-    fn update<I: IntoIterator<Item = T>>(
-        &mut self,
-        value: &mut T,
-        writes: I,
-    ) -> Result<bool, UpdateError> {
+    fn update<I: IntoIterator<Item = T>>(&mut self, value: &mut T, writes: I) -> Result<bool, UpdateError> {
         match last_write(writes, false)? {
             Some(w) => {
                 *value = w;

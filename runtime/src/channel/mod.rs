@@ -27,8 +27,8 @@ mod kinds;
 pub use cell::{ChannelCell, Checkpoint};
 pub use error::{EmptyChannel, UpdateError};
 pub use kinds::{
-    AnyValue, BinaryOperatorAggregate, EphemeralValue, LastValue, LastValueAfterFinish,
-    NamedBarrierValue, NamedBarrierValueAfterFinish, ReducerWrite, Topic, UntrackedValue,
+    AnyValue, BinaryOperatorAggregate, EphemeralValue, LastValue, LastValueAfterFinish, NamedBarrierValue,
+    NamedBarrierValueAfterFinish, ReducerWrite, Topic, UntrackedValue,
 };
 
 use serde::{de::DeserializeOwned, Serialize};

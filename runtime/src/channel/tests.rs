@@ -35,10 +35,7 @@ fn c01_last_value() {
     assert_eq!(c.get(), Err(EmptyChannel));
     assert!(!c.is_available());
     assert_eq!(c.update([]), Ok(false));
-    assert_eq!(
-        c.update([5, 6]),
-        Err(UpdateError::TooManyWrites { count: 2 })
-    );
+    assert_eq!(c.update([5, 6]), Err(UpdateError::TooManyWrites { count: 2 }));
     assert_eq!(c.update([3]), Ok(true));
     assert_eq!(c.get(), Ok(&3));
     assert_eq!(c.update([4]), Ok(true));
@@ -65,10 +62,7 @@ fn stored_none_is_not_empty() {
     c.update([None]).unwrap();
     assert_eq!(c.get(), Ok(&None));
     let saved = c.checkpoint().expect("a stored None is saved");
-    assert_eq!(
-        serde_json::to_string(&saved).unwrap(),
-        r#"{"value":null,"meta":null}"#
-    );
+    assert_eq!(serde_json::to_string(&saved).unwrap(), r#"{"value":null,"meta":null}"#);
     assert_eq!(round_trip(&c).get(), Ok(&None));
 }
 
@@ -80,11 +74,7 @@ fn c02_topic_per_step() {
     assert_eq!(c.update([vec![s("a"), s("b")]]), Ok(true));
     assert_eq!(c.get().unwrap(), &[s("a"), s("b")]);
     assert_eq!(c.update([vec![s("c"), s("d")], vec![s("d")]]), Ok(true));
-    assert_eq!(
-        c.get().unwrap(),
-        &[s("c"), s("d"), s("d")],
-        "replaced and flattened"
-    );
+    assert_eq!(c.get().unwrap(), &[s("c"), s("d"), s("d")], "replaced and flattened");
     assert_eq!(c.update([]), Ok(true), "update([]) clears");
     assert_eq!(c.get(), Err(EmptyChannel));
     assert_eq!(c.update([]), Ok(false));
@@ -103,10 +93,7 @@ fn c02_topic_per_step() {
 fn c03_topic_accumulate() {
     let mut c = ChannelCell::<Vec<String>, _>::new(Topic::accumulate());
     assert_eq!(c.update([vec![s("a"), s("b")]]), Ok(true));
-    assert_eq!(
-        c.update([vec![s("b")], vec![s("c"), s("d")], vec![s("d")]]),
-        Ok(true)
-    );
+    assert_eq!(c.update([vec![s("b")], vec![s("c"), s("d")], vec![s("d")]]), Ok(true));
     let all = [s("a"), s("b"), s("b"), s("c"), s("d"), s("d")];
     assert_eq!(c.get().unwrap(), &all);
     assert_eq!(c.update([]), Ok(false));
@@ -158,11 +145,7 @@ fn c05_untracked() {
     c.update([BTreeMap::from([(s("a"), 1)])]).unwrap();
     assert_eq!(c.get().unwrap()[&s("a")], 1);
     assert!(c.checkpoint().is_none(), "never checkpointed");
-    assert_eq!(
-        round_trip(&c).get(),
-        Err(EmptyChannel),
-        "a reload finds it empty"
-    );
+    assert_eq!(round_trip(&c).get(), Err(EmptyChannel), "a reload finds it empty");
     assert_eq!(c.update([]), Ok(false), "kept across steps");
     assert!(c.is_available());
     assert_eq!(
@@ -180,22 +163,11 @@ fn c06_ephemeral() {
     let mut c = ChannelCell::<i64, _>::new(EphemeralValue::new());
     assert_eq!(c.update([1]), Ok(true));
     assert_eq!(c.get(), Ok(&1));
-    assert_eq!(
-        round_trip(&c).get(),
-        Ok(&1),
-        "an ephemeral value is saved while set"
-    );
-    assert_eq!(
-        (c.update([]), c.is_available()),
-        (Ok(true), false),
-        "update([]) clears"
-    );
+    assert_eq!(round_trip(&c).get(), Ok(&1), "an ephemeral value is saved while set");
+    assert_eq!((c.update([]), c.is_available()), (Ok(true), false), "update([]) clears");
     assert_eq!(c.update([]), Ok(false));
     assert!(c.checkpoint().is_none());
-    assert_eq!(
-        c.update([1, 2]),
-        Err(UpdateError::TooManyWrites { count: 2 })
-    );
+    assert_eq!(c.update([1, 2]), Err(UpdateError::TooManyWrites { count: 2 }));
     let mut u = ChannelCell::<i64, _>::new(EphemeralValue::unguarded());
     assert_eq!(u.update([1, 2]), Ok(true));
     assert_eq!(u.get(), Ok(&2));
@@ -208,51 +180,30 @@ fn c06_any_value() {
     assert_eq!(c.update([1, 2]), Ok(true));
     assert_eq!(c.get(), Ok(&2), "keeps the last");
     assert_eq!(round_trip(&c).get(), Ok(&2));
-    assert_eq!(
-        (c.update([]), c.is_available()),
-        (Ok(true), false),
-        "update([]) clears"
-    );
+    assert_eq!((c.update([]), c.is_available()), (Ok(true), false), "update([]) clears");
     assert_eq!(c.update([]), Ok(false));
 }
 
 #[test]
 fn c06_named_barrier() {
     let mut c = ChannelCell::<(), _>::new(NamedBarrierValue::new([s("a"), s("b")]));
-    assert_eq!(
-        (c.update([s("a")]), c.is_available()),
-        (Ok(true), false),
-        "partial"
-    );
-    assert_eq!(
-        c.update([s("a")]),
-        Ok(false),
-        "a repeated name changes nothing"
-    );
+    assert_eq!((c.update([s("a")]), c.is_available()), (Ok(true), false), "partial");
+    assert_eq!(c.update([s("a")]), Ok(false), "a repeated name changes nothing");
     let saved = round_trip(&c);
     assert_eq!(
         (c.update([s("b")]), c.is_available(), c.get()),
         (Ok(true), true, Ok(&()))
     );
     assert_eq!(c.update([]), Ok(false));
-    assert_eq!(
-        (c.consume(), c.is_available()),
-        (true, false),
-        "consume resets"
-    );
+    assert_eq!((c.consume(), c.is_available()), (true, false), "consume resets");
     assert!(!c.consume());
     assert_eq!(
         c.update([s("z")]),
-        Err(UpdateError::UnknownName {
-            name: "\"z\"".into()
-        })
+        Err(UpdateError::UnknownName { name: "\"z\"".into() })
     );
     // The half-seen barrier survives a checkpoint.
     let mut saved = saved;
-    assert_eq!(
-        (saved.update([s("b")]), saved.is_available()),
-        (Ok(true), true)
-    );
+    assert_eq!((saved.update([s("b")]), saved.is_available()), (Ok(true), true));
     assert!(!c.finish());
 }
 
@@ -267,11 +218,7 @@ fn c06_last_value_after_finish() {
     assert_eq!(round_trip(&c).is_available(), false);
     assert_eq!((c.finish(), c.get()), (true, Ok(&7)));
     assert!(!c.finish());
-    assert_eq!(
-        round_trip(&c).get(),
-        Ok(&7),
-        "finished state survives a checkpoint"
-    );
+    assert_eq!(round_trip(&c).get(), Ok(&7), "finished state survives a checkpoint");
     assert_eq!(c.update([]), Ok(false));
     assert_eq!(
         (c.consume(), c.is_available()),

@@ -1,10 +1,15 @@
-use super::node::{Goto, IntoGotos, IntoNode, NodeFn, NodeHandle, NodeId, RouterFn};
+use super::node::{
+    encode_json, packet, Goto, IntoGotos, IntoNode, NodeFn, NodeHandle, NodeId, PacketDecoder, RouterFn,
+};
+use crate::checkpoint::Checkpointer;
 use crate::error::BuildError;
-use crate::pregel::{CompiledGraph, GraphInner, InputMode};
+use crate::pregel::{CompiledGraph, GraphInner, InputMode, RetryPolicy};
 use crate::state::State;
+use serde::{de::DeserializeOwned, Serialize};
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A node named in an edge: by id, by name, or one of the two ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +57,10 @@ pub(crate) struct NodeSpec<S: State> {
     pub(crate) defer: bool,
     pub(crate) subscribes: Vec<usize>,
     pub(crate) writes: Option<Vec<usize>>,
+    pub(crate) retry: Option<RetryPolicy>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) is_async: bool,
+    pub(crate) decode: Option<PacketDecoder<S>>,
 }
 
 pub(crate) struct RouterSpec<S: State> {
@@ -83,15 +92,18 @@ pub struct GraphBuilder<S: State> {
     pub(crate) edges: Vec<(NodeRef, NodeRef)>,
     pub(crate) joins: Vec<(Vec<NodeRef>, NodeRef)>,
     pub(crate) routers: Vec<RouterSpec<S>>,
+    pub(crate) destinations: Vec<(NodeRef, Vec<NodeRef>)>,
+    pub(crate) interrupt_before: Vec<NodeRef>,
+    pub(crate) interrupt_after: Vec<NodeRef>,
+    pub(crate) default_retry: Option<RetryPolicy>,
+    pub(crate) prototype: Option<(S, S::Channels)>,
+    pub(crate) saver: Option<Arc<dyn Checkpointer>>,
 }
 
 impl<S: State> fmt::Debug for GraphBuilder<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GraphBuilder")
-            .field(
-                "nodes",
-                &self.nodes.iter().map(|n| &n.name).collect::<Vec<_>>(),
-            )
+            .field("nodes", &self.nodes.iter().map(|n| &n.name).collect::<Vec<_>>())
             .field("edges", &self.edges)
             .field("joins", &self.joins)
             .finish_non_exhaustive()
@@ -123,10 +135,24 @@ impl<S: State> GraphBuilder<S> {
             edges: Vec::new(),
             joins: Vec::new(),
             routers: Vec::new(),
+            destinations: Vec::new(),
+            interrupt_before: Vec::new(),
+            interrupt_after: Vec::new(),
+            default_retry: None,
+            prototype: None,
+            saver: None,
         }
     }
 
-    fn push_node(&mut self, name: String, func: Option<NodeFn<S, S>>) -> NodeId {
+    /// A state graph over a state whose fields are known only at run time (a workflow loaded
+    /// from JSON): runs start from `state` and `channels`, empty, instead of [`State::empty`].
+    pub fn with_prototype(state: S, channels: S::Channels) -> Self {
+        let mut b = Self::new();
+        b.prototype = Some((state, channels));
+        b
+    }
+
+    fn push_node(&mut self, name: String, func: Option<NodeFn<S, S>>, is_async: bool) -> NodeId {
         let id = NodeId(self.nodes.len() as u32);
         self.nodes.push(NodeSpec {
             name,
@@ -134,31 +160,48 @@ impl<S: State> GraphBuilder<S> {
             defer: false,
             subscribes: Vec::new(),
             writes: None,
+            retry: None,
+            timeout: None,
+            is_async,
+            decode: None,
         });
         id
     }
 
-    /// Adds a node reading the state. `f` is sync or async, takes `&S` and optionally
-    /// `&Context`, and returns the update, a [`Command`](super::Command), `()` or a `Result`.
-    pub fn add_node<M>(
-        &mut self,
-        name: impl Into<String>,
-        f: impl IntoNode<S, S, M>,
-    ) -> NodeHandle<S> {
-        let func = f.into_node();
-        let id = self.push_node(name.into(), Some(func.clone()));
-        NodeHandle { id, func }
+    fn spec(&mut self, node: NodeId) -> Option<&mut NodeSpec<S>> {
+        self.nodes.get_mut(node.index())
     }
 
-    /// Adds a node that runs only from `Send`s, on an input of its own type `I`.
-    pub fn add_send_node<I: Send + Sync + 'static, M>(
-        &mut self,
-        name: impl Into<String>,
-        f: impl IntoNode<I, S, M>,
-    ) -> NodeHandle<S, I> {
+    /// Adds a node reading the state. `f` is sync or async, takes `&S` and optionally
+    /// `&Context`, and returns the update, a [`Command`](super::Command), `()` or a `Result`.
+    pub fn add_node<M>(&mut self, name: impl Into<String>, f: impl IntoNode<S, S, M>) -> NodeHandle<S> {
         let func = f.into_node();
-        let id = self.push_node(name.into(), None);
-        NodeHandle { id, func }
+        let is_async = matches!(func, NodeFn::Async(_));
+        let id = self.push_node(name.into(), Some(func.clone()), is_async);
+        NodeHandle { id, func, encode: None }
+    }
+
+    /// Adds a node that runs only from `Send`s, on an input of its own type `I`. The input is
+    /// saved with the checkpoint while the `Send` is pending, so it must be serializable.
+    pub fn add_send_node<I, M>(&mut self, name: impl Into<String>, f: impl IntoNode<I, S, M>) -> NodeHandle<S, I>
+    where
+        I: Serialize + DeserializeOwned + Send + Sync + 'static,
+    {
+        let func = f.into_node();
+        let is_async = matches!(func, NodeFn::Async(_));
+        let id = self.push_node(name.into(), None, is_async);
+        let encode: fn(&I) -> Result<serde_json::Value, String> = encode_json::<I>;
+        let f2 = func.clone();
+        let decode: PacketDecoder<S> = Arc::new(move |v| {
+            let input: I = serde_json::from_value(v).map_err(|e| e.to_string())?;
+            Ok(packet(id, f2.clone(), Some(encode), input))
+        });
+        self.nodes[id.index()].decode = Some(decode);
+        NodeHandle {
+            id,
+            func,
+            encode: Some(encode),
+        }
     }
 
     /// Adds an edge: `to` runs in the step after `from`. Several edges out of one node fan out.
@@ -173,8 +216,7 @@ impl<S: State> GraphBuilder<S> {
         from: impl IntoIterator<Item = R>,
         to: impl Into<NodeRef>,
     ) -> &mut Self {
-        self.joins
-            .push((from.into_iter().map(Into::into).collect(), to.into()));
+        self.joins.push((from.into_iter().map(Into::into).collect(), to.into()));
         self
     }
 
@@ -192,8 +234,7 @@ impl<S: State> GraphBuilder<S> {
         R: IntoGotos<S>,
         T: Into<NodeRef>,
     {
-        let func: RouterFn<S> =
-            Arc::new(move |s: &S, out: &mut Vec<Goto<S>>| router(s).into_gotos(out));
+        let func: RouterFn<S> = Arc::new(move |s: &S, out: &mut Vec<Goto<S>>| router(s).into_gotos(out));
         self.routers.push(RouterSpec {
             source: source.into(),
             func,
@@ -202,19 +243,64 @@ impl<S: State> GraphBuilder<S> {
         self
     }
 
+    /// Declares the nodes `node` may send the run to through a [`Command`](super::Command)'s
+    /// `goto` (LangGraph's `destinations`), for the graph checks and the drawing.
+    pub fn declare_destinations<T: Into<NodeRef>>(
+        &mut self,
+        node: impl Into<NodeRef>,
+        targets: impl IntoIterator<Item = T>,
+    ) -> &mut Self {
+        self.destinations
+            .push((node.into(), targets.into_iter().map(Into::into).collect()));
+        self
+    }
+
     /// Makes `node` deferred: it runs only once nothing else is left to run.
     pub fn defer(&mut self, node: impl Into<NodeId>) -> &mut Self {
-        let id = node.into();
-        if let Some(n) = self.nodes.get_mut(id.index()) {
+        if let Some(n) = self.spec(node.into()) {
             n.defer = true;
         }
         self
     }
 
+    /// Runs `node` again when it fails, as `policy` says.
+    pub fn retry(&mut self, node: impl Into<NodeId>, policy: RetryPolicy) -> &mut Self {
+        if let Some(n) = self.spec(node.into()) {
+            n.retry = Some(policy);
+        }
+        self
+    }
+
+    /// The retry policy of every node without one of its own.
+    pub fn default_retry(&mut self, policy: RetryPolicy) -> &mut Self {
+        self.default_retry = Some(policy);
+        self
+    }
+
+    /// Fails `node` when one attempt takes longer than `limit`. The node must be async: a plain
+    /// function cannot be stopped while it runs.
+    pub fn timeout(&mut self, node: impl Into<NodeId>, limit: Duration) -> &mut Self {
+        if let Some(n) = self.spec(node.into()) {
+            n.timeout = Some(limit);
+        }
+        self
+    }
+
+    /// Pauses every run before `node` runs; resuming the thread runs it. Needs a checkpointer.
+    pub fn interrupt_before(&mut self, node: impl Into<NodeRef>) -> &mut Self {
+        self.interrupt_before.push(node.into());
+        self
+    }
+
+    /// Pauses every run after `node` ran; resuming the thread goes on. Needs a checkpointer.
+    pub fn interrupt_after(&mut self, node: impl Into<NodeRef>) -> &mut Self {
+        self.interrupt_after.push(node.into());
+        self
+    }
+
     /// Makes `node` run whenever the field at `field` (index in [`State::FIELDS`]) changes.
     pub fn subscribe(&mut self, node: impl Into<NodeId>, field: usize) -> &mut Self {
-        let id = node.into();
-        if let Some(n) = self.nodes.get_mut(id.index()) {
+        if let Some(n) = self.spec(node.into()) {
             n.subscribes.push(field);
         }
         self
@@ -222,15 +308,23 @@ impl<S: State> GraphBuilder<S> {
 
     /// Declares the only fields `node` may write; a write to another fails the run with an error
     /// naming the node and the field.
-    pub fn declare_writes(
-        &mut self,
-        node: impl Into<NodeId>,
-        fields: impl IntoIterator<Item = usize>,
-    ) -> &mut Self {
-        let id = node.into();
-        if let Some(n) = self.nodes.get_mut(id.index()) {
+    pub fn declare_writes(&mut self, node: impl Into<NodeId>, fields: impl IntoIterator<Item = usize>) -> &mut Self {
+        if let Some(n) = self.spec(node.into()) {
             n.writes = Some(fields.into_iter().collect());
         }
+        self
+    }
+
+    /// Saves a checkpoint of every run after every step with `saver`, so runs can pause,
+    /// resume after a failure or a crash, and travel back in time.
+    pub fn with_checkpointer(mut self, saver: impl Checkpointer) -> Self {
+        self.saver = Some(Arc::new(saver));
+        self
+    }
+
+    /// Like [`with_checkpointer`](Self::with_checkpointer), with a saver shared with others.
+    pub fn set_checkpointer(&mut self, saver: Arc<dyn Checkpointer>) -> &mut Self {
+        self.saver = Some(saver);
         self
     }
 

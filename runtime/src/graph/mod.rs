@@ -7,8 +7,8 @@ mod builder;
 mod node;
 
 pub use builder::{GraphBuilder, NodeRef, END, START};
-pub(crate) use node::RouterFn;
 pub use node::{
-    AsyncCtxMarker, AsyncFn1, AsyncFn2, AsyncMarker, Command, Goto, IntoGotos, IntoNode, NodeFn,
-    NodeHandle, NodeId, NodeOutput, Packet, SyncCtxMarker, SyncMarker,
+    AsyncCtxMarker, AsyncFn1, AsyncFn2, AsyncMarker, Command, Goto, IntoGotos, IntoNode, NodeFn, NodeHandle, NodeId,
+    NodeOutput, Packet, SyncCtxMarker, SyncMarker,
 };
+pub(crate) use node::{PacketDecoder, RouterFn};

@@ -49,11 +49,17 @@ impl<S: State> From<NodeId> for Goto<S> {
     }
 }
 
+pub(crate) type PacketFn<S> = Arc<dyn Fn(Context) -> BoxFuture<'static, Result<Command<S>, BoxError>> + Send + Sync>;
+pub(crate) type PayloadEncoder = Arc<dyn Fn() -> Result<serde_json::Value, String> + Send + Sync>;
+/// Rebuilds a saved `Send` for a node: its payload, as JSON, into a packet.
+pub(crate) type PacketDecoder<S> = Arc<dyn Fn(serde_json::Value) -> Result<Packet<S>, String> + Send + Sync>;
+
 /// One `Send`: a node to run in the next step, with the input it runs on.
 pub struct Packet<S: State> {
     pub(crate) node: NodeId,
-    pub(crate) run:
-        Box<dyn FnOnce(Context) -> BoxFuture<'static, Result<Command<S>, BoxError>> + Send>,
+    pub(crate) run: PacketFn<S>,
+    /// Serializes the payload for a checkpoint; `None` when it cannot be saved.
+    pub(crate) encode: Option<PayloadEncoder>,
 }
 
 impl<S: State> Packet<S> {
@@ -170,8 +176,7 @@ impl<S: State, T: NodeOutput<S>, E: Into<BoxError>> NodeOutput<S> for Result<T, 
 }
 
 type SyncFn<I, S> = dyn Fn(&I, &Context) -> Result<Command<S>, BoxError> + Send + Sync;
-type AsyncFn<I, S> =
-    dyn for<'a> Fn(&'a I, &'a Context) -> BoxFuture<'a, Result<Command<S>, BoxError>> + Send + Sync;
+type AsyncFn<I, S> = dyn for<'a> Fn(&'a I, &'a Context) -> BoxFuture<'a, Result<Command<S>, BoxError>> + Send + Sync;
 
 /// A node's function, type-erased: sync or async, over an input `I` (the state, or a `Send`
 /// payload).
@@ -295,9 +300,7 @@ where
     O: NodeOutput<S>,
 {
     fn into_node(self) -> NodeFn<I, S> {
-        NodeFn::Sync(Arc::new(move |i: &I, c: &Context| {
-            self(i, c).into_command()
-        }))
+        NodeFn::Sync(Arc::new(move |i: &I, c: &Context| self(i, c).into_command()))
     }
 }
 
@@ -335,6 +338,7 @@ where
 pub struct NodeHandle<S: State, I = S> {
     pub(crate) id: NodeId,
     pub(crate) func: NodeFn<I, S>,
+    pub(crate) encode: Option<fn(&I) -> Result<serde_json::Value, String>>,
 }
 
 impl<S: State, I> Clone for NodeHandle<S, I> {
@@ -342,6 +346,7 @@ impl<S: State, I> Clone for NodeHandle<S, I> {
         Self {
             id: self.id,
             func: self.func.clone(),
+            encode: self.encode,
         }
     }
 }
@@ -359,12 +364,35 @@ impl<S: State, I: Send + Sync + 'static> NodeHandle<S, I> {
     }
     /// A `Send` that runs this node once in the next step, on `input`.
     pub fn send(&self, input: I) -> Goto<S> {
-        let func = self.func.clone();
-        Goto::Send(Packet {
-            node: self.id,
-            run: Box::new(move |ctx| Box::pin(async move { func.call(&input, &ctx).await })),
-        })
+        Goto::Send(packet(self.id, self.func.clone(), self.encode, input))
     }
+}
+
+/// A packet running `func` on `input`; saved through `encode` when given.
+pub(crate) fn packet<S: State, I: Send + Sync + 'static>(
+    node: NodeId,
+    func: NodeFn<I, S>,
+    encode: Option<fn(&I) -> Result<serde_json::Value, String>>,
+    input: I,
+) -> Packet<S> {
+    let input = Arc::new(input);
+    let encode = encode.map(|e| {
+        let input = input.clone();
+        Arc::new(move || e(&input)) as PayloadEncoder
+    });
+    Packet {
+        node,
+        run: Arc::new(move |ctx| {
+            let (func, input) = (func.clone(), input.clone());
+            Box::pin(async move { func.call(&input, &ctx).await })
+        }),
+        encode,
+    }
+}
+
+/// The JSON encoding of a payload.
+pub(crate) fn encode_json<I: serde::Serialize>(input: &I) -> Result<serde_json::Value, String> {
+    serde_json::to_value(input).map_err(|e| e.to_string())
 }
 
 impl<S: State, I> From<&NodeHandle<S, I>> for NodeId {

@@ -1,11 +1,14 @@
 //! From a [`GraphBuilder`] to the static tables the loop runs on: node indices, trigger lists,
 //! the channel each edge writes. No name is looked up once this is done.
 
+use super::NodePolicy;
+use crate::checkpoint::Checkpointer;
 use crate::error::BuildError;
-use crate::graph::{GraphBuilder, NodeFn, NodeRef, RouterFn};
-use crate::state::State;
+use crate::graph::{GraphBuilder, NodeFn, NodeRef, PacketDecoder, RouterFn};
+use crate::state::{FieldInfo, State};
 use std::collections::HashMap;
 use std::sync::Arc;
+use weir_topology::{NodeDecl, ProblemKind, Ref, Route, Topology};
 
 /// How a run's input enters the graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,10 +50,14 @@ pub(crate) struct CompiledNode<S: State> {
     pub(crate) routers: Vec<CompiledRouter<S>>,
     /// Declared writable fields, when declared.
     pub(crate) writes: Option<Vec<bool>>,
+    pub(crate) policy: NodePolicy,
 }
 
 pub(crate) struct GraphInner<S: State> {
     pub(crate) mode: InputMode,
+    /// The empty state and channels every run starts from.
+    pub(crate) prototype: (S, S::Channels),
+    pub(crate) fields: Vec<FieldInfo>,
     pub(crate) names: Vec<Arc<str>>,
     pub(crate) n_user: usize,
     pub(crate) start: Option<u32>,
@@ -60,6 +67,19 @@ pub(crate) struct GraphInner<S: State> {
     pub(crate) controls: Vec<ControlSpec>,
     /// For every channel id, the nodes it triggers.
     pub(crate) trigger_to_nodes: Vec<Vec<u32>>,
+    pub(crate) interrupt_before: Vec<bool>,
+    pub(crate) interrupt_after: Vec<bool>,
+    /// Every channel's name, by channel id: the field names, then `branch:to:<node>` (for the
+    /// start node, `__start__`) and `join:<a>+<b>:<node>`, as LangGraph names them.
+    pub(crate) channel_names: Vec<String>,
+    /// Channel ids by name and node ids by name: for reading checkpoints, never while running.
+    pub(crate) channel_ids: HashMap<String, u32>,
+    pub(crate) node_ids: HashMap<String, u32>,
+    /// Per node: rebuilds a saved `Send` to it.
+    pub(crate) decoders: Vec<Option<PacketDecoder<S>>>,
+    pub(crate) saver: Option<Arc<dyn Checkpointer>>,
+    /// The graph as a Mermaid flowchart.
+    pub(crate) mermaid: String,
 }
 
 impl<S: State> GraphInner<S> {
@@ -68,57 +88,65 @@ impl<S: State> GraphInner<S> {
     }
 
     pub(crate) fn n_fields(&self) -> usize {
-        S::FIELDS.len()
+        self.fields.len()
     }
 
     /// The channel id of internal channel `index`.
     pub(crate) fn control_id(&self, index: usize) -> u32 {
-        (S::FIELDS.len() + index) as u32
+        (self.fields.len() + index) as u32
     }
 
-    pub(crate) fn build(b: GraphBuilder<S>) -> Result<Self, BuildError> {
-        let mut problems = Vec::new();
+    pub(crate) fn build(mut b: GraphBuilder<S>) -> Result<Self, BuildError> {
         let n_user = b.nodes.len();
-        let n_fields = S::FIELDS.len();
+        let prototype = b.prototype.take().unwrap_or_else(S::empty);
+        let fields = prototype.0.fields().to_vec();
+        let n_fields = fields.len();
+        let with_start = b.mode == InputMode::Start;
 
-        // Every node name is unique, not reserved, and not empty.
+        // The graph-shape rules shared with `graph!` and the JSON loader. A pregel graph has no
+        // START: reachability does not apply to it.
+        let topology = topology_of(&b, &fields);
+        let mut problems: Vec<String> = weir_topology::check(&topology)
+            .into_iter()
+            .filter(|p| {
+                with_start
+                    || !matches!(
+                        p.kind,
+                        ProblemKind::NoEntry | ProblemKind::Unreachable { .. } | ProblemKind::NoPathToEnd { .. }
+                    )
+            })
+            .map(|p| p.to_string())
+            .collect();
+        if !problems.is_empty() {
+            return Err(BuildError::new(problems));
+        }
+        let mermaid = weir_topology::mermaid(&topology);
+
+        // Names checkpoints cannot tell apart from LangGraph's own channel names.
         let mut by_name: HashMap<&str, u32> = HashMap::new();
         for (i, n) in b.nodes.iter().enumerate() {
-            if n.name.is_empty()
-                || n.name == START_NAME
-                || n.name == "__end__"
-                || n.name.contains(['|', ':'])
-            {
-                problems.push(format!("node name `{}` is reserved or invalid: names may not be empty, `__start__`, `__end__`, or contain `|` or `:`", n.name));
+            if n.name.is_empty() || n.name.contains(['|', ':']) {
+                problems.push(format!(
+                    "node name `{}` is invalid: names may not be empty or contain `|` or `:`",
+                    n.name
+                ));
             }
-            if by_name.insert(&n.name, i as u32).is_some() {
-                problems.push(format!("duplicate node `{}`", n.name));
-            }
+            by_name.insert(&n.name, i as u32);
         }
-        let names: Vec<&str> = b.nodes.iter().map(|n| n.name.as_str()).collect();
         let resolve = |r: &NodeRef, problems: &mut Vec<String>| -> Option<Endpoint> {
             match r {
                 NodeRef::Start => Some(Endpoint::Start),
                 NodeRef::End => Some(Endpoint::End),
                 NodeRef::Id(id) if id.index() < n_user => Some(Endpoint::Node(id.0)),
                 NodeRef::Id(id) => {
-                    problems.push(format!(
-                        "node id {} does not belong to this graph",
-                        id.index()
-                    ));
+                    problems.push(format!("node id {} does not belong to this graph", id.index()));
                     None
                 }
-                NodeRef::Name(n) => match by_name.get(&**n) {
-                    Some(i) => Some(Endpoint::Node(*i)),
-                    None => {
-                        problems.push(unknown_node(n, &names));
-                        None
-                    }
-                },
+                // Unknown names were reported by the shared rules.
+                NodeRef::Name(n) => by_name.get(&**n).map(|i| Endpoint::Node(*i)),
             }
         };
 
-        let with_start = b.mode == InputMode::Start;
         let start = with_start.then_some(n_user as u32);
         let n_nodes = n_user + usize::from(with_start);
         let mut nodes: Vec<CompiledNode<S>> = b
@@ -139,8 +167,26 @@ impl<S: State> GraphInner<S> {
                     }
                     mask
                 }),
+                policy: NodePolicy {
+                    retry: n.retry.clone().or_else(|| b.default_retry.clone()),
+                    timeout: n.timeout,
+                },
             })
             .collect();
+        for n in &b.nodes {
+            if n.timeout.is_some() && !n.is_async {
+                problems.push(format!(
+                    "node `{}` has a timeout but is a plain function, which cannot be stopped while it runs: make it async",
+                    n.name
+                ));
+            }
+            if let Some(f) = n.writes.iter().flatten().find(|f| **f >= n_fields) {
+                problems.push(format!(
+                    "node `{}` declares writes of field {f}, but the state has {n_fields} fields",
+                    n.name
+                ));
+            }
+        }
         if with_start {
             nodes.push(CompiledNode {
                 func: None,
@@ -149,6 +195,7 @@ impl<S: State> GraphInner<S> {
                 joins: Vec::new(),
                 routers: Vec::new(),
                 writes: None,
+                policy: NodePolicy::default(),
             });
         }
         // One branch channel per node (for the start node: the input channel).
@@ -158,42 +205,34 @@ impl<S: State> GraphInner<S> {
             })
             .collect();
 
+        // Edges out of END and into START were reported by the shared rules.
         let source_of = |e: Endpoint, what: &str, problems: &mut Vec<String>| -> Option<u32> {
             match e {
                 Endpoint::Node(i) => Some(i),
                 Endpoint::Start if with_start => Some(n_user as u32),
                 Endpoint::Start => {
-                    problems.push(format!("{what} from START in a pregel graph, which has no START: nodes subscribe to fields instead"));
+                    problems.push(format!(
+                        "{what} from START in a pregel graph, which has no START: nodes subscribe to fields instead"
+                    ));
                     None
                 }
-                Endpoint::End => {
-                    problems.push(format!("{what} out of END: END has no outgoing edges"));
-                    None
-                }
+                Endpoint::End => None,
             }
         };
-        let target_of =
-            |e: Endpoint, what: &str, problems: &mut Vec<String>| -> Option<Option<u32>> {
-                match e {
-                    Endpoint::Node(i) => Some(Some(i)),
-                    Endpoint::End => Some(None),
-                    Endpoint::Start => {
-                        problems.push(format!("{what} into START: START has no incoming edges"));
-                        None
-                    }
-                }
-            };
+        let target_of = |e: Endpoint| -> Option<Option<u32>> {
+            match e {
+                Endpoint::Node(i) => Some(Some(i)),
+                Endpoint::End => Some(None),
+                Endpoint::Start => None,
+            }
+        };
 
         // Plain edges: the source writes the target's branch channel.
         for (from, to) in &b.edges {
-            let (Some(f), Some(t)) = (resolve(from, &mut problems), resolve(to, &mut problems))
-            else {
+            let (Some(f), Some(t)) = (resolve(from, &mut problems), resolve(to, &mut problems)) else {
                 continue;
             };
-            let (Some(f), Some(t)) = (
-                source_of(f, "edge", &mut problems),
-                target_of(t, "edge", &mut problems),
-            ) else {
+            let (Some(f), Some(t)) = (source_of(f, "edge", &mut problems), target_of(t)) else {
                 continue;
             };
             if let Some(t) = t {
@@ -215,7 +254,7 @@ impl<S: State> GraphInner<S> {
             let Some(t) = resolve(to, &mut problems) else {
                 continue;
             };
-            let Some(t) = target_of(t, "join", &mut problems) else {
+            let Some(t) = target_of(t) else {
                 continue;
             };
             let mut sources = Vec::new();
@@ -226,15 +265,10 @@ impl<S: State> GraphInner<S> {
                 let Some(s) = source_of(e, "join", &mut problems) else {
                     continue;
                 };
-                if sources.contains(&s) {
-                    problems.push(format!(
-                        "join into `{}` names `{}` twice",
-                        display_target(t, &names),
-                        node_name(s, &names)
-                    ));
-                    continue;
+                // A source named twice was reported by the shared rules.
+                if !sources.contains(&s) {
+                    sources.push(s);
                 }
-                sources.push(s);
             }
             // A join into END triggers nothing (LangGraph adds nothing either).
             let Some(t) = t else { continue };
@@ -259,16 +293,11 @@ impl<S: State> GraphInner<S> {
             };
             let mut targets = Vec::new();
             for t in &r.targets {
-                if let Some(t) =
-                    resolve(t, &mut problems).and_then(|e| target_of(e, "route", &mut problems))
-                {
+                if let Some(t) = resolve(t, &mut problems).and_then(target_of) {
                     targets.push(t);
                 }
             }
-            nodes[s as usize].routers.push(CompiledRouter {
-                func: r.func,
-                targets,
-            });
+            nodes[s as usize].routers.push(CompiledRouter { func: r.func, targets });
         }
 
         // Triggers: the node's own branch channel, then subscribed fields.
@@ -277,32 +306,40 @@ impl<S: State> GraphInner<S> {
             if i < n_user {
                 for &f in &b.nodes[i].subscribes {
                     if f >= n_fields {
-                        problems.push(format!("node `{}` subscribes to field {f}, but the state has {n_fields} fields", b.nodes[i].name));
+                        problems.push(format!(
+                            "node `{}` subscribes to field {f}, but the state has {n_fields} fields",
+                            b.nodes[i].name
+                        ));
                         continue;
                     }
                     node.triggers.push(f as u32);
                 }
             }
         }
-        if with_start && nodes[n_user].edges.is_empty() && nodes[n_user].routers.is_empty() {
-            problems.push("the graph has no entry: add an edge from START".to_owned());
-        }
+        let interrupt = |refs: &[NodeRef], problems: &mut Vec<String>| {
+            let mut mask = vec![false; n_nodes];
+            for r in refs {
+                match resolve(r, problems) {
+                    Some(Endpoint::Node(i)) => mask[i as usize] = true,
+                    Some(_) => problems.push("interrupts name nodes, not START or END".to_owned()),
+                    None => {}
+                }
+            }
+            mask
+        };
+        let interrupt_before = interrupt(&b.interrupt_before, &mut problems);
+        let interrupt_after = interrupt(&b.interrupt_after, &mut problems);
 
         if !problems.is_empty() {
             return Err(BuildError::new(problems));
         }
 
-        let mut all_names: Vec<Arc<str>> =
-            b.nodes.iter().map(|n| Arc::from(n.name.as_str())).collect();
+        let mut all_names: Vec<Arc<str>> = b.nodes.iter().map(|n| Arc::from(n.name.as_str())).collect();
         if with_start {
             all_names.push(Arc::from(START_NAME));
         }
         let mut order: Vec<u32> = (0..n_nodes as u32).collect();
-        order.sort_by(|a, b| {
-            all_names[*a as usize]
-                .as_bytes()
-                .cmp(all_names[*b as usize].as_bytes())
-        });
+        order.sort_by(|a, b| all_names[*a as usize].as_bytes().cmp(all_names[*b as usize].as_bytes()));
         let mut rank = vec![0u32; n_nodes];
         for (pos, id) in order.iter().enumerate() {
             rank[*id as usize] = pos as u32;
@@ -313,8 +350,54 @@ impl<S: State> GraphInner<S> {
                 trigger_to_nodes[t as usize].push(i as u32);
             }
         }
+        let mut channel_names: Vec<String> = fields.iter().map(|f| f.name.to_owned()).collect();
+        for c in &controls {
+            channel_names.push(match c {
+                ControlSpec::Branch { .. } if channel_names.len() - n_fields == n_user => START_NAME.to_owned(),
+                ControlSpec::Branch { .. } => format!("branch:to:{}", all_names[channel_names.len() - n_fields]),
+                ControlSpec::Join { sources, .. } => String::new() + &sources.len().to_string(),
+            });
+        }
+        // Joins are named after their sources and target: fill those names in now.
+        let mut join_targets = vec![None; controls.len()];
+        for (i, node) in nodes.iter().enumerate() {
+            for &t in &node.triggers {
+                let c = t as usize;
+                if c >= n_fields && matches!(controls[c - n_fields], ControlSpec::Join { .. }) {
+                    join_targets[c - n_fields] = Some(i);
+                }
+            }
+        }
+        for (c, spec) in controls.iter().enumerate() {
+            if let (ControlSpec::Join { sources, .. }, Some(t)) = (spec, join_targets[c]) {
+                let from: Vec<&str> = sources.iter().map(|s| &*all_names[*s as usize]).collect();
+                channel_names[n_fields + c] = format!("join:{}:{}", from.join("+"), all_names[t]);
+            }
+        }
+        let channel_ids = channel_names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i as u32))
+            .collect();
+        let node_ids = all_names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.to_string(), i as u32))
+            .collect();
+        let mut decoders: Vec<Option<PacketDecoder<S>>> = b.nodes.iter().map(|n| n.decode.clone()).collect();
+        decoders.resize(n_nodes, None);
         Ok(Self {
+            channel_names,
+            channel_ids,
+            node_ids,
+            decoders,
+            saver: b.saver.clone(),
+            mermaid,
             mode: b.mode,
+            prototype,
+            fields,
+            interrupt_before,
+            interrupt_after,
             names: all_names,
             n_user,
             start,
@@ -333,25 +416,54 @@ enum Endpoint {
     Node(u32),
 }
 
-fn node_name<'a>(i: u32, names: &[&'a str]) -> &'a str {
-    names.get(i as usize).copied().unwrap_or(START_NAME)
-}
-
-fn display_target(t: Option<u32>, names: &[&str]) -> String {
-    t.map_or_else(|| "END".to_owned(), |t| node_name(t, names).to_owned())
-}
-
-fn unknown_node(name: &str, declared: &[&str]) -> String {
-    let mut declared = declared.to_vec();
-    declared.dedup();
-    let list = declared
-        .iter()
-        .map(|d| format!("`{d}`"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    if declared.is_empty() {
-        format!("unknown node `{name}`; no node is declared")
-    } else {
-        format!("unknown node `{name}`; declared nodes are {list}")
+/// The builder's graph as the shared rules see it. Sites are indices into nothing: the rules'
+/// messages name the nodes themselves.
+fn topology_of<S: State>(b: &GraphBuilder<S>, fields: &[FieldInfo]) -> Topology {
+    let name = |r: &NodeRef| -> Ref {
+        match r {
+            NodeRef::Start => Ref::Start(0),
+            NodeRef::End => Ref::End(0),
+            NodeRef::Id(id) => Ref::node(b.nodes.get(id.index()).map_or("?", |n| n.name.as_str()), 0),
+            NodeRef::Name(n) => Ref::node(n.to_string(), 0),
+        }
+    };
+    let mut t = Topology::new();
+    for n in &b.nodes {
+        let mut decl = NodeDecl::new(n.name.clone(), 0);
+        if n.func.is_none() {
+            decl = decl.send_only();
+        }
+        if n.defer {
+            decl = decl.deferred();
+        }
+        if let Some(w) = &n.writes {
+            decl = decl.writes(w.iter().filter_map(|f| fields.get(*f)).map(|f| (f.name, 0)));
+        }
+        t = t.node(decl);
     }
+    for (from, to) in &b.edges {
+        t = t.edge(name(from), name(to));
+    }
+    for (from, to) in &b.joins {
+        t = t.join(from.iter().map(name), name(to), 0);
+    }
+    for r in &b.routers {
+        // A router of the builder may choose several targets at once, or none.
+        let mut route = Route::new(name(&r.source), 0).multi();
+        for target in &r.targets {
+            route = route.unlabelled(name(target));
+        }
+        t = t.route(route);
+    }
+    for (from, targets) in &b.destinations {
+        let mut route = Route::new(name(from), 0).multi();
+        for target in targets {
+            route = route.unlabelled(name(target));
+        }
+        t = t.route(route);
+    }
+    for f in fields.iter().filter(|f| f.kind.takes_one_write()) {
+        t = t.single_write_field(f.name);
+    }
+    t
 }

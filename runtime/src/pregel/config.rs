@@ -1,16 +1,26 @@
+use super::interrupt::{no_checkpointer, Interrupt, Scratch};
 use crate::state::{State, Update};
+use serde::{de::DeserializeOwned, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// How one run goes: its recursion limit, and a handle to drain it.
+/// How one run goes: its thread, recursion limit, durability, interrupts, and a handle to drain it.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     /// The most supersteps a run may take (LangGraph's `recursion_limit`, default 25).
     pub recursion_limit: usize,
     /// Requests a clean stop between two steps.
     pub drain: Option<DrainHandle>,
-    /// The thread the run belongs to, when it is checkpointed.
+    /// The thread the run belongs to; required when the graph has a checkpointer.
     pub thread_id: Option<String>,
+    /// Run from this past checkpoint of the thread instead of its latest (time travel: a fork).
+    pub checkpoint_id: Option<String>,
+    /// When checkpoints are written.
+    pub durability: Durability,
+    /// Pause before these nodes, in this run (besides the graph's own).
+    pub interrupt_before: Vec<String>,
+    /// Pause after these nodes, in this run (besides the graph's own).
+    pub interrupt_after: Vec<String>,
 }
 
 impl Default for RunConfig {
@@ -19,8 +29,25 @@ impl Default for RunConfig {
             recursion_limit: 25,
             drain: None,
             thread_id: None,
+            checkpoint_id: None,
+            durability: Durability::Async,
+            interrupt_before: Vec::new(),
+            interrupt_after: Vec::new(),
         }
     }
+}
+
+/// When a checkpointed run writes its checkpoints (LangGraph's `durability`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Each checkpoint is written before the next step starts.
+    Sync,
+    /// Checkpoints are written in the background, in order, while the next step runs; the run
+    /// waits for the last one before it returns.
+    #[default]
+    Async,
+    /// Only the last checkpoint of the run is written, when it ends (done, failed or paused).
+    Exit,
 }
 
 impl RunConfig {
@@ -34,6 +61,26 @@ impl RunConfig {
     /// Sets the recursion limit.
     pub fn recursion_limit(mut self, limit: usize) -> Self {
         self.recursion_limit = limit;
+        self
+    }
+    /// Runs from this past checkpoint of the thread (a fork).
+    pub fn checkpoint_id(mut self, id: impl Into<String>) -> Self {
+        self.checkpoint_id = Some(id.into());
+        self
+    }
+    /// Sets the durability.
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+    /// Pauses before `node` in this run.
+    pub fn interrupt_before(mut self, node: impl Into<String>) -> Self {
+        self.interrupt_before.push(node.into());
+        self
+    }
+    /// Pauses after `node` in this run.
+    pub fn interrupt_after(mut self, node: impl Into<String>) -> Self {
+        self.interrupt_after.push(node.into());
         self
     }
     /// Attaches a drain handle.
@@ -62,11 +109,12 @@ impl DrainHandle {
     }
 }
 
-/// What a node can know of the run it is part of.
+/// What a node can know of the run it is part of, and how it talks to it.
 #[derive(Debug, Clone)]
 pub struct Context {
     pub(crate) node: Arc<str>,
     pub(crate) step: i64,
+    pub(crate) scratch: Option<Arc<Scratch>>,
 }
 
 impl Context {
@@ -77,6 +125,24 @@ impl Context {
     /// The step the node runs in (0 is the first step after the input).
     pub fn step(&self) -> i64 {
         self.step
+    }
+
+    /// Pauses the run to ask `question`, and returns the answer once the thread is resumed with
+    /// one (LangGraph's `interrupt`). Typed both ways: the question is saved through serde, and
+    /// an answer that is not an `A` is an error naming the node.
+    ///
+    /// The first time, this returns the [`Interrupt`] pause: propagate it with `?`. The run stops
+    /// with [`Outcome::Interrupted`](super::Outcome); resuming the thread runs the node again
+    /// from the top, and this call then returns the answer. Several interrupts in one node are
+    /// answered in order, one resume each.
+    ///
+    /// # Errors
+    /// The pause itself; an answer of another type; a graph without a checkpointer.
+    pub fn interrupt<Q: Serialize, A: DeserializeOwned>(&self, question: Q) -> Result<A, Interrupt> {
+        match &self.scratch {
+            Some(s) => s.ask(&self.node, question),
+            None => Err(no_checkpointer()),
+        }
     }
 }
 

@@ -3,11 +3,21 @@
 
 mod compile;
 mod config;
+mod drive;
+mod interrupt;
+mod persist;
+mod policy;
 mod run;
+mod snapshot;
 
 pub(crate) use compile::{GraphInner, InputMode};
-pub use config::{Context, DrainHandle, IntoInput, RunConfig};
+pub use config::{Context, DrainHandle, Durability, IntoInput, RunConfig};
+pub use drive::Outcome;
+pub use interrupt::{Interrupt, PauseKind, Paused};
+pub(crate) use policy::NodePolicy;
+pub use policy::RetryPolicy;
 pub use run::Status;
+pub use snapshot::{StateSnapshot, TaskSnapshot};
 
 use crate::error::Error;
 use crate::state::State;
@@ -37,9 +47,7 @@ impl<S: State> fmt::Debug for CompiledGraph<S> {
 
 impl<S: State> CompiledGraph<S> {
     pub(crate) fn from_inner(inner: GraphInner<S>) -> Self {
-        Self {
-            inner: Arc::new(inner),
-        }
+        Self { inner: Arc::new(inner) }
     }
 
     /// The names of the graph's nodes, in the order they were added.
@@ -52,24 +60,106 @@ impl<S: State> CompiledGraph<S> {
     ///
     /// # Errors
     /// A node failed or panicked (the error names it and the step), a step's writes broke a
-    /// channel's rule, the recursion limit was reached, or a drain was requested.
-    pub async fn invoke<M>(
-        &self,
-        input: impl IntoInput<S, M>,
-        config: &RunConfig,
-    ) -> Result<S, Error> {
-        let mut run = run::Loop::new(self.inner.clone(), config)?;
-        run.input(input.into_update())?;
-        loop {
-            match run.tick() {
-                Status::Pending => run.run_step().await?,
-                Status::Done => return Ok(run.into_state()),
-                Status::OutOfSteps => return Err(Error::recursion_limit(config.recursion_limit)),
-                Status::Draining => return Err(Error::drained(run.step())),
-                Status::Input | Status::InterruptBefore | Status::InterruptAfter => {
-                    unreachable!("the loop reports interrupts only with a checkpointer")
-                }
-            }
+    /// channel's rule, the recursion limit was reached, a drain was requested, or the run paused
+    /// (see [`run`](Self::run) to get the pause as an [`Outcome`]).
+    pub async fn invoke<M>(&self, input: impl IntoInput<S, M>, config: &RunConfig) -> Result<S, Error> {
+        match self.run(input, config).await? {
+            Outcome::Done(s) => Ok(s),
+            Outcome::Paused { pauses, .. } => Err(Error::paused(pauses)),
         }
+    }
+
+    /// Runs the graph on `input`, on the configured thread when the graph has a checkpointer: a
+    /// new input on a thread with a paused or failed step cancels that step's tasks.
+    ///
+    /// # Errors
+    /// As [`invoke`](Self::invoke), except that a pause is an [`Outcome::Paused`].
+    pub async fn run<M>(&self, input: impl IntoInput<S, M>, config: &RunConfig) -> Result<Outcome<S>, Error> {
+        drive::drive(&self.inner, drive::Start::Input(input.into_update()), config).await
+    }
+
+    /// Goes on from the thread's latest checkpoint (or `config.checkpoint_id`, as a fork): after
+    /// a failure only the tasks that failed run again; after a static interrupt the run passes it.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run); also when the thread has no checkpoint.
+    pub async fn resume(&self, config: &RunConfig) -> Result<Outcome<S>, Error> {
+        drive::drive(&self.inner, drive::Start::Resume(None), config).await
+    }
+
+    /// Answers the thread's paused node with `answer` and goes on: the node runs again from the
+    /// top and its [`Context::interrupt`] call returns `answer`.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run); also when no node is paused, or several are (answer each with
+    /// [`resume_task`](Self::resume_task)).
+    pub async fn resume_with<A: serde::Serialize>(&self, answer: A, config: &RunConfig) -> Result<Outcome<S>, Error> {
+        let value =
+            serde_json::to_value(answer).map_err(|e| Error::config(format!("the answer cannot be saved: {e}")))?;
+        drive::drive(&self.inner, drive::Start::Resume(Some((None, value))), config).await
+    }
+
+    /// Answers the paused task `id` (see [`Paused::id`]) and goes on.
+    ///
+    /// # Errors
+    /// As [`resume_with`](Self::resume_with); also when no task `id` is paused.
+    pub async fn resume_task<A: serde::Serialize>(
+        &self,
+        id: &str,
+        answer: A,
+        config: &RunConfig,
+    ) -> Result<Outcome<S>, Error> {
+        let value =
+            serde_json::to_value(answer).map_err(|e| Error::config(format!("the answer cannot be saved: {e}")))?;
+        drive::drive(
+            &self.inner,
+            drive::Start::Resume(Some((Some(id.to_owned()), value))),
+            config,
+        )
+        .await
+    }
+
+    /// The thread's state at its latest checkpoint (or `config.checkpoint_id`): the values, the
+    /// nodes that would run next, and the pauses. Without a `checkpoint_id` the writes of the
+    /// tasks that succeeded in an incomplete step are applied to the values.
+    ///
+    /// # Errors
+    /// When the graph has no checkpointer, or the checkpoint cannot be read.
+    pub async fn get_state(&self, config: &RunConfig) -> Result<Option<StateSnapshot<S>>, Error> {
+        snapshot::get_state(&self.inner, config).await
+    }
+
+    /// The thread's checkpoints, newest first, at most `limit`.
+    ///
+    /// # Errors
+    /// As [`get_state`](Self::get_state).
+    pub async fn get_state_history(
+        &self,
+        config: &RunConfig,
+        limit: Option<usize>,
+    ) -> Result<Vec<StateSnapshot<S>>, Error> {
+        snapshot::history(&self.inner, config, limit).await
+    }
+
+    /// Writes `update` to the thread as if node `as_node` had returned it (LangGraph's
+    /// `update_state`): the node's edges and routers fire, so the nodes after it run next. From
+    /// `config.checkpoint_id`, this forks the thread there. Returns the new checkpoint's id.
+    /// With `as_node` `None`, the node that ran last is taken.
+    ///
+    /// # Errors
+    /// When the thread has no checkpoint, the node is unknown or cannot be inferred, or the
+    /// update breaks a channel's rule.
+    pub async fn update_state(
+        &self,
+        config: &RunConfig,
+        update: S::Update,
+        as_node: Option<&str>,
+    ) -> Result<String, Error> {
+        snapshot::update_state(&self.inner, config, update, as_node).await
+    }
+
+    /// The graph as a Mermaid flowchart.
+    pub fn mermaid(&self) -> String {
+        self.inner.mermaid.clone()
     }
 }

@@ -3,15 +3,17 @@
 
 use super::compile::{ControlSpec, GraphInner, InputMode};
 use super::config::{Context, DrainHandle, RunConfig};
-use crate::channel::{
-    Channel, EphemeralValue, LastValueAfterFinish, NamedBarrierValue, NamedBarrierValueAfterFinish,
-};
+use super::interrupt::{PauseKind, Paused, Scratch};
+use super::persist::{Pending, Persist, ERROR, INTERRUPT, RESUME, WRITES};
+use super::NodePolicy;
+use crate::channel::{Channel, EphemeralValue, LastValueAfterFinish, NamedBarrierValue, NamedBarrierValueAfterFinish};
 use crate::error::{BoxError, Error};
 use crate::graph::{Command, Goto, NodeFn, Packet};
 use crate::state::{FieldError, State, Update};
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Where a run stands (LangGraph's `PregelLoop.status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +36,7 @@ pub enum Status {
 
 /// An internal channel's state.
 #[derive(Debug, Clone)]
-enum Control {
+pub(crate) enum Control {
     Branch(EphemeralValue),
     Deferred(LastValueAfterFinish),
     Join(NamedBarrierValue<u32>),
@@ -42,7 +44,7 @@ enum Control {
 }
 
 impl Control {
-    fn new(spec: &ControlSpec) -> Self {
+    pub(crate) fn new(spec: &ControlSpec) -> Self {
         match spec {
             ControlSpec::Branch { deferred: false } => Self::Branch(EphemeralValue::unguarded()),
             ControlSpec::Branch { deferred: true } => Self::Deferred(LastValueAfterFinish::new()),
@@ -56,7 +58,7 @@ impl Control {
             } => Self::DeferredJoin(NamedBarrierValueAfterFinish::new(sources.iter().copied())),
         }
     }
-    fn is_available(&self) -> bool {
+    pub(crate) fn is_available(&self) -> bool {
         match self {
             Self::Branch(c) => c.is_available(&()),
             Self::Deferred(c) => Channel::<()>::is_available(c, &()),
@@ -65,7 +67,7 @@ impl Control {
         }
     }
     /// `update` with `count` branch writes, or the barrier `names`.
-    fn update(&mut self, count: usize, names: &[u32]) -> bool {
+    pub(crate) fn update(&mut self, count: usize, names: &[u32]) -> bool {
         let changed = match self {
             Self::Branch(c) => c.update(&mut (), std::iter::repeat_n((), count)),
             Self::Deferred(c) => c.update(&mut (), std::iter::repeat_n((), count)),
@@ -75,7 +77,7 @@ impl Control {
         // Internal channels are written only with names they wait for: they cannot refuse.
         changed.unwrap_or(false)
     }
-    fn consume(&mut self) -> bool {
+    pub(crate) fn consume(&mut self) -> bool {
         match self {
             Self::Branch(c) => c.consume(&mut ()),
             Self::Deferred(c) => c.consume(&mut ()),
@@ -83,7 +85,7 @@ impl Control {
             Self::DeferredJoin(c) => c.consume(&mut ()),
         }
     }
-    fn finish(&mut self) -> bool {
+    pub(crate) fn finish(&mut self) -> bool {
         match self {
             Self::Branch(c) => c.finish(&mut ()),
             Self::Deferred(c) => c.finish(&mut ()),
@@ -100,39 +102,48 @@ enum Job<S: State> {
     Ready(Command<S>),
 }
 
-struct Task<S: State> {
-    node: u32,
-    /// Pull tasks are triggered by channels; push tasks come from a `Send`.
-    pull: bool,
+pub(crate) struct Task<S: State> {
+    pub(crate) node: u32,
+    /// Pull tasks are triggered by channels; push tasks come from a `Send` (their index).
+    pub(crate) push: Option<usize>,
     job: Job<S>,
+    /// The task's writes come from the pending writes of a step that did not complete.
+    saved: bool,
+    scratch: Option<Arc<Scratch>>,
 }
 
-/// A finished task: its command, and where its routers went.
-struct Done<S: State> {
-    node: u32,
-    pull: bool,
-    command: Command<S>,
+/// A finished task: its command, and whether its routers already ran.
+pub(crate) struct Done<S: State> {
+    pub(crate) node: u32,
+    pub(crate) pull: bool,
+    pub(crate) command: Command<S>,
+    pub(crate) routed: bool,
 }
 
 pub(crate) struct Loop<S: State> {
-    g: Arc<GraphInner<S>>,
-    state: Arc<S>,
-    channels: S::Channels,
-    controls: Vec<Control>,
+    pub(crate) g: Arc<GraphInner<S>>,
+    pub(crate) state: Arc<S>,
+    pub(crate) channels: S::Channels,
+    pub(crate) controls: Vec<Control>,
     /// One version per channel id; 0 = never written.
-    versions: Vec<u64>,
+    pub(crate) versions: Vec<u64>,
     /// Per node, per trigger: the version last seen.
-    seen: Vec<Vec<u64>>,
+    pub(crate) seen: Vec<Vec<u64>>,
     /// `Send`s for the next step (LangGraph's `__pregel_tasks` topic).
-    sends: Vec<Packet<S>>,
+    pub(crate) sends: Vec<Packet<S>>,
     /// Channels updated by the last step (and still available).
-    updated: Vec<u32>,
-    step: i64,
-    stop: i64,
-    input: Option<S::Update>,
+    pub(crate) updated: Vec<u32>,
+    pub(crate) step: i64,
+    pub(crate) stop: i64,
+    pub(crate) input: Option<S::Update>,
     drain: Option<DrainHandle>,
-    tasks: Vec<Task<S>>,
+    pub(crate) tasks: Vec<Task<S>>,
     status: Status,
+    /// The run's link to its saver, when the graph has one.
+    pub(crate) persist: Option<Persist>,
+    /// Nodes to pause before and after: the graph's and this run's.
+    interrupt_before: Vec<bool>,
+    interrupt_after: Vec<bool>,
     // Buffers reused from step to step.
     candidates: Vec<u32>,
     marked: Vec<bool>,
@@ -142,17 +153,52 @@ pub(crate) struct Loop<S: State> {
     join_writes: Vec<Vec<u32>>,
 }
 
+/// How a step ended.
+pub(crate) enum StepEnd {
+    /// Its writes were applied.
+    Applied { writers: Vec<u32> },
+    /// Nodes paused: nothing was applied; the step runs again on resume.
+    Paused(Vec<Paused>),
+}
+
 impl<S: State> Loop<S> {
     pub(crate) fn new(g: Arc<GraphInner<S>>, config: &RunConfig) -> Result<Self, Error> {
         if config.recursion_limit < 1 {
             return Err(Error::config("recursion limit must be at least 1"));
         }
-        let (state, channels) = S::empty();
+        let (state, channels) = g.prototype.clone();
         let n_channels = g.n_fields() + g.controls.len();
         let controls = g.controls.iter().map(Control::new).collect();
         let seen = g.nodes.iter().map(|n| vec![0; n.triggers.len()]).collect();
         let n_nodes = g.nodes.len();
         let n_controls = g.controls.len();
+        let mut interrupt_before = g.interrupt_before.clone();
+        let mut interrupt_after = g.interrupt_after.clone();
+        for (names, mask) in [
+            (&config.interrupt_before, &mut interrupt_before),
+            (&config.interrupt_after, &mut interrupt_after),
+        ] {
+            for name in names {
+                match g.node_ids.get(name) {
+                    Some(&n) if (n as usize) < g.n_user => mask[n as usize] = true,
+                    _ => return Err(Error::config(format!("interrupt names unknown node `{name}`"))),
+                }
+            }
+        }
+        let persist = match (&g.saver, &config.thread_id) {
+            (Some(saver), Some(thread)) => Some(Persist::new(saver.clone(), thread.clone(), g.n_fields(), n_channels)),
+            (Some(_), None) => {
+                return Err(Error::config(
+                    "this graph has a checkpointer: give the run a thread (`RunConfig::thread`)",
+                ))
+            }
+            (None, _) => None,
+        };
+        if persist.is_none() && (interrupt_before.iter().chain(&interrupt_after).any(|b| *b)) {
+            return Err(Error::config(
+                "interrupts need a checkpointer to pause the run: compile the graph with one",
+            ));
+        }
         // A new thread: the input checkpoint is step -1.
         let step = -1;
         Ok(Self {
@@ -169,9 +215,12 @@ impl<S: State> Loop<S> {
             drain: config.drain.clone(),
             tasks: Vec::new(),
             status: Status::Input,
+            persist,
+            interrupt_before,
+            interrupt_after,
             candidates: Vec::new(),
             marked: vec![false; n_nodes],
-            changed: vec![false; S::FIELDS.len()],
+            changed: vec![false; g.n_fields()],
             updates: Vec::new(),
             branch_writes: vec![0; n_controls],
             join_writes: vec![Vec::new(); n_controls],
@@ -181,6 +230,73 @@ impl<S: State> Loop<S> {
 
     pub(crate) fn step(&self) -> i64 {
         self.step
+    }
+
+    pub(crate) fn state(&self) -> &S {
+        &self.state
+    }
+
+    /// The planned tasks: node, push index, and whether their writes are already saved.
+    pub(crate) fn planned(&self) -> Vec<(u32, Option<usize>, bool)> {
+        self.tasks.iter().map(|t| (t.node, t.push, t.saved)).collect()
+    }
+
+    /// Applies the saved writes of the planned tasks to the values (for `get_state`).
+    pub(crate) fn apply_saved_writes(&mut self) -> Result<(), Error> {
+        let mut updates = Vec::new();
+        let mut writers = Vec::new();
+        for t in &mut self.tasks {
+            if let (true, Job::Ready(c)) = (t.saved, &mut t.job) {
+                updates.push(std::mem::take(&mut c.update));
+                writers.push(t.node);
+            }
+        }
+        let mut changed = vec![false; self.g.n_fields()];
+        let g = self.g.clone();
+        Arc::make_mut(&mut self.state)
+            .apply(&mut self.channels, &mut updates, false, &mut changed)
+            .map_err(|e| field_error(e, &writers, &g, self.step))
+    }
+
+    /// The node that saw the newest versions: what `update_state` takes without `as_node`.
+    pub(crate) fn last_node(&self) -> Option<u32> {
+        let best = |n: usize| self.seen[n].iter().copied().max().unwrap_or(0);
+        let max = (0..self.g.n_user).map(best).max().filter(|m| *m > 0)?;
+        let mut top = (0..self.g.n_user).filter(|n| best(*n) == max);
+        let first = top.next()?;
+        top.next().is_none().then_some(first as u32)
+    }
+
+    /// A new input on a thread with pending tasks cancels them (LangGraph's `discard_tasks`):
+    /// they count as having seen their triggers, and pending `Send`s are dropped.
+    pub(crate) fn discard_pending(&mut self) -> Result<(), Error> {
+        if let Some(p) = &mut self.persist {
+            p.pending.clear();
+        }
+        self.prepare_tasks()?;
+        let tasks = std::mem::take(&mut self.tasks);
+        let next = self.next_version();
+        let n_fields = self.g.n_fields();
+        let state = Arc::make_mut(&mut self.state);
+        for t in tasks.iter().filter(|t| t.push.is_none()) {
+            let node = &self.g.nodes[t.node as usize];
+            for (k, &c) in node.triggers.iter().enumerate() {
+                let c = c as usize;
+                if self.versions[c] > 0 {
+                    self.seen[t.node as usize][k] = self.versions[c];
+                }
+                let consumed = if c < n_fields {
+                    state.consume(&mut self.channels, c)
+                } else {
+                    self.controls[c - n_fields].consume()
+                };
+                if consumed {
+                    self.versions[c] = next;
+                }
+            }
+        }
+        self.updated.clear();
+        Ok(())
     }
 
     pub(crate) fn into_state(self) -> S {
@@ -214,7 +330,7 @@ impl<S: State> Loop<S> {
                 self.updated.push(id);
             }
             InputMode::Fields => {
-                if !(0..S::FIELDS.len()).any(|f| update.is_written(f)) {
+                if !(0..self.g.n_fields()).any(|f| update.is_written(f)) {
                     return Err(Error::empty_input());
                 }
                 self.changed.fill(false);
@@ -222,8 +338,8 @@ impl<S: State> Loop<S> {
                 let mut updates = [update];
                 state
                     .apply(&mut self.channels, &mut updates, false, &mut self.changed)
-                    .map_err(|e| field_error::<S>(e, &[], &self.g.names, self.step))?;
-                for f in 0..S::FIELDS.len() {
+                    .map_err(|e| field_error(e, &[], &self.g, self.step))?;
+                for f in 0..self.g.n_fields() {
                     if self.changed[f] {
                         self.versions[f] = next;
                         if self.state.is_available(&self.channels, f) {
@@ -239,25 +355,73 @@ impl<S: State> Loop<S> {
     }
 
     /// Plans the next step. Returns [`Status::Pending`] when there are tasks to run.
-    pub(crate) fn tick(&mut self) -> Status {
+    pub(crate) fn tick(&mut self) -> Result<Status, Error> {
         if self.step > self.stop {
             self.status = Status::OutOfSteps;
-            return self.status;
+            return Ok(self.status);
         }
-        self.prepare_tasks();
+        self.prepare_tasks()?;
         self.status = if self.tasks.is_empty() {
             Status::Done
         } else if self.drain.as_ref().is_some_and(DrainHandle::is_requested) {
             Status::Draining
+        } else if self.should_interrupt(&self.interrupt_before, self.tasks.iter().map(|t| t.node)) {
+            Status::InterruptBefore
         } else {
             Status::Pending
         };
-        self.status
+        Ok(self.status)
+    }
+
+    /// LangGraph's `should_interrupt`: a task's node is in `mask`, and something changed since
+    /// the run last resumed (so a resumed run passes the breakpoint it stopped at).
+    fn should_interrupt(&self, mask: &[bool], nodes: impl Iterator<Item = u32>) -> bool {
+        let Some(p) = &self.persist else { return false };
+        let changed = self.versions.iter().zip(&p.interrupt_seen).any(|(v, seen)| v > seen);
+        changed
+            && nodes
+                .into_iter()
+                .any(|n| mask.get(n as usize).copied().unwrap_or(false))
+    }
+
+    /// Whether the step just applied ran a node to pause after.
+    pub(crate) fn interrupt_after(&self, writers: &[u32]) -> bool {
+        self.should_interrupt(&self.interrupt_after, writers.iter().copied())
+    }
+
+    /// The pauses of a static interrupt on `nodes`.
+    pub(crate) fn static_pauses(
+        &self,
+        kind: PauseKind,
+        nodes: impl Iterator<Item = (u32, Option<usize>)>,
+    ) -> Vec<Paused> {
+        let mask = if kind == PauseKind::Before {
+            &self.interrupt_before
+        } else {
+            &self.interrupt_after
+        };
+        nodes
+            .filter(|(n, _)| mask.get(*n as usize).copied().unwrap_or(false))
+            .map(|(n, push)| Paused {
+                node: self.g.names[n as usize].to_string(),
+                id: self.task_id(n, push),
+                question: None,
+                kind,
+            })
+            .collect()
+    }
+
+    /// Marks every channel's version as seen by the interrupts (LangGraph does this on resume).
+    pub(crate) fn pass_interrupts(&mut self) {
+        if let Some(p) = &mut self.persist {
+            p.interrupt_seen.clone_from(&self.versions);
+        }
     }
 
     /// LangGraph's `prepare_next_tasks`: pull tasks of the nodes whose triggers have a version
     /// newer than the one they last saw, in node-name order, then one push task per `Send`.
-    fn prepare_tasks(&mut self) {
+    /// A task that already succeeded in a step that did not complete takes its saved writes.
+    pub(crate) fn prepare_tasks(&mut self) -> Result<(), Error> {
         self.tasks.clear();
         self.candidates.clear();
         for &c in &self.updated {
@@ -283,7 +447,7 @@ impl<S: State> Loop<S> {
             }
             let job = match (&node.func, Some(n) == self.g.start) {
                 (_, true) => Job::Ready(Command {
-                    update: self.input.take().unwrap_or_default(),
+                    update: self.input.clone().unwrap_or_default(),
                     goto: Vec::new(),
                 }),
                 (Some(f), false) => Job::Node(f.clone()),
@@ -291,86 +455,228 @@ impl<S: State> Loop<S> {
             };
             self.tasks.push(Task {
                 node: n,
-                pull: true,
+                push: None,
                 job,
+                saved: false,
+                scratch: None,
             });
         }
-        for p in self.sends.drain(..) {
+        for (i, p) in self.sends.drain(..).enumerate() {
             self.tasks.push(Task {
                 node: p.node.0,
-                pull: false,
+                push: Some(i),
                 job: Job::Packet(p),
+                saved: false,
+                scratch: None,
             });
         }
+        if self.persist.is_some() {
+            for i in 0..self.tasks.len() {
+                let id = self.task_id(self.tasks[i].node, self.tasks[i].push);
+                let pending = self.persist.as_mut().and_then(|p| p.pending.remove(&id));
+                let answers = match pending {
+                    Some(Pending {
+                        writes: Some(bytes), ..
+                    }) => {
+                        self.tasks[i].job = Job::Ready(self.load_task(&bytes)?);
+                        self.tasks[i].saved = true;
+                        continue;
+                    }
+                    Some(Pending { answers, .. }) => answers,
+                    None => Vec::new(),
+                };
+                self.tasks[i].scratch = Some(Arc::new(Scratch::with_answers(answers)));
+            }
+        }
+        Ok(())
     }
 
-    /// Runs the planned tasks concurrently, then applies their writes.
-    pub(crate) async fn run_step(&mut self) -> Result<(), Error> {
+    /// The pending writes of the current checkpoint, for `get_state`: tasks that paused and
+    /// their questions, and which tasks already have writes.
+    pub(crate) fn pending(&self) -> Option<&std::collections::BTreeMap<String, Pending>> {
+        self.persist.as_ref().map(|p| &p.pending)
+    }
+
+    /// Gives the answer to the paused task `id` (or, with `None`, to the only paused task).
+    pub(crate) fn answer(&mut self, id: Option<&str>, value: serde_json::Value) -> Result<(), Error> {
+        let p = self
+            .persist
+            .as_mut()
+            .ok_or_else(|| Error::config("resuming needs a checkpointer"))?;
+        let paused: Vec<String> = p
+            .pending
+            .iter()
+            .filter(|(_, t)| t.question.is_some())
+            .map(|(k, _)| k.clone())
+            .collect();
+        let target = match (id, paused.as_slice()) {
+            (Some(id), _) if paused.iter().any(|p| p == id) => id.to_owned(),
+            (Some(id), _) => return Err(Error::nothing_to_resume(&p.thread, Some(id))),
+            (None, [one]) => one.clone(),
+            (None, []) => return Err(Error::nothing_to_resume(&p.thread, None)),
+            (None, _) => return Err(Error::ambiguous_resume(&p.thread, &paused)),
+        };
+        let task = p.pending.get_mut(&target).expect("a paused task");
+        task.question = None;
+        task.answers.push(value);
+        Ok(())
+    }
+
+    /// Runs the planned tasks concurrently, then applies their writes. A failing task fails the
+    /// run, after the writes of its successful siblings are saved; pausing tasks pause it.
+    pub(crate) async fn run_step(&mut self) -> Result<StepEnd, Error> {
         let tasks = std::mem::take(&mut self.tasks);
         let step = self.step;
-        let mut done = Vec::with_capacity(tasks.len());
-        if tasks.len() == 1 {
+        let n_tasks = tasks.len();
+        let mut results = Vec::with_capacity(n_tasks);
+        if n_tasks == 1 {
             // One task: run it in place, no spawn.
             let task = tasks.into_iter().next().expect("one task");
             let ctx = Context {
                 node: self.g.names[task.node as usize].clone(),
                 step,
+                scratch: task.scratch.clone(),
             };
-            let result = AssertUnwindSafe(run_job(task.job, self.state.clone(), ctx))
+            let policy = self.g.nodes[task.node as usize].policy.clone();
+            let result = AssertUnwindSafe(run_job(task.job, self.state.clone(), ctx, policy))
                 .catch_unwind()
                 .await;
-            done.push(self.finish_task(task.node, task.pull, result.map_err(panic_message))?);
+            let result = result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p))));
+            results.push((task.node, task.push, task.saved, task.scratch, result));
         } else {
-            let mut handles = Vec::with_capacity(tasks.len());
+            let mut handles = Vec::with_capacity(n_tasks);
             for task in tasks {
                 let ctx = Context {
                     node: self.g.names[task.node as usize].clone(),
                     step,
+                    scratch: task.scratch.clone(),
                 };
-                let handle = tokio::spawn(run_job(task.job, self.state.clone(), ctx));
-                handles.push((task.node, task.pull, handle));
+                let policy = self.g.nodes[task.node as usize].policy.clone();
+                let handle = tokio::spawn(run_job(task.job, self.state.clone(), ctx, policy));
+                handles.push((task.node, task.push, task.saved, task.scratch, handle));
             }
             // Wait for every task, then report the first failure in task order: the same
             // failure whatever order the tasks finished in.
-            let mut results = Vec::with_capacity(handles.len());
-            for (node, pull, handle) in handles {
-                let r = handle.await.map_err(|e| match e.try_into_panic() {
-                    Ok(payload) => panic_message(payload),
-                    Err(e) => e.to_string(),
+            for (node, push, saved, scratch, handle) in handles {
+                let r = handle.await.unwrap_or_else(|e| {
+                    Err(Failure::Panic(match e.try_into_panic() {
+                        Ok(payload) => panic_message(payload),
+                        Err(e) => e.to_string(),
+                    }))
                 });
-                results.push((node, pull, r));
-            }
-            for (node, pull, r) in results {
-                done.push(self.finish_task(node, pull, r)?);
+                results.push((node, push, saved, scratch, r));
             }
         }
-        self.after_tick(done)
+
+        let mut done = Vec::with_capacity(n_tasks);
+        let mut failure: Option<(Error, u32, Option<usize>)> = None;
+        let mut paused = Vec::new();
+        let mut unsaved = Vec::new();
+        for (node, push, saved, scratch, result) in results {
+            if let Some((question, answers)) = scratch.as_ref().and_then(|s| s.paused()) {
+                paused.push((node, push, question, answers));
+                continue;
+            }
+            match self.finish_task(node, push.is_none(), result) {
+                Ok(d) => {
+                    if !saved {
+                        unsaved.push((done.len(), push));
+                    }
+                    done.push(Done { routed: saved, ..d });
+                }
+                Err(e) => {
+                    if failure.is_none() {
+                        failure = Some((e, node, push));
+                    }
+                }
+            }
+        }
+        // Routers of a step with several tasks read the state with their own task's writes
+        // applied and nobody else's: evaluate them on a copy before anything is applied.
+        if n_tasks > 1 {
+            for d in done.iter_mut().filter(|d| !d.routed) {
+                if let Err(e) = self.route_fresh(d) {
+                    failure.get_or_insert((e, d.node, None));
+                }
+            }
+        }
+        // A step that did not complete keeps the writes of the tasks that succeeded, so a resume
+        // does not run them again, and the error or question of the others.
+        let incomplete = failure.is_some() || !paused.is_empty();
+        if self.persist.is_some() && incomplete {
+            let mut rows = Vec::new();
+            for (i, push) in &unsaved {
+                let d = &done[*i];
+                rows.push((self.task_id(d.node, *push), vec![(WRITES, self.save_task(&d.command)?)]));
+            }
+            if let Some((e, node, push)) = &failure {
+                rows.push((self.task_id(*node, *push), vec![(ERROR, e.to_string().into_bytes())]));
+            }
+            for (node, push, question, answers) in &paused {
+                let q = serde_json::to_vec(question).unwrap_or_default();
+                let a = serde_json::to_vec(answers).unwrap_or_default();
+                rows.push((self.task_id(*node, *push), vec![(INTERRUPT, q), (RESUME, a)]));
+            }
+            self.persist.as_mut().expect("checked above").rows = rows;
+        }
+        if let Some((e, _, _)) = failure {
+            return Err(e);
+        }
+        if !paused.is_empty() {
+            let pauses = paused
+                .into_iter()
+                .map(|(node, push, question, _)| Paused {
+                    node: self.g.names[node as usize].to_string(),
+                    id: self.task_id(node, push),
+                    question: Some(question),
+                    kind: PauseKind::Interrupt,
+                })
+                .collect();
+            return Ok(StepEnd::Paused(pauses));
+        }
+        let writers = done.iter().map(|d| d.node).collect();
+        self.after_tick(done)?;
+        Ok(StepEnd::Applied { writers })
     }
 
-    fn finish_task(
-        &self,
-        node: u32,
-        pull: bool,
-        result: Result<Result<Command<S>, BoxError>, String>,
-    ) -> Result<Done<S>, Error> {
+    fn finish_task(&self, node: u32, pull: bool, result: Result<Command<S>, Failure>) -> Result<Done<S>, Error> {
         let name = &self.g.names[node as usize];
         let command = match result {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => return Err(Error::node(name, self.step, e)),
-            Err(message) => return Err(Error::panic(name, self.step, message)),
+            Ok(c) => c,
+            Err(Failure::Error(e)) => return Err(Error::node(name, self.step, e)),
+            Err(Failure::Timeout(limit)) => return Err(Error::timeout(name, self.step, limit)),
+            Err(Failure::Panic(message)) => return Err(Error::panic(name, self.step, message)),
         };
         if let Some(allowed) = &self.g.nodes[node as usize].writes {
-            if let Some(f) =
-                (0..S::FIELDS.len()).find(|&f| !allowed[f] && command.update.is_written(f))
-            {
-                return Err(Error::undeclared_write(name, S::FIELDS[f].name, self.step));
+            if let Some(f) = (0..self.g.n_fields()).find(|&f| !allowed[f] && command.update.is_written(f)) {
+                return Err(Error::undeclared_write(name, self.g.fields[f].name, self.step));
             }
         }
         Ok(Done {
             node,
             pull,
             command,
+            routed: false,
         })
+    }
+
+    /// Runs a task's routers on the state with its own writes applied, and nobody else's.
+    fn route_fresh(&self, d: &mut Done<S>) -> Result<(), Error> {
+        d.routed = true;
+        if self.g.nodes[d.node as usize].routers.is_empty() {
+            return Ok(());
+        }
+        let mut fresh = (*self.state).clone();
+        let mut channels = self.channels.clone();
+        let mut own = [d.command.update.clone()];
+        let mut scratch = vec![false; self.g.n_fields()];
+        fresh
+            .apply(&mut channels, &mut own, true, &mut scratch)
+            .map_err(|e| field_error(e, &[d.node], &self.g, self.step))?;
+        let mut gotos = Vec::new();
+        self.route(d.node, &fresh, &mut gotos)?;
+        d.command.goto.extend(gotos);
+        Ok(())
     }
 
     /// Runs the routers of `task` on `state` (the state with the task's own writes applied).
@@ -388,15 +694,8 @@ impl<S: State> Loop<S> {
                     continue;
                 }
                 if !router.targets.contains(&target) {
-                    let what = target.map_or_else(
-                        || "END".to_owned(),
-                        |t| self.g.names[t as usize].to_string(),
-                    );
-                    return Err(Error::unknown_target(
-                        &self.g.names[node as usize],
-                        what,
-                        self.step,
-                    ));
+                    let what = target.map_or_else(|| "END".to_owned(), |t| self.g.names[t as usize].to_string());
+                    return Err(Error::unknown_target(&self.g.names[node as usize], what, self.step));
                 }
             }
         }
@@ -404,30 +703,14 @@ impl<S: State> Loop<S> {
     }
 
     /// LangGraph's `apply_writes` and `after_tick`: the end of a superstep.
-    fn after_tick(&mut self, mut done: Vec<Done<S>>) -> Result<(), Error> {
+    pub(crate) fn after_tick(&mut self, mut done: Vec<Done<S>>) -> Result<(), Error> {
         let g = self.g.clone();
         let n_fields = g.n_fields();
-        // Routers of a step with several tasks read the state with their own task's writes
-        // applied and nobody else's: evaluate them on a copy before the step is applied.
-        let routed_alone = done.len() == 1;
-        if !routed_alone {
-            for i in 0..done.len() {
-                if g.nodes[done[i].node as usize].routers.is_empty() {
-                    continue;
-                }
-                let mut fresh = (*self.state).clone();
-                let mut channels = self.channels.clone();
-                let mut own = [done[i].command.update.clone()];
-                let mut scratch = vec![false; n_fields];
-                fresh
-                    .apply(&mut channels, &mut own, true, &mut scratch)
-                    .map_err(|e| field_error::<S>(e, &[done[i].node], &g.names, self.step))?;
-                let mut gotos = Vec::new();
-                self.route(done[i].node, &fresh, &mut gotos)?;
-                done[i].command.goto.extend(gotos);
-            }
+        let routed_alone = done.len() == 1 && !done[0].routed;
+        if done.iter().any(|d| Some(d.node) == g.start) {
+            // The start node ran: the input is in the fields now.
+            self.input = None;
         }
-
         // Versions seen: each pull task has now seen its triggers.
         for d in done.iter().filter(|d| d.pull) {
             let node = &g.nodes[d.node as usize];
@@ -460,19 +743,12 @@ impl<S: State> Loop<S> {
         self.updated.clear();
         self.changed.fill(false);
         self.updates.clear();
-        self.updates.extend(
-            done.iter_mut()
-                .map(|d| std::mem::take(&mut d.command.update)),
-        );
+        self.updates
+            .extend(done.iter_mut().map(|d| std::mem::take(&mut d.command.update)));
         let writers: Vec<u32> = done.iter().map(|d| d.node).collect();
         state
-            .apply(
-                &mut self.channels,
-                &mut self.updates,
-                true,
-                &mut self.changed,
-            )
-            .map_err(|e| field_error::<S>(e, &writers, &g.names, self.step))?;
+            .apply(&mut self.channels, &mut self.updates, true, &mut self.changed)
+            .map_err(|e| field_error(e, &writers, &g, self.step))?;
         for f in 0..n_fields {
             if self.changed[f] {
                 self.versions[f] = next;
@@ -482,6 +758,7 @@ impl<S: State> Loop<S> {
             }
         }
         if routed_alone && !g.nodes[done[0].node as usize].routers.is_empty() {
+            done[0].routed = true;
             // One task: the state after the step is the state with its own writes applied.
             let mut gotos = Vec::new();
             self.route(done[0].node, &self.state, &mut gotos)?;
@@ -531,11 +808,7 @@ impl<S: State> Loop<S> {
         self.sends = sends;
 
         // Nothing will wake a node: finish the channels (deferred nodes wake up).
-        if !self
-            .updated
-            .iter()
-            .any(|c| !g.trigger_to_nodes[*c as usize].is_empty())
-        {
+        if !self.updated.iter().any(|c| !g.trigger_to_nodes[*c as usize].is_empty()) {
             let state = Arc::make_mut(&mut self.state);
             self.changed.fill(false);
             state.finish(&mut self.channels, &mut self.changed);
@@ -562,15 +835,66 @@ impl<S: State> Loop<S> {
     }
 }
 
+/// Why a task failed.
+enum Failure {
+    Error(BoxError),
+    Timeout(Duration),
+    Panic(String),
+}
+
+/// A node took longer than its timeout (what a retry policy's predicate sees).
+#[derive(Debug)]
+struct TimedOut(Duration);
+
+impl std::fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "timed out after {:?}", self.0)
+    }
+}
+
+impl std::error::Error for TimedOut {}
+
+/// Runs a task's job, with its node's timeout and retry policy.
 async fn run_job<S: State>(
     job: Job<S>,
     state: Arc<S>,
     ctx: Context,
-) -> Result<Command<S>, BoxError> {
-    match job {
-        Job::Node(f) => f.call(&state, &ctx).await,
-        Job::Packet(p) => (p.run)(ctx).await,
-        Job::Ready(c) => Ok(c),
+    policy: NodePolicy,
+) -> Result<Command<S>, Failure> {
+    let job = match job {
+        Job::Ready(c) => return Ok(c),
+        job => job,
+    };
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let once = async {
+            match &job {
+                Job::Node(f) => f.call(&state, &ctx).await,
+                Job::Packet(p) => (p.run)(ctx.clone()).await,
+                Job::Ready(_) => Ok(Command::default()),
+            }
+        };
+        let result = match policy.timeout {
+            Some(limit) => match tokio::time::timeout(limit, once).await {
+                Ok(r) => r,
+                Err(_) => Err(Box::new(TimedOut(limit)) as BoxError),
+            },
+            None => once.await,
+        };
+        let error = match result {
+            Ok(c) => return Ok(c),
+            Err(e) => e,
+        };
+        match &policy.retry {
+            Some(p) if p.should_retry(attempt, &error) => tokio::time::sleep(p.sleep_for(attempt)).await,
+            _ => {
+                return Err(match error.downcast::<TimedOut>() {
+                    Ok(t) => Failure::Timeout(t.0),
+                    Err(e) => Failure::Error(e),
+                })
+            }
+        }
     }
 }
 
@@ -584,12 +908,12 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-fn field_error<S: State>(e: FieldError, writers: &[u32], names: &[Arc<str>], step: i64) -> Error {
+fn field_error<S: State>(e: FieldError, writers: &[u32], g: &GraphInner<S>, step: i64) -> Error {
     let nodes = e
         .writers
         .iter()
         .filter_map(|w| writers.get(*w))
-        .map(|n| names[*n as usize].to_string())
+        .map(|n| g.names[*n as usize].to_string())
         .collect();
-    Error::invalid_update(S::FIELDS[e.field].name, nodes, step, e.error)
+    Error::invalid_update(g.fields[e.field].name, nodes, step, e.error)
 }

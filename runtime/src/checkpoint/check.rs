@@ -1,0 +1,154 @@
+//! The checks every saver makes before storing anything, so all of them refuse the same input.
+
+use super::{CheckpointRecord, PendingWrite, SaverError};
+use std::collections::HashSet;
+
+/// Checks that `record` holds together on its own, and returns the stored blobs it builds on, as
+/// `(channel, checkpoint id)`: the bases of its deltas and the blobs of its unchanged channels.
+/// The saver checks, in its transaction, that each is stored, so a stored checkpoint can always
+/// be rebuilt.
+pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, SaverError> {
+    let thread = record.thread_id.as_str();
+    if record.id.is_empty() {
+        return Err(SaverError::invalid(thread, "the checkpoint id is empty"));
+    }
+    if record.parent_id.as_deref() == Some(record.id.as_str()) {
+        return Err(SaverError::invalid(
+            thread,
+            format!("checkpoint `{}` is its own parent", record.id),
+        ));
+    }
+    let mut channels = HashSet::new();
+    for c in &record.channels {
+        if !channels.insert(c.channel.as_str()) {
+            return Err(SaverError::invalid(
+                thread,
+                format!("channel `{}` appears twice in checkpoint `{}`", c.channel, record.id),
+            ));
+        }
+        if c.blob.as_deref() == Some(record.id.as_str()) && !record.blobs.iter().any(|b| b.channel == c.channel) {
+            return Err(SaverError::invalid(
+                thread,
+                format!(
+                    "channel `{}` points at a blob of checkpoint `{}`, which has none for it",
+                    c.channel, record.id
+                ),
+            ));
+        }
+    }
+    let mut blobs = HashSet::new();
+    let mut needed = Vec::new();
+    for b in &record.blobs {
+        if !blobs.insert(b.channel.as_str()) {
+            return Err(SaverError::invalid(
+                thread,
+                format!("two blobs for channel `{}` in checkpoint `{}`", b.channel, record.id),
+            ));
+        }
+        let referenced = record
+            .channels
+            .iter()
+            .any(|c| c.channel == b.channel && c.blob.as_deref() == Some(record.id.as_str()));
+        if !referenced {
+            return Err(SaverError::invalid(
+                thread,
+                format!(
+                    "the blob for channel `{}` of checkpoint `{}` is not the channel's value there",
+                    b.channel, record.id
+                ),
+            ));
+        }
+        if let Some(base) = &b.delta_of {
+            if *base == record.id {
+                return Err(SaverError::invalid(
+                    thread,
+                    format!(
+                        "the delta for channel `{}` of checkpoint `{}` extends itself",
+                        b.channel, record.id
+                    ),
+                ));
+            }
+            needed.push((b.channel.as_str(), base.as_str()));
+        }
+    }
+    for c in &record.channels {
+        match c.blob.as_deref() {
+            Some(at) if at != record.id => needed.push((c.channel.as_str(), at)),
+            _ => {}
+        }
+    }
+    Ok(needed)
+}
+
+/// The error for a record that builds on a blob that is not stored: `(channel, at)` came from
+/// [`record`].
+pub(crate) fn missing_base(record: &CheckpointRecord, channel: &str, at: &str) -> SaverError {
+    let is_delta = record
+        .blobs
+        .iter()
+        .any(|b| b.channel == channel && b.delta_of.as_deref() == Some(at));
+    let what = if is_delta { "the delta for" } else { "the value of" };
+    let verb = if is_delta { "extends" } else { "is stored under" };
+    SaverError::invalid(
+        &record.thread_id,
+        format!(
+            "{what} channel `{channel}` of checkpoint `{}` {verb} checkpoint `{at}`, which stores no value for it",
+            record.id
+        ),
+    )
+}
+
+/// Checks a batch of one task's pending writes.
+pub(crate) fn writes(thread: &str, checkpoint: &str, task_id: &str, writes: &[PendingWrite]) -> Result<(), SaverError> {
+    let mut seen = HashSet::new();
+    for w in writes {
+        if w.task_id != task_id {
+            return Err(SaverError::invalid(
+                thread,
+                format!(
+                    "a write of task `{}` was handed in as a write of task `{task_id}`",
+                    w.task_id
+                ),
+            ));
+        }
+        if !seen.insert(w.idx) {
+            return Err(SaverError::invalid(
+                thread,
+                format!(
+                    "task `{task_id}` has two writes with index {} on checkpoint `{checkpoint}`",
+                    w.idx
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The error for writes against a checkpoint that is not stored.
+pub(crate) fn unknown_checkpoint(thread: &str, ns: &str, checkpoint: &str) -> SaverError {
+    let ns = if ns.is_empty() {
+        String::new()
+    } else {
+        format!(" (namespace `{ns}`)")
+    };
+    SaverError::invalid(
+        thread,
+        format!("no checkpoint `{checkpoint}`{ns} to keep pending writes against"),
+    )
+}
+
+/// Sorts pending writes in the order [`Loaded::pending_writes`](super::Loaded) promises.
+pub(crate) fn sort_writes(writes: &mut [PendingWrite]) {
+    writes.sort_by(|a, b| (&a.task_path, &a.task_id, a.idx).cmp(&(&b.task_path, &b.task_id, b.idx)));
+}
+
+/// The error for a channel whose blob chain is broken.
+pub(crate) fn broken_chain(thread: &str, checkpoint: &str, channel: &str, missing: &str) -> SaverError {
+    SaverError::corrupt(
+        thread,
+        checkpoint,
+        format!(
+            "the value of channel `{channel}` needs the blob stored under checkpoint `{missing}`, which is missing"
+        ),
+    )
+}

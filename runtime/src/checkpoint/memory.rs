@@ -1,0 +1,258 @@
+//! The in-memory saver.
+
+use super::{check, CheckpointRecord, Checkpointer, Loaded, PendingWrite, SaverError, Usage};
+use futures::future::{BoxFuture, FutureExt};
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A saver that keeps checkpoints in this process's memory: for tests, examples and programs
+/// that need no resume after they exit. Clones share one store.
+///
+/// # Examples
+///
+/// ```
+/// use weir_runtime::checkpoint::{Checkpointer, MemorySaver};
+///
+/// # futures::executor::block_on(async {
+/// let saver = MemorySaver::new();
+/// assert_eq!(saver.get("t-1", "", None).await.unwrap(), None);
+/// # });
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct MemorySaver {
+    store: Arc<Mutex<BTreeMap<String, BTreeMap<String, Namespace>>>>,
+}
+
+/// One `(thread, ns)`.
+#[derive(Debug, Default)]
+struct Namespace {
+    head: Option<String>,
+    /// Records with `blobs` empty, by id.
+    checkpoints: BTreeMap<String, CheckpointRecord>,
+    /// `(checkpoint id, channel)` → `(delta_of, bytes)`.
+    blobs: HashMap<(String, String), (Option<String>, Vec<u8>)>,
+    /// checkpoint id → `(task_id, idx)` → write.
+    writes: HashMap<String, BTreeMap<(String, i64), PendingWrite>>,
+}
+
+impl MemorySaver {
+    /// An empty saver.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, BTreeMap<String, Namespace>>> {
+        // A panic while holding the lock cannot leave a half-applied put (each put checks first,
+        // then only inserts), so a poisoned store is still consistent.
+        self.store.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn put_now(&self, mut record: CheckpointRecord, expected_head: Option<&str>) -> Result<(), SaverError> {
+        let needed = check::record(&record)?;
+        let mut store = self.lock();
+        let thread = store.entry(record.thread_id.clone()).or_default();
+        let existed = thread.contains_key(&record.ns);
+        let ns = thread.entry(record.ns.clone()).or_default();
+        let result = (|| {
+            if ns.head.as_deref() != expected_head {
+                return Err(SaverError::head_moved(
+                    &record.thread_id,
+                    &record.ns,
+                    expected_head,
+                    ns.head.as_deref(),
+                ));
+            }
+            if ns.checkpoints.contains_key(&record.id) {
+                return Err(SaverError::conflict(
+                    &record.thread_id,
+                    &record.ns,
+                    format!("checkpoint `{}` already exists", record.id),
+                ));
+            }
+            for (channel, base) in needed {
+                if !ns.blobs.contains_key(&(base.to_owned(), channel.to_owned())) {
+                    return Err(check::missing_base(&record, channel, base));
+                }
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            if !existed {
+                // Leave no empty namespace (or thread) behind a failed first put.
+                thread.remove(&record.ns);
+                if thread.is_empty() {
+                    store.remove(&record.thread_id);
+                }
+            }
+            return Err(e);
+        }
+        for blob in std::mem::take(&mut record.blobs) {
+            ns.blobs
+                .insert((record.id.clone(), blob.channel), (blob.delta_of, blob.bytes));
+        }
+        ns.head = Some(record.id.clone());
+        ns.checkpoints.insert(record.id.clone(), record);
+        Ok(())
+    }
+
+    fn get_now(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<Loaded>, SaverError> {
+        let store = self.lock();
+        let Some(space) = store.get(thread_id).and_then(|t| t.get(ns)) else {
+            return Ok(None);
+        };
+        let Some(id) = id.or(space.head.as_deref()) else {
+            return Ok(None);
+        };
+        let Some(record) = space.checkpoints.get(id) else {
+            return Ok(None);
+        };
+        let mut values = Vec::new();
+        for c in &record.channels {
+            let Some(mut at) = c.blob.clone() else {
+                continue;
+            };
+            let mut chain = Vec::new();
+            loop {
+                let Some((delta_of, bytes)) = space.blobs.get(&(at.clone(), c.channel.clone())) else {
+                    return Err(check::broken_chain(thread_id, id, &c.channel, &at));
+                };
+                chain.push(bytes.clone());
+                match delta_of {
+                    Some(base) => at = base.clone(),
+                    None => break,
+                }
+            }
+            chain.reverse();
+            values.push((c.channel.clone(), chain));
+        }
+        let mut pending_writes: Vec<PendingWrite> = space
+            .writes
+            .get(id)
+            .map(|w| w.values().cloned().collect())
+            .unwrap_or_default();
+        check::sort_writes(&mut pending_writes);
+        Ok(Some(Loaded {
+            record: record.clone(),
+            values,
+            pending_writes,
+        }))
+    }
+
+    fn put_writes_now(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        task_id: &str,
+        writes: Vec<PendingWrite>,
+    ) -> Result<(), SaverError> {
+        check::writes(thread_id, checkpoint_id, task_id, &writes)?;
+        let mut store = self.lock();
+        let space = store
+            .get_mut(thread_id)
+            .and_then(|t| t.get_mut(ns))
+            .filter(|space| space.checkpoints.contains_key(checkpoint_id))
+            .ok_or_else(|| check::unknown_checkpoint(thread_id, ns, checkpoint_id))?;
+        let on_checkpoint = space.writes.entry(checkpoint_id.to_owned()).or_default();
+        on_checkpoint.retain(|(task, _), _| task != task_id);
+        for w in writes {
+            on_checkpoint.insert((w.task_id.clone(), w.idx), w);
+        }
+        Ok(())
+    }
+}
+
+impl Checkpointer for MemorySaver {
+    fn put<'a>(
+        &'a self,
+        record: CheckpointRecord,
+        expected_head: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        async move { self.put_now(record, expected_head) }.boxed()
+    }
+
+    fn get<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
+        async move { self.get_now(thread_id, ns, id) }.boxed()
+    }
+
+    fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>> {
+        async move {
+            let store = self.lock();
+            Ok(store
+                .get(thread_id)
+                .and_then(|t| t.get(ns))
+                .and_then(|space| space.head.clone()))
+        }
+        .boxed()
+    }
+
+    fn list<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        before: Option<&'a str>,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, SaverError>> {
+        async move {
+            let store = self.lock();
+            let records = match store.get(thread_id).and_then(|t| t.get(ns)) {
+                None => Vec::new(),
+                Some(space) => {
+                    let upper = before.map_or(Bound::Unbounded, Bound::Excluded);
+                    let upper = space.checkpoints.range::<str, _>((Bound::Unbounded, upper));
+                    upper
+                        .rev()
+                        .take(limit.unwrap_or(usize::MAX))
+                        .map(|(_, r)| r.clone())
+                        .collect()
+                }
+            };
+            Ok(records)
+        }
+        .boxed()
+    }
+
+    fn put_writes<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        checkpoint_id: &'a str,
+        task_id: &'a str,
+        writes: Vec<PendingWrite>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        async move { self.put_writes_now(thread_id, ns, checkpoint_id, task_id, writes) }.boxed()
+    }
+
+    fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
+        async move {
+            self.lock().remove(thread_id);
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>> {
+        async move { Ok(self.lock().keys().cloned().collect()) }.boxed()
+    }
+
+    fn usage<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Usage, SaverError>> {
+        async move {
+            let store = self.lock();
+            let mut usage = Usage::default();
+            for space in store.get(thread_id).into_iter().flat_map(|t| t.values()) {
+                usage.checkpoints += space.checkpoints.len() as u64;
+                usage.blobs += space.blobs.len() as u64;
+                usage.blob_bytes += space.blobs.values().map(|(_, b)| b.len() as u64).sum::<u64>();
+                usage.pending_writes += space.writes.values().map(|w| w.len() as u64).sum::<u64>();
+            }
+            Ok(usage)
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,354 @@
+//! Checkpoint storage: the records a run saves after every superstep, and the savers that keep them.
+//!
+//! # The model
+//!
+//! A *thread* (`thread_id`) is one conversation or job; inside it, each graph level has a
+//! *namespace* (`ns`, `""` for the root graph, a path for a subgraph). A `(thread, ns)` pair holds
+//! a tree of [`CheckpointRecord`]s linked by `parent_id`, and a *head*: the latest checkpoint,
+//! the one a new run continues from. Checkpoint ids come from [`new_checkpoint_id`] and compare
+//! as strings in creation order, so "newest first" is "greatest id first".
+//!
+//! A saver stores opaque bytes and never decodes a channel value. A record carries:
+//! - [`ChannelRef`]s, one per channel that has a version: the version, and where its value is
+//!   stored (the id of the checkpoint that holds the value's last blob), or `None` when the
+//!   channel holds no value ("missing", distinct from a stored null);
+//! - new [`Blob`]s, stored under this record's id: either a whole value or a *delta*, the items
+//!   appended to the value stored under an earlier checkpoint (`delta_of`);
+//! - `body`: the rest of the runtime's state (versions seen per node, pending sends, …), opaque.
+//!
+//! Storage grows with what changed, never with what stayed: a channel left unchanged by a step
+//! is a `ChannelRef` pointing at the blob of an earlier checkpoint, and an append channel stores
+//! only the items of the step. [`Checkpointer::get`] hands back, per channel, the chain that
+//! rebuilds its value: the whole value first, then each delta in the order it was appended.
+//! Because a delta names the blob it extends, two branches forked from one checkpoint share the
+//! history before the fork and never mix the deltas made after it.
+//!
+//! Pending writes ([`PendingWrite`]) are the writes of tasks that finished in a step whose
+//! checkpoint was not yet taken (a sibling failed or the run was interrupted); a resume re-applies
+//! them instead of running those tasks again.
+//!
+//! # Concurrency
+//!
+//! [`Checkpointer::put`] takes the head the caller last saw. When another writer moved the head
+//! meanwhile, the put fails with a conflict ([`SaverError::is_conflict`]) and stores nothing: two
+//! processes running one thread never interleave their checkpoints.
+//!
+//! # Savers
+//!
+//! - [`MemorySaver`]: in this process only, for tests and short-lived programs.
+//! - `SqliteSaver` (feature `sqlite`, on by default): one file, shared by the processes of one
+//!   machine.
+//! - `PostgresSaver` (feature `postgres`): for several machines sharing threads.
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+mod check;
+mod error;
+mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+pub use error::SaverError;
+pub use memory::MemorySaver;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresSaver};
+#[cfg(feature = "sqlite")]
+pub use sqlite::{SqliteOptions, SqliteSaver, Synchronous};
+
+/// A new checkpoint id: 32 lower-case hex digits that compare, as strings, in creation order.
+///
+/// The first 16 digits are the microseconds since the Unix epoch, kept strictly increasing within
+/// the process (`max(last + 1, now)`); the last 16 are random, so ids made at the same microsecond
+/// by two processes differ. Ids of different processes are ordered by their clocks.
+///
+/// # Examples
+///
+/// ```
+/// use weir_runtime::checkpoint::new_checkpoint_id;
+///
+/// let a = new_checkpoint_id();
+/// let b = new_checkpoint_id();
+/// assert_eq!(a.len(), 32);
+/// assert!(a < b);
+/// ```
+pub fn new_checkpoint_id() -> String {
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64);
+    let mut last = LAST.load(Ordering::Relaxed);
+    let micros = loop {
+        let next = now.max(last + 1);
+        match LAST.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => break next,
+            Err(seen) => last = seen,
+        }
+    };
+    let random = getrandom::u64().unwrap_or_else(|_| {
+        // No OS randomness: fall back on std's randomly keyed hasher, still distinct per process.
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(micros);
+        h.finish()
+    });
+    format!("{micros:016x}{random:016x}")
+}
+
+/// The current time as an RFC 3339 UTC timestamp with microseconds, e.g.
+/// `2026-11-01T09:05:03.000042Z`: the format of [`CheckpointRecord::created_at`].
+///
+/// # Examples
+///
+/// ```
+/// let ts = weir_runtime::checkpoint::now_rfc3339();
+/// assert_eq!(ts.len(), 27);
+/// assert!(ts.ends_with('Z'));
+/// ```
+pub fn now_rfc3339() -> String {
+    let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    rfc3339(d.as_secs() as i64, d.subsec_micros())
+}
+
+/// Formats seconds since the epoch (UTC) as RFC 3339 (days-to-civil after Howard Hinnant).
+fn rfc3339(secs: i64, micros: u32) -> String {
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}Z",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60
+    )
+}
+
+/// What made a checkpoint (LangGraph's `metadata.source`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// The input of a run was written (step −1, or the step after the last on a later run).
+    Input,
+    /// A superstep of the loop.
+    Loop,
+    /// A manual `update_state`.
+    Update,
+    /// A copy of an earlier checkpoint, the start of a new branch.
+    Fork,
+}
+
+impl Source {
+    /// The lower-case name, as stored: `input`, `loop`, `update` or `fork`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Input => "input",
+            Source::Loop => "loop",
+            Source::Update => "update",
+            Source::Fork => "fork",
+        }
+    }
+
+    /// The source named `name` (as written by [`Source::as_str`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "input" => Source::Input,
+            "loop" => Source::Loop,
+            "update" => Source::Update,
+            "fork" => Source::Fork,
+            _ => return None,
+        })
+    }
+}
+
+/// One channel of a checkpoint: its version and where its value is stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChannelRef {
+    /// The channel's name.
+    pub channel: String,
+    /// The channel's version at this checkpoint.
+    pub version: u64,
+    /// Id of the checkpoint under which the channel's current value blob is stored (this
+    /// checkpoint, or an earlier one of the same thread and namespace when unchanged); `None` =
+    /// no stored value ("missing").
+    pub blob: Option<String>,
+}
+
+/// A value stored under a checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Blob {
+    /// The channel the value belongs to.
+    pub channel: String,
+    /// `None`: `bytes` is the whole value. `Some(id)`: `bytes` are items appended to the value
+    /// stored for the same channel under checkpoint `id` (a delta).
+    pub delta_of: Option<String>,
+    /// The encoded value or items; opaque to the saver.
+    pub bytes: Vec<u8>,
+}
+
+/// A checkpoint as stored: what [`Checkpointer::put`] takes and [`Checkpointer::list`] returns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointRecord {
+    /// The thread.
+    pub thread_id: String,
+    /// The namespace: `""` for the root graph.
+    pub ns: String,
+    /// This checkpoint's id, from [`new_checkpoint_id`].
+    pub id: String,
+    /// The checkpoint this one follows, `None` for the first of a thread.
+    pub parent_id: Option<String>,
+    /// The superstep: −1 for the first input, 0 for the first loop step.
+    pub step: i64,
+    /// What made this checkpoint.
+    pub source: Source,
+    /// Names of the nodes whose writes this checkpoint applied.
+    pub writes: Vec<String>,
+    /// Extra user metadata.
+    pub metadata: BTreeMap<String, String>,
+    /// When the checkpoint was made, RFC 3339 UTC (see [`now_rfc3339`]).
+    pub created_at: String,
+    /// Every channel with a version, and where its value is.
+    pub channels: Vec<ChannelRef>,
+    /// Opaque runtime state (versions seen per node, pending sends, …).
+    pub body: Vec<u8>,
+    /// New blobs, stored under this record's id. Empty in records read back.
+    pub blobs: Vec<Blob>,
+}
+
+/// A write of a task that finished, kept against the checkpoint the task started from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingWrite {
+    /// The task that wrote.
+    pub task_id: String,
+    /// The task's path, which orders writes deterministically.
+    pub task_path: String,
+    /// The write's index within the task's writes (negative for special channels, as LangGraph).
+    pub idx: i64,
+    /// The channel written.
+    pub channel: String,
+    /// The encoded value; opaque to the saver.
+    pub bytes: Vec<u8>,
+}
+
+/// A checkpoint read back by [`Checkpointer::get`], with what it takes to rebuild its channels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loaded {
+    /// The record, with `blobs` empty.
+    pub record: CheckpointRecord,
+    /// For each channel of `record.channels` with a blob, in that order: the chain that rebuilds
+    /// its value, oldest first — a whole value, then the deltas appended onto it.
+    pub values: Vec<(String, Vec<Vec<u8>>)>,
+    /// The pending writes against this checkpoint, ordered by `(task_path, task_id, idx)`.
+    pub pending_writes: Vec<PendingWrite>,
+}
+
+/// What a saver holds for one thread, all namespaces together (see [`Checkpointer::usage`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Stored checkpoints.
+    pub checkpoints: u64,
+    /// Stored blobs (whole values and deltas).
+    pub blobs: u64,
+    /// Total length of the stored blobs' bytes.
+    pub blob_bytes: u64,
+    /// Stored pending writes.
+    pub pending_writes: u64,
+}
+
+/// A store of checkpoints. Object safe: a graph holds an `Arc<dyn Checkpointer>`.
+///
+/// Every saver validates what it is given (a blob for each channel pointing at the new record, a
+/// delta only onto a stored blob) and refuses an invalid record with
+/// [`SaverError::is_invalid`], storing nothing.
+pub trait Checkpointer: Send + Sync + Debug + 'static {
+    /// Stores `record` as the new head of `(record.thread_id, record.ns)`.
+    ///
+    /// `expected_head` is the id the caller believes is the latest checkpoint of the thread and
+    /// namespace (`None` for a new one). If another writer moved the head meanwhile, or a
+    /// checkpoint with this id exists, fails with a conflict naming the thread and stores nothing.
+    /// Atomic: the record, its blobs and the head move together or not at all.
+    fn put<'a>(
+        &'a self,
+        record: CheckpointRecord,
+        expected_head: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>>;
+
+    /// The checkpoint `id` of the thread and namespace, or its head when `id` is `None`; `None`
+    /// when there is no such checkpoint.
+    fn get<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>>;
+
+    /// The id of the head (latest checkpoint) of the thread and namespace, if any.
+    fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>>;
+
+    /// The checkpoints of the thread and namespace, newest (greatest id) first, with `blobs`
+    /// empty: only those with an id less than `before` when given, at most `limit` when given.
+    fn list<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        before: Option<&'a str>,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, SaverError>>;
+
+    /// Stores the writes of task `task_id` against checkpoint `checkpoint_id`, replacing that
+    /// task's earlier writes on that checkpoint. Every write's `task_id` must be `task_id`, and
+    /// the checkpoint must exist.
+    fn put_writes<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        checkpoint_id: &'a str,
+        task_id: &'a str,
+        writes: Vec<PendingWrite>,
+    ) -> BoxFuture<'a, Result<(), SaverError>>;
+
+    /// Deletes everything of the thread: every namespace's checkpoints, blobs, writes and head.
+    fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<(), SaverError>>;
+
+    /// The ids of the threads with at least one checkpoint, sorted.
+    fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>>;
+
+    /// What is stored for the thread, all namespaces together.
+    fn usage<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Usage, SaverError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(rfc3339(951_782_400, 7), "2000-02-29T00:00:00.000007Z");
+        assert_eq!(rfc3339(1_793_531_103, 42), "2026-11-01T11:05:03.000042Z");
+    }
+
+    #[test]
+    fn checkpoint_ids_increase_within_a_process() {
+        let ids: Vec<String> = (0..1000).map(|_| new_checkpoint_id()).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        assert!(ids
+            .iter()
+            .all(|id| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())));
+    }
+}

@@ -1,0 +1,685 @@
+//! The SQLite saver: the embedded default.
+//!
+//! One file holds every thread. The file is in WAL mode, so readers never wait for the writer,
+//! and several processes can share it: a write waits up to the busy timeout for another
+//! process's write to finish. Within a process, writes queue on one connection (without holding
+//! a tokio worker) and reads use a few connections of their own; every SQLite call runs on
+//! tokio's blocking pool.
+//!
+//! The schema's version is the file's `PRAGMA user_version`; [`MIGRATIONS`] lists the steps from
+//! each version to the next. A file with a newer version than this weir knows is refused and left
+//! untouched.
+
+use super::sql::{self, Row};
+use super::{check, CheckpointRecord, Checkpointer, Loaded, PendingWrite, SaverError, Usage};
+use futures::future::{BoxFuture, FutureExt};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{Mutex as AsyncMutex, Semaphore};
+
+/// The steps from schema version `i` to `i + 1`; the current version is `MIGRATIONS.len()`.
+/// A later release appends to this list and never edits an entry.
+const MIGRATIONS: &[&str] = &[
+    // 1: checkpoints, the blobs stored under them, pending writes, heads.
+    "CREATE TABLE checkpoints (
+        thread_id TEXT NOT NULL,
+        ns TEXT NOT NULL,
+        id TEXT NOT NULL,
+        parent_id TEXT,
+        step INTEGER NOT NULL,
+        source TEXT NOT NULL,
+        writes TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        channels TEXT NOT NULL,
+        body BLOB NOT NULL,
+        PRIMARY KEY (thread_id, ns, id)
+    );
+    CREATE TABLE blobs (
+        thread_id TEXT NOT NULL,
+        ns TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        delta_of TEXT,
+        bytes BLOB NOT NULL,
+        PRIMARY KEY (thread_id, ns, checkpoint_id, channel)
+    );
+    CREATE TABLE writes (
+        thread_id TEXT NOT NULL,
+        ns TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        task_path TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        bytes BLOB NOT NULL,
+        PRIMARY KEY (thread_id, ns, checkpoint_id, task_id, idx)
+    );
+    CREATE TABLE heads (
+        thread_id TEXT NOT NULL,
+        ns TEXT NOT NULL,
+        head TEXT NOT NULL,
+        PRIMARY KEY (thread_id, ns)
+    ) WITHOUT ROWID;",
+];
+
+/// The schema version this weir writes.
+const VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// SQLite's `synchronous` setting: how hard a commit waits for the disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// Never wait for the disk: a power loss may lose or corrupt recent checkpoints.
+    Off,
+    /// In WAL mode, a commit survives a crash of the process; a power loss may lose the last
+    /// commits but never corrupts the file. The default.
+    #[default]
+    Normal,
+    /// Every commit reaches the disk before `put` returns.
+    Full,
+}
+
+impl Synchronous {
+    fn pragma(self) -> &'static str {
+        match self {
+            Synchronous::Off => "OFF",
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
+        }
+    }
+}
+
+/// How a [`SqliteSaver`] opens its file: made by [`SqliteSaver::options`].
+///
+/// # Examples
+///
+/// ```
+/// use weir_runtime::checkpoint::{SqliteSaver, Synchronous};
+///
+/// let dir = std::env::temp_dir().join(format!("weir-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let saver = SqliteSaver::options().synchronous(Synchronous::Full).open(dir.join("weir.db")).unwrap();
+/// # drop(saver);
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+#[derive(Clone, Debug)]
+pub struct SqliteOptions {
+    synchronous: Synchronous,
+    busy_timeout: Duration,
+    readers: usize,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self {
+            synchronous: Synchronous::Normal,
+            busy_timeout: Duration::from_secs(5),
+            readers: 4,
+        }
+    }
+}
+
+impl SqliteOptions {
+    /// SQLite's `synchronous` setting (default [`Synchronous::Normal`]).
+    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
+        self.synchronous = synchronous;
+        self
+    }
+    /// How long a write waits for another process's write before failing (default 5 s).
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+    /// How many reads run at once (default 4, at least 1).
+    pub fn readers(mut self, readers: usize) -> Self {
+        self.readers = readers.max(1);
+        self
+    }
+    /// Opens the file at `path`, creating it and its schema on first use, and migrating an
+    /// older schema.
+    ///
+    /// Blocks the calling thread briefly (opening the file, and waiting up to the busy timeout
+    /// if another process holds the write lock): call it at startup, or in `spawn_blocking`.
+    ///
+    /// # Errors
+    ///
+    /// [`SaverError::is_schema_too_new`] when the file was written by a newer weir (the file is
+    /// not modified); a database error when the file cannot be opened or is not a database.
+    pub fn open(self, path: impl AsRef<Path>) -> Result<SqliteSaver, SaverError> {
+        let path = path.as_ref().to_path_buf();
+        let mut writer = Connection::open(&path).map_err(|e| backend(&path, e))?;
+        migrate(&mut writer, &path, &self).map_err(|e| e.into_saver_error(&path))?;
+        let inner = Inner {
+            path,
+            options: self.clone(),
+            writer: Arc::new(AsyncMutex::new(writer)),
+            readers: Mutex::new(Vec::new()),
+            read_permits: Arc::new(Semaphore::new(self.readers)),
+        };
+        Ok(SqliteSaver { inner: Arc::new(inner) })
+    }
+}
+
+/// A failure while opening: the schema is too new, or SQLite failed.
+enum OpenError {
+    TooNew(i64),
+    Sqlite(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for OpenError {
+    fn from(e: rusqlite::Error) -> Self {
+        OpenError::Sqlite(e)
+    }
+}
+
+impl OpenError {
+    fn into_saver_error(self, path: &Path) -> SaverError {
+        match self {
+            OpenError::TooNew(found) => SaverError::schema_too_new(format!("`{}`", path.display()), found, VERSION),
+            OpenError::Sqlite(e) => backend(path, e),
+        }
+    }
+}
+
+/// Checks the version before anything could write to the file, then turns WAL on and migrates.
+fn migrate(conn: &mut Connection, path: &Path, options: &SqliteOptions) -> Result<(), OpenError> {
+    conn.busy_timeout(options.busy_timeout)?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version > VERSION {
+        return Err(OpenError::TooNew(version));
+    }
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(path = %path.display(), mode, "sqlite saver could not turn WAL mode on");
+    }
+    configure(conn, options)?;
+    if version == VERSION {
+        return Ok(());
+    }
+    // Another process may be migrating too: decide again inside the write lock.
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version > VERSION {
+        return Err(OpenError::TooNew(version));
+    }
+    for (from, step) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        tx.execute_batch(step)?;
+        tx.pragma_update(None, "user_version", from as i64 + 1)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// The per-connection settings.
+fn configure(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()> {
+    conn.busy_timeout(options.busy_timeout)?;
+    conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
+    Ok(())
+}
+
+fn backend(path: &Path, e: rusqlite::Error) -> SaverError {
+    SaverError::backend(format!("sqlite checkpoint store `{}` failed", path.display()), e)
+}
+
+/// The embedded checkpoint saver: one SQLite file, shared by the processes of one machine.
+///
+/// Clones share the connections. See the [module docs](super) for the model.
+///
+/// # Examples
+///
+/// ```
+/// use weir_runtime::checkpoint::{Checkpointer, SqliteSaver};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let dir = std::env::temp_dir().join(format!("weir-doc-open-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let saver = SqliteSaver::open(dir.join("weir.db")).unwrap();
+/// assert_eq!(saver.threads().await.unwrap(), Vec::<String>::new());
+/// # drop(saver);
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct SqliteSaver {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    options: SqliteOptions,
+    /// The one connection that writes, so a process's writes queue here rather than on
+    /// SQLite's busy handler.
+    writer: Arc<AsyncMutex<Connection>>,
+    /// Idle read connections.
+    readers: Mutex<Vec<Connection>>,
+    read_permits: Arc<Semaphore>,
+}
+
+impl fmt::Debug for SqliteSaver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteSaver")
+            .field("path", &self.inner.path)
+            .field("options", &self.inner.options)
+            .finish()
+    }
+}
+
+impl SqliteSaver {
+    /// Opens (creating on first use) the checkpoint file at `path` with the default options:
+    /// WAL mode, `synchronous = NORMAL`, a 5 s busy timeout. See [`SqliteOptions::open`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, SaverError> {
+        SqliteOptions::default().open(path)
+    }
+
+    /// Options for opening a file, to change the defaults of [`open`](Self::open).
+    pub fn options() -> SqliteOptions {
+        SqliteOptions::default()
+    }
+
+    /// The file this saver stores into.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs `f` on the writer connection, on the blocking pool.
+    async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, Failure> + Send + 'static,
+    ) -> Result<T, SaverError> {
+        let mut conn = self.inner.writer.clone().lock_owned().await;
+        let path = self.inner.path.clone();
+        let joined = tokio::task::spawn_blocking(move || f(&mut conn)).await;
+        flatten(&path, joined)
+    }
+
+    /// Runs `f` on a read connection, on the blocking pool.
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, Failure> + Send + 'static,
+    ) -> Result<T, SaverError> {
+        let permit = self
+            .inner
+            .read_permits
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        let inner = self.inner.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let idle = inner.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            let mut conn = match idle {
+                Some(conn) => conn,
+                None => {
+                    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                    let conn = Connection::open_with_flags(&inner.path, flags)?;
+                    configure(&conn, &inner.options)?;
+                    conn
+                }
+            };
+            let out = f(&mut conn);
+            inner.readers.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
+            out
+        })
+        .await;
+        flatten(&self.inner.path, joined)
+    }
+}
+
+/// An error inside a blocking call: a saver error, or SQLite's (named with the file afterwards).
+enum Failure {
+    Saver(SaverError),
+    Sqlite(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for Failure {
+    fn from(e: rusqlite::Error) -> Self {
+        Failure::Sqlite(e)
+    }
+}
+
+impl From<SaverError> for Failure {
+    fn from(e: SaverError) -> Self {
+        Failure::Saver(e)
+    }
+}
+
+fn flatten<T>(path: &Path, joined: Result<Result<T, Failure>, tokio::task::JoinError>) -> Result<T, SaverError> {
+    match joined {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(Failure::Saver(e))) => Err(e),
+        Ok(Err(Failure::Sqlite(e))) => Err(backend(path, e)),
+        Err(join) => match join.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(join) => Err(SaverError::backend(
+                format!("sqlite checkpoint store `{}` failed", path.display()),
+                join,
+            )),
+        },
+    }
+}
+
+fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    Ok(Row {
+        thread_id: r.get(0)?,
+        ns: r.get(1)?,
+        id: r.get(2)?,
+        parent_id: r.get(3)?,
+        step: r.get(4)?,
+        source: r.get(5)?,
+        writes: r.get(6)?,
+        metadata: r.get(7)?,
+        created_at: r.get(8)?,
+        channels: r.get(9)?,
+        body: r.get(10)?,
+    })
+}
+
+fn put_now(conn: &mut Connection, mut record: CheckpointRecord, expected: Option<String>) -> Result<(), Failure> {
+    let needed: Vec<(String, String)> = check::record(&record)?
+        .into_iter()
+        .map(|(c, b)| (c.to_owned(), b.to_owned()))
+        .collect();
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let head: Option<String> = tx
+        .prepare_cached("SELECT head FROM heads WHERE thread_id = ?1 AND ns = ?2")?
+        .query_row(params![record.thread_id, record.ns], |r| r.get(0))
+        .optional()?;
+    if head != expected {
+        return Err(SaverError::head_moved(&record.thread_id, &record.ns, expected.as_deref(), head.as_deref()).into());
+    }
+    let exists = tx
+        .prepare_cached("SELECT 1 FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3")?
+        .exists(params![record.thread_id, record.ns, record.id])?;
+    if exists {
+        let detail = format!("checkpoint `{}` already exists", record.id);
+        return Err(SaverError::conflict(&record.thread_id, &record.ns, detail).into());
+    }
+    {
+        let mut has_blob = tx.prepare_cached(
+            "SELECT 1 FROM blobs WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 AND channel = ?4",
+        )?;
+        for (channel, base) in &needed {
+            if !has_blob.exists(params![record.thread_id, record.ns, base, channel])? {
+                return Err(check::missing_base(&record, channel, base).into());
+            }
+        }
+    }
+    let text = sql::encode(&record);
+    tx.prepare_cached(
+        "INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, writes, metadata, created_at, \
+         channels, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?
+    .execute(params![
+        record.thread_id,
+        record.ns,
+        record.id,
+        record.parent_id,
+        record.step,
+        record.source.as_str(),
+        text.writes,
+        text.metadata,
+        record.created_at,
+        text.channels,
+        record.body,
+    ])?;
+    {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO blobs (thread_id, ns, checkpoint_id, channel, delta_of, bytes) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?;
+        for blob in std::mem::take(&mut record.blobs) {
+            insert.execute(params![
+                record.thread_id,
+                record.ns,
+                record.id,
+                blob.channel,
+                blob.delta_of,
+                blob.bytes
+            ])?;
+        }
+    }
+    tx.prepare_cached(
+        "INSERT INTO heads (thread_id, ns, head) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (thread_id, ns) DO UPDATE SET head = excluded.head",
+    )?
+    .execute(params![record.thread_id, record.ns, record.id])?;
+    tx.commit()?;
+    Ok(())
+}
+
+fn get_now(
+    conn: &mut Connection,
+    path: &Path,
+    thread_id: &str,
+    ns: &str,
+    id: Option<&str>,
+) -> Result<Option<Loaded>, Failure> {
+    // One read transaction: the head, the record and its blobs come from one snapshot.
+    let tx = conn.transaction()?;
+    let id = match id {
+        Some(id) => id.to_owned(),
+        None => {
+            let head = tx
+                .prepare_cached("SELECT head FROM heads WHERE thread_id = ?1 AND ns = ?2")?
+                .query_row(params![thread_id, ns], |r| r.get(0))
+                .optional()?;
+            match head {
+                Some(head) => head,
+                None => return Ok(None),
+            }
+        }
+    };
+    let row = tx
+        .prepare_cached(&format!(
+            "SELECT {} FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
+            sql::COLUMNS
+        ))?
+        .query_row(params![thread_id, ns, id], read_row)
+        .optional()?;
+    let Some(row) = row else { return Ok(None) };
+    let record = sql::decode(row)?;
+    let values = {
+        let mut blob = tx.prepare_cached(
+            "SELECT delta_of, bytes FROM blobs WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 AND channel = ?4",
+        )?;
+        sql::assemble(&record, |at, channel| {
+            blob.query_row(params![thread_id, ns, at, channel], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+                .map_err(|e| backend(path, e))
+        })?
+    };
+    let pending_writes = tx
+        .prepare_cached(
+            "SELECT task_id, task_path, idx, channel, bytes FROM writes \
+             WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 ORDER BY task_path, task_id, idx",
+        )?
+        .query_map(params![thread_id, ns, id], |r| {
+            Ok(PendingWrite {
+                task_id: r.get(0)?,
+                task_path: r.get(1)?,
+                idx: r.get(2)?,
+                channel: r.get(3)?,
+                bytes: r.get(4)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    tx.commit()?;
+    Ok(Some(Loaded {
+        record,
+        values,
+        pending_writes,
+    }))
+}
+
+fn list_now(
+    conn: &mut Connection,
+    thread_id: &str,
+    ns: &str,
+    before: Option<&str>,
+    limit: Option<usize>,
+) -> Result<Vec<CheckpointRecord>, Failure> {
+    let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+    let rows = conn
+        .prepare_cached(&format!(
+            "SELECT {} FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND (?3 IS NULL OR id < ?3) \
+             ORDER BY id DESC LIMIT ?4",
+            sql::COLUMNS
+        ))?
+        .query_map(params![thread_id, ns, before, limit], read_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows.into_iter().map(sql::decode).collect::<Result<_, _>>()?)
+}
+
+fn put_writes_now(
+    conn: &mut Connection,
+    thread_id: &str,
+    ns: &str,
+    checkpoint_id: &str,
+    task_id: &str,
+    writes: Vec<PendingWrite>,
+) -> Result<(), Failure> {
+    check::writes(thread_id, checkpoint_id, task_id, &writes)?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let exists = tx
+        .prepare_cached("SELECT 1 FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3")?
+        .exists(params![thread_id, ns, checkpoint_id])?;
+    if !exists {
+        return Err(check::unknown_checkpoint(thread_id, ns, checkpoint_id).into());
+    }
+    tx.prepare_cached("DELETE FROM writes WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 AND task_id = ?4")?
+        .execute(params![thread_id, ns, checkpoint_id, task_id])?;
+    {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO writes (thread_id, ns, checkpoint_id, task_id, idx, task_path, channel, bytes) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?;
+        for w in writes {
+            insert.execute(params![
+                thread_id,
+                ns,
+                checkpoint_id,
+                task_id,
+                w.idx,
+                w.task_path,
+                w.channel,
+                w.bytes
+            ])?;
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+impl Checkpointer for SqliteSaver {
+    fn put<'a>(
+        &'a self,
+        record: CheckpointRecord,
+        expected_head: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        let expected = expected_head.map(str::to_owned);
+        self.write(move |conn| put_now(conn, record, expected)).boxed()
+    }
+
+    fn get<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
+        let (thread_id, ns, id) = (thread_id.to_owned(), ns.to_owned(), id.map(str::to_owned));
+        let path = self.inner.path.clone();
+        self.read(move |conn| get_now(conn, &path, &thread_id, &ns, id.as_deref()))
+            .boxed()
+    }
+
+    fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>> {
+        let (thread_id, ns) = (thread_id.to_owned(), ns.to_owned());
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached("SELECT head FROM heads WHERE thread_id = ?1 AND ns = ?2")?
+                .query_row(params![thread_id, ns], |r| r.get(0))
+                .optional()?)
+        })
+        .boxed()
+    }
+
+    fn list<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        before: Option<&'a str>,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, SaverError>> {
+        let (thread_id, ns, before) = (thread_id.to_owned(), ns.to_owned(), before.map(str::to_owned));
+        self.read(move |conn| list_now(conn, &thread_id, &ns, before.as_deref(), limit))
+            .boxed()
+    }
+
+    fn put_writes<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        checkpoint_id: &'a str,
+        task_id: &'a str,
+        writes: Vec<PendingWrite>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        let ids = [thread_id, ns, checkpoint_id, task_id].map(str::to_owned);
+        self.write(move |conn| {
+            let [thread_id, ns, checkpoint_id, task_id] = &ids;
+            put_writes_now(conn, thread_id, ns, checkpoint_id, task_id, writes)
+        })
+        .boxed()
+    }
+
+    fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
+        let thread_id = thread_id.to_owned();
+        self.write(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            for table in ["writes", "blobs", "checkpoints", "heads"] {
+                tx.prepare_cached(&format!("DELETE FROM {table} WHERE thread_id = ?1"))?
+                    .execute([&thread_id])?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+        .boxed()
+    }
+
+    fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached("SELECT DISTINCT thread_id FROM heads ORDER BY thread_id")?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?)
+        })
+        .boxed()
+    }
+
+    fn usage<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Usage, SaverError>> {
+        let thread_id = thread_id.to_owned();
+        self.read(move |conn| {
+            let tx = conn.transaction()?;
+            let count = |table: &str| -> rusqlite::Result<u64> {
+                tx.prepare_cached(&format!("SELECT COUNT(*) FROM {table} WHERE thread_id = ?1"))?
+                    .query_row([&thread_id], |r| r.get::<_, i64>(0))
+                    .map(|n| n as u64)
+            };
+            let usage = Usage {
+                checkpoints: count("checkpoints")?,
+                blobs: count("blobs")?,
+                blob_bytes: tx
+                    .prepare_cached("SELECT COALESCE(SUM(LENGTH(bytes)), 0) FROM blobs WHERE thread_id = ?1")?
+                    .query_row([&thread_id], |r| r.get::<_, i64>(0))? as u64,
+                pending_writes: count("writes")?,
+            };
+            tx.commit()?;
+            Ok(usage)
+        })
+        .boxed()
+    }
+}

@@ -1,0 +1,219 @@
+//! Driving a run: load the thread, apply the input or the resume, tick until a status says stop,
+//! write the checkpoints as the durability says.
+
+use super::compile::GraphInner;
+use super::interrupt::{PauseKind, Paused};
+use super::persist::saver_error;
+use super::run::{Loop, StepEnd};
+use super::{Durability, RunConfig, Status};
+use crate::checkpoint::{CheckpointRecord, Source};
+use crate::error::Error;
+use crate::state::State;
+use std::sync::Arc;
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub enum Outcome<S> {
+    /// No node is left to run: the final state.
+    Done(S),
+    /// The run paused: the state so far, and why (each node's question, or a static interrupt).
+    /// Resume the thread to go on.
+    Paused {
+        /// The state when the run paused.
+        state: S,
+        /// The pauses, one per paused node.
+        pauses: Vec<Paused>,
+    },
+}
+
+impl<S> Outcome<S> {
+    /// The state, whether the run is done or paused.
+    pub fn state(&self) -> &S {
+        match self {
+            Self::Done(s) | Self::Paused { state: s, .. } => s,
+        }
+    }
+    /// The pauses; empty when the run is done.
+    pub fn pauses(&self) -> &[Paused] {
+        match self {
+            Self::Done(_) => &[],
+            Self::Paused { pauses, .. } => pauses,
+        }
+    }
+    /// Whether the run paused.
+    pub fn is_paused(&self) -> bool {
+        matches!(self, Self::Paused { .. })
+    }
+}
+
+/// How a run starts.
+pub(crate) enum Start<S: State> {
+    /// A new input.
+    Input(S::Update),
+    /// Go on from the thread's checkpoint, answering a paused task when given.
+    Resume(Option<(Option<String>, serde_json::Value)>),
+}
+
+/// Loads the thread into a new loop; returns whether it had a checkpoint.
+pub(crate) async fn load<S: State>(g: &Arc<GraphInner<S>>, config: &RunConfig) -> Result<(Loop<S>, bool), Error> {
+    let mut run = Loop::new(g.clone(), config)?;
+    let Some(p) = &mut run.persist else {
+        return Ok((run, false));
+    };
+    let (saver, thread, ns) = (p.saver.clone(), p.thread.clone(), p.ns.clone());
+    p.head = saver.head(&thread, &ns).await.map_err(|e| saver_error(&thread, e))?;
+    let loaded = saver
+        .get(&thread, &ns, config.checkpoint_id.as_deref())
+        .await
+        .map_err(|e| saver_error(&thread, e))?;
+    match loaded {
+        Some(l) => {
+            run.restore(l)?;
+            Ok((run, true))
+        }
+        None => match &config.checkpoint_id {
+            Some(id) => Err(Error::checkpoint(
+                &thread,
+                format!("no checkpoint `{id}` in this thread"),
+            )),
+            None => Ok((run, false)),
+        },
+    }
+}
+
+/// Writes a checkpoint of the loop as it is now, as the durability says.
+pub(crate) async fn save<S: State>(
+    run: &mut Loop<S>,
+    durability: Durability,
+    source: Source,
+    writers: Vec<String>,
+) -> Result<(), Error> {
+    if run.persist.is_none() {
+        return Ok(());
+    }
+    if durability == Durability::Exit && source != Source::Update {
+        run.persist.as_mut().expect("checked").dirty = true;
+        return Ok(());
+    }
+    let record = run.record(source, writers)?;
+    put(run, record, durability).await
+}
+
+async fn put<S: State>(run: &mut Loop<S>, record: CheckpointRecord, durability: Durability) -> Result<(), Error> {
+    let p = run.persist.as_mut().expect("a checkpointed run");
+    let expected = p.head.replace(record.id.clone());
+    p.current = Some(record.id.clone());
+    p.dirty = false;
+    let (saver, thread) = (p.saver.clone(), p.thread.clone());
+    if durability == Durability::Async {
+        let previous = p.inflight.take();
+        p.inflight = Some(tokio::spawn(async move {
+            if let Some(h) = previous {
+                h.await.map_err(|e| Error::checkpoint(&thread, e.to_string()))??;
+            }
+            saver
+                .put(record, expected.as_deref())
+                .await
+                .map_err(|e| saver_error(&thread, e))
+        }));
+        Ok(())
+    } else {
+        p.flush().await?;
+        saver
+            .put(record, expected.as_deref())
+            .await
+            .map_err(|e| saver_error(&thread, e))
+    }
+}
+
+/// Ends a checkpointed run: the last checkpoint (exit durability), the pending writes of an
+/// incomplete step, and every put under way.
+async fn settle<S: State>(run: &mut Loop<S>, durability: Durability, writers: Vec<String>) -> Result<(), Error> {
+    let Some(p) = &mut run.persist else { return Ok(()) };
+    if p.dirty || (durability == Durability::Exit && p.current.is_none()) {
+        let record = run.record(Source::Loop, writers)?;
+        put(run, record, Durability::Sync).await?;
+    }
+    let p = run.persist.as_mut().expect("checked");
+    p.flush().await?;
+    let rows = std::mem::take(&mut p.rows);
+    for (task, writes) in rows {
+        run.put_task_writes(&task, writes).await?;
+    }
+    Ok(())
+}
+
+/// Runs the loop from `start` until it is done, pauses or fails.
+pub(crate) async fn drive<S: State>(
+    g: &Arc<GraphInner<S>>,
+    start: Start<S>,
+    config: &RunConfig,
+) -> Result<Outcome<S>, Error> {
+    let durability = config.durability;
+    let (mut run, loaded) = load(g, config).await?;
+    match start {
+        Start::Input(update) => {
+            if loaded {
+                run.discard_pending()?;
+            }
+            run.input(update)?;
+            save(&mut run, durability, Source::Input, Vec::new()).await?;
+        }
+        Start::Resume(answer) => {
+            if !loaded {
+                let thread = config.thread_id.as_deref().unwrap_or_default();
+                return Err(match &run.persist {
+                    Some(_) => Error::nothing_to_resume(thread, None),
+                    None => Error::config("resuming needs a checkpointer"),
+                });
+            }
+            if config.checkpoint_id.is_some() {
+                // Replaying a past checkpoint: its tasks run again, as a fork of it.
+                if let Some(p) = &mut run.persist {
+                    p.pending.clear();
+                }
+                save(&mut run, Durability::Sync, Source::Fork, Vec::new()).await?;
+            }
+            if let Some((id, value)) = answer {
+                run.answer(id.as_deref(), value)?;
+            }
+            run.pass_interrupts();
+        }
+    }
+    let mut last_writers = Vec::new();
+    let result = loop {
+        match run.tick()? {
+            Status::Pending => {
+                let tasks: Vec<(u32, Option<usize>)> = run.tasks.iter().map(|t| (t.node, t.push)).collect();
+                match run.run_step().await {
+                    Ok(StepEnd::Applied { writers }) => {
+                        last_writers = super::persist::writers(g, writers.iter().copied());
+                        save(&mut run, durability, Source::Loop, last_writers.clone()).await?;
+                        if run.interrupt_after(&writers) {
+                            let pauses = run.static_pauses(PauseKind::After, tasks.into_iter());
+                            break Ok(pauses);
+                        }
+                    }
+                    Ok(StepEnd::Paused(pauses)) => break Ok(pauses),
+                    Err(e) => break Err(e),
+                }
+            }
+            Status::InterruptBefore => {
+                let tasks: Vec<(u32, Option<usize>)> = run.tasks.iter().map(|t| (t.node, t.push)).collect();
+                break Ok(run.static_pauses(PauseKind::Before, tasks.into_iter()));
+            }
+            Status::Done => break Ok(Vec::new()),
+            Status::OutOfSteps => break Err(Error::recursion_limit(config.recursion_limit)),
+            Status::Draining => break Err(Error::drained(run.step())),
+            Status::Input | Status::InterruptAfter => unreachable!("tick does not report these"),
+        }
+    };
+    settle(&mut run, durability, last_writers).await?;
+    let pauses = result?;
+    let state = run.into_state();
+    Ok(if pauses.is_empty() {
+        Outcome::Done(state)
+    } else {
+        Outcome::Paused { state, pauses }
+    })
+}

@@ -1,0 +1,485 @@
+//! Checkpoints of a run: the loop's state written as a [`CheckpointRecord`] after a step, read
+//! back to resume, and the pending writes of the tasks of a step that did not complete.
+//!
+//! A record holds a reference to each channel's value blob. A field that did not change points at
+//! the blob of an earlier checkpoint; an append-only field that only grew stores the new items as
+//! a delta onto its previous blob, and a whole value every [`COMPACT_EVERY`] deltas. So the bytes a
+//! long run stores grow with what changed, not with the size of the state.
+
+use super::compile::GraphInner;
+use super::run::{Control, Loop};
+use crate::checkpoint::{
+    new_checkpoint_id, now_rfc3339, Blob, ChannelRef, CheckpointRecord, Checkpointer, Loaded, PendingWrite, Source,
+};
+use crate::error::Error;
+use crate::graph::{Command, Goto, NodeId};
+use crate::state::{AppendMark, State};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// How many deltas an append-only field chains before a checkpoint stores its whole value again.
+pub(crate) const COMPACT_EVERY: usize = 64;
+
+/// The channel of a task's successful writes.
+pub(crate) const WRITES: &str = "__writes__";
+/// The channel of a task's error.
+pub(crate) const ERROR: &str = "__error__";
+/// The channel of a task's interrupt (its question).
+pub(crate) const INTERRUPT: &str = "__interrupt__";
+/// The channel of the answers given to a task's interrupts.
+pub(crate) const RESUME: &str = "__resume__";
+
+/// The loop's state besides the channel values, saved in [`CheckpointRecord::body`].
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Body {
+    /// Per node: the version of each trigger it last saw.
+    seen: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Internal channels' bookkeeping (branch flags, barrier names), as JSON.
+    controls: BTreeMap<String, serde_json::Value>,
+    /// `Send`s for the next step.
+    sends: Vec<SavedSend>,
+    /// The run's input while the start node has not run yet.
+    input: Option<serde_json::Value>,
+    /// Channel versions at the last resume: static interrupts do not fire again for them.
+    interrupt_seen: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct SavedSend {
+    node: String,
+    payload: serde_json::Value,
+}
+
+/// A destination, saved by name.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum SavedGoto {
+    Node(String),
+    End,
+    Send { node: String, payload: serde_json::Value },
+}
+
+/// A task's successful writes, as saved in its pending writes.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct SavedTask<U> {
+    pub(crate) update: U,
+    pub(crate) goto: Vec<SavedGoto>,
+}
+
+/// What the pending writes of one task say.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Pending {
+    pub(crate) writes: Option<Vec<u8>>,
+    pub(crate) error: Option<String>,
+    pub(crate) question: Option<serde_json::Value>,
+    pub(crate) answers: Vec<serde_json::Value>,
+}
+
+/// A run's link to its saver.
+pub(crate) struct Persist {
+    pub(crate) saver: Arc<dyn Checkpointer>,
+    pub(crate) thread: String,
+    pub(crate) ns: String,
+    /// The latest checkpoint of the thread as far as this run knows (what `put` expects).
+    pub(crate) head: Option<String>,
+    /// The checkpoint the loop's state is at: the parent of the next one.
+    pub(crate) current: Option<String>,
+    /// Per field: the checkpoint holding its value blob, the version saved, how far an
+    /// append-only field had grown and how many deltas its chain has.
+    pub(crate) blobs: Vec<Option<String>>,
+    pub(crate) saved_versions: Vec<u64>,
+    pub(crate) marks: Vec<Option<(AppendMark, usize)>>,
+    /// Pending writes of the current checkpoint, by task id.
+    pub(crate) pending: BTreeMap<String, Pending>,
+    /// Channel versions at the last resume.
+    pub(crate) interrupt_seen: Vec<u64>,
+    /// The checkpoint put under way in the background (async durability).
+    pub(crate) inflight: Option<tokio::task::JoinHandle<Result<(), Error>>>,
+    /// Pending writes of a step that did not complete, to save against the current checkpoint.
+    pub(crate) rows: Vec<(String, Vec<(&'static str, Vec<u8>)>)>,
+    /// Whether the loop's state changed since the last checkpoint (for exit durability).
+    pub(crate) dirty: bool,
+    /// The checkpoint loaded, without its values.
+    pub(crate) record: Option<CheckpointRecord>,
+}
+
+impl Persist {
+    pub(crate) fn new(saver: Arc<dyn Checkpointer>, thread: String, n_fields: usize, n_channels: usize) -> Self {
+        Self {
+            saver,
+            thread,
+            ns: String::new(),
+            head: None,
+            current: None,
+            blobs: vec![None; n_fields],
+            saved_versions: vec![0; n_fields],
+            marks: vec![None; n_fields],
+            pending: BTreeMap::new(),
+            interrupt_seen: vec![0; n_channels],
+            inflight: None,
+            rows: Vec::new(),
+            dirty: false,
+            record: None,
+        }
+    }
+
+    /// Waits for the checkpoint put under way, if any.
+    pub(crate) async fn flush(&mut self) -> Result<(), Error> {
+        match self.inflight.take() {
+            Some(h) => h.await.map_err(|e| Error::checkpoint(&self.thread, e.to_string()))?,
+            None => Ok(()),
+        }
+    }
+}
+
+pub(crate) fn saver_error(thread: &str, e: crate::checkpoint::SaverError) -> Error {
+    if e.is_conflict() {
+        Error::conflict(thread, e.to_string())
+    } else {
+        Error::checkpoint(thread, e.to_string())
+    }
+}
+
+impl<S: State> Loop<S> {
+    /// The id of a task: stable across re-executions from the same checkpoint.
+    pub(crate) fn task_id(&self, node: u32, push_index: Option<usize>) -> String {
+        match push_index {
+            None => format!("pull:{}", self.g.names[node as usize]),
+            Some(i) => format!("push:{i:010}"),
+        }
+    }
+
+    /// The record of the loop's state as it is now (after `self.step - 1` was applied).
+    pub(crate) fn record(&mut self, source: Source, writes: Vec<String>) -> Result<CheckpointRecord, Error> {
+        let g = self.g.clone();
+        let n_fields = g.n_fields();
+        let id = new_checkpoint_id();
+        let thread = self.persist.as_ref().expect("a checkpointed run").thread.clone();
+        let mut channels = Vec::new();
+        let mut blobs = Vec::new();
+        for f in 0..n_fields {
+            let version = self.versions[f];
+            if version == 0 {
+                continue;
+            }
+            let p = self.persist.as_mut().expect("a checkpointed run");
+            if version != p.saved_versions[f] || p.saved_versions[f] == 0 {
+                p.saved_versions[f] = version;
+                let mark = self.state.append_mark(&self.channels, f);
+                let delta_from = match (p.marks[f], mark, &p.blobs[f]) {
+                    (Some((old, chain)), Some(new), Some(prev))
+                        if old.overwrites == new.overwrites && new.len >= old.len && chain < COMPACT_EVERY =>
+                    {
+                        Some((old.len, chain, prev.clone()))
+                    }
+                    _ => None,
+                };
+                let blob = match delta_from {
+                    Some((from, chain, prev)) => {
+                        let bytes = self
+                            .state
+                            .save_items(f, from)
+                            .map_err(|e| Error::checkpoint(&thread, e.to_string()))?;
+                        p.marks[f] = mark.map(|m| (m, chain + 1));
+                        Some(Blob {
+                            channel: g.channel_names[f].clone(),
+                            delta_of: Some(prev),
+                            bytes,
+                        })
+                    }
+                    None => {
+                        p.marks[f] = mark.map(|m| (m, 0));
+                        self.state
+                            .save_field(&self.channels, f)
+                            .map_err(|e| Error::checkpoint(&thread, e.to_string()))?
+                            .map(|bytes| Blob {
+                                channel: g.channel_names[f].clone(),
+                                delta_of: None,
+                                bytes,
+                            })
+                    }
+                };
+                p.blobs[f] = blob.as_ref().map(|_| id.clone());
+                blobs.extend(blob);
+            }
+            let p = self.persist.as_ref().expect("a checkpointed run");
+            channels.push(ChannelRef {
+                channel: g.channel_names[f].clone(),
+                version,
+                blob: p.blobs[f].clone(),
+            });
+        }
+        let mut body = Body::default();
+        for (c, control) in self.controls.iter().enumerate() {
+            let cid = n_fields + c;
+            if self.versions[cid] > 0 {
+                channels.push(ChannelRef {
+                    channel: g.channel_names[cid].clone(),
+                    version: self.versions[cid],
+                    blob: None,
+                });
+            }
+            if let Some(v) = control.save(&g.names) {
+                body.controls.insert(g.channel_names[cid].clone(), v);
+            }
+        }
+        for (n, node) in g.nodes.iter().enumerate() {
+            let seen: BTreeMap<String, u64> = node
+                .triggers
+                .iter()
+                .zip(&self.seen[n])
+                .filter(|(_, v)| **v > 0)
+                .map(|(t, v)| (g.channel_names[*t as usize].clone(), *v))
+                .collect();
+            if !seen.is_empty() {
+                body.seen.insert(g.names[n].to_string(), seen);
+            }
+        }
+        for s in &self.sends {
+            let node = g.names[s.node.index()].to_string();
+            let encode = s.encode.as_ref().ok_or_else(|| Error::unsaved_send(&node))?;
+            let payload = encode().map_err(|e| Error::checkpoint(&thread, format!("the `Send` to `{node}`: {e}")))?;
+            body.sends.push(SavedSend { node, payload });
+        }
+        if let Some(input) = &self.input {
+            body.input = Some(serde_json::to_value(input).map_err(|e| Error::checkpoint(&thread, e.to_string()))?);
+        }
+        let p = self.persist.as_ref().expect("a checkpointed run");
+        for (c, v) in p.interrupt_seen.iter().enumerate() {
+            if *v > 0 {
+                body.interrupt_seen.insert(g.channel_names[c].clone(), *v);
+            }
+        }
+        let body = serde_json::to_vec(&body).map_err(|e| Error::checkpoint(&thread, e.to_string()))?;
+        Ok(CheckpointRecord {
+            thread_id: thread,
+            ns: p.ns.clone(),
+            id,
+            parent_id: p.current.clone(),
+            step: self.step - 1,
+            source,
+            writes,
+            metadata: BTreeMap::new(),
+            created_at: now_rfc3339(),
+            channels,
+            body,
+            blobs,
+        })
+    }
+
+    /// Restores the loop's state from a loaded checkpoint; keeps its pending writes.
+    pub(crate) fn restore(&mut self, loaded: Loaded) -> Result<(), Error> {
+        let g = self.g.clone();
+        let n_fields = g.n_fields();
+        let thread = self.persist.as_ref().expect("a checkpointed run").thread.clone();
+        let bad = |m: String| Error::checkpoint(&thread, m);
+        let record = loaded.record;
+        let values: BTreeMap<String, Vec<Vec<u8>>> = loaded.values.into_iter().collect();
+        let state = Arc::make_mut(&mut self.state);
+        let p = self.persist.as_mut().expect("a checkpointed run");
+        for r in &record.channels {
+            let Some(&c) = g.channel_ids.get(&r.channel) else {
+                if !r.channel.starts_with("branch:to:") && !r.channel.starts_with("join:") {
+                    return Err(bad(format!(
+                        "checkpoint `{}` has field `{}`, which this state does not have: it was written by another state type",
+                        record.id, r.channel
+                    )));
+                }
+                continue;
+            };
+            let c = c as usize;
+            self.versions[c] = r.version;
+            if c < n_fields {
+                let chain = values.get(&r.channel).map(Vec::as_slice).unwrap_or_default();
+                state
+                    .load_field(&mut self.channels, c, chain)
+                    .map_err(|e| bad(format!("checkpoint `{}`: {e}", record.id)))?;
+                p.blobs[c] = r.blob.clone();
+                p.saved_versions[c] = r.version;
+                p.marks[c] = state
+                    .append_mark(&self.channels, c)
+                    .map(|m| (m, chain.len().saturating_sub(1)));
+            }
+        }
+        let body: Body = serde_json::from_slice(&record.body)
+            .map_err(|e| bad(format!("checkpoint `{}` is not a weir checkpoint: {e}", record.id)))?;
+        for (name, saved) in &body.controls {
+            if let Some(&c) = g.channel_ids.get(name) {
+                let c = c as usize - n_fields;
+                self.controls[c] = self.controls[c]
+                    .restore(saved, &g.node_ids)
+                    .map_err(|e| bad(format!("channel `{name}`: {e}")))?;
+            }
+        }
+        for (node, seen) in &body.seen {
+            let Some(&n) = g.node_ids.get(node) else { continue };
+            for (k, t) in g.nodes[n as usize].triggers.iter().enumerate() {
+                if let Some(v) = seen.get(&g.channel_names[*t as usize]) {
+                    self.seen[n as usize][k] = *v;
+                }
+            }
+        }
+        for s in body.sends {
+            let n = *g
+                .node_ids
+                .get(&s.node)
+                .ok_or_else(|| bad(format!("a saved `Send` to unknown node `{}`", s.node)))?;
+            let decode = g.decoders[n as usize]
+                .as_ref()
+                .ok_or_else(|| bad(format!("a saved `Send` to `{}`, which does not take `Send`s", s.node)))?;
+            self.sends
+                .push(decode(s.payload).map_err(|e| bad(format!("the `Send` to `{}`: {e}", s.node)))?);
+        }
+        if let Some(input) = body.input {
+            self.input = Some(serde_json::from_value(input).map_err(|e| bad(format!("the saved input: {e}")))?);
+        }
+        for (name, v) in body.interrupt_seen {
+            if let Some(&c) = g.channel_ids.get(&name) {
+                p.interrupt_seen[c as usize] = v;
+            }
+        }
+        p.pending.clear();
+        for w in loaded.pending_writes {
+            let entry = p.pending.entry(w.task_id.clone()).or_default();
+            match w.channel.as_str() {
+                WRITES => entry.writes = Some(w.bytes),
+                ERROR => entry.error = Some(String::from_utf8_lossy(&w.bytes).into_owned()),
+                INTERRUPT => entry.question = serde_json::from_slice(&w.bytes).ok(),
+                RESUME => entry.answers = serde_json::from_slice(&w.bytes).unwrap_or_default(),
+                _ => {}
+            }
+        }
+        p.current = Some(record.id.clone());
+        self.step = record.step + 1;
+        self.stop = self.step + (self.stop - -1);
+        p.record = Some(record);
+        // Every node is a candidate on the first tick after a load.
+        self.updated = (0..self.versions.len() as u32).collect();
+        Ok(())
+    }
+
+    /// The saved form of a task's command.
+    pub(crate) fn save_task(&self, command: &Command<S>) -> Result<Vec<u8>, Error> {
+        let thread = &self.persist.as_ref().expect("a checkpointed run").thread;
+        let mut goto = Vec::new();
+        for g in &command.goto {
+            goto.push(match g {
+                Goto::Node(id) => SavedGoto::Node(self.g.names[id.index()].to_string()),
+                Goto::End => SavedGoto::End,
+                Goto::Send(p) => {
+                    let node = self.g.names[p.node.index()].to_string();
+                    let encode = p.encode.as_ref().ok_or_else(|| Error::unsaved_send(&node))?;
+                    let payload = encode().map_err(|e| Error::checkpoint(thread, e))?;
+                    SavedGoto::Send { node, payload }
+                }
+            });
+        }
+        serde_json::to_vec(&SavedTask {
+            update: &command.update,
+            goto,
+        })
+        .map_err(|e| Error::checkpoint(thread, e.to_string()))
+    }
+
+    /// A task's command, from its saved writes.
+    pub(crate) fn load_task(&self, bytes: &[u8]) -> Result<Command<S>, Error> {
+        let g = &self.g;
+        let thread = &self.persist.as_ref().expect("a checkpointed run").thread;
+        let bad = |m: String| Error::checkpoint(thread, m);
+        let saved: SavedTask<S::Update> =
+            serde_json::from_slice(bytes).map_err(|e| bad(format!("a task's saved writes: {e}")))?;
+        let mut goto = Vec::new();
+        for s in saved.goto {
+            goto.push(match s {
+                SavedGoto::Node(n) => Goto::Node(NodeId::from_index(
+                    *g.node_ids.get(&n).ok_or_else(|| bad(format!("unknown node `{n}`")))? as usize,
+                )),
+                SavedGoto::End => Goto::End,
+                SavedGoto::Send { node, payload } => {
+                    let n = *g
+                        .node_ids
+                        .get(&node)
+                        .ok_or_else(|| bad(format!("unknown node `{node}`")))?;
+                    let decode = g.decoders[n as usize]
+                        .as_ref()
+                        .ok_or_else(|| bad(format!("`{node}` takes no `Send`s")))?;
+                    Goto::Send(decode(payload).map_err(|e| bad(format!("the `Send` to `{node}`: {e}")))?)
+                }
+            });
+        }
+        Ok(Command {
+            update: saved.update,
+            goto,
+        })
+    }
+
+    /// Saves the pending writes of one task against the current checkpoint.
+    pub(crate) async fn put_task_writes(&self, task_id: &str, writes: Vec<(&str, Vec<u8>)>) -> Result<(), Error> {
+        let p = self.persist.as_ref().expect("a checkpointed run");
+        let Some(current) = &p.current else { return Ok(()) };
+        let rows = writes
+            .into_iter()
+            .enumerate()
+            .map(|(i, (channel, bytes))| PendingWrite {
+                task_id: task_id.to_owned(),
+                task_path: task_id.to_owned(),
+                idx: i as i64,
+                channel: channel.to_owned(),
+                bytes,
+            })
+            .collect();
+        p.saver
+            .put_writes(&p.thread, &p.ns, current, task_id, rows)
+            .await
+            .map_err(|e| saver_error(&p.thread, e))
+    }
+}
+
+impl Control {
+    /// The bookkeeping of an internal channel, with node ids written as names.
+    pub(crate) fn save(&self, names: &[Arc<str>]) -> Option<serde_json::Value> {
+        use crate::channel::Channel;
+        let name = |i: &u32| names[*i as usize].to_string();
+        match self {
+            Self::Branch(c) => Channel::<()>::checkpoint(c, &()).map(|()| serde_json::Value::Bool(true)),
+            Self::Deferred(c) => Channel::<()>::checkpoint(c, &()).map(serde_json::Value::Bool),
+            Self::Join(c) => c
+                .checkpoint(&())
+                .map(|seen| serde_json::json!(seen.iter().map(name).collect::<Vec<_>>())),
+            Self::DeferredJoin(c) => c
+                .checkpoint(&())
+                .map(|(seen, finished)| serde_json::json!([seen.iter().map(name).collect::<Vec<_>>(), finished])),
+        }
+    }
+
+    pub(crate) fn restore(
+        &self,
+        saved: &serde_json::Value,
+        node_ids: &std::collections::HashMap<String, u32>,
+    ) -> Result<Self, String> {
+        use crate::channel::Channel;
+        let ids = |v: &serde_json::Value| -> Result<Vec<u32>, String> {
+            let names: Vec<String> = serde_json::from_value(v.clone()).map_err(|e| e.to_string())?;
+            Ok(names.iter().filter_map(|n| node_ids.get(n).copied()).collect())
+        };
+        Ok(match self {
+            Self::Branch(c) => Self::Branch(Channel::<()>::from_checkpoint(c, Some(()))),
+            Self::Deferred(c) => Self::Deferred(Channel::<()>::from_checkpoint(
+                c,
+                Some(saved.as_bool().unwrap_or(false)),
+            )),
+            Self::Join(c) => Self::Join(c.from_checkpoint(Some(ids(saved)?))),
+            Self::DeferredJoin(c) => {
+                let seen = ids(&saved[0])?;
+                Self::DeferredJoin(c.from_checkpoint(Some((seen, saved[1].as_bool().unwrap_or(false)))))
+            }
+        })
+    }
+}
+
+/// The node names of a step's tasks, for a checkpoint's metadata.
+pub(crate) fn writers<S: State>(g: &GraphInner<S>, nodes: impl Iterator<Item = u32>) -> Vec<String> {
+    let mut out: Vec<String> = nodes.map(|n| g.names[n as usize].to_string()).collect();
+    out.dedup();
+    out
+}

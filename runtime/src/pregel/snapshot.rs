@@ -1,0 +1,185 @@
+//! Reading a thread's state and history, and writing to it as a node would (`update_state`).
+
+use super::compile::GraphInner;
+use super::drive::{load, save};
+use super::interrupt::{PauseKind, Paused};
+use super::run::Done;
+use super::{Durability, RunConfig};
+use crate::checkpoint::Source;
+use crate::error::Error;
+use crate::graph::Command;
+use crate::state::State;
+use std::sync::Arc;
+
+/// A thread's state at one checkpoint (LangGraph's `StateSnapshot`).
+#[derive(Debug, Clone)]
+pub struct StateSnapshot<S> {
+    /// The values.
+    pub values: S,
+    /// The nodes that would run next (those whose writes are not already saved).
+    pub next: Vec<String>,
+    /// The tasks of the next step.
+    pub tasks: Vec<TaskSnapshot>,
+    /// The paused tasks' questions.
+    pub pauses: Vec<Paused>,
+    /// The checkpoint's id.
+    pub checkpoint_id: String,
+    /// Its parent's id.
+    pub parent_id: Option<String>,
+    /// The step it was written after (-1 for the input).
+    pub step: i64,
+    /// What wrote it.
+    pub source: Source,
+    /// When (RFC 3339).
+    pub created_at: String,
+    /// The nodes whose writes it applied.
+    pub writes: Vec<String>,
+}
+
+/// One task of a snapshot's next step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskSnapshot {
+    /// The task's id.
+    pub id: String,
+    /// Its node.
+    pub name: String,
+    /// The error it failed with, in a step that did not complete.
+    pub error: Option<String>,
+    /// Its question, when it paused.
+    pub pause: Option<Paused>,
+    /// Whether its writes are already saved (it will not run again).
+    pub done: bool,
+}
+
+pub(crate) async fn get_state<S: State>(
+    g: &Arc<GraphInner<S>>,
+    config: &RunConfig,
+) -> Result<Option<StateSnapshot<S>>, Error> {
+    if g.saver.is_none() {
+        return Err(Error::config("reading a thread's state needs a checkpointer"));
+    }
+    let (mut run, loaded) = load(g, config).await?;
+    if !loaded {
+        return Ok(None);
+    }
+    let record = run
+        .persist
+        .as_ref()
+        .and_then(|p| p.record.clone())
+        .expect("a loaded checkpoint");
+    let pending = run.pending().cloned().unwrap_or_default();
+    run.prepare_tasks()?;
+    let mut tasks = Vec::new();
+    let mut pauses = Vec::new();
+    for (node, push, saved) in run.planned() {
+        let id = run.task_id(node, push);
+        let p = pending.get(&id);
+        let pause = p.and_then(|p| p.question.clone()).map(|q| Paused {
+            node: g.names[node as usize].to_string(),
+            id: id.clone(),
+            question: Some(q),
+            kind: PauseKind::Interrupt,
+        });
+        pauses.extend(pause.clone());
+        tasks.push(TaskSnapshot {
+            id,
+            name: g.names[node as usize].to_string(),
+            error: p.and_then(|p| p.error.clone()),
+            pause,
+            done: saved,
+        });
+    }
+    if config.checkpoint_id.is_none() {
+        run.apply_saved_writes()?;
+    }
+    let next = tasks.iter().filter(|t| !t.done).map(|t| t.name.clone()).collect();
+    Ok(Some(StateSnapshot {
+        values: run.state().clone(),
+        next,
+        tasks,
+        pauses,
+        checkpoint_id: record.id,
+        parent_id: record.parent_id,
+        step: record.step,
+        source: record.source,
+        created_at: record.created_at,
+        writes: record.writes,
+    }))
+}
+
+pub(crate) async fn history<S: State>(
+    g: &Arc<GraphInner<S>>,
+    config: &RunConfig,
+    limit: Option<usize>,
+) -> Result<Vec<StateSnapshot<S>>, Error> {
+    let saver = g
+        .saver
+        .as_ref()
+        .ok_or_else(|| Error::config("reading a thread's history needs a checkpointer"))?;
+    let thread = config
+        .thread_id
+        .clone()
+        .ok_or_else(|| Error::config("give the run a thread (`RunConfig::thread`)"))?;
+    let records = saver
+        .list(&thread, "", None, limit)
+        .await
+        .map_err(|e| super::persist::saver_error(&thread, e))?;
+    let mut out = Vec::with_capacity(records.len());
+    for r in records {
+        let at = RunConfig {
+            checkpoint_id: Some(r.id),
+            ..config.clone()
+        };
+        out.extend(get_state(g, &at).await?);
+    }
+    Ok(out)
+}
+
+pub(crate) async fn update_state<S: State>(
+    g: &Arc<GraphInner<S>>,
+    config: &RunConfig,
+    update: S::Update,
+    as_node: Option<&str>,
+) -> Result<String, Error> {
+    if g.saver.is_none() {
+        return Err(Error::config("updating a thread's state needs a checkpointer"));
+    }
+    let (mut run, loaded) = load(g, config).await?;
+    let thread = config.thread_id.clone().unwrap_or_default();
+    if !loaded {
+        return Err(Error::nothing_to_resume(&thread, None));
+    }
+    let node = match as_node {
+        Some(name) => match g.node_ids.get(name) {
+            Some(&n) if (n as usize) < g.n_user => n,
+            _ => return Err(Error::config(format!("`update_state` names unknown node `{name}`"))),
+        },
+        None => run.last_node().ok_or_else(|| {
+            Error::config("`update_state` cannot tell which node the update comes from: name it with `as_node`")
+        })?,
+    };
+    if let Some(p) = &mut run.persist {
+        p.pending.clear();
+    }
+    run.after_tick(vec![Done {
+        node,
+        pull: false,
+        command: Command {
+            update,
+            goto: Vec::new(),
+        },
+        routed: false,
+    }])?;
+    save(
+        &mut run,
+        Durability::Sync,
+        Source::Update,
+        vec![g.names[node as usize].to_string()],
+    )
+    .await?;
+    Ok(run
+        .persist
+        .as_ref()
+        .and_then(|p| p.current.clone())
+        .expect("a saved checkpoint"))
+}

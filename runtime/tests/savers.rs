@@ -1,0 +1,1169 @@
+//! One suite of checkpoint-saver behaviours, run against every saver: `MemorySaver`,
+//! `SqliteSaver` (feature `sqlite`) and `PostgresSaver` (feature `postgres`, and only when
+//! `WEIR_POSTGRES_URL` names a database, e.g. `postgres://postgres@127.0.0.1:5432/test`).
+//! Then the behaviours particular to one saver: files, schema versions, several processes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use weir_runtime::checkpoint::{
+    new_checkpoint_id, Blob, ChannelRef, CheckpointRecord, Checkpointer, Loaded, MemorySaver, PendingWrite, Source,
+    Usage,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Building records
+
+/// A channel's place in a record: `(channel, version, blob)`.
+type Ch<'a> = (&'a str, u64, Option<&'a str>);
+
+fn record(
+    thread: &str,
+    ns: &str,
+    id: &str,
+    parent: Option<&str>,
+    step: i64,
+    channels: &[Ch<'_>],
+    blobs: Vec<Blob>,
+) -> CheckpointRecord {
+    CheckpointRecord {
+        thread_id: thread.to_owned(),
+        ns: ns.to_owned(),
+        id: id.to_owned(),
+        parent_id: parent.map(str::to_owned),
+        step,
+        source: if step < 0 { Source::Input } else { Source::Loop },
+        writes: vec![format!("node-{step}")],
+        metadata: BTreeMap::from([
+            ("step".to_owned(), step.to_string()),
+            ("user".to_owned(), "ada".to_owned()),
+        ]),
+        created_at: format!("2026-11-01T10:00:{:02}.000000Z", step + 1),
+        channels: channels
+            .iter()
+            .map(|&(channel, version, blob)| ChannelRef {
+                channel: channel.to_owned(),
+                version,
+                blob: blob.map(str::to_owned),
+            })
+            .collect(),
+        body: format!("body of {id}").into_bytes(),
+        blobs,
+    }
+}
+
+fn full(channel: &str, bytes: &str) -> Blob {
+    Blob {
+        channel: channel.to_owned(),
+        delta_of: None,
+        bytes: bytes.as_bytes().to_vec(),
+    }
+}
+
+fn delta(channel: &str, of: &str, bytes: &str) -> Blob {
+    Blob {
+        channel: channel.to_owned(),
+        delta_of: Some(of.to_owned()),
+        bytes: bytes.as_bytes().to_vec(),
+    }
+}
+
+fn write(task: &str, path: &str, idx: i64, channel: &str, bytes: &str) -> PendingWrite {
+    PendingWrite {
+        task_id: task.to_owned(),
+        task_path: path.to_owned(),
+        idx,
+        channel: channel.to_owned(),
+        bytes: bytes.as_bytes().to_vec(),
+    }
+}
+
+fn without_blobs(mut r: CheckpointRecord) -> CheckpointRecord {
+    r.blobs.clear();
+    r
+}
+
+/// The value chains of a loaded checkpoint, as strings.
+fn chains(loaded: &Loaded) -> Vec<(String, Vec<String>)> {
+    loaded
+        .values
+        .iter()
+        .map(|(c, chain)| {
+            (
+                c.clone(),
+                chain.iter().map(|b| String::from_utf8(b.clone()).unwrap()).collect(),
+            )
+        })
+        .collect()
+}
+
+fn ids(records: &[CheckpointRecord]) -> Vec<&str> {
+    records.iter().map(|r| r.id.as_str()).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The generic suite
+
+async fn put_then_get_latest_and_by_id(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    assert_eq!(s.get("t", "", None).await.unwrap(), None);
+    assert_eq!(s.head("t", "").await.unwrap(), None);
+    let r1 = record(
+        "t",
+        "",
+        "cp-1",
+        None,
+        -1,
+        &[("a", 1, Some("cp-1"))],
+        vec![full("a", "one")],
+    );
+    let r2 = record(
+        "t",
+        "",
+        "cp-2",
+        Some("cp-1"),
+        0,
+        &[("a", 2, Some("cp-2")), ("b", 2, None)],
+        vec![full("a", "two")],
+    );
+    s.put(r1.clone(), None).await.unwrap();
+    s.put(r2.clone(), Some("cp-1")).await.unwrap();
+
+    let latest = s.get("t", "", None).await.unwrap().unwrap();
+    assert_eq!(
+        latest,
+        Loaded {
+            record: without_blobs(r2.clone()),
+            values: vec![("a".to_owned(), vec![b"two".to_vec()])],
+            pending_writes: vec![],
+        }
+    );
+    let first = s.get("t", "", Some("cp-1")).await.unwrap().unwrap();
+    assert_eq!(first.record, without_blobs(r1));
+    assert_eq!(chains(&first), [("a".to_owned(), vec!["one".to_owned()])]);
+    assert_eq!(s.head("t", "").await.unwrap().as_deref(), Some("cp-2"));
+    assert_eq!(s.get("t", "", Some("cp-9")).await.unwrap(), None);
+    assert_eq!(s.get("t", "sub", None).await.unwrap(), None);
+    assert_eq!(s.get("other", "", None).await.unwrap(), None);
+    assert_eq!(s.threads().await.unwrap(), ["t"]);
+}
+
+async fn list_is_newest_first_with_limit_and_before(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    let mut parent: Option<String> = None;
+    let mut puts = Vec::new();
+    for i in 1..=5 {
+        let id = format!("cp-{i}");
+        let r = record(
+            "t",
+            "",
+            &id,
+            parent.as_deref(),
+            i - 2,
+            &[("a", i as u64, Some(&id))],
+            vec![full("a", &id)],
+        );
+        s.put(r.clone(), parent.as_deref()).await.unwrap();
+        puts.push(without_blobs(r));
+        parent = Some(id);
+    }
+    // A subgraph's namespace is a history of its own.
+    let sub = record("t", "inner:1", "cp-0", None, -1, &[], vec![]);
+    s.put(sub.clone(), None).await.unwrap();
+
+    let all = s.list("t", "", None, None).await.unwrap();
+    assert_eq!(ids(&all), ["cp-5", "cp-4", "cp-3", "cp-2", "cp-1"]);
+    assert_eq!(all, puts.iter().rev().cloned().collect::<Vec<_>>());
+    assert_eq!(ids(&s.list("t", "", None, Some(2)).await.unwrap()), ["cp-5", "cp-4"]);
+    assert_eq!(
+        ids(&s.list("t", "", Some("cp-4"), Some(2)).await.unwrap()),
+        ["cp-3", "cp-2"]
+    );
+    assert_eq!(ids(&s.list("t", "", Some("cp-2"), None).await.unwrap()), ["cp-1"]);
+    assert_eq!(
+        ids(&s.list("t", "", Some("cp-1"), None).await.unwrap()),
+        Vec::<&str>::new()
+    );
+    assert_eq!(ids(&s.list("t", "", None, Some(0)).await.unwrap()), Vec::<&str>::new());
+    assert_eq!(s.list("t", "inner:1", None, None).await.unwrap(), [sub]);
+    assert_eq!(
+        ids(&s.list("nobody", "", None, None).await.unwrap()),
+        Vec::<&str>::new()
+    );
+}
+
+async fn unchanged_channel_points_at_an_older_blob_and_is_not_rewritten(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    let big = "x".repeat(1000);
+    s.put(
+        record(
+            "t",
+            "",
+            "cp-1",
+            None,
+            -1,
+            &[("doc", 1, Some("cp-1")), ("n", 1, Some("cp-1"))],
+            vec![full("doc", &big), full("n", "1")],
+        ),
+        None,
+    )
+    .await
+    .unwrap();
+    let mut parent = "cp-1".to_owned();
+    for i in 2..=10u64 {
+        let id = format!("cp-{i:02}");
+        let n = i.to_string();
+        let r = record(
+            "t",
+            "",
+            &id,
+            Some(&parent),
+            i as i64,
+            &[("doc", 1, Some("cp-1")), ("n", i, Some(&id)), ("gone", i, None)],
+            vec![full("n", &n)],
+        );
+        s.put(r, Some(&parent)).await.unwrap();
+        parent = id;
+    }
+    // The 1000-byte document was stored once; each step stored only its counter.
+    assert_eq!(
+        s.usage("t").await.unwrap(),
+        Usage {
+            checkpoints: 10,
+            blobs: 11,
+            blob_bytes: 1000 + 1 + 8 + 2,
+            pending_writes: 0
+        }
+    );
+    let latest = s.get("t", "", None).await.unwrap().unwrap();
+    assert_eq!(latest.record.id, "cp-10");
+    assert_eq!(
+        chains(&latest),
+        [
+            ("doc".to_owned(), vec![big.clone()]),
+            ("n".to_owned(), vec!["10".to_owned()])
+        ]
+    );
+    let earlier = s.get("t", "", Some("cp-05")).await.unwrap().unwrap();
+    assert_eq!(
+        chains(&earlier),
+        [("doc".to_owned(), vec![big]), ("n".to_owned(), vec!["5".to_owned()])]
+    );
+}
+
+async fn delta_chains_rebuild_in_order_and_forks_do_not_mix(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    fn notes(id: &str) -> [Ch<'_>; 2] {
+        [("notes", 1, Some(id)), ("q", 1, Some("cp-1"))]
+    }
+    s.put(
+        record(
+            "t",
+            "",
+            "cp-1",
+            None,
+            -1,
+            &notes("cp-1"),
+            vec![full("notes", "[a"), full("q", "why")],
+        ),
+        None,
+    )
+    .await
+    .unwrap();
+    s.put(
+        record(
+            "t",
+            "",
+            "cp-2",
+            Some("cp-1"),
+            0,
+            &notes("cp-2"),
+            vec![delta("notes", "cp-1", ",b")],
+        ),
+        Some("cp-1"),
+    )
+    .await
+    .unwrap();
+    s.put(
+        record(
+            "t",
+            "",
+            "cp-3",
+            Some("cp-2"),
+            1,
+            &notes("cp-3"),
+            vec![delta("notes", "cp-2", ",c")],
+        ),
+        Some("cp-2"),
+    )
+    .await
+    .unwrap();
+    // A fork from cp-2: a second branch appends its own items onto cp-2's value.
+    let mut fork = record(
+        "t",
+        "",
+        "cp-4",
+        Some("cp-2"),
+        1,
+        &notes("cp-4"),
+        vec![delta("notes", "cp-2", ",x")],
+    );
+    fork.source = Source::Fork;
+    s.put(fork, Some("cp-3")).await.unwrap();
+    s.put(
+        record(
+            "t",
+            "",
+            "cp-5",
+            Some("cp-4"),
+            2,
+            &notes("cp-5"),
+            vec![delta("notes", "cp-4", ",y")],
+        ),
+        Some("cp-4"),
+    )
+    .await
+    .unwrap();
+    // A whole value restarts the chain.
+    s.put(
+        record(
+            "t",
+            "",
+            "cp-6",
+            Some("cp-5"),
+            3,
+            &notes("cp-6"),
+            vec![full("notes", "[z")],
+        ),
+        Some("cp-5"),
+    )
+    .await
+    .unwrap();
+    s.put(
+        record(
+            "t",
+            "",
+            "cp-7",
+            Some("cp-6"),
+            4,
+            &notes("cp-7"),
+            vec![delta("notes", "cp-6", ",w")],
+        ),
+        Some("cp-6"),
+    )
+    .await
+    .unwrap();
+
+    async fn chain(s: &dyn Checkpointer, id: &str) -> Vec<(String, Vec<String>)> {
+        chains(&s.get("t", "", Some(id)).await.unwrap().unwrap())
+    }
+    let notes_then_q = |items: &[&str]| {
+        vec![
+            (
+                "notes".to_owned(),
+                items.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            ),
+            ("q".to_owned(), vec!["why".to_owned()]),
+        ]
+    };
+    assert_eq!(chain(s, "cp-1").await, notes_then_q(&["[a"]));
+    assert_eq!(chain(s, "cp-2").await, notes_then_q(&["[a", ",b"]));
+    assert_eq!(chain(s, "cp-3").await, notes_then_q(&["[a", ",b", ",c"]));
+    assert_eq!(chain(s, "cp-4").await, notes_then_q(&["[a", ",b", ",x"]));
+    assert_eq!(chain(s, "cp-5").await, notes_then_q(&["[a", ",b", ",x", ",y"]));
+    assert_eq!(chain(s, "cp-7").await, notes_then_q(&["[z", ",w"]));
+    assert_eq!(s.head("t", "").await.unwrap().as_deref(), Some("cp-7"));
+    assert_eq!(
+        s.usage("t").await.unwrap(),
+        Usage {
+            checkpoints: 7,
+            blobs: 8,
+            blob_bytes: 2 + 3 + 2 * 6,
+            pending_writes: 0
+        }
+    );
+}
+
+async fn invalid_records_are_refused_and_store_nothing(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    s.put(
+        record(
+            "t",
+            "",
+            "cp-1",
+            None,
+            -1,
+            &[("a", 1, Some("cp-1"))],
+            vec![full("a", "1")],
+        ),
+        None,
+    )
+    .await
+    .unwrap();
+    let before = s.usage("t").await.unwrap();
+
+    let onto_nothing = record(
+        "t",
+        "",
+        "cp-2",
+        Some("cp-1"),
+        0,
+        &[("a", 2, Some("cp-2"))],
+        vec![delta("a", "cp-0", "2")],
+    );
+    let err = s.put(onto_nothing, Some("cp-1")).await.unwrap_err();
+    assert!(err.is_invalid(), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "invalid checkpoint data for thread `t`: the delta for channel `a` of checkpoint `cp-2` extends checkpoint \
+         `cp-0`, which stores no value for it"
+    );
+    let other_channel = record(
+        "t",
+        "",
+        "cp-2",
+        Some("cp-1"),
+        0,
+        &[("b", 2, Some("cp-2"))],
+        vec![delta("b", "cp-1", "2")],
+    );
+    assert!(s.put(other_channel, Some("cp-1")).await.unwrap_err().is_invalid());
+    let no_blob = record("t", "", "cp-2", Some("cp-1"), 0, &[("a", 2, Some("cp-2"))], vec![]);
+    let err = s.put(no_blob, Some("cp-1")).await.unwrap_err();
+    assert!(err.is_invalid());
+    assert_eq!(err.thread_id(), Some("t"));
+    let dangling = record("t", "", "cp-2", Some("cp-1"), 0, &[("a", 1, Some("cp-0"))], vec![]);
+    let err = s.put(dangling, Some("cp-1")).await.unwrap_err();
+    assert!(err.is_invalid());
+    assert_eq!(
+        err.to_string(),
+        "invalid checkpoint data for thread `t`: the value of channel `a` of checkpoint `cp-2` is stored under \
+         checkpoint `cp-0`, which stores no value for it"
+    );
+    let stray_blob = record(
+        "t",
+        "",
+        "cp-2",
+        Some("cp-1"),
+        0,
+        &[("a", 1, Some("cp-1"))],
+        vec![full("a", "2")],
+    );
+    assert!(s.put(stray_blob, Some("cp-1")).await.unwrap_err().is_invalid());
+
+    assert_eq!(s.usage("t").await.unwrap(), before);
+    assert_eq!(s.head("t", "").await.unwrap().as_deref(), Some("cp-1"));
+    assert_eq!(ids(&s.list("t", "", None, None).await.unwrap()), ["cp-1"]);
+}
+
+async fn put_writes_replaces_a_tasks_writes_and_orders_by_path_task_idx(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    s.put(record("t", "", "cp-1", None, -1, &[], vec![]), None)
+        .await
+        .unwrap();
+    s.put_writes(
+        "t",
+        "",
+        "cp-1",
+        "task-b",
+        vec![
+            write("task-b", "~a, y", 1, "n", "b1"),
+            write("task-b", "~a, y", 0, "n", "b0"),
+        ],
+    )
+    .await
+    .unwrap();
+    s.put_writes("t", "", "cp-1", "task-c", vec![write("task-c", "~a, x", 0, "n", "c0")])
+        .await
+        .unwrap();
+    s.put_writes(
+        "t",
+        "",
+        "cp-1",
+        "task-a",
+        vec![
+            write("task-a", "~a, y", 0, "n", "a0"),
+            write("task-a", "~a, y", -1, "__error__", "boom"),
+        ],
+    )
+    .await
+    .unwrap();
+    let loaded = s.get("t", "", None).await.unwrap().unwrap();
+    assert_eq!(
+        loaded.pending_writes,
+        [
+            write("task-c", "~a, x", 0, "n", "c0"),
+            write("task-a", "~a, y", -1, "__error__", "boom"),
+            write("task-a", "~a, y", 0, "n", "a0"),
+            write("task-b", "~a, y", 0, "n", "b0"),
+            write("task-b", "~a, y", 1, "n", "b1"),
+        ]
+    );
+
+    // A task's writes replace its earlier ones, and only its own.
+    s.put_writes(
+        "t",
+        "",
+        "cp-1",
+        "task-a",
+        vec![write("task-a", "~a, y", 0, "n", "a0 again")],
+    )
+    .await
+    .unwrap();
+    s.put_writes("t", "", "cp-1", "task-b", vec![]).await.unwrap();
+    let loaded = s.get("t", "", Some("cp-1")).await.unwrap().unwrap();
+    assert_eq!(
+        loaded.pending_writes,
+        [
+            write("task-c", "~a, x", 0, "n", "c0"),
+            write("task-a", "~a, y", 0, "n", "a0 again")
+        ]
+    );
+    assert_eq!(s.usage("t").await.unwrap().pending_writes, 2);
+
+    // Writes belong to their checkpoint.
+    s.put(record("t", "", "cp-2", Some("cp-1"), 0, &[], vec![]), Some("cp-1"))
+        .await
+        .unwrap();
+    assert_eq!(s.get("t", "", None).await.unwrap().unwrap().pending_writes, []);
+    assert_eq!(
+        s.get("t", "", Some("cp-1"))
+            .await
+            .unwrap()
+            .unwrap()
+            .pending_writes
+            .len(),
+        2
+    );
+
+    let err = s
+        .put_writes("t", "", "cp-9", "task-a", vec![write("task-a", "", 0, "n", "x")])
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid());
+    assert_eq!(
+        err.to_string(),
+        "invalid checkpoint data for thread `t`: no checkpoint `cp-9` to keep pending writes against"
+    );
+    let err = s
+        .put_writes("t", "", "cp-1", "task-a", vec![write("task-z", "", 0, "n", "x")])
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid());
+    let err = s
+        .put_writes(
+            "t",
+            "",
+            "cp-1",
+            "task-a",
+            vec![write("task-a", "", 0, "n", "x"), write("task-a", "", 0, "n", "y")],
+        )
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid());
+    assert_eq!(
+        s.get("t", "", Some("cp-1"))
+            .await
+            .unwrap()
+            .unwrap()
+            .pending_writes
+            .len(),
+        2
+    );
+}
+
+async fn delete_thread_removes_every_namespace_and_nothing_else(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    for thread in ["doomed", "kept"] {
+        for ns in ["", "inner:1"] {
+            s.put(
+                record(
+                    thread,
+                    ns,
+                    "cp-1",
+                    None,
+                    -1,
+                    &[("a", 1, Some("cp-1"))],
+                    vec![full("a", "abc")],
+                ),
+                None,
+            )
+            .await
+            .unwrap();
+            s.put_writes(thread, ns, "cp-1", "task", vec![write("task", "", 0, "a", "w")])
+                .await
+                .unwrap();
+        }
+    }
+    assert_eq!(s.threads().await.unwrap(), ["doomed", "kept"]);
+    s.delete_thread("doomed").await.unwrap();
+
+    for ns in ["", "inner:1"] {
+        assert_eq!(s.get("doomed", ns, None).await.unwrap(), None);
+        assert_eq!(s.get("doomed", ns, Some("cp-1")).await.unwrap(), None);
+        assert_eq!(s.head("doomed", ns).await.unwrap(), None);
+        assert_eq!(s.list("doomed", ns, None, None).await.unwrap(), []);
+        assert_eq!(s.get("kept", ns, None).await.unwrap().unwrap().pending_writes.len(), 1);
+    }
+    assert_eq!(s.usage("doomed").await.unwrap(), Usage::default());
+    assert_eq!(
+        s.usage("kept").await.unwrap(),
+        Usage {
+            checkpoints: 2,
+            blobs: 2,
+            blob_bytes: 6,
+            pending_writes: 2
+        }
+    );
+    assert_eq!(s.threads().await.unwrap(), ["kept"]);
+    // The thread starts afresh.
+    s.put(record("doomed", "", "cp-1", None, -1, &[], vec![]), None)
+        .await
+        .unwrap();
+    s.delete_thread("never-existed").await.unwrap();
+}
+
+async fn two_writers_with_one_expected_head_exactly_one_wins(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    s.put(record("t-1", "", "cp-1", None, -1, &[], vec![]), None)
+        .await
+        .unwrap();
+    let a = record(
+        "t-1",
+        "",
+        "cp-2a",
+        Some("cp-1"),
+        0,
+        &[("v", 2, Some("cp-2a"))],
+        vec![full("v", "aaaa")],
+    );
+    let b = record(
+        "t-1",
+        "",
+        "cp-2b",
+        Some("cp-1"),
+        0,
+        &[("v", 2, Some("cp-2b"))],
+        vec![full("v", "bbbbbbbb")],
+    );
+    let (ra, rb) = tokio::join!(s.put(a, Some("cp-1")), s.put(b, Some("cp-1")));
+    let (winner, loser, err) = match (ra, rb) {
+        (Ok(()), Err(e)) => ("cp-2a", "cp-2b", e),
+        (Err(e), Ok(())) => ("cp-2b", "cp-2a", e),
+        other => panic!("exactly one writer must win, got {other:?}"),
+    };
+    assert!(err.is_conflict(), "{err}");
+    assert_eq!(err.thread_id(), Some("t-1"));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "checkpoint conflict on thread `t-1`: expected head `cp-1`, found `{winner}`; another writer is running this thread"
+        )
+    );
+    assert_eq!(s.head("t-1", "").await.unwrap().as_deref(), Some(winner));
+    assert_eq!(s.get("t-1", "", Some(loser)).await.unwrap(), None);
+    assert_eq!(ids(&s.list("t-1", "", None, None).await.unwrap()), [winner, "cp-1"]);
+    assert_eq!(s.usage("t-1").await.unwrap().blobs, 1);
+
+    // A writer that believes the thread is new, and one that reuses an id, conflict too.
+    let err = s
+        .put(record("t-1", "", "cp-3", None, -1, &[], vec![]), None)
+        .await
+        .unwrap_err();
+    assert!(err.is_conflict());
+    assert_eq!(
+        err.to_string(),
+        format!("checkpoint conflict on thread `t-1`: expected head none, found `{winner}`; another writer is running this thread")
+    );
+    let err = s
+        .put(record("t-1", "", "cp-1", Some(winner), 1, &[], vec![]), Some(winner))
+        .await
+        .unwrap_err();
+    assert!(err.is_conflict());
+    assert_eq!(
+        err.to_string(),
+        "checkpoint conflict on thread `t-1`: checkpoint `cp-1` already exists; another writer is running this thread"
+    );
+    let err = s
+        .put(record("t-1", "sub", "cp-9", None, 0, &[], vec![]), Some("cp-1"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "checkpoint conflict on thread `t-1` (namespace `sub`): expected head `cp-1`, found none; another writer is \
+         running this thread"
+    );
+    assert_eq!(s.head("t-1", "").await.unwrap().as_deref(), Some(winner));
+    assert_eq!(s.head("t-1", "sub").await.unwrap(), None);
+    assert_eq!(s.threads().await.unwrap(), ["t-1"]);
+}
+
+async fn many_threads_put_concurrently_keep_complete_ordered_histories(saver: Arc<dyn Checkpointer>) {
+    const THREADS: usize = 200;
+    const STEPS: i64 = 20;
+    let tasks: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let saver = saver.clone();
+            tokio::spawn(async move {
+                let thread = format!("thread-{t:03}");
+                let mut parent: Option<String> = None;
+                let mut ids = Vec::new();
+                for step in 0..STEPS {
+                    let id = new_checkpoint_id();
+                    let blob = match &parent {
+                        None => full("log", &format!("{t}:{step}")),
+                        Some(p) => delta("log", p, &format!(",{step}")),
+                    };
+                    let r = record(
+                        &thread,
+                        "",
+                        &id,
+                        parent.as_deref(),
+                        step,
+                        &[("log", step as u64 + 1, Some(&id))],
+                        vec![blob],
+                    );
+                    saver.put(r, parent.as_deref()).await.unwrap();
+                    ids.push(id.clone());
+                    parent = Some(id);
+                }
+                ids
+            })
+        })
+        .collect();
+    let mut histories = Vec::new();
+    for task in tasks {
+        histories.push(task.await.unwrap());
+    }
+
+    let mut expected_threads: Vec<String> = (0..THREADS).map(|t| format!("thread-{t:03}")).collect();
+    expected_threads.sort();
+    assert_eq!(saver.threads().await.unwrap(), expected_threads);
+    for (t, put_ids) in histories.iter().enumerate() {
+        let thread = format!("thread-{t:03}");
+        let listed = saver.list(&thread, "", None, None).await.unwrap();
+        let newest_first: Vec<&str> = put_ids.iter().rev().map(String::as_str).collect();
+        assert_eq!(ids(&listed), newest_first, "history of {thread}");
+        let steps: Vec<i64> = listed.iter().map(|r| r.step).collect();
+        assert_eq!(steps, (0..STEPS).rev().collect::<Vec<_>>());
+        for pair in listed.windows(2) {
+            assert_eq!(pair[0].parent_id.as_deref(), Some(pair[1].id.as_str()));
+        }
+        let latest = saver.get(&thread, "", None).await.unwrap().unwrap();
+        assert_eq!(latest.record.id, put_ids[STEPS as usize - 1]);
+        let mut log = vec![format!("{t}:0")];
+        log.extend((1..STEPS).map(|s| format!(",{s}")));
+        assert_eq!(chains(&latest), [("log".to_owned(), log)]);
+    }
+}
+
+/// Generates one test per behaviour for a saver, given an async constructor of a [`Harness`].
+macro_rules! suite {
+    ($saver:ident: $harness:path) => {
+        mod $saver {
+            suite!(@tests $harness;
+                put_then_get_latest_and_by_id
+                list_is_newest_first_with_limit_and_before
+                unchanged_channel_points_at_an_older_blob_and_is_not_rewritten
+                delta_chains_rebuild_in_order_and_forks_do_not_mix
+                invalid_records_are_refused_and_store_nothing
+                put_writes_replaces_a_tasks_writes_and_orders_by_path_task_idx
+                delete_thread_removes_every_namespace_and_nothing_else
+                two_writers_with_one_expected_head_exactly_one_wins
+                many_threads_put_concurrently_keep_complete_ordered_histories
+            );
+        }
+    };
+    (@tests $harness:path; $($test:ident)*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                let Some(harness) = $harness().await else { return };
+                super::$test(harness.saver.clone()).await;
+            }
+        )*
+    };
+}
+
+/// A saver under test, and whatever must live as long (and be cleaned up after) it.
+struct Harness {
+    saver: Arc<dyn Checkpointer>,
+    _cleanup: Option<Box<dyn Send>>,
+}
+
+async fn memory_harness() -> Option<Harness> {
+    Some(Harness {
+        saver: Arc::new(MemorySaver::new()),
+        _cleanup: None,
+    })
+}
+
+suite!(memory: super::memory_harness);
+
+// ---------------------------------------------------------------------------------------------
+// SQLite
+
+#[cfg(feature = "sqlite")]
+mod sqlite_support {
+    use std::path::{Path, PathBuf};
+    use weir_runtime::checkpoint::new_checkpoint_id;
+
+    /// A directory of its own under the system's temp directory, removed on drop.
+    pub(crate) struct TempDir(PathBuf);
+
+    impl TempDir {
+        pub(crate) fn new() -> Self {
+            let dir = std::env::temp_dir().join(format!("weir-savers-{}-{}", std::process::id(), new_checkpoint_id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            TempDir(dir)
+        }
+        pub(crate) fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+#[cfg(feature = "sqlite")]
+async fn sqlite_harness() -> Option<Harness> {
+    let dir = sqlite_support::TempDir::new();
+    let saver = weir_runtime::checkpoint::SqliteSaver::open(dir.path().join("weir.db")).unwrap();
+    Some(Harness {
+        saver: Arc::new(saver),
+        _cleanup: Some(Box::new(dir)),
+    })
+}
+
+#[cfg(feature = "sqlite")]
+suite!(sqlite: super::sqlite_harness);
+
+#[cfg(feature = "sqlite")]
+mod sqlite_file {
+    use super::sqlite_support::TempDir;
+    use super::*;
+    use weir_runtime::checkpoint::{SqliteSaver, Synchronous};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn file_is_created_on_first_use_in_wal_mode_and_reopening_sees_the_data() {
+        let dir = TempDir::new();
+        let path = dir.path().join("nested-name.db");
+        assert!(!path.exists());
+        let saver = SqliteSaver::options()
+            .synchronous(Synchronous::Full)
+            .open(&path)
+            .unwrap();
+        assert!(path.exists());
+        assert_eq!(saver.path(), path);
+        let r = record(
+            "t",
+            "",
+            "cp-1",
+            None,
+            -1,
+            &[("a", 1, Some("cp-1"))],
+            vec![full("a", "kept")],
+        );
+        saver.put(r.clone(), None).await.unwrap();
+        drop(saver);
+
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+        assert_eq!(mode, "wal");
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(version, 1);
+        drop(conn);
+
+        let reopened = SqliteSaver::open(&path).unwrap();
+        let loaded = reopened.get("t", "", None).await.unwrap().unwrap();
+        assert_eq!(loaded.record, without_blobs(r));
+        assert_eq!(chains(&loaded), [("a".to_owned(), vec!["kept".to_owned()])]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_file_with_a_newer_schema_is_refused_and_left_untouched() {
+        let dir = TempDir::new();
+        let path = dir.path().join("future.db");
+        {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.execute_batch("CREATE TABLE from_the_future (x INTEGER); PRAGMA user_version = 99;")
+                .unwrap();
+        }
+        let before = std::fs::read(&path).unwrap();
+        let listing = |dir: &std::path::Path| {
+            let mut names: Vec<String> = std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(listing(dir.path()), ["future.db"]);
+
+        let err = SqliteSaver::open(&path).unwrap_err();
+        assert!(err.is_schema_too_new(), "{err}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "`{}` has checkpoint schema version 99, newer than version 1 that this weir supports; it was left \
+                 untouched, open it with a newer weir",
+                path.display()
+            )
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        assert_eq!(listing(dir.path()), ["future.db"]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_file_that_is_not_a_database_is_an_error_naming_it() {
+        let dir = TempDir::new();
+        let path = dir.path().join("notes.txt");
+        std::fs::write(
+            &path,
+            "this is not a database, just some text that is long enough to have a header",
+        )
+        .unwrap();
+        let err = SqliteSaver::open(&path).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("sqlite checkpoint store `{}` failed", path.display())
+        );
+        assert!(std::error::Error::source(&err).is_some());
+        assert!(!err.is_schema_too_new() && !err.is_conflict());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_checkpoint_whose_blob_was_removed_behind_its_back_is_corrupt() {
+        let dir = TempDir::new();
+        let path = dir.path().join("weir.db");
+        let saver = SqliteSaver::open(&path).unwrap();
+        let r = record(
+            "t",
+            "",
+            "cp-1",
+            None,
+            -1,
+            &[("a", 1, Some("cp-1"))],
+            vec![full("a", "v")],
+        );
+        saver.put(r, None).await.unwrap();
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        assert_eq!(conn.execute("DELETE FROM blobs", []).unwrap(), 1);
+        let err = saver.get("t", "", None).await.unwrap_err();
+        assert!(err.is_corrupt(), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "corrupt checkpoint `cp-1` of thread `t`: the value of channel `a` needs the blob stored under checkpoint \
+             `cp-1`, which is missing"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_savers_on_one_file_see_each_other_and_conflict() {
+        let dir = TempDir::new();
+        let path = dir.path().join("shared.db");
+        // Two savers, each with its own connections: two processes sharing the file.
+        let (one, two) = (SqliteSaver::open(&path).unwrap(), SqliteSaver::open(&path).unwrap());
+        one.put(record("t", "", "cp-1", None, -1, &[], vec![]), None)
+            .await
+            .unwrap();
+        assert_eq!(two.head("t", "").await.unwrap().as_deref(), Some("cp-1"));
+
+        for round in 0..20 {
+            let head = one.head("t", "").await.unwrap().unwrap();
+            let a = record("t", "", &format!("cp-{round:02}-a"), Some(&head), round, &[], vec![]);
+            let b = record("t", "", &format!("cp-{round:02}-b"), Some(&head), round, &[], vec![]);
+            let (ra, rb) = tokio::join!(one.put(a, Some(&head)), two.put(b, Some(&head)));
+            let (winner, err) = match (ra, rb) {
+                (Ok(()), Err(e)) => (format!("cp-{round:02}-a"), e),
+                (Err(e), Ok(())) => (format!("cp-{round:02}-b"), e),
+                other => panic!("round {round}: exactly one writer must win, got {other:?}"),
+            };
+            assert!(err.is_conflict(), "{err}");
+            assert_eq!(err.thread_id(), Some("t"));
+            assert_eq!(one.head("t", "").await.unwrap(), Some(winner.clone()));
+            assert_eq!(two.head("t", "").await.unwrap(), Some(winner));
+        }
+        assert_eq!(two.list("t", "", None, None).await.unwrap().len(), 21);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL
+
+#[cfg(feature = "postgres")]
+mod postgres_support {
+    use weir_runtime::checkpoint::new_checkpoint_id;
+
+    /// The database to test against, or `None` (having said so) when none is configured.
+    pub(crate) fn url() -> Option<String> {
+        match std::env::var("WEIR_POSTGRES_URL") {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ => {
+                println!("skipping PostgreSQL saver tests: WEIR_POSTGRES_URL is not set");
+                None
+            }
+        }
+    }
+
+    /// A fresh schema name, dropped (with everything in it) when this is dropped.
+    pub(crate) struct Schema {
+        pub(crate) url: String,
+        pub(crate) name: String,
+    }
+
+    impl Schema {
+        pub(crate) fn new(url: String) -> Self {
+            Schema {
+                url,
+                name: format!("weir_test_{}", &new_checkpoint_id()[8..]),
+            }
+        }
+    }
+
+    impl Drop for Schema {
+        fn drop(&mut self) {
+            // Drop also runs while a test panics: clean up on a runtime of our own.
+            let (url, name) = (self.url.clone(), self.name.clone());
+            let _ = std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(async {
+                    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                    tokio::spawn(connection);
+                    client
+                        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE"))
+                        .await
+                        .unwrap();
+                });
+            })
+            .join();
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+async fn postgres_harness() -> Option<Harness> {
+    let schema = postgres_support::Schema::new(postgres_support::url()?);
+    let saver = weir_runtime::checkpoint::PostgresSaver::options()
+        .schema(schema.name.clone())
+        .connections(8)
+        .connect(&schema.url)
+        .await
+        .unwrap();
+    Some(Harness {
+        saver: Arc::new(saver),
+        _cleanup: Some(Box::new(schema)),
+    })
+}
+
+#[cfg(feature = "postgres")]
+suite!(postgres: super::postgres_harness);
+
+#[cfg(feature = "postgres")]
+mod postgres_schema {
+    use super::postgres_support::{url, Schema};
+    use super::*;
+    use weir_runtime::checkpoint::PostgresSaver;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn schema_is_created_on_first_use_and_reconnecting_sees_the_data() {
+        let Some(url) = url() else { return };
+        let schema = Schema::new(url);
+        let saver = PostgresSaver::connect_with_schema(&schema.url, &schema.name)
+            .await
+            .unwrap();
+        assert_eq!(saver.schema(), schema.name);
+        saver
+            .put(
+                record(
+                    "t",
+                    "",
+                    "cp-1",
+                    None,
+                    -1,
+                    &[("a", 1, Some("cp-1"))],
+                    vec![full("a", "kept")],
+                ),
+                None,
+            )
+            .await
+            .unwrap();
+        drop(saver);
+        let again = PostgresSaver::connect_with_schema(&schema.url, &schema.name)
+            .await
+            .unwrap();
+        let loaded = again.get("t", "", None).await.unwrap().unwrap();
+        assert_eq!(chains(&loaded), [("a".to_owned(), vec!["kept".to_owned()])]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_schema_with_a_newer_version_is_refused_and_left_untouched() {
+        let Some(url) = url() else { return };
+        let schema = Schema::new(url);
+        let (client, connection) = tokio_postgres::connect(&schema.url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let name = &schema.name;
+        client
+            .batch_execute(&format!(
+                "CREATE SCHEMA \"{name}\"; CREATE TABLE \"{name}\".weir_schema (version BIGINT PRIMARY KEY); \
+                 INSERT INTO \"{name}\".weir_schema VALUES (99);"
+            ))
+            .await
+            .unwrap();
+        let err = PostgresSaver::connect_with_schema(&schema.url, name).await.unwrap_err();
+        assert!(err.is_schema_too_new(), "{err}");
+        let message = err.to_string();
+        assert!(
+            message.starts_with(&format!("PostgreSQL schema `{name}` at ")),
+            "{message}"
+        );
+        assert!(
+            message.ends_with(
+                "has checkpoint schema version 99, newer than version 1 that this weir supports; it was left \
+                 untouched, open it with a newer weir"
+            ),
+            "{message}"
+        );
+        let tables: Vec<String> = client
+            .query(
+                "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1",
+                &[name],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(tables, ["weir_schema"]);
+        let versions: Vec<i64> = client
+            .query(&format!("SELECT version FROM \"{name}\".weir_schema"), &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(versions, [99]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_bad_schema_name_is_refused() {
+        let Some(url) = url() else { return };
+        let err = PostgresSaver::connect_with_schema(&url, "Robert'); DROP")
+            .await
+            .unwrap_err();
+        assert!(err.is_invalid());
+        assert_eq!(
+            err.to_string(),
+            "invalid saver configuration: `Robert'); DROP` cannot name a PostgreSQL schema; use lower-case ASCII \
+             letters, digits and `_`"
+        );
+    }
+}
