@@ -12,11 +12,7 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub(crate) fn new(
-        path: impl Into<String>,
-        id: Option<&str>,
-        message: impl Into<String>,
-    ) -> Self {
+    pub(crate) fn new(path: impl Into<String>, id: Option<&str>, message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
             path: path.into(),
@@ -105,19 +101,23 @@ impl RunError {
         }
     }
 
-    pub(crate) fn from_runtime(e: weir_runtime::Error, field_names: &[String]) -> Self {
-        let mut message = e.to_string();
-        // The runtime names a flow's fields by their slot (`#3`): give them their names back.
-        if let Some(slot) = e.field().and_then(|f| f.strip_prefix('#')) {
-            if let Some(name) = slot.parse::<usize>().ok().and_then(|i| field_names.get(i)) {
-                message = message.replace(&format!("`#{slot}`"), &format!("`{name}`"));
-            }
-        }
-        let pause = std::error::Error::source(&e)
-            .and_then(|s| s.downcast_ref::<crate::run::Pause>())
-            .map(|p| Box::new(p.clone()));
+    pub(crate) fn paused(pauses: Vec<crate::run::Pause>) -> Self {
+        let first = pauses.into_iter().next();
         Self {
-            message,
+            message: first
+                .as_ref()
+                .map_or_else(|| "the run paused".to_owned(), ToString::to_string),
+            node: first.as_ref().map(|p| p.node.clone()),
+            recursion_limit: false,
+            pause: first.map(Box::new),
+            source: None,
+        }
+    }
+
+    pub(crate) fn from_runtime(e: weir_runtime::Error) -> Self {
+        let pause = e.pauses().first().map(|p| Box::new(crate::run::Pause::from_runtime(p)));
+        Self {
+            message: e.to_string(),
             node: e.node_name().map(str::to_owned),
             recursion_limit: e.is_recursion_limit(),
             pause,
@@ -149,8 +149,6 @@ impl fmt::Display for RunError {
 
 impl std::error::Error for RunError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_ref()
-            .and_then(|e| std::error::Error::source(&**e))
+        self.source.as_ref().and_then(|e| std::error::Error::source(&**e))
     }
 }

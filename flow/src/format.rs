@@ -62,11 +62,7 @@ pub struct EdgeSpec {
     /// The id of the node the edge enters.
     pub target: String,
     /// The handle of the source the edge leaves: a branch or choice id.
-    #[serde(
-        rename = "sourceHandle",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "sourceHandle", default, skip_serializing_if = "Option::is_none")]
     pub source_handle: Option<String>,
 }
 

@@ -46,10 +46,8 @@ mod schema;
 mod state;
 
 pub use error::{Diagnostic, LoadError, RunError};
-pub use format::{
-    json_schema, EdgeSpec, FieldSpec, FieldType, FlowFile, NodeSpec, ReducerKind, StateSpec,
-};
+pub use format::{json_schema, EdgeSpec, FieldSpec, FieldType, FlowFile, NodeSpec, ReducerKind, StateSpec};
 pub use load::{Flow, LoadOptions};
 pub use registry::{DataError, Fields, NodeImpl, Registry};
-pub use run::{ChoiceOption, Event, Pause};
-pub use state::{FlowChannels, FlowState, FlowUpdate, Schema, MAX_FIELDS};
+pub use run::{ChoiceOption, Event, Outcome, Pause, Snapshot};
+pub use state::{FlowChannels, FlowState, FlowUpdate, Schema};

@@ -10,19 +10,43 @@ use crate::run::{Hub, NodeRuntime};
 use crate::state::{FieldDef, FlowState, Reduce, Schema};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+use weir_runtime::checkpoint::Checkpointer;
 use weir_runtime::{CompiledGraph, GraphBuilder, NodeId, END, START};
 use weir_topology::{self as topology, Ref, Route, Site, Topology, Via};
 
 /// Loader settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct LoadOptions {
     /// How many times a node may run in one run, for nodes (and flows) that do not say.
     pub max_steps: u32,
+    /// Where runs keep their checkpoints, by thread. Without one, a flow runs to the end in one
+    /// go and an `output` node that asks for a choice fails the run.
+    pub checkpointer: Option<Arc<dyn Checkpointer>>,
+}
+
+impl std::fmt::Debug for LoadOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadOptions")
+            .field("max_steps", &self.max_steps)
+            .field("checkpointer", &self.checkpointer.is_some())
+            .finish()
+    }
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        Self { max_steps: 10 }
+        Self {
+            max_steps: 10,
+            checkpointer: None,
+        }
+    }
+}
+
+impl LoadOptions {
+    /// Keeps the runs' checkpoints with `saver`.
+    pub fn checkpointer(mut self, saver: impl Checkpointer) -> Self {
+        self.checkpointer = Some(Arc::new(saver));
+        self
     }
 }
 
@@ -75,11 +99,7 @@ impl Flow {
     ///
     /// # Errors
     /// Every problem found, each naming the node or edge and the JSON path.
-    pub fn from_value(
-        value: &serde_json::Value,
-        registry: &Registry,
-        options: LoadOptions,
-    ) -> Result<Self, LoadError> {
+    pub fn from_value(value: &serde_json::Value, registry: &Registry, options: LoadOptions) -> Result<Self, LoadError> {
         let problems = crate::schema::validate(value);
         if !problems.is_empty() {
             return Err(LoadError::new(problems));
@@ -197,9 +217,6 @@ impl<'a> Loader<'a> {
 
     fn load(mut self) -> Result<Flow, LoadError> {
         let schema = self.state_schema();
-        let Some(schema) = schema else {
-            return Err(LoadError::new(self.diags));
-        };
         self.ids();
         let nodes = self.instantiate(&schema);
         let edges = self.edges(&nodes);
@@ -223,13 +240,8 @@ impl<'a> Loader<'a> {
             if no_start && matches!(p.kind, topology::ProblemKind::NoEntry) {
                 continue;
             }
-            let (path, id) = self
-                .sites
-                .get(p.site)
-                .cloned()
-                .unwrap_or(("$".to_owned(), None));
-            self.diags
-                .push(Diagnostic::new(path, id.as_deref(), p.to_string()));
+            let (path, id) = self.sites.get(p.site).cloned().unwrap_or(("$".to_owned(), None));
+            self.diags.push(Diagnostic::new(path, id.as_deref(), p.to_string()));
         }
         if !self.diags.is_empty() {
             return Err(LoadError::new(self.diags));
@@ -237,7 +249,7 @@ impl<'a> Loader<'a> {
 
         let schema = Arc::new(schema);
         let hub = Arc::new(Hub::default());
-        let graph = build(&nodes, &edges, &joins, &schema, &hub).map_err(|e| {
+        let graph = build(&nodes, &edges, &joins, &schema, &hub, self.options.checkpointer.clone()).map_err(|e| {
             LoadError::new(
                 e.problems()
                     .iter()
@@ -246,24 +258,12 @@ impl<'a> Loader<'a> {
             )
         })?;
         let n = nodes.len();
-        let ends = nodes
-            .iter()
-            .filter(|n| matches!(n.imp.role, Role::End))
-            .count();
-        let max_steps = nodes
-            .iter()
-            .map(|n| n.max_steps as usize)
-            .max()
-            .unwrap_or(1);
+        let ends = nodes.iter().filter(|n| matches!(n.imp.role, Role::End)).count();
+        let max_steps = nodes.iter().map(|n| n.max_steps as usize).max().unwrap_or(1);
         let recursion_limit = (n.saturating_sub(ends + 1) * max_steps).max(1) + ends + 1;
         let joins = joins
             .iter()
-            .map(|(t, us)| {
-                (
-                    nodes[*t].id.clone(),
-                    us.iter().map(|u| nodes[*u].id.clone()).collect(),
-                )
-            })
+            .map(|(t, us)| (nodes[*t].id.clone(), us.iter().map(|u| nodes[*u].id.clone()).collect()))
             .collect();
         Ok(Flow {
             graph,
@@ -277,7 +277,7 @@ impl<'a> Loader<'a> {
     }
 
     /// The state section: reserved names, reducers that fit their type, defaults of the type.
-    fn state_schema(&mut self) -> Option<Schema> {
+    fn state_schema(&mut self) -> Schema {
         for (name, f) in &self.file.state.fields {
             let path = format!("$.state.{name}");
             if name.starts_with("__") {
@@ -324,19 +324,7 @@ impl<'a> Loader<'a> {
                 }
             }
         }
-        let schema = Schema::new(&self.file.state);
-        if schema.is_none() {
-            self.error(
-                "$.state",
-                None,
-                format!(
-                    "the state declares {} fields; a flow may declare at most {}",
-                    self.file.state.fields.len(),
-                    crate::state::MAX_FIELDS - 2
-                ),
-            );
-        }
-        schema
+        Schema::new(&self.file.state)
     }
 
     /// Ids are unique across nodes and edges, and usable as node names.
@@ -365,11 +353,7 @@ impl<'a> Loader<'a> {
                 seen.insert(id, path.trim_end_matches(".id").to_owned());
             }
             if what == "node" && id.contains(['|', ':']) {
-                self.error(
-                    &path,
-                    Some(id),
-                    format!("node id `{id}` may not contain `|` or `:`"),
-                );
+                self.error(&path, Some(id), format!("node id `{id}` may not contain `|` or `:`"));
             }
         }
     }
@@ -392,10 +376,7 @@ impl<'a> Loader<'a> {
                         self.error(
                             format!("{path}.data.max_steps"),
                             Some(&n.id),
-                            format!(
-                                "node `{}` has `max_steps` {v}; it must be a positive integer",
-                                n.id
-                            ),
+                            format!("node `{}` has `max_steps` {v}; it must be a positive integer", n.id),
                         );
                         1
                     }
@@ -456,18 +437,11 @@ impl<'a> Loader<'a> {
                 continue; // a note's edges are annotations too
             }
             let mut ends = [None, None];
-            for (k, (end, word)) in [(&e.source, "source"), (&e.target, "target")]
-                .into_iter()
-                .enumerate()
-            {
+            for (k, (end, word)) in [(&e.source, "source"), (&e.target, "target")].into_iter().enumerate() {
                 if let Some(&n) = by_id.get(end.as_str()) {
                     ends[k] = Some(n);
                 } else if !declared.contains(end.as_str()) {
-                    let names = file
-                        .nodes
-                        .iter()
-                        .map(|n| n.id.as_str())
-                        .filter(|n| !notes.contains(n));
+                    let names = file.nodes.iter().map(|n| n.id.as_str()).filter(|n| !notes.contains(n));
                     let hint = match topology::suggest(end, names.clone()) {
                         Some(s) => format!("did you mean `{s}`?"),
                         None => format!("node ids are {}", ticks(names)),
@@ -495,9 +469,7 @@ impl<'a> Loader<'a> {
                     );
                     continue;
                 }
-                Role::Branch(b)
-                    if !self.handle_ok(b, &e.id, &source.id, e.source_handle.as_deref(), &path) =>
-                {
+                Role::Branch(b) if !self.handle_ok(b, &e.id, &source.id, e.source_handle.as_deref(), &path) => {
                     continue;
                 }
                 _ => {}
@@ -524,27 +496,30 @@ impl<'a> Loader<'a> {
         out
     }
 
-    fn handle_ok(
-        &mut self,
-        b: &Brancher,
-        edge: &str,
-        node: &str,
-        handle: Option<&str>,
-        path: &str,
-    ) -> bool {
-        let names = b
-            .handles
-            .iter()
-            .map(|(h, _)| h.as_str())
-            .chain(b.optional.as_deref());
+    fn handle_ok(&mut self, b: &Brancher, edge: &str, node: &str, handle: Option<&str>, path: &str) -> bool {
+        let names = b.handles.iter().map(|(h, _)| h.as_str()).chain(b.optional.as_deref());
         let list = ticks(names.clone());
         match handle {
             None => {
-                self.error(path, Some(edge), format!("edge `{edge}` leaves {} node `{node}` without a `sourceHandle`; name one of its {}es: {list}", b.kind, b.noun));
+                self.error(
+                    path,
+                    Some(edge),
+                    format!(
+                        "edge `{edge}` leaves {} node `{node}` without a `sourceHandle`; name one of its {}es: {list}",
+                        b.kind, b.noun
+                    ),
+                );
                 false
             }
             Some(h) if !names.clone().any(|n| n == h) => {
-                self.error(format!("{path}.sourceHandle"), Some(edge), format!("edge `{edge}` leaves {} node `{node}` by unknown {} `{h}`; its {}es are {list}", b.kind, b.noun, b.noun));
+                self.error(
+                    format!("{path}.sourceHandle"),
+                    Some(edge),
+                    format!(
+                        "edge `{edge}` leaves {} node `{node}` by unknown {} `{h}`; its {}es are {list}",
+                        b.kind, b.noun, b.noun
+                    ),
+                );
                 false
             }
             Some(_) => true,
@@ -553,10 +528,7 @@ impl<'a> Loader<'a> {
 
     /// One start node, at least one end node.
     fn start_and_end(&mut self, nodes: &[LNode]) {
-        let starts: Vec<&LNode> = nodes
-            .iter()
-            .filter(|n| matches!(n.imp.role, Role::Start))
-            .collect();
+        let starts: Vec<&LNode> = nodes.iter().filter(|n| matches!(n.imp.role, Role::Start)).collect();
         let start_declared = self.file.nodes.iter().any(|n| n.kind == "start");
         if starts.is_empty() && !start_declared {
             self.error(
@@ -591,10 +563,7 @@ impl<'a> Loader<'a> {
                 continue;
             };
             for (h, path) in &b.handles {
-                if !edges
-                    .iter()
-                    .any(|e| e.source == k && e.handle.as_deref() == Some(h))
-                {
+                if !edges.iter().any(|e| e.source == k && e.handle.as_deref() == Some(h)) {
                     self.error(
                         format!("{}.data{path}", node_path(n.at)),
                         Some(&n.id),
@@ -669,12 +638,7 @@ impl<'a> Loader<'a> {
             let site = self.site(format!("{}.id", node_path(n.at)), &n.id);
             let mut decl = topology::NodeDecl::new(n.id.clone(), site);
             if !n.imp.writes.is_empty() {
-                let writes: Vec<(String, Site)> = n
-                    .imp
-                    .writes
-                    .iter()
-                    .map(|w| (w.field.clone(), site))
-                    .collect();
+                let writes: Vec<(String, Site)> = n.imp.writes.iter().map(|w| (w.field.clone(), site)).collect();
                 decl = decl.writes(writes);
             }
             t = t.node(decl);
@@ -714,11 +678,7 @@ impl<'a> Loader<'a> {
                     );
                     targets.push(Some(edges_index(edges, e)));
                 }
-                let per_handle = |h: &str| {
-                    out.iter()
-                        .filter(|e| e.handle.as_deref() == Some(h))
-                        .count()
-                };
+                let per_handle = |h: &str| out.iter().filter(|e| e.handle.as_deref() == Some(h)).count();
                 let several = b.handles.iter().any(|(h, _)| per_handle(h) > 1);
                 let may_stop = b.optional.as_deref().is_some_and(|h| per_handle(h) == 0);
                 if several || may_stop {
@@ -733,22 +693,14 @@ impl<'a> Loader<'a> {
                     }
                     let from = self.site(format!("{}.source", edge_path(e.at)), &e.id);
                     let to = self.site(format!("{}.target", edge_path(e.at)), &e.id);
-                    t = t.edge(
-                        Ref::node(n.id.clone(), from),
-                        Ref::node(nodes[e.target].id.clone(), to),
-                    );
+                    t = t.edge(Ref::node(n.id.clone(), from), Ref::node(nodes[e.target].id.clone(), to));
                     map.edges.push(Some(edges_index(edges, e)));
                 }
             }
         }
         for (target, sources) in joins {
-            let site = self.site(
-                format!("{}.id", node_path(nodes[*target].at)),
-                &nodes[*target].id,
-            );
-            let from = sources
-                .iter()
-                .map(|u| Ref::node(nodes[*u].id.clone(), site));
+            let site = self.site(format!("{}.id", node_path(nodes[*target].at)), &nodes[*target].id);
+            let from = sources.iter().map(|u| Ref::node(nodes[*u].id.clone(), site));
             t = t.join(from, Ref::node(nodes[*target].id.clone(), site), site);
         }
         for f in &schema.fields {
@@ -791,12 +743,7 @@ impl ConnMap {
     fn edge_of(&self, via: Via) -> Option<usize> {
         match via {
             Via::Edge(i) => self.edges.get(i).copied().flatten(),
-            Via::Route { route, target } => self
-                .routes
-                .get(route)
-                .and_then(|r| r.get(target))
-                .copied()
-                .flatten(),
+            Via::Route { route, target } => self.routes.get(route).and_then(|r| r.get(target)).copied().flatten(),
             _ => None,
         }
     }
@@ -812,8 +759,7 @@ fn decide_joins(
     levels: &[(String, Option<usize>)],
     back: &HashSet<usize>,
 ) -> Vec<(usize, Vec<usize>)> {
-    let level: HashMap<&str, Option<usize>> =
-        levels.iter().map(|(n, l)| (n.as_str(), *l)).collect();
+    let level: HashMap<&str, Option<usize>> = levels.iter().map(|(n, l)| (n.as_str(), *l)).collect();
     let lv = |k: usize| level.get(nodes[k].id.as_str()).copied().flatten();
     // Forward (non-back) predecessors of each node, with the handle of the edge.
     let mut preds: Vec<Vec<(usize, Option<&str>)>> = vec![Vec::new(); nodes.len()];
@@ -826,8 +772,7 @@ fn decide_joins(
     // The branch a node lies on: walking up single-predecessor chains to a branching node.
     let tag = |mut v: usize| -> Option<(usize, String)> {
         for _ in 0..nodes.len() {
-            let ps: BTreeMap<usize, Option<&str>> =
-                preds[v].iter().map(|(p, h)| (*p, *h)).collect();
+            let ps: BTreeMap<usize, Option<&str>> = preds[v].iter().map(|(p, h)| (*p, *h)).collect();
             if ps.len() != 1 {
                 return None;
             }
@@ -876,8 +821,13 @@ fn build(
     joins: &[(usize, Vec<usize>)],
     schema: &Arc<Schema>,
     hub: &Arc<Hub>,
+    saver: Option<Arc<dyn Checkpointer>>,
 ) -> Result<CompiledGraph<FlowState>, weir_runtime::BuildError> {
-    let mut g = GraphBuilder::<FlowState>::new();
+    let (state, channels) = FlowState::prototype(schema);
+    let mut g = GraphBuilder::<FlowState>::with_prototype(state, channels);
+    if let Some(saver) = saver {
+        g.set_checkpointer(saver);
+    }
     let joined: HashSet<(usize, usize)> = joins
         .iter()
         .flat_map(|(t, us)| us.iter().map(move |u| (*u, *t)))
@@ -898,7 +848,16 @@ fn build(
             hub.clone(),
             gotos,
         ));
-        g.add_node(n.id.clone(), rt.node_fn());
+        g.add_node(n.id.clone(), rt.clone().node_fn());
+        if matches!(n.imp.role, Role::Branch(_)) {
+            let mut targets: Vec<NodeId> = Vec::new();
+            for e in edges.iter().filter(|e| e.source == k) {
+                if !targets.contains(&NodeId::from_index(e.target)) {
+                    targets.push(NodeId::from_index(e.target));
+                }
+            }
+            g.add_router(NodeId::from_index(k), rt.router(), targets);
+        }
     }
     let mut added: HashSet<(usize, usize)> = HashSet::new();
     for (k, n) in nodes.iter().enumerate() {
@@ -909,7 +868,7 @@ fn build(
             Role::End => {
                 g.add_edge(NodeId::from_index(k), END);
             }
-            Role::Branch(_) => continue, // routed by the node itself
+            Role::Branch(_) => continue, // routed by its router
             Role::Plain => {}
         }
         for e in edges.iter().filter(|e| e.source == k) {
@@ -919,10 +878,7 @@ fn build(
         }
     }
     for (t, us) in joins {
-        g.add_join(
-            us.iter().map(|u| NodeId::from_index(*u)),
-            NodeId::from_index(*t),
-        );
+        g.add_join(us.iter().map(|u| NodeId::from_index(*u)), NodeId::from_index(*t));
     }
     g.compile()
 }

@@ -94,10 +94,7 @@ fn condition(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
     let mut programs = Vec::new();
     let mut handles = Vec::new();
     if d.branches.is_empty() {
-        errors.push(DataError::new(
-            ".branches",
-            "a condition needs at least one branch",
-        ));
+        errors.push(DataError::new(".branches", "a condition needs at least one branch"));
     }
     for (i, b) in d.branches.iter().enumerate() {
         let path = format!(".branches[{i}]");
@@ -137,11 +134,7 @@ fn condition(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
             match p.execute(&ctx) {
                 Ok(cel::Value::Bool(true)) => return Ok(Choice::Handle(id.clone())),
                 Ok(cel::Value::Bool(false)) => {}
-                Ok(other) => {
-                    return Err(
-                        format!("branch `{id}`'s expression gave {other:?}, not a bool").into(),
-                    )
-                }
+                Ok(other) => return Err(format!("branch `{id}`'s expression gave {other:?}, not a bool").into()),
                 Err(e) => return Err(format!("branch `{id}`'s expression failed: {e}").into()),
             }
         }
@@ -189,10 +182,7 @@ fn set(data: &Fields, schema: &Schema) -> Result<NodeImpl, Vec<DataError>> {
         match value {
             Value::String(source) => {
                 if let Err(e) = env.add_template_owned(field.clone(), source.clone()) {
-                    errors.push(DataError::new(
-                        &path,
-                        format!("invalid template for `{field}`: {e}"),
-                    ));
+                    errors.push(DataError::new(&path, format!("invalid template for `{field}`: {e}")));
                 }
                 writes.push(StaticWrite {
                     field: field.clone(),
@@ -229,12 +219,9 @@ fn set(data: &Fields, schema: &Schema) -> Result<NodeImpl, Vec<DataError>> {
                     match ty {
                         Some((FieldType::String, _)) | None => Value::String(text),
                         // An append field takes one item: JSON if it reads as JSON, else the text.
-                        Some((_, Reduce::Append)) => {
-                            serde_json::from_str(text.trim()).unwrap_or(Value::String(text))
-                        }
-                        Some((ty, _)) => serde_json::from_str(text.trim()).map_err(|_| {
-                            format!("template for `{field}` gave `{text}`, which is not a {ty}")
-                        })?,
+                        Some((_, Reduce::Append)) => serde_json::from_str(text.trim()).unwrap_or(Value::String(text)),
+                        Some((ty, _)) => serde_json::from_str(text.trim())
+                            .map_err(|_| format!("template for `{field}` gave `{text}`, which is not a {ty}"))?,
                     }
                 }
             };
@@ -334,12 +321,7 @@ fn output(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
         choices: d
             .choices
             .iter()
-            .map(|c| {
-                (
-                    c.id.clone(),
-                    c.label.clone().unwrap_or_else(|| c.id.clone()),
-                )
-            })
+            .map(|c| (c.id.clone(), c.label.clone().unwrap_or_else(|| c.id.clone())))
             .collect(),
     });
     let role = if handles.is_empty() {
@@ -356,10 +338,7 @@ fn output(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
                 Some(Value::String(c)) if ids.contains(c) => Ok(Choice::Handle(c.clone())),
                 Some(other) => Err(format!(
                     "the choice {other} is not one of {}",
-                    ids.iter()
-                        .map(|i| format!("`{i}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    ids.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>().join(", ")
                 )
                 .into()),
             }),

@@ -15,8 +15,7 @@ use weir_runtime::BoxError;
 /// A JSON object: a node's view of the state, and the writes it returns (field → value).
 pub type Fields = Map<String, Value>;
 
-pub(crate) type RunFn =
-    Arc<dyn Fn(Fields) -> BoxFuture<'static, Result<Fields, BoxError>> + Send + Sync>;
+pub(crate) type RunFn = Arc<dyn Fn(Fields) -> BoxFuture<'static, Result<Fields, BoxError>> + Send + Sync>;
 
 /// What a node does when it runs, built by its type's factory.
 ///
@@ -193,9 +192,7 @@ pub struct Registry {
 
 impl fmt::Debug for Registry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Registry")
-            .field("types", &self.types())
-            .finish()
+        f.debug_struct("Registry").field("types", &self.types()).finish()
     }
 }
 
@@ -247,12 +244,7 @@ impl Registry {
         t
     }
 
-    pub(crate) fn build(
-        &self,
-        kind: &str,
-        data: &Fields,
-        schema: &Schema,
-    ) -> Option<Result<NodeImpl, Vec<DataError>>> {
+    pub(crate) fn build(&self, kind: &str, data: &Fields, schema: &Schema) -> Option<Result<NodeImpl, Vec<DataError>>> {
         self.factories.get(kind).map(|f| f(data, schema))
     }
 }

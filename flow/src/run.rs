@@ -5,15 +5,15 @@ use crate::error::RunError;
 use crate::load::{fits, Flow};
 use crate::nodes::{Brancher, Choice, Message};
 use crate::registry::{Fields, NodeImpl, Role, RunFn};
-use crate::state::{FlowState, FlowUpdate, Schema, CHOICE_FIELD, STEPS_FIELD};
+use crate::state::{FlowState, FlowUpdate, Schema, ROUTE_FIELD, STEPS_FIELD};
 use futures::future::BoxFuture;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
-use weir_runtime::{BoxError, Command, Context, Goto, NodeId, RunConfig};
+use weir_runtime::{BoxError, Command, Context, NodeId, RunConfig};
 
 /// Something that happened during a run, in the order it happened.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -44,7 +44,7 @@ pub enum Event {
 }
 
 /// A choice an `output` node offers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChoiceOption {
     /// What to answer (the edges' `sourceHandle`).
     pub id: String,
@@ -65,15 +65,95 @@ pub struct Pause {
 
 impl fmt::Display for Pause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "node `{}` asks for a choice: {}",
-            self.node, self.question
-        )
+        write!(f, "node `{}` asks for a choice: {}", self.node, self.question)
     }
 }
 
 impl std::error::Error for Pause {}
+
+/// What an `output` node asks through the runtime's interrupt, as saved in the checkpoint.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Question {
+    question: String,
+    choices: Vec<ChoiceOption>,
+}
+
+impl Pause {
+    pub(crate) fn from_runtime(p: &weir_runtime::Paused) -> Self {
+        let q: Option<Question> = p.question().ok();
+        Self {
+            node: p.node.clone(),
+            question: q.as_ref().map_or_else(String::new, |q| q.question.clone()),
+            choices: q.map(|q| q.choices).unwrap_or_default(),
+        }
+    }
+}
+
+/// How a run ended: done, or paused at `output` nodes that ask for a choice.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// No node is left to run: the final state.
+    Done(FlowState),
+    /// The run paused; resume the thread with a choice to go on.
+    Paused {
+        /// The state so far.
+        state: FlowState,
+        /// The questions.
+        pauses: Vec<Pause>,
+    },
+}
+
+impl Outcome {
+    fn from_runtime(o: weir_runtime::Outcome<FlowState>) -> Self {
+        match o {
+            weir_runtime::Outcome::Done(s) => Self::Done(s),
+            weir_runtime::Outcome::Paused { state, pauses } => Self::Paused {
+                state,
+                pauses: pauses.iter().map(Pause::from_runtime).collect(),
+            },
+        }
+    }
+
+    /// The state, done or paused.
+    pub fn state(&self) -> &FlowState {
+        match self {
+            Self::Done(s) | Self::Paused { state: s, .. } => s,
+        }
+    }
+}
+
+/// A thread's state at one checkpoint.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Snapshot {
+    /// The declared fields that hold a value.
+    pub values: Fields,
+    /// The nodes that run next.
+    pub next: Vec<String>,
+    /// The questions waiting for an answer.
+    pub pauses: Vec<Pause>,
+    /// The checkpoint's id.
+    pub checkpoint_id: String,
+    /// The step it was saved after (-1 for the input).
+    pub step: i64,
+    /// The nodes whose writes it applied.
+    pub writes: Vec<String>,
+    /// When it was saved (RFC 3339).
+    pub created_at: String,
+}
+
+impl Snapshot {
+    fn from_runtime(s: weir_runtime::StateSnapshot<FlowState>) -> Self {
+        Self {
+            values: s.values.to_json(),
+            next: s.next,
+            pauses: s.pauses.iter().map(Pause::from_runtime).collect(),
+            checkpoint_id: s.checkpoint_id,
+            step: s.step,
+            writes: s.writes,
+            created_at: s.created_at,
+        }
+    }
+}
 
 /// Where the nodes of a loaded flow send their events: the run under way's receiver.
 ///
@@ -112,7 +192,7 @@ pub(crate) struct NodeRuntime {
     /// Per handle (`""` for a plain node), the nodes its edges lead to.
     gotos: HashMap<String, Vec<NodeId>>,
     steps_slot: usize,
-    choice_slot: usize,
+    route_slot: usize,
 }
 
 impl NodeRuntime {
@@ -124,12 +204,8 @@ impl NodeRuntime {
         hub: Arc<Hub>,
         gotos: HashMap<String, Vec<NodeId>>,
     ) -> Self {
-        let steps_slot = schema
-            .index(STEPS_FIELD)
-            .expect("the schema has the hidden fields");
-        let choice_slot = schema
-            .index(CHOICE_FIELD)
-            .expect("the schema has the hidden fields");
+        let steps_slot = schema.index(STEPS_FIELD).expect("the schema has the hidden fields");
+        let route_slot = schema.index(ROUTE_FIELD).expect("the schema has the hidden fields");
         Self {
             id,
             run: imp.run.clone(),
@@ -143,47 +219,65 @@ impl NodeRuntime {
             hub,
             gotos,
             steps_slot,
-            choice_slot,
+            route_slot,
         }
     }
 
     pub(crate) fn node_fn(
         self: Arc<Self>,
-    ) -> impl Fn(&FlowState, &Context) -> BoxFuture<'static, Result<Command<FlowState>, BoxError>>
-           + Send
-           + Sync
-           + 'static {
-        move |s: &FlowState,
-              cx: &Context|
-              -> BoxFuture<'static, Result<Command<FlowState>, BoxError>> {
+    ) -> impl Fn(&FlowState, &Context) -> BoxFuture<'static, Result<Command<FlowState>, BoxError>> + Send + Sync + 'static
+    {
+        move |s: &FlowState, cx: &Context| -> BoxFuture<'static, Result<Command<FlowState>, BoxError>> {
             let me = self.clone();
             let ran = s
                 .hidden(STEPS_FIELD)
                 .and_then(|v| v.get(&me.id))
                 .and_then(Value::as_u64)
                 .unwrap_or(0);
-            let choice = s.hidden(CHOICE_FIELD).and_then(|v| v.get(&me.id)).cloned();
+            // max_steps: the node's runs so far are counted in the hidden `__steps` field.
+            if ran >= u64::from(me.max_steps) {
+                let e = format!(
+                    "node `{}` reached its max_steps ({}): it already ran {ran} times in this run",
+                    me.id, me.max_steps
+                );
+                return Box::pin(async move { Err(e.into()) });
+            }
             let state = s.to_json();
+            // An output that offers choices asks a person through the runtime's interrupt: the
+            // run pauses here, and when the thread is resumed with a choice the node runs again
+            // from the top and the interrupt returns it.
+            let mut choice = None;
+            if let (Some(m), Some(_)) = (&me.message, &me.branch) {
+                let asked = m.render(&state).and_then(|question| {
+                    let q = Question {
+                        question,
+                        choices: options(m),
+                    };
+                    cx.interrupt::<Question, String>(q).map_err(BoxError::from)
+                });
+                match asked {
+                    Ok(c) => choice = Some(Value::String(c)),
+                    Err(e) => return Box::pin(async move { Err(e) }),
+                }
+            }
             let step = cx.step();
-            Box::pin(async move { me.call(ran, state, choice, step).await })
+            Box::pin(async move { me.call(state, choice, step).await })
         }
     }
 
-    async fn call(
-        &self,
-        ran: u64,
-        state: Fields,
-        choice: Option<Value>,
-        step: i64,
-    ) -> Result<Command<FlowState>, BoxError> {
-        // max_steps: the node's runs so far are counted in the hidden `__steps` field.
-        if ran >= u64::from(self.max_steps) {
-            return Err(format!(
-                "node `{}` reached its max_steps ({}): it already ran {ran} times in this run",
-                self.id, self.max_steps
-            )
-            .into());
+    /// The router after a branching node: the targets of the handle it chose.
+    pub(crate) fn router(self: Arc<Self>) -> impl Fn(&FlowState) -> Vec<NodeId> + Send + Sync + 'static {
+        move |s: &FlowState| {
+            s.hidden(ROUTE_FIELD)
+                .and_then(|r| r.get(&self.id))
+                .and_then(Value::as_str)
+                .and_then(|h| self.gotos.get(h))
+                .cloned()
+                .unwrap_or_default()
         }
+    }
+
+    async fn call(&self, state: Fields, choice: Option<Value>, step: i64) -> Result<Command<FlowState>, BoxError> {
         let mut writes = match &self.run {
             Some(f) => f(state.clone()).await?,
             None => Fields::new(),
@@ -196,18 +290,9 @@ impl NodeRuntime {
             self.hub.emit(Event::Message {
                 node: self.id.clone(),
                 step,
-                text: text.clone(),
+                text,
                 choices: options(m),
             });
-            if let (Some(b), true) = (&self.branch, choice.as_ref().is_none_or(Value::is_null)) {
-                if (b.choose)(&state, None)? == Choice::Pause {
-                    return Err(Box::new(Pause {
-                        node: self.id.clone(),
-                        question: text,
-                        choices: options(m),
-                    }));
-                }
-            }
         }
         let mut update = FlowUpdate::new(&self.schema);
         for (field, value) in &writes {
@@ -215,7 +300,12 @@ impl NodeRuntime {
                 format!(
                     "node `{}` wrote `{field}`, which the state does not declare; declared fields are {}",
                     self.id,
-                    self.schema.field_names().iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                    self.schema
+                        .field_names()
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )
             })?;
             if !fits(def, value) {
@@ -227,33 +317,27 @@ impl NodeRuntime {
                 )
                 .into());
             }
-            let slot = self
-                .schema
-                .index(field)
-                .expect("a declared field has a slot");
+            let slot = self.schema.index(field).expect("a declared field has a slot");
             update.push(slot, value.clone());
         }
         update.push(self.steps_slot, json!({ &self.id: 1 }));
-        let mut goto = Vec::new();
         if let Some(b) = &self.branch {
             let handle = match (b.choose)(&state, choice.as_ref())? {
                 Choice::Handle(h) => h,
-                Choice::Pause => unreachable!("a pause returned above"),
+                Choice::Pause => return Err(format!("node `{}` has no choice to follow", self.id).into()),
             };
-            if b.kind == "output" {
-                // The choice is used up: a loop back to this node asks again.
-                update.push(self.choice_slot, json!({ &self.id: null }));
-            }
-            for t in self.gotos.get(&handle).into_iter().flatten() {
-                goto.push(Goto::Node(*t));
-            }
+            // The node's router follows the handle (so the runtime knows the targets too).
+            update.push(self.route_slot, json!({ &self.id: handle }));
         }
         self.hub.emit(Event::Node {
             node: self.id.clone(),
             step,
             writes,
         });
-        Ok(Command { update, goto })
+        Ok(Command {
+            update,
+            goto: Vec::new(),
+        })
     }
 }
 
@@ -316,7 +400,7 @@ impl Flow {
     ///
     /// # Errors
     /// The input does not fit the state, a node failed (the error names it), a node ran more
-    /// than its `max_steps`, or an `output` node asks for a choice (see [`RunError::pause`]).
+    /// than its `max_steps`, or the run paused at an `output` node (see [`RunError::pause`]).
     pub async fn invoke(&self, input: Value) -> Result<FlowState, RunError> {
         self.invoke_with(input, |_| {}).await
     }
@@ -325,16 +409,100 @@ impl Flow {
     ///
     /// # Errors
     /// As [`invoke`](Self::invoke).
-    pub async fn invoke_with(
+    pub async fn invoke_with(&self, input: Value, on_event: impl FnMut(Event)) -> Result<FlowState, RunError> {
+        match self.run(input, None, on_event).await? {
+            Outcome::Done(s) => Ok(s),
+            Outcome::Paused { pauses, .. } => Err(RunError::paused(pauses)),
+        }
+    }
+
+    /// Runs the flow on `input`, on `thread` when given (the flow needs a checkpointer, see
+    /// [`LoadOptions::checkpointer`](crate::LoadOptions)), until it is done or pauses.
+    ///
+    /// # Errors
+    /// As [`invoke`](Self::invoke), except that a pause is an [`Outcome::Paused`].
+    pub async fn run(
         &self,
         input: Value,
-        mut on_event: impl FnMut(Event),
-    ) -> Result<FlowState, RunError> {
+        thread: Option<&str>,
+        on_event: impl FnMut(Event),
+    ) -> Result<Outcome, RunError> {
         let update = self.input_update(&input)?;
-        let config = RunConfig::default().recursion_limit(self.recursion_limit());
+        let config = self.config(thread);
+        let graph = self.graph.clone();
+        self.stream(async move { graph.run(update, &config).await }, on_event)
+            .await
+    }
+
+    /// Goes on with `thread` from its latest checkpoint: answers the paused `output` node with
+    /// `choice`, or, without one, re-runs what failed.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run); also when the thread has no checkpoint or nothing is paused.
+    pub async fn resume(
+        &self,
+        thread: &str,
+        choice: Option<&str>,
+        on_event: impl FnMut(Event),
+    ) -> Result<Outcome, RunError> {
+        let config = self.config(Some(thread));
+        let graph = self.graph.clone();
+        let choice = choice.map(str::to_owned);
+        self.stream(
+            async move {
+                match choice {
+                    Some(c) => graph.resume_with(c, &config).await,
+                    None => graph.resume(&config).await,
+                }
+            },
+            on_event,
+        )
+        .await
+    }
+
+    /// The thread's state at its latest checkpoint, or `None` for a thread never run.
+    ///
+    /// # Errors
+    /// When the flow has no checkpointer, or the checkpoint cannot be read.
+    pub async fn state(&self, thread: &str) -> Result<Option<Snapshot>, RunError> {
+        let snap = self
+            .graph
+            .get_state(&self.config(Some(thread)))
+            .await
+            .map_err(RunError::from_runtime)?;
+        Ok(snap.map(Snapshot::from_runtime))
+    }
+
+    /// The thread's checkpoints, newest first, at most `limit`.
+    ///
+    /// # Errors
+    /// As [`state`](Self::state).
+    pub async fn history(&self, thread: &str, limit: Option<usize>) -> Result<Vec<Snapshot>, RunError> {
+        let h = self
+            .graph
+            .get_state_history(&self.config(Some(thread)), limit)
+            .await
+            .map_err(RunError::from_runtime)?;
+        Ok(h.into_iter().map(Snapshot::from_runtime).collect())
+    }
+
+    fn config(&self, thread: Option<&str>) -> RunConfig {
+        let config = match thread {
+            Some(t) => RunConfig::thread(t),
+            None => RunConfig::default(),
+        };
+        config.recursion_limit(self.recursion_limit())
+    }
+
+    /// Runs `run` while handing the nodes' events to `on_event`.
+    async fn stream(
+        &self,
+        run: impl std::future::Future<Output = Result<weir_runtime::Outcome<FlowState>, weir_runtime::Error>>,
+        mut on_event: impl FnMut(Event),
+    ) -> Result<Outcome, RunError> {
         let mut rx = self.hub.attach();
         let run = async {
-            let r = self.graph.invoke(update, &config).await;
+            let r = run.await;
             self.hub.detach();
             r
         };
@@ -344,7 +512,6 @@ impl Flow {
             }
         };
         let (result, ()) = futures::join!(run, drain);
-        let names: Vec<String> = self.schema.fields.iter().map(|f| f.name.clone()).collect();
-        result.map_err(|e| RunError::from_runtime(e, &names))
+        result.map(Outcome::from_runtime).map_err(RunError::from_runtime)
     }
 }

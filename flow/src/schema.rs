@@ -7,8 +7,7 @@ use std::sync::OnceLock;
 fn validator() -> &'static jsonschema::Validator {
     static V: OnceLock<jsonschema::Validator> = OnceLock::new();
     V.get_or_init(|| {
-        jsonschema::validator_for(&crate::format::json_schema())
-            .expect("the generated schema is a valid JSON Schema")
+        jsonschema::validator_for(&crate::format::json_schema()).expect("the generated schema is a valid JSON Schema")
     })
 }
 

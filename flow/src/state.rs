@@ -1,48 +1,46 @@
 //! The dynamic state: the fields a flow declares, known only when it is loaded, implementing the
 //! runtime's [`State`] trait so flows run on the same loop as `derive(State)` structs.
 //!
-//! # Why the fields are slots
+//! # Fields known at run time
 //!
-//! [`State::FIELDS`] is an associated *constant*: it cannot describe fields read from a file at
-//! run time. [`FlowState`] therefore declares [`MAX_FIELDS`] anonymous slots, `#0` to `#63`
-//! (every one a last-value channel, as far as the constant says), and a loaded flow maps its
-//! fields onto the first slots in name order, then its hidden fields. The loop only uses the
-//! constant for the number of fields (buffer sizes) and for names in its errors; a flow's run
-//! puts the real names back into those errors ([`RunError`](crate::RunError)), and checkpoints
-//! store each slot with its real name, type and reducer, so a saved state decodes without the
-//! flow at hand. Slots a flow does not use stay empty: never available, missing from checkpoints.
+//! A flow's fields are read from its file, so [`State::FIELDS`] (a constant) is empty: each
+//! [`FlowState`] carries its own field table, returned by [`State::fields`], and a loaded flow
+//! hands the runtime an empty, laid-out prototype ([`GraphBuilder::with_prototype`]) that every
+//! run starts from. The declared fields come first, in name order, then weir's hidden ones.
+//! Checkpoints store each field self-described (name, type, reducer, value).
 //!
-//! The state itself learns its fields from the updates it is given: every update built by a
-//! flow carries the flow's [`Schema`] (an `Arc`), and the first one applied (the run's input)
-//! lays the slots out. This is needed because [`State::empty`] takes no argument.
+//! [`GraphBuilder::with_prototype`]: weir_runtime::GraphBuilder::with_prototype
 
 use crate::format::{FieldType, ReducerKind, StateSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
 use weir_runtime::channel::{BinaryOperatorAggregate, Channel, LastValue, ReducerWrite};
 use weir_runtime::state::{apply_field, FieldError};
 use weir_runtime::{ChannelKind, CodecError, FieldInfo, State, Update, Writes};
 
-/// The most fields (declared and hidden) a flow's state may have.
-pub const MAX_FIELDS: usize = 64;
-
-macro_rules! slots {
-    ($($n:literal)*) => {
-        [$(FieldInfo { name: concat!("#", $n), kind: ChannelKind::LastValue },)*]
-    };
+/// Field names as the runtime's [`FieldInfo`] wants them, `&'static str`: each distinct name
+/// is leaked once, so memory grows with the names ever loaded, not with the loads.
+fn intern(name: &str) -> &'static str {
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(n) = names.get(name) {
+        return n;
+    }
+    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.insert(leaked);
+    leaked
 }
-
-static SLOTS: [FieldInfo; MAX_FIELDS] = slots!(
-    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
-    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
-);
 
 /// The hidden field counting how many times each node ran in the run (for `max_steps`).
 pub(crate) const STEPS_FIELD: &str = "__steps";
-/// The hidden field holding a person's choice for an output node (`{node: choice}`).
-pub(crate) const CHOICE_FIELD: &str = "__choice";
+/// The hidden field where a `condition` or `output` node leaves the handle it chose
+/// (`{node: handle}`), for its router.
+pub(crate) const ROUTE_FIELD: &str = "__route";
 
 /// How a slot combines a step's writes: the declared reducers, and the hidden counter's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,13 +111,13 @@ impl FieldDef {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schema {
     pub(crate) fields: Vec<Arc<FieldDef>>,
+    infos: Arc<[FieldInfo]>,
     by_name: HashMap<String, usize>,
 }
 
 impl Schema {
-    /// The schema of `spec`'s fields plus weir's hidden ones, or `None` when there are more than
-    /// [`MAX_FIELDS`].
-    pub(crate) fn new(spec: &StateSpec) -> Option<Self> {
+    /// The schema of `spec`'s fields plus weir's hidden ones.
+    pub(crate) fn new(spec: &StateSpec) -> Self {
         let mut fields: Vec<Arc<FieldDef>> = spec
             .fields
             .iter()
@@ -132,27 +130,31 @@ impl Schema {
                 })
             })
             .collect();
-        for name in [STEPS_FIELD, CHOICE_FIELD] {
-            fields.push(Arc::new(FieldDef {
-                name: name.to_owned(),
-                ty: FieldType::Object,
-                reducer: if name == STEPS_FIELD {
-                    Reduce::Count
-                } else {
-                    Reduce::Merge
-                },
-                default: None,
-            }));
-        }
-        if fields.len() > MAX_FIELDS {
-            return None;
-        }
-        let by_name = fields
+        fields.push(Arc::new(FieldDef {
+            name: STEPS_FIELD.to_owned(),
+            ty: FieldType::Object,
+            reducer: Reduce::Count,
+            default: None,
+        }));
+        fields.push(Arc::new(FieldDef {
+            name: ROUTE_FIELD.to_owned(),
+            ty: FieldType::Object,
+            reducer: Reduce::Merge,
+            default: None,
+        }));
+        let infos = fields
             .iter()
-            .enumerate()
-            .map(|(i, f)| (f.name.clone(), i))
+            .map(|f| FieldInfo {
+                name: intern(&f.name),
+                kind: if f.reducer == Reduce::Last {
+                    ChannelKind::LastValue
+                } else {
+                    ChannelKind::Reducer
+                },
+            })
             .collect();
-        Some(Self { fields, by_name })
+        let by_name = fields.iter().enumerate().map(|(i, f)| (f.name.clone(), i)).collect();
+        Self { fields, infos, by_name }
     }
 
     /// The slot of the field `name`.
@@ -162,9 +164,7 @@ impl Schema {
 
     /// The declared field `name`, if any (hidden fields are not declared).
     pub(crate) fn declared(&self, name: &str) -> Option<&FieldDef> {
-        self.index(name)
-            .map(|i| &*self.fields[i])
-            .filter(|f| !f.is_hidden())
+        self.index(name).map(|i| &*self.fields[i]).filter(|f| !f.is_hidden())
     }
 
     /// The declared fields' names, in slot order.
@@ -198,9 +198,19 @@ struct Slot {
 }
 
 /// A flow's state: one JSON value per declared field.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct FlowState {
     slots: Vec<Slot>,
+    fields: Arc<[FieldInfo]>,
+}
+
+impl Default for FlowState {
+    fn default() -> Self {
+        Self {
+            slots: Vec::new(),
+            fields: Arc::from(Vec::new()),
+        }
+    }
 }
 
 impl FlowState {
@@ -240,14 +250,24 @@ impl FlowState {
             .iter()
             .filter_map(|s| {
                 let d = s.def.as_ref()?;
-                (!d.is_hidden() && s.value != Value::Null)
-                    .then(|| (d.name.clone(), s.value.clone()))
+                (!d.is_hidden() && s.value != Value::Null).then(|| (d.name.clone(), s.value.clone()))
             })
             .collect()
     }
 
+    /// The empty state of `schema`, laid out: where every run of the flow starts.
+    pub(crate) fn prototype(schema: &Schema) -> (Self, FlowChannels) {
+        let mut state = Self::default();
+        let mut channels = FlowChannels::default();
+        state.adopt(schema, &mut channels);
+        (state, channels)
+    }
+
     /// Lays out the slots of `schema` not yet known.
     fn adopt(&mut self, schema: &Schema, channels: &mut FlowChannels) {
+        if self.fields.len() < schema.infos.len() {
+            self.fields = schema.infos.clone();
+        }
         for (i, def) in schema.fields.iter().enumerate() {
             if i >= self.slots.len() {
                 self.slots.push(Slot {
@@ -317,7 +337,11 @@ impl Update for FlowUpdate {
 impl State for FlowState {
     type Update = FlowUpdate;
     type Channels = FlowChannels;
-    const FIELDS: &'static [FieldInfo] = &SLOTS;
+    const FIELDS: &'static [FieldInfo] = &[];
+
+    fn fields(&self) -> &[FieldInfo] {
+        &self.fields
+    }
 
     fn empty() -> (Self, FlowChannels) {
         (Self::default(), FlowChannels::default())
@@ -331,10 +355,7 @@ impl State for FlowState {
             .filter(|(_, s)| s.def.is_some() && s.value != Value::Null)
             .map(|(i, s)| (i as u32, s.value))
             .collect();
-        FlowUpdate {
-            schema: None,
-            writes,
-        }
+        FlowUpdate { schema: None, writes }
     }
 
     fn is_available(&self, channels: &FlowChannels, index: usize) -> bool {
@@ -364,13 +385,13 @@ impl State for FlowState {
                     c,
                     updates,
                     |u| {
-                        u.take(i).into_iter().map(ReducerWrite::Reduce).fold(
-                            Writes::None,
-                            |mut w, x| {
+                        u.take(i)
+                            .into_iter()
+                            .map(ReducerWrite::Reduce)
+                            .fold(Writes::None, |mut w, x| {
                                 w.push(x);
                                 w
-                            },
-                        )
+                            })
                     },
                     bump,
                 )?,
@@ -385,11 +406,7 @@ impl State for FlowState {
 
     fn finish(&mut self, _: &mut FlowChannels, _: &mut [bool]) {}
 
-    fn save_field(
-        &self,
-        channels: &FlowChannels,
-        index: usize,
-    ) -> Result<Option<Vec<u8>>, CodecError> {
+    fn save_field(&self, channels: &FlowChannels, index: usize) -> Result<Option<Vec<u8>>, CodecError> {
         let (Some(slot), Some(chan)) = (self.slots.get(index), channels.chans.get(index)) else {
             return Ok(None);
         };
@@ -411,19 +428,11 @@ impl State for FlowState {
         .map_err(|e| CodecError::new(def.name.clone(), e))
     }
 
-    fn load_field(
-        &mut self,
-        channels: &mut FlowChannels,
-        index: usize,
-        chain: &[Vec<u8>],
-    ) -> Result<(), CodecError> {
-        let slot_name = SLOTS.get(index).map_or("#?", |f| f.name);
+    fn load_field(&mut self, channels: &mut FlowChannels, index: usize, chain: &[Vec<u8>]) -> Result<(), CodecError> {
+        let slot_name = self.fields.get(index).map_or("?", |f| f.name);
         let restored = match chain {
             [] => None,
-            [bytes] => Some(
-                serde_json::from_slice::<SavedField>(bytes)
-                    .map_err(|e| CodecError::new(slot_name, e))?,
-            ),
+            [bytes] => Some(serde_json::from_slice::<SavedField>(bytes).map_err(|e| CodecError::new(slot_name, e))?),
             _ => {
                 return Err(CodecError::new(
                     slot_name,

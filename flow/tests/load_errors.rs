@@ -5,17 +5,10 @@ use weir_flow::{Flow, LoadOptions, Registry};
 
 /// `(path, id, message)` of every problem.
 fn problems(flow: Value) -> Vec<(String, Option<String>, String)> {
-    let e = Flow::from_value(&flow, &Registry::new(), LoadOptions::default())
-        .expect_err("the flow is refused");
+    let e = Flow::from_value(&flow, &Registry::new(), LoadOptions::default()).expect_err("the flow is refused");
     e.diagnostics()
         .iter()
-        .map(|d| {
-            (
-                d.path().to_owned(),
-                d.id().map(str::to_owned),
-                d.message().to_owned(),
-            )
-        })
+        .map(|d| (d.path().to_owned(), d.id().map(str::to_owned), d.message().to_owned()))
         .collect()
 }
 
@@ -24,10 +17,7 @@ fn p(path: &str, id: Option<&str>, message: &str) -> (String, Option<String>, St
 }
 
 fn ok_nodes() -> Vec<Value> {
-    vec![
-        json!({"id": "s", "type": "start"}),
-        json!({"id": "e", "type": "end"}),
-    ]
+    vec![json!({"id": "s", "type": "start"}), json!({"id": "e", "type": "end"})]
 }
 
 #[test]
@@ -35,8 +25,7 @@ fn unknown_node_type() {
     let mut nodes = ok_nodes();
     nodes.push(json!({"id": "c", "type": "conditon"}));
     nodes.push(json!({"id": "l", "type": "llm"}));
-    let got =
-        problems(json!({"nodes": nodes, "edges": [{"id": "1", "source": "s", "target": "e"}]}));
+    let got = problems(json!({"nodes": nodes, "edges": [{"id": "1", "source": "s", "target": "e"}]}));
     assert_eq!(
         got,
         [
@@ -75,9 +64,7 @@ fn dangling_edges() {
 
 #[test]
 fn missing_start_and_end() {
-    let got = problems(
-        json!({"nodes": [{"id": "a", "type": "set", "data": {"assign": {}}}], "edges": []}),
-    );
+    let got = problems(json!({"nodes": [{"id": "a", "type": "set", "data": {"assign": {}}}], "edges": []}));
     assert_eq!(
         got,
         [
@@ -115,10 +102,8 @@ fn a_second_start_node() {
 #[test]
 fn a_condition_branch_with_no_edge() {
     let mut nodes = ok_nodes();
-    nodes.push(
-        json!({"id": "c", "type": "condition", "data": {"branches": [
-        {"id": "hot", "when": "t > 30"}, {"id": "cold", "when": "t < 5"}]}}),
-    );
+    nodes.push(json!({"id": "c", "type": "condition", "data": {"branches": [
+        {"id": "hot", "when": "t > 30"}, {"id": "cold", "when": "t < 5"}]}}));
     let got = problems(json!({
         "nodes": nodes,
         "edges": [{"id": "1", "source": "s", "target": "c"}, {"id": "2", "source": "c", "sourceHandle": "hot", "target": "e"},
@@ -138,9 +123,7 @@ fn a_condition_branch_with_no_edge() {
 #[test]
 fn condition_edges_need_a_known_handle_and_expressions_must_parse() {
     let mut nodes = ok_nodes();
-    nodes.push(
-        json!({"id": "c", "type": "condition", "data": {"branches": [{"id": "a", "when": "t >"}]}}),
-    );
+    nodes.push(json!({"id": "c", "type": "condition", "data": {"branches": [{"id": "a", "when": "t >"}]}}));
     nodes.push(json!({"id": "d", "type": "condition", "data": {"branches": [{"id": "a", "when": "t > 1"}]}}));
     let got = problems(json!({
         "nodes": nodes,
@@ -157,11 +140,27 @@ fn condition_edges_need_a_known_handle_and_expressions_must_parse() {
     assert_eq!(
         got[1..],
         [
-            p("$.edges[1]", Some("2"), "edge `2` leaves condition node `d` without a `sourceHandle`; name one of its branches: `a`, `else`"),
-            p("$.edges[2].sourceHandle", Some("3"), "edge `3` leaves condition node `d` by unknown branch `b`; its branches are `a`, `else`"),
-            p("$.nodes[3].data.branches[0]", Some("d"), "branch `a` of condition node `d` has no edge; connect it or remove it"),
+            p(
+                "$.edges[1]",
+                Some("2"),
+                "edge `2` leaves condition node `d` without a `sourceHandle`; name one of its branches: `a`, `else`"
+            ),
+            p(
+                "$.edges[2].sourceHandle",
+                Some("3"),
+                "edge `3` leaves condition node `d` by unknown branch `b`; its branches are `a`, `else`"
+            ),
+            p(
+                "$.nodes[3].data.branches[0]",
+                Some("d"),
+                "branch `a` of condition node `d` has no edge; connect it or remove it"
+            ),
             // With both of `d`'s edges refused, nothing leads to `e`.
-            p("$.nodes[1].id", Some("e"), "node `e` is unreachable: no path from START leads to it; add an edge into it or remove it"),
+            p(
+                "$.nodes[1].id",
+                Some("e"),
+                "node `e` is unreachable: no path from START leads to it; add an edge into it or remove it"
+            ),
         ]
     );
 }
@@ -170,8 +169,7 @@ fn condition_edges_need_a_known_handle_and_expressions_must_parse() {
 fn duplicate_ids() {
     let mut nodes = ok_nodes();
     nodes.push(json!({"id": "e", "type": "end"}));
-    let got =
-        problems(json!({"nodes": nodes, "edges": [{"id": "s", "source": "s", "target": "e"}]}));
+    let got = problems(json!({"nodes": nodes, "edges": [{"id": "s", "source": "s", "target": "e"}]}));
     assert_eq!(
         got,
         [
@@ -197,7 +195,9 @@ fn duplicate_ids() {
 #[test]
 fn a_field_written_with_another_type_than_declared() {
     let mut nodes = ok_nodes();
-    nodes.push(json!({"id": "w", "type": "set", "data": {"assign": {"count": "{{ 1 }}", "done": "yes", "tags": 3, "cnt": 1}}}));
+    nodes.push(
+        json!({"id": "w", "type": "set", "data": {"assign": {"count": "{{ 1 }}", "done": "yes", "tags": 3, "cnt": 1}}}),
+    );
     nodes.push(json!({"id": "o", "type": "output", "data": {"message": "hi", "to": "count"}}));
     let got = problems(json!({
         "nodes": nodes,
@@ -263,8 +263,16 @@ fn topology_problems_name_the_node() {
     assert_eq!(
         got,
         [
-            p("$.nodes[2].id", Some("orphan"), "node `orphan` is unreachable: no path from START leads to it; add an edge into it or remove it"),
-            p("$.nodes[3].id", Some("spin"), "node `spin` never reaches END: every path from it loops forever; add an edge or a route to END"),
+            p(
+                "$.nodes[2].id",
+                Some("orphan"),
+                "node `orphan` is unreachable: no path from START leads to it; add an edge into it or remove it"
+            ),
+            p(
+                "$.nodes[3].id",
+                Some("spin"),
+                "node `spin` never reaches END: every path from it loops forever; add an edge or a route to END"
+            ),
         ]
     );
 }
@@ -279,12 +287,7 @@ fn schema_violations_come_with_their_json_path() {
     let paths: Vec<&str> = got.iter().map(|(p, _, _)| p.as_str()).collect();
     assert_eq!(
         paths,
-        [
-            "$.edges[0]",
-            "$.nodes[1].id",
-            "$.nodes[2]",
-            "$.state.x.type"
-        ],
+        ["$.edges[0]", "$.nodes[1].id", "$.nodes[2]", "$.state.x.type"],
         "{got:#?}"
     );
     assert_eq!(got[1].2, "7 is not of type \"string\"");

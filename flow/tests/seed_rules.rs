@@ -2,7 +2,7 @@
 //! recursion limit, conditions, set, output.
 
 use serde_json::{json, Value};
-use weir_flow::{Event, Flow, LoadOptions, NodeImpl, Registry};
+use weir_flow::{Event, Flow, LoadOptions, NodeImpl, Outcome, Registry};
 
 fn load(flow: Value) -> Flow {
     Flow::from_value(&flow, &registry(), LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"))
@@ -16,12 +16,10 @@ fn registry() -> Registry {
     }
     let mut r = Registry::new();
     r.register("log", |d: Log| {
-        Ok(NodeImpl::sync(move |_| {
-            Ok([("trace".to_owned(), json!([d.name.clone()]))]
-                .into_iter()
-                .collect())
-        })
-        .writes(["trace"]))
+        Ok(
+            NodeImpl::sync(move |_| Ok([("trace".to_owned(), json!([d.name.clone()]))].into_iter().collect()))
+                .writes(["trace"]),
+        )
     });
     r
 }
@@ -41,10 +39,7 @@ fn trace_state() -> Value {
 async fn run_events(
     flow: &Flow,
     input: Value,
-) -> (
-    Result<weir_flow::FlowState, weir_flow::RunError>,
-    Vec<(i64, String)>,
-) {
+) -> (Result<weir_flow::FlowState, weir_flow::RunError>, Vec<(i64, String)>) {
     let mut steps = Vec::new();
     let r = flow
         .invoke_with(input, |e| {
@@ -65,10 +60,7 @@ async fn note_nodes_and_their_edges_are_skipped() {
         "state": trace_state()
     }));
     assert_eq!(
-        flow.levels()
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .collect::<Vec<_>>(),
+        flow.levels().iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
         ["s", "a", "e"]
     );
     let out = flow.invoke(json!({})).await.unwrap();
@@ -85,18 +77,11 @@ async fn a_diamonds_join_waits_for_both_sides() {
                   edge("5", "b", "d"), edge("6", "c2", "d"), edge("7", "d", "e")],
         "state": trace_state()
     }));
-    assert_eq!(
-        flow.joins(),
-        [("d".to_owned(), vec!["b".to_owned(), "c2".to_owned()])]
-    );
+    assert_eq!(flow.joins(), [("d".to_owned(), vec!["b".to_owned(), "c2".to_owned()])]);
     let (out, steps) = run_events(&flow, json!({})).await;
     let out = out.unwrap();
     assert_eq!(out.get("trace"), Some(&json!(["a", "b", "c1", "c2", "d"])));
-    let d_steps: Vec<i64> = steps
-        .iter()
-        .filter(|(_, n)| n == "d")
-        .map(|(s, _)| *s)
-        .collect();
+    let d_steps: Vec<i64> = steps.iter().filter(|(_, n)| n == "d").map(|(s, _)| *s).collect();
     let c2_step = steps.iter().find(|(_, n)| n == "c2").unwrap().0;
     assert_eq!(d_steps, [c2_step + 1]);
 }
@@ -122,8 +107,7 @@ async fn exclusive_branches_merge_without_waiting() {
 
 /// s -> body -> check ? {again -> body, done -> e}: `body` has two inputs, `s` and the back edge.
 fn refine_loop(max_steps: Option<u32>, until: &str) -> Value {
-    let mut body =
-        json!({"id": "body", "type": "set", "data": {"assign": {"n": 1, "trace": "{{ n }}"}}});
+    let mut body = json!({"id": "body", "type": "set", "data": {"assign": {"n": 1, "trace": "{{ n }}"}}});
     if let Some(m) = max_steps {
         body["data"]["max_steps"] = json!(m);
     }
@@ -176,9 +160,7 @@ fn recursion_limit_follows_the_seed_formula() {
     // The largest max_steps of any node counts.
     assert_eq!(load(refine_loop(Some(30), "true")).recursion_limit(), 62);
     // One start and one end: max(0 * 10, 1) + 2 = 3.
-    let tiny = load(
-        json!({"nodes": [node("s", "start"), node("e", "end")], "edges": [edge("1", "s", "e")]}),
-    );
+    let tiny = load(json!({"nodes": [node("s", "start"), node("e", "end")], "edges": [edge("1", "s", "e")]}));
     assert_eq!(tiny.recursion_limit(), 3);
 }
 
@@ -191,10 +173,7 @@ async fn set_renders_templates_and_reads_them_as_the_fields_type() {
         "edges": [edge("1", "s", "w"), edge("2", "w", "e")],
         "state": {"name": {"type": "string"}, "title": {"type": "string"}, "score": {"type": "number"}, "ok": {"type": "bool"}}
     }));
-    let out = flow
-        .invoke(json!({"name": "ada", "score": 21}))
-        .await
-        .unwrap();
+    let out = flow.invoke(json!({"name": "ada", "score": 21})).await.unwrap();
     assert_eq!(
         Value::Object(out.to_json()),
         json!({"name": "ada", "title": "ADA!", "score": 42, "ok": true})
@@ -240,37 +219,67 @@ async fn two_writes_to_a_last_field_in_one_step_name_the_field() {
     );
 }
 
-#[tokio::test]
-async fn output_emits_its_message_and_pauses_for_a_choice() {
-    let flow = load(json!({
+fn approval_flow() -> Value {
+    json!({
         "nodes": [node("s", "start"),
                   {"id": "ask", "type": "output", "data": {"message": "Refund {{ amount }}?", "to": "log",
                    "choices": [{"id": "yes", "label": "Approve"}, {"id": "no"}]}},
+                  {"id": "ok", "type": "set", "data": {"assign": {"verdict": "approved"}}},
+                  {"id": "ko", "type": "set", "data": {"assign": {"verdict": "declined"}}},
                   node("e", "end")],
-        "edges": [edge("1", "s", "ask"), {"id": "2", "source": "ask", "sourceHandle": "yes", "target": "e"},
-                  {"id": "3", "source": "ask", "sourceHandle": "no", "target": "e"}],
-        "state": {"amount": {"type": "number"}, "log": {"type": "list", "reducer": "append"}}
-    }));
-    let mut messages = Vec::new();
-    let err = flow
-        .invoke_with(json!({"amount": 30}), |e| {
-            if let Event::Message { text, .. } = e {
-                messages.push(text);
-            }
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(messages, ["Refund 30?"]);
-    let pause = err.pause().expect("the run pauses");
-    assert_eq!(pause.node, "ask");
-    assert_eq!(pause.question, "Refund 30?");
+        "edges": [edge("1", "s", "ask"), {"id": "2", "source": "ask", "sourceHandle": "yes", "target": "ok"},
+                  {"id": "3", "source": "ask", "sourceHandle": "no", "target": "ko"},
+                  edge("4", "ok", "e"), edge("5", "ko", "e")],
+        "state": {"amount": {"type": "number"}, "verdict": {"type": "string"}, "log": {"type": "list", "reducer": "append"}}
+    })
+}
+
+#[tokio::test]
+async fn output_pauses_for_a_choice_and_routes_on_it() {
+    let options = LoadOptions::default().checkpointer(weir_runtime::checkpoint::MemorySaver::new());
+    let flow = Flow::from_value(&approval_flow(), &registry(), options).unwrap();
+    let outcome = flow.run(json!({"amount": 30}), Some("t"), |_| {}).await.unwrap();
+    let Outcome::Paused { pauses, .. } = outcome else {
+        panic!("the run pauses")
+    };
+    assert_eq!(pauses.len(), 1);
     assert_eq!(
-        pause
+        (pauses[0].node.as_str(), pauses[0].question.as_str()),
+        ("ask", "Refund 30?")
+    );
+    assert_eq!(
+        pauses[0]
             .choices
             .iter()
             .map(|c| (c.id.as_str(), c.label.as_str()))
             .collect::<Vec<_>>(),
         [("yes", "Approve"), ("no", "no")]
+    );
+    let mut messages = Vec::new();
+    let outcome = flow
+        .resume("t", Some("no"), |e| {
+            if let Event::Message { text, .. } = e {
+                messages.push(text);
+            }
+        })
+        .await
+        .unwrap();
+    let Outcome::Done(state) = outcome else {
+        panic!("the run is done")
+    };
+    assert_eq!(messages, ["Refund 30?"]);
+    assert_eq!(state.get("verdict"), Some(&json!("declined")));
+    assert_eq!(state.get("log"), Some(&json!(["Refund 30?"])));
+}
+
+#[tokio::test]
+async fn output_with_choices_needs_a_checkpointer() {
+    let flow = load(approval_flow());
+    let err = flow.invoke(json!({"amount": 30})).await.unwrap_err();
+    assert_eq!(err.node(), Some("ask"));
+    assert_eq!(
+        err.to_string(),
+        "node `ask` failed at step 2: `interrupt` needs a checkpointer to pause the run: compile the graph with one"
     );
 }
 
@@ -278,10 +287,7 @@ async fn output_emits_its_message_and_pauses_for_a_choice() {
 async fn input_fields_are_checked_against_the_declaration() {
     let flow = load(refine_loop(None, "true"));
     let err = flow.invoke(json!({"n": "three"})).await.unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "input field `n` is a string; it is declared number"
-    );
+    assert_eq!(err.to_string(), "input field `n` is a string; it is declared number");
     let err = flow.invoke(json!({"m": 1})).await.unwrap_err();
     assert_eq!(
         err.to_string(),
