@@ -10,7 +10,7 @@ use weir_flow::{Flow, LoadOptions, Registry};
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let registry = Registry::new();
-    match Flow::load(text, &registry, LoadOptions { max_steps: 3 }) {
+    match Flow::load(text, &registry, LoadOptions { max_steps: 3, ..LoadOptions::default() }) {
         Ok(flow) => {
             let _ = flow.mermaid();
             let _ = flow.recursion_limit();
