@@ -1,0 +1,343 @@
+//! `weir`: check, draw and run flows drawn in a visual editor, with durable threads in SQLite.
+//!
+//! Exit status: 0 success, 1 a failed run or a bad flow, 2 bad usage, 3 the run paused at an
+//! `output` node that asks for a choice (answer it with `weir resume --choice`).
+
+use clap::{Args, Parser, Subcommand};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use weir_flow::{Event, Flow, LoadOptions, Outcome, Registry, RunError};
+use weir_runtime::checkpoint::SqliteSaver;
+
+/// The exit status of a run that stopped to ask a person for a choice.
+const PAUSED: u8 = 3;
+
+#[derive(Parser)]
+#[command(
+    name = "weir",
+    version,
+    about = "Check, draw and run weir flows (React Flow / xyflow JSON)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Args)]
+struct Thread {
+    /// The thread: one durable run, kept in the database.
+    #[arg(long)]
+    thread: String,
+    /// The SQLite file keeping the threads' checkpoints.
+    #[arg(long, default_value = "weir.db")]
+    db: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Validate a flow: print every problem, with its JSON path; exit 1 if there is any.
+    Check {
+        /// The flow file.
+        flow: PathBuf,
+        /// Print the problems as JSON, one object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the flow as a Mermaid diagram.
+    Graph {
+        /// The flow file.
+        flow: PathBuf,
+    },
+    /// Run a flow on a new input, streaming its events; exits 3 when it asks for a choice.
+    Run {
+        /// The flow file.
+        flow: PathBuf,
+        /// The input: a JSON object of state fields.
+        #[arg(long, default_value = "{}")]
+        input: String,
+        #[command(flatten)]
+        thread: Thread,
+        /// One JSON object per line instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The default `max_steps` of nodes that do not set one.
+        #[arg(long, default_value_t = 10)]
+        max_steps: u32,
+    },
+    /// Go on with a thread: answer its question with `--choice`, or re-run what failed.
+    Resume {
+        #[command(flatten)]
+        thread: Thread,
+        /// The answer to the paused output node: one of its choice ids.
+        #[arg(long)]
+        choice: Option<String>,
+        /// One JSON object per line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a thread's latest state as JSON.
+    State {
+        #[command(flatten)]
+        thread: Thread,
+    },
+    /// Print a thread's checkpoints, newest first, one JSON object per line.
+    History {
+        #[command(flatten)]
+        thread: Thread,
+        /// At most this many.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Check { flow, json } => check(&flow, json),
+        Cmd::Graph { flow } => read(&flow).and_then(|text| {
+            let f = load(&text, &flow.display().to_string(), LoadOptions::default())?;
+            print!("{}", f.mermaid());
+            Ok(ExitCode::SUCCESS)
+        }),
+        Cmd::Run {
+            flow,
+            input,
+            thread,
+            json,
+            max_steps,
+        } => run(&flow, &input, &thread, json, max_steps),
+        Cmd::Resume { thread, choice, json } => resume(&thread, choice.as_deref(), json),
+        Cmd::State { thread } => open_thread(&thread).and_then(|(flow, rt)| {
+            match rt.block_on(flow.state(&thread.thread)).map_err(run_failed)? {
+                Some(s) => println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default()),
+                None => println!("null"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }),
+        Cmd::History { thread, limit } => open_thread(&thread).and_then(|(flow, rt)| {
+            for s in rt.block_on(flow.history(&thread.thread, limit)).map_err(run_failed)? {
+                println!("{}", serde_json::to_string(&s).unwrap_or_default());
+            }
+            Ok(ExitCode::SUCCESS)
+        }),
+    };
+    result.unwrap_or_else(|code| code)
+}
+
+fn usage(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
+}
+
+fn run_failed(e: RunError) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::FAILURE
+}
+
+fn read(path: &Path) -> Result<String, ExitCode> {
+    std::fs::read_to_string(path).map_err(|e| usage(format!("cannot read `{}`: {e}", path.display())))
+}
+
+fn check(path: &Path, json: bool) -> Result<ExitCode, ExitCode> {
+    let text = read(path)?;
+    match Flow::from_json(&text, &Registry::new()) {
+        Ok(f) => {
+            if !json {
+                println!(
+                    "{}: ok ({} nodes, recursion limit {})",
+                    path.display(),
+                    f.levels().len(),
+                    f.recursion_limit()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            for d in e.diagnostics() {
+                if json {
+                    let line = serde_json::json!({"path": d.path(), "id": d.id(), "message": d.message()});
+                    println!("{line}");
+                } else {
+                    println!("error: {}\n  --> {}:{}", d.message(), path.display(), d.path());
+                }
+            }
+            if !json {
+                println!("{}: {} problem(s)", path.display(), e.diagnostics().len());
+            }
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn load(text: &str, name: &str, options: LoadOptions) -> Result<Flow, ExitCode> {
+    Flow::load(text, &Registry::new(), options).map_err(|e| {
+        for d in e.diagnostics() {
+            eprintln!("error: {}\n  --> {name}:{}", d.message(), d.path());
+        }
+        ExitCode::FAILURE
+    })
+}
+
+/// The database's record of which flow each thread runs, beside the saver's own tables.
+struct Threads(rusqlite::Connection);
+
+impl Threads {
+    fn open(db: &Path) -> Result<Self, ExitCode> {
+        let c = rusqlite::Connection::open(db).map_err(|e| usage(format!("cannot open `{}`: {e}", db.display())))?;
+        c.busy_timeout(std::time::Duration::from_secs(5)).ok();
+        c.execute_batch(
+            "CREATE TABLE IF NOT EXISTS weir_flow_threads (
+                thread_id TEXT PRIMARY KEY, flow TEXT NOT NULL, max_steps INTEGER NOT NULL)",
+        )
+        .map_err(|e| usage(format!("cannot prepare `{}`: {e}", db.display())))?;
+        Ok(Self(c))
+    }
+    fn record(&self, thread: &str, flow: &str, max_steps: u32) -> Result<(), ExitCode> {
+        self.0
+            .execute(
+                "INSERT OR REPLACE INTO weir_flow_threads (thread_id, flow, max_steps) VALUES (?1, ?2, ?3)",
+                rusqlite::params![thread, flow, max_steps],
+            )
+            .map(|_| ())
+            .map_err(|e| usage(format!("cannot record thread `{thread}`: {e}")))
+    }
+    fn flow_of(&self, thread: &str) -> Result<(String, u32), ExitCode> {
+        self.0
+            .query_row(
+                "SELECT flow, max_steps FROM weir_flow_threads WHERE thread_id = ?1",
+                [thread],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|_| {
+                usage(format!(
+                    "no thread `{thread}` in this database; start it with `weir run`"
+                ))
+            })
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Runtime::new().map_err(|e| usage(format!("cannot start the async runtime: {e}")))
+}
+
+fn saved_flow(text: &str, t: &Thread, max_steps: u32) -> Result<Flow, ExitCode> {
+    let saver = SqliteSaver::open(&t.db).map_err(|e| usage(format!("cannot open `{}`: {e}", t.db.display())))?;
+    let options = LoadOptions {
+        max_steps,
+        ..LoadOptions::default()
+    }
+    .checkpointer(saver);
+    load(text, &format!("flow of thread `{}`", t.thread), options)
+}
+
+fn open_thread(t: &Thread) -> Result<(Flow, tokio::runtime::Runtime), ExitCode> {
+    let (text, max_steps) = Threads::open(&t.db)?.flow_of(&t.thread)?;
+    Ok((saved_flow(&text, t, max_steps)?, runtime()?))
+}
+
+fn run(path: &Path, input: &str, t: &Thread, json: bool, max_steps: u32) -> Result<ExitCode, ExitCode> {
+    let text = read(path)?;
+    let input: serde_json::Value =
+        serde_json::from_str(input).map_err(|e| usage(format!("`--input` is not JSON: {e}")))?;
+    let flow = load(
+        &text,
+        &path.display().to_string(),
+        LoadOptions {
+            max_steps,
+            ..LoadOptions::default()
+        },
+    )?;
+    drop(flow); // checked; now the checkpointed one
+    let flow = saved_flow(&text, t, max_steps)?;
+    Threads::open(&t.db)?.record(&t.thread, &text, max_steps)?;
+    let rt = runtime()?;
+    stream(json, |on_event| rt.block_on(flow.run(input, Some(&t.thread), on_event)))
+}
+
+fn resume(t: &Thread, choice: Option<&str>, json: bool) -> Result<ExitCode, ExitCode> {
+    let (flow, rt) = open_thread(t)?;
+    stream(json, |on_event| rt.block_on(flow.resume(&t.thread, choice, on_event)))
+}
+
+/// Runs `go`, printing its events (and a progress line on a terminal), then how it ended.
+fn stream(
+    json: bool,
+    go: impl FnOnce(&mut dyn FnMut(Event)) -> Result<Outcome, RunError>,
+) -> Result<ExitCode, ExitCode> {
+    let progress = (!json && std::io::stderr().is_terminal()).then(|| {
+        let p = indicatif::ProgressBar::new_spinner();
+        p.enable_steady_tick(std::time::Duration::from_millis(120));
+        p
+    });
+    let mut out = std::io::stdout().lock();
+    let result = go(&mut |e: Event| {
+        if let (Some(p), Event::Node { node, step, .. }) = (&progress, &e) {
+            p.set_message(format!("step {step}: {node}"));
+        }
+        let _ = print_event(&mut out, &e, json);
+    });
+    if let Some(p) = progress {
+        p.finish_and_clear();
+    }
+    let code = match result {
+        Ok(Outcome::Done(state)) => {
+            let state = serde_json::Value::Object(state.to_json());
+            if json {
+                let _ = writeln!(out, "{}", serde_json::json!({"event": "done", "state": state}));
+            } else {
+                let _ = writeln!(
+                    out,
+                    "done: {}",
+                    serde_json::to_string_pretty(&state).unwrap_or_default()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(Outcome::Paused { pauses, .. }) => {
+            for p in pauses {
+                if json {
+                    let _ = writeln!(
+                        out,
+                        "{}",
+                        serde_json::json!({"event": "paused", "node": p.node, "question": p.question, "choices": p.choices})
+                    );
+                } else {
+                    let _ = writeln!(out, "? {}", p.question);
+                    for c in &p.choices {
+                        let _ = writeln!(out, "  [{}] {}", c.id, c.label);
+                    }
+                    let _ = writeln!(out, "answer with: weir resume --thread <ID> --choice <CHOICE>");
+                }
+            }
+            ExitCode::from(PAUSED)
+        }
+        Err(e) => {
+            if json {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({"event": "error", "node": e.node(), "message": e.to_string()})
+                );
+            } else {
+                eprintln!("error: {e}");
+            }
+            ExitCode::FAILURE
+        }
+    };
+    Ok(code)
+}
+
+fn print_event(out: &mut impl Write, e: &Event, json: bool) -> std::io::Result<()> {
+    if json {
+        return writeln!(out, "{}", serde_json::to_string(e).unwrap_or_default());
+    }
+    match e {
+        Event::Node { node, step, writes } if writes.is_empty() => writeln!(out, "[{step}] {node}"),
+        Event::Node { node, step, writes } => {
+            writeln!(out, "[{step}] {node} → {}", serde_json::Value::Object(writes.clone()))
+        }
+        Event::Message { node, text, .. } => writeln!(out, "  {node}: {text}"),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,353 @@
+//! The built-in node types: `start`, `end`, `condition` (CEL expressions), `set` (minijinja
+//! templates), `output` (a message, and a person's choice). `note` has no factory: the loader
+//! skips it.
+
+use crate::format::FieldType;
+use crate::registry::{DataError, Fields, NodeImpl, Registry, Role, StaticWrite};
+use crate::state::{Reduce, Schema};
+use serde::Deserialize;
+use serde_json::Value;
+use std::fmt;
+use std::sync::Arc;
+use weir_runtime::BoxError;
+
+pub(crate) fn register_builtins(r: &mut Registry) {
+    r.register_raw("start", |_, _| {
+        Ok(NodeImpl {
+            role: Role::Start,
+            ..NodeImpl::noop()
+        })
+    });
+    r.register_raw("end", |_, _| {
+        Ok(NodeImpl {
+            role: Role::End,
+            ..NodeImpl::noop()
+        })
+    });
+    r.register_raw("condition", condition);
+    r.register_raw("set", set);
+    r.register_raw("output", output);
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(data: &Fields) -> Result<T, Vec<DataError>> {
+    serde_json::from_value(Value::Object(data.clone()))
+        .map_err(|e| vec![DataError::new("", format!("invalid `data`: {e}"))])
+}
+
+/// What a branching node chose after it ran.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Choice {
+    /// Follow the edges of this handle.
+    Handle(String),
+    /// Wait for a person to pick one of the choices.
+    Pause,
+}
+
+type ChooseFn = dyn Fn(&Fields, Option<&Value>) -> Result<Choice, BoxError> + Send + Sync;
+
+/// How a `condition` or `output` node picks among its out-edges.
+pub(crate) struct Brancher {
+    /// `condition` or `output`, for messages.
+    pub(crate) kind: &'static str,
+    /// What a handle is called in messages: `branch` or `choice`.
+    pub(crate) noun: &'static str,
+    /// Each handle, with the path of its declaration below `data`.
+    pub(crate) handles: Vec<(String, String)>,
+    /// A handle that needs no edge (`else`): when it has none, choosing it ends the branch.
+    pub(crate) optional: Option<String>,
+    /// Chooses from the state (and, for an output node, the person's choice).
+    pub(crate) choose: Box<ChooseFn>,
+}
+
+impl fmt::Debug for Brancher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Brancher")
+            .field("kind", &self.kind)
+            .field("handles", &self.handles)
+            .finish_non_exhaustive()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// condition
+
+#[derive(Deserialize)]
+struct ConditionData {
+    branches: Vec<BranchData>,
+    #[serde(default, rename = "else")]
+    else_handle: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct BranchData {
+    id: String,
+    when: String,
+}
+
+/// `condition`: `{"branches": [{"id": "urgent", "when": "priority == 'high'"}], "else": "other"}`.
+/// Branches are tried in order; the first whose CEL expression is true is taken; when none is,
+/// the `else` handle (default `else`) is, and without an edge from it the branch ends.
+/// Expressions see every field that holds a value by name, and all of them as `state`.
+fn condition(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
+    let d: ConditionData = parse(data)?;
+    let mut errors = Vec::new();
+    let mut programs = Vec::new();
+    let mut handles = Vec::new();
+    if d.branches.is_empty() {
+        errors.push(DataError::new(".branches", "a condition needs at least one branch"));
+    }
+    for (i, b) in d.branches.iter().enumerate() {
+        let path = format!(".branches[{i}]");
+        if handles.iter().any(|(h, _)| h == &b.id) {
+            errors.push(DataError::new(
+                format!("{path}.id"),
+                format!("branch `{}` is declared twice", b.id),
+            ));
+        }
+        match cel::Program::compile(&b.when) {
+            Ok(p) => programs.push((b.id.clone(), p)),
+            Err(e) => errors.push(DataError::new(
+                format!("{path}.when"),
+                format!(
+                    "branch `{}` has an invalid expression: {}",
+                    b.id,
+                    one_line(&e.to_string())
+                ),
+            )),
+        }
+        handles.push((b.id.clone(), path));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let else_handle = d.else_handle.unwrap_or_else(|| "else".to_owned());
+    let fallback = else_handle.clone();
+    let choose = move |state: &Fields, _: Option<&Value>| -> Result<Choice, BoxError> {
+        let mut ctx = cel::Context::default();
+        for (k, v) in state {
+            ctx.add_variable(k.as_str(), v.clone())
+                .map_err(|e| format!("field `{k}` cannot be read by an expression: {e}"))?;
+        }
+        ctx.add_variable("state", Value::Object(state.clone()))
+            .map_err(|e| format!("the state cannot be read by an expression: {e}"))?;
+        for (id, p) in &programs {
+            match p.execute(&ctx) {
+                Ok(cel::Value::Bool(true)) => return Ok(Choice::Handle(id.clone())),
+                Ok(cel::Value::Bool(false)) => {}
+                Ok(other) => return Err(format!("branch `{id}`'s expression gave {other:?}, not a bool").into()),
+                Err(e) => return Err(format!("branch `{id}`'s expression failed: {e}").into()),
+            }
+        }
+        Ok(Choice::Handle(fallback.clone()))
+    };
+    Ok(NodeImpl {
+        role: Role::Branch(Arc::new(Brancher {
+            kind: "condition",
+            noun: "branch",
+            handles,
+            optional: Some(else_handle),
+            choose: Box::new(choose),
+        })),
+        ..NodeImpl::noop()
+    })
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+// ---------------------------------------------------------------------------------------------
+// set
+
+#[derive(Deserialize)]
+struct SetData {
+    assign: serde_json::Map<String, Value>,
+}
+
+/// `set`: `{"assign": {"summary": "{{ title }}: {{ body }}", "count": "{{ count + 1 }}",
+/// "done": true}}`. A string is a minijinja template over the state's fields; its output is the
+/// value of a `string` field, and is read as JSON for fields of other types (an `append` field
+/// takes the text itself as one item when it is not JSON). Anything else is
+/// written as it is (and must have the field's type, which the loader checks).
+fn set(data: &Fields, schema: &Schema) -> Result<NodeImpl, Vec<DataError>> {
+    let d: SetData = parse(data)?;
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::SemiStrict);
+    let mut errors = Vec::new();
+    let mut writes = Vec::new();
+    let mut assigns = Vec::new();
+    for (field, value) in &d.assign {
+        let path = format!(".assign.{field}");
+        let ty = schema.declared(field).map(|f| (f.ty, f.reducer));
+        match value {
+            Value::String(source) => {
+                if let Err(e) = env.add_template_owned(field.clone(), source.clone()) {
+                    errors.push(DataError::new(&path, format!("invalid template for `{field}`: {e}")));
+                }
+                writes.push(StaticWrite {
+                    field: field.clone(),
+                    literal: None,
+                    path,
+                });
+                assigns.push((field.clone(), None, ty));
+            }
+            literal => {
+                writes.push(StaticWrite {
+                    field: field.clone(),
+                    literal: Some(literal.clone()),
+                    path,
+                });
+                assigns.push((field.clone(), Some(literal.clone()), ty));
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let env = Arc::new(env);
+    let run = move |state: &Fields| -> Result<Fields, BoxError> {
+        let ctx = minijinja::Value::from(minijinja::value::Serde(state));
+        let mut out = Fields::new();
+        for (field, literal, ty) in &assigns {
+            let value = match literal {
+                Some(v) => v.clone(),
+                None => {
+                    let text = env
+                        .get_template(field)
+                        .and_then(|t| t.render(ctx.clone()))
+                        .map_err(|e| format!("template for `{field}` failed: {e}"))?;
+                    match ty {
+                        Some((FieldType::String, _)) | None => Value::String(text),
+                        // An append field takes one item: JSON if it reads as JSON, else the text.
+                        Some((_, Reduce::Append)) => serde_json::from_str(text.trim()).unwrap_or(Value::String(text)),
+                        Some((ty, _)) => serde_json::from_str(text.trim())
+                            .map_err(|_| format!("template for `{field}` gave `{text}`, which is not a {ty}"))?,
+                    }
+                }
+            };
+            out.insert(field.clone(), value);
+        }
+        Ok(out)
+    };
+    let mut node = NodeImpl::sync(run);
+    node.writes = writes;
+    Ok(node)
+}
+
+// ---------------------------------------------------------------------------------------------
+// output
+
+#[derive(Deserialize)]
+struct OutputData {
+    message: String,
+    #[serde(default)]
+    to: Option<String>,
+    #[serde(default)]
+    choices: Vec<ChoiceData>,
+}
+
+#[derive(Deserialize)]
+struct ChoiceData {
+    id: String,
+    #[serde(default)]
+    label: Option<String>,
+}
+
+/// An `output` node's message: a template, the field it is also written to, and the choices
+/// offered with it.
+pub(crate) struct Message {
+    env: minijinja::Environment<'static>,
+    pub(crate) to: Option<String>,
+    /// `(id, label)`.
+    pub(crate) choices: Vec<(String, String)>,
+}
+
+impl fmt::Debug for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Message")
+            .field("to", &self.to)
+            .field("choices", &self.choices)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Message {
+    pub(crate) fn render(&self, state: &Fields) -> Result<String, BoxError> {
+        let ctx = minijinja::Value::from(minijinja::value::Serde(state));
+        Ok(self
+            .env
+            .get_template("message")
+            .and_then(|t| t.render(ctx))
+            .map_err(|e| format!("message template failed: {e}"))?)
+    }
+}
+
+/// `output`: `{"message": "Refund {{ amount }} to {{ customer }}?", "to": "transcript",
+/// "choices": [{"id": "approve", "label": "Approve"}, {"id": "reject"}]}`. Emits the rendered
+/// message (and appends it to the `to` field, when given). With choices, the run pauses for a
+/// person's choice and follows the edges whose `sourceHandle` is the chosen id.
+fn output(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
+    let d: OutputData = parse(data)?;
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::SemiStrict);
+    let mut errors = Vec::new();
+    if let Err(e) = env.add_template_owned("message", d.message.clone()) {
+        errors.push(DataError::new(".message", format!("invalid template: {e}")));
+    }
+    let mut writes = Vec::new();
+    if let Some(to) = &d.to {
+        writes.push(StaticWrite {
+            field: to.clone(),
+            literal: Some(Value::String(String::new())),
+            path: ".to".to_owned(),
+        });
+    }
+    let mut handles: Vec<(String, String)> = Vec::new();
+    for (i, c) in d.choices.iter().enumerate() {
+        if handles.iter().any(|(h, _)| h == &c.id) {
+            errors.push(DataError::new(
+                format!(".choices[{i}].id"),
+                format!("choice `{}` is declared twice", c.id),
+            ));
+        }
+        handles.push((c.id.clone(), format!(".choices[{i}]")));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let message = Arc::new(Message {
+        env,
+        to: d.to,
+        choices: d
+            .choices
+            .iter()
+            .map(|c| (c.id.clone(), c.label.clone().unwrap_or_else(|| c.id.clone())))
+            .collect(),
+    });
+    let role = if handles.is_empty() {
+        Role::Plain
+    } else {
+        let ids: Vec<String> = handles.iter().map(|(h, _)| h.clone()).collect();
+        Role::Branch(Arc::new(Brancher {
+            kind: "output",
+            noun: "choice",
+            handles,
+            optional: None,
+            choose: Box::new(move |_, choice| match choice {
+                None | Some(Value::Null) => Ok(Choice::Pause),
+                Some(Value::String(c)) if ids.contains(c) => Ok(Choice::Handle(c.clone())),
+                Some(other) => Err(format!(
+                    "the choice {other} is not one of {}",
+                    ids.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>().join(", ")
+                )
+                .into()),
+            }),
+        }))
+    };
+    Ok(NodeImpl {
+        role,
+        writes,
+        message: Some(message),
+        ..NodeImpl::noop()
+    })
+}

@@ -1,0 +1,532 @@
+//! The dynamic state: the fields a flow declares, known only when it is loaded, implementing the
+//! runtime's [`State`] trait so flows run on the same loop as `derive(State)` structs.
+//!
+//! # Fields known at run time
+//!
+//! A flow's fields are read from its file, so [`State::FIELDS`] (a constant) is empty: each
+//! [`FlowState`] carries its own field table, returned by [`State::fields`], and a loaded flow
+//! hands the runtime an empty, laid-out prototype ([`GraphBuilder::with_prototype`]) that every
+//! run starts from. The declared fields come first, in name order, then weir's hidden ones.
+//! Checkpoints store each field self-described (name, type, reducer, value).
+//!
+//! [`GraphBuilder::with_prototype`]: weir_runtime::GraphBuilder::with_prototype
+
+use crate::format::{FieldType, ReducerKind, StateSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Number, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
+use weir_runtime::channel::{BinaryOperatorAggregate, Channel, LastValue, ReducerWrite};
+use weir_runtime::state::{apply_field, FieldError};
+use weir_runtime::{ChannelKind, CodecError, FieldInfo, State, Update, Writes};
+
+/// Field names as the runtime's [`FieldInfo`] wants them, `&'static str`: each distinct name
+/// is leaked once, so memory grows with the names ever loaded, not with the loads.
+fn intern(name: &str) -> &'static str {
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(n) = names.get(name) {
+        return n;
+    }
+    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.insert(leaked);
+    leaked
+}
+
+/// The hidden field counting how many times each node ran in the run (for `max_steps`).
+pub(crate) const STEPS_FIELD: &str = "__steps";
+/// The hidden field where a `condition` or `output` node leaves the handle it chose
+/// (`{node: handle}`), for its router.
+pub(crate) const ROUTE_FIELD: &str = "__route";
+
+/// How a slot combines a step's writes: the declared reducers, and the hidden counter's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Reduce {
+    Last,
+    Append,
+    Add,
+    Merge,
+    /// `{key: n}` objects, added key by key.
+    Count,
+}
+
+impl From<ReducerKind> for Reduce {
+    fn from(r: ReducerKind) -> Self {
+        match r {
+            ReducerKind::Last => Self::Last,
+            ReducerKind::Append => Self::Append,
+            ReducerKind::Add => Self::Add,
+            ReducerKind::Merge => Self::Merge,
+        }
+    }
+}
+
+/// One field of a flow's state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct FieldDef {
+    pub(crate) name: String,
+    #[serde(rename = "type")]
+    pub(crate) ty: FieldType,
+    pub(crate) reducer: Reduce,
+    #[serde(skip)]
+    pub(crate) default: Option<Value>,
+}
+
+impl FieldDef {
+    /// The value the field starts from: its declared default, or the reducer's identity.
+    fn initial(&self) -> Value {
+        if let Some(d) = &self.default {
+            if self.reducer != Reduce::Last {
+                return d.clone();
+            }
+        }
+        match self.reducer {
+            Reduce::Last => Value::Null,
+            Reduce::Append => Value::Array(Vec::new()),
+            Reduce::Add => Value::from(0),
+            Reduce::Merge | Reduce::Count => Value::Object(Map::new()),
+        }
+    }
+
+    fn channel(&self) -> Chan {
+        match self.reducer {
+            Reduce::Last => Chan::Last(LastValue::new()),
+            Reduce::Append => Chan::Reduce(BinaryOperatorAggregate::new(append)),
+            Reduce::Add => Chan::Reduce(BinaryOperatorAggregate::new(add)),
+            Reduce::Merge => Chan::Reduce(BinaryOperatorAggregate::new(merge)),
+            Reduce::Count => Chan::Reduce(BinaryOperatorAggregate::new(count)),
+        }
+    }
+
+    pub(crate) fn is_hidden(&self) -> bool {
+        self.name.starts_with("__")
+    }
+}
+
+/// The fields of a loaded flow's state, in slot order: declared fields by name, then hidden ones.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schema {
+    pub(crate) fields: Vec<Arc<FieldDef>>,
+    infos: Arc<[FieldInfo]>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Schema {
+    /// The schema of `spec`'s fields plus weir's hidden ones.
+    pub(crate) fn new(spec: &StateSpec) -> Self {
+        let mut fields: Vec<Arc<FieldDef>> = spec
+            .fields
+            .iter()
+            .map(|(name, f)| {
+                Arc::new(FieldDef {
+                    name: name.clone(),
+                    ty: f.ty,
+                    reducer: f.reducer.into(),
+                    default: f.default.clone(),
+                })
+            })
+            .collect();
+        fields.push(Arc::new(FieldDef {
+            name: STEPS_FIELD.to_owned(),
+            ty: FieldType::Object,
+            reducer: Reduce::Count,
+            default: None,
+        }));
+        fields.push(Arc::new(FieldDef {
+            name: ROUTE_FIELD.to_owned(),
+            ty: FieldType::Object,
+            reducer: Reduce::Merge,
+            default: None,
+        }));
+        let infos = fields
+            .iter()
+            .map(|f| FieldInfo {
+                name: intern(&f.name),
+                kind: if f.reducer == Reduce::Last {
+                    ChannelKind::LastValue
+                } else {
+                    ChannelKind::Reducer
+                },
+            })
+            .collect();
+        let by_name = fields.iter().enumerate().map(|(i, f)| (f.name.clone(), i)).collect();
+        Self { fields, infos, by_name }
+    }
+
+    /// The slot of the field `name`.
+    pub(crate) fn index(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The declared field `name`, if any (hidden fields are not declared).
+    pub(crate) fn declared(&self, name: &str) -> Option<&FieldDef> {
+        self.index(name).map(|i| &*self.fields[i]).filter(|f| !f.is_hidden())
+    }
+
+    /// The declared fields' names, in slot order.
+    pub fn field_names(&self) -> Vec<&str> {
+        self.fields
+            .iter()
+            .filter(|f| !f.is_hidden())
+            .map(|f| f.name.as_str())
+            .collect()
+    }
+}
+
+/// The channel of one slot: the runtime's own kinds.
+#[derive(Debug, Clone)]
+enum Chan {
+    Last(LastValue),
+    Reduce(BinaryOperatorAggregate<Value, Value>),
+}
+
+/// The channels of a [`FlowState`], one per laid-out slot.
+#[derive(Debug, Clone, Default)]
+pub struct FlowChannels {
+    chans: Vec<Chan>,
+}
+
+#[derive(Debug, Clone)]
+struct Slot {
+    /// `None` until the slot's field is known (a slot restored empty from a checkpoint).
+    def: Option<Arc<FieldDef>>,
+    value: Value,
+}
+
+/// A flow's state: one JSON value per declared field.
+#[derive(Debug, Clone)]
+pub struct FlowState {
+    slots: Vec<Slot>,
+    fields: Arc<[FieldInfo]>,
+}
+
+impl Default for FlowState {
+    fn default() -> Self {
+        Self {
+            slots: Vec::new(),
+            fields: Arc::from(Vec::new()),
+        }
+    }
+}
+
+impl FlowState {
+    /// The value of the field `name`, or `None` when it was never written (or is not declared).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use weir_flow::{Flow, Registry};
+    /// let flow = Flow::from_json(r#"{
+    ///   "nodes": [{"id": "s", "type": "start"}, {"id": "e", "type": "end"}],
+    ///   "edges": [{"id": "e1", "source": "s", "target": "e"}],
+    ///   "state": {"topic": {"type": "string"}}
+    /// }"#, &Registry::new()).unwrap();
+    /// # let rt = tokio::runtime::Runtime::new().unwrap();
+    /// let out = rt.block_on(flow.invoke(serde_json::json!({"topic": "rust"}))).unwrap();
+    /// assert_eq!(out.get("topic"), Some(&serde_json::json!("rust")));
+    /// ```
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.slots.iter().find_map(|s| match &s.def {
+            Some(d) if d.name == name && s.value != Value::Null => Some(&s.value),
+            _ => None,
+        })
+    }
+
+    /// The hidden field `name`'s value, by name.
+    pub(crate) fn hidden(&self, name: &str) -> Option<&Value> {
+        self.slots.iter().find_map(|s| match &s.def {
+            Some(d) if d.name == name => Some(&s.value),
+            _ => None,
+        })
+    }
+
+    /// The declared fields that hold a value, as a JSON object (hidden fields left out).
+    pub fn to_json(&self) -> Map<String, Value> {
+        self.slots
+            .iter()
+            .filter_map(|s| {
+                let d = s.def.as_ref()?;
+                (!d.is_hidden() && s.value != Value::Null).then(|| (d.name.clone(), s.value.clone()))
+            })
+            .collect()
+    }
+
+    /// The empty state of `schema`, laid out: where every run of the flow starts.
+    pub(crate) fn prototype(schema: &Schema) -> (Self, FlowChannels) {
+        let mut state = Self::default();
+        let mut channels = FlowChannels::default();
+        state.adopt(schema, &mut channels);
+        (state, channels)
+    }
+
+    /// Lays out the slots of `schema` not yet known.
+    fn adopt(&mut self, schema: &Schema, channels: &mut FlowChannels) {
+        if self.fields.len() < schema.infos.len() {
+            self.fields = schema.infos.clone();
+        }
+        for (i, def) in schema.fields.iter().enumerate() {
+            if i >= self.slots.len() {
+                self.slots.push(Slot {
+                    def: Some(def.clone()),
+                    value: def.initial(),
+                });
+                channels.chans.push(def.channel());
+            } else if self.slots[i].def.is_none() {
+                self.slots[i] = Slot {
+                    def: Some(def.clone()),
+                    value: def.initial(),
+                };
+                channels.chans[i] = def.channel();
+            }
+        }
+    }
+}
+
+/// The writes of one node: `(slot, value)` pairs in the order written.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowUpdate {
+    #[serde(skip)]
+    schema: Option<Arc<Schema>>,
+    writes: Vec<(u32, Value)>,
+}
+
+impl FlowUpdate {
+    pub(crate) fn new(schema: &Arc<Schema>) -> Self {
+        Self {
+            schema: Some(schema.clone()),
+            writes: Vec::new(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, slot: usize, value: Value) {
+        self.writes.push((slot as u32, value));
+    }
+
+    fn take(&mut self, slot: usize) -> Writes<Value> {
+        let mut out = Writes::None;
+        if self.writes.iter().any(|(s, _)| *s as usize == slot) {
+            let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.writes)
+                .into_iter()
+                .partition(|(s, _)| *s as usize == slot);
+            self.writes = rest;
+            for (_, v) in mine {
+                out.push(v);
+            }
+        }
+        out
+    }
+}
+
+impl Update for FlowUpdate {
+    type State = FlowState;
+    fn is_written(&self, index: usize) -> bool {
+        self.writes.iter().any(|(s, _)| *s as usize == index)
+    }
+    fn merge(&mut self, later: Self) {
+        if self.schema.is_none() {
+            self.schema = later.schema;
+        }
+        self.writes.extend(later.writes);
+    }
+}
+
+impl State for FlowState {
+    type Update = FlowUpdate;
+    type Channels = FlowChannels;
+    const FIELDS: &'static [FieldInfo] = &[];
+
+    fn fields(&self) -> &[FieldInfo] {
+        &self.fields
+    }
+
+    fn empty() -> (Self, FlowChannels) {
+        (Self::default(), FlowChannels::default())
+    }
+
+    fn into_update(self) -> FlowUpdate {
+        let writes = self
+            .slots
+            .into_iter()
+            .enumerate()
+            .filter(|(_, s)| s.def.is_some() && s.value != Value::Null)
+            .map(|(i, s)| (i as u32, s.value))
+            .collect();
+        FlowUpdate { schema: None, writes }
+    }
+
+    fn is_available(&self, channels: &FlowChannels, index: usize) -> bool {
+        match (self.slots.get(index), channels.chans.get(index)) {
+            (Some(s), Some(Chan::Last(c))) => Channel::<Value>::is_available(c, &s.value),
+            (Some(s), Some(Chan::Reduce(c))) => s.def.is_some() && c.is_available(&s.value),
+            _ => false,
+        }
+    }
+
+    fn apply(
+        &mut self,
+        channels: &mut FlowChannels,
+        updates: &mut [FlowUpdate],
+        bump: bool,
+        changed: &mut [bool],
+    ) -> Result<(), FieldError> {
+        if let Some(schema) = updates.iter().find_map(|u| u.schema.clone()) {
+            self.adopt(&schema, channels);
+        }
+        for (i, (slot, chan)) in self.slots.iter_mut().zip(&mut channels.chans).enumerate() {
+            changed[i] = match chan {
+                Chan::Last(c) => apply_field(i, &mut slot.value, c, updates, |u| u.take(i), bump)?,
+                Chan::Reduce(c) => apply_field(
+                    i,
+                    &mut slot.value,
+                    c,
+                    updates,
+                    |u| {
+                        u.take(i)
+                            .into_iter()
+                            .map(ReducerWrite::Reduce)
+                            .fold(Writes::None, |mut w, x| {
+                                w.push(x);
+                                w
+                            })
+                    },
+                    bump,
+                )?,
+            };
+        }
+        Ok(())
+    }
+
+    fn consume(&mut self, _: &mut FlowChannels, _: usize) -> bool {
+        false
+    }
+
+    fn finish(&mut self, _: &mut FlowChannels, _: &mut [bool]) {}
+
+    fn save_field(&self, channels: &FlowChannels, index: usize) -> Result<Option<Vec<u8>>, CodecError> {
+        let (Some(slot), Some(chan)) = (self.slots.get(index), channels.chans.get(index)) else {
+            return Ok(None);
+        };
+        let Some(def) = &slot.def else {
+            return Ok(None);
+        };
+        let saved = match chan {
+            Chan::Last(c) => Channel::<Value>::checkpoint(c, &slot.value).is_some(),
+            Chan::Reduce(c) => c.checkpoint(&slot.value).is_some(),
+        };
+        if !saved {
+            return Ok(None);
+        }
+        serde_json::to_vec(&SavedField {
+            def: (**def).clone(),
+            value: slot.value.clone(),
+        })
+        .map(Some)
+        .map_err(|e| CodecError::new(def.name.clone(), e))
+    }
+
+    fn load_field(&mut self, channels: &mut FlowChannels, index: usize, chain: &[Vec<u8>]) -> Result<(), CodecError> {
+        let slot_name = self.fields.get(index).map_or("?", |f| f.name);
+        let restored = match chain {
+            [] => None,
+            [bytes] => Some(serde_json::from_slice::<SavedField>(bytes).map_err(|e| CodecError::new(slot_name, e))?),
+            _ => {
+                return Err(CodecError::new(
+                    slot_name,
+                    "appended items saved for a flow field, which saves whole values",
+                ))
+            }
+        };
+        while self.slots.len() <= index {
+            self.slots.push(Slot {
+                def: None,
+                value: Value::Null,
+            });
+            channels.chans.push(Chan::Last(LastValue::new()));
+        }
+        match restored {
+            None => {
+                // Empty: keep what is known of the field, forget its value.
+                let def = self.slots[index].def.clone();
+                self.slots[index].value = def.as_ref().map_or(Value::Null, |d| d.initial());
+                channels.chans[index] = def.map_or(Chan::Last(LastValue::new()), |d| d.channel());
+            }
+            Some(saved) => {
+                let def = Arc::new(saved.def);
+                channels.chans[index] = match def.channel() {
+                    Chan::Last(c) => Chan::Last(Channel::<Value>::from_checkpoint(&c, Some(()))),
+                    Chan::Reduce(c) => Chan::Reduce(c.from_checkpoint(Some(()))),
+                };
+                self.slots[index] = Slot {
+                    def: Some(def),
+                    value: saved.value,
+                };
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A slot as checkpoints store it: self-describing, so that it decodes without the flow.
+#[derive(Serialize, Deserialize)]
+struct SavedField {
+    #[serde(flatten)]
+    def: FieldDef,
+    value: Value,
+}
+
+/// `append`: a list write is concatenated, anything else pushed.
+fn append(v: &mut Value, w: Value) {
+    if !v.is_array() {
+        *v = Value::Array(Vec::new());
+    }
+    if let Value::Array(items) = v {
+        match w {
+            Value::Array(more) => items.extend(more),
+            one => items.push(one),
+        }
+    }
+}
+
+/// `add`: integers stay integers while they fit, otherwise floats.
+fn add(v: &mut Value, w: Value) {
+    *v = match (&*v, &w) {
+        (Value::Null, _) => w,
+        (Value::Number(a), Value::Number(b)) => sum(a, b),
+        _ => w,
+    };
+}
+
+fn sum(a: &Number, b: &Number) -> Value {
+    if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) {
+        if let Some(s) = x.checked_add(y) {
+            return Value::from(s);
+        }
+    }
+    let s = a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0);
+    Number::from_f64(s).map_or(Value::Null, Value::Number)
+}
+
+/// `merge`: a shallow merge of objects.
+fn merge(v: &mut Value, w: Value) {
+    match (v, w) {
+        (Value::Object(a), Value::Object(b)) => a.extend(b),
+        (v, w) => *v = w,
+    }
+}
+
+/// The hidden counter: objects of numbers, added key by key.
+fn count(v: &mut Value, w: Value) {
+    if !v.is_object() {
+        *v = Value::Object(Map::new());
+    }
+    if let (Value::Object(a), Value::Object(b)) = (v, w) {
+        for (k, n) in b {
+            let e = a.entry(k).or_insert(Value::from(0));
+            add(e, n);
+        }
+    }
+}
