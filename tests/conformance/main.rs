@@ -9,3 +9,4 @@ mod common;
 
 mod graphs;
 mod pregel;
+mod production;

@@ -264,6 +264,14 @@ async fn drive_in_span<S: State>(
                 run.answer(id.as_deref(), value)?;
             }
             run.pass_interrupts();
+            // LangGraph reports the whole state as a resumed run starts.
+            if let Some(sink) = run.sink.as_ref().filter(|s| s.wants(StreamMode::VALUES)) {
+                sink.send(Event::Values {
+                    step: run.step() - 1,
+                    state: run.shared_state(),
+                })
+                .await;
+            }
         }
     }
     let mut last_writers = Vec::new();
