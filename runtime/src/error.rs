@@ -77,6 +77,10 @@ enum ErrorKind {
     Paused {
         pauses: Vec<crate::pregel::Paused>,
     },
+    ToParent {
+        node: String,
+        command: crate::graph::ParentCommand,
+    },
 }
 
 impl Error {
@@ -156,6 +160,22 @@ impl Error {
         }
     }
 
+    pub(crate) fn to_parent(node: &str, command: crate::graph::ParentCommand) -> Self {
+        Self {
+            kind: ErrorKind::ToParent {
+                node: node.to_owned(),
+                command,
+            },
+        }
+    }
+    /// The command a node sent to the parent graph, when this graph runs on its own (a subgraph
+    /// takes it and goes on in its parent).
+    pub fn parent_command(&self) -> Option<&crate::graph::ParentCommand> {
+        match &self.kind {
+            ErrorKind::ToParent { command, .. } => Some(command),
+            _ => None,
+        }
+    }
     pub(crate) fn paused(pauses: Vec<crate::pregel::Paused>) -> Self {
         Self {
             kind: ErrorKind::Paused { pauses },
@@ -348,6 +368,11 @@ impl fmt::Display for Error {
             ErrorKind::NothingToResume { thread, id: Some(id) } => {
                 write!(f, "thread `{thread}` has no paused task `{id}` to give an answer to")
             }
+            ErrorKind::ToParent { node, command } => write!(
+                f,
+                "node `{node}` sent a command to the parent graph (going to {:?}), but this graph runs on its own",
+                command.goto
+            ),
             ErrorKind::Paused { pauses } => write!(
                 f,
                 "the run paused at {}: resume the thread to go on",

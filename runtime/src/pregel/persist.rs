@@ -372,6 +372,7 @@ impl<S: State> Loop<S> {
             goto.push(match g {
                 Goto::Node(id) => SavedGoto::Node(self.g.names[id.index()].to_string()),
                 Goto::End => SavedGoto::End,
+                Goto::Named(n) => SavedGoto::Node(n.clone()),
                 Goto::Send(p) => {
                     let node = self.g.names[p.node.index()].to_string();
                     let encode = p.encode.as_ref().ok_or_else(|| Error::unsaved_send(&node))?;
@@ -416,6 +417,7 @@ impl<S: State> Loop<S> {
         Ok(Command {
             update: saved.update,
             goto,
+            parent: None,
         })
     }
 

@@ -485,6 +485,7 @@ impl<S: State> Loop<S> {
                 (_, true) => Job::Ready(Command {
                     update: self.input.clone().unwrap_or_default(),
                     goto: Vec::new(),
+                    parent: None,
                 }),
                 (Some(f), false) => Job::Node(f.clone()),
                 (None, false) => Job::Ready(Command::default()),
@@ -756,6 +757,7 @@ impl<S: State> Loop<S> {
     fn finish_task(&self, node: u32, pull: bool, result: Result<Command<S>, Failure>) -> Result<Done<S>, Error> {
         let name = &self.g.names[node as usize];
         let command = match result {
+            Ok(Command { parent: Some(p), .. }) => return Err(Error::to_parent(name, p)),
             Ok(c) => c,
             Err(Failure::Error(e)) => return Err(Error::node(name, self.step, e)),
             Err(Failure::Timeout(limit)) => return Err(Error::timeout(name, self.step, limit)),
@@ -862,11 +864,8 @@ impl<S: State> Loop<S> {
                 let target = match g {
                     Goto::Node(id) => Some(id.0),
                     Goto::End => None,
-                    Goto::Send(p) => Some(p.node.0),
+                    Goto::Send(_) | Goto::Named(_) => continue,
                 };
-                if matches!(g, Goto::Send(_)) {
-                    continue;
-                }
                 if !router.targets.contains(&target) {
                     let what = target.map_or_else(|| "END".to_owned(), |t| self.g.names[t as usize].to_string());
                     return Err(Error::unknown_target(&self.g.names[node as usize], what, self.step));
@@ -954,6 +953,10 @@ impl<S: State> Loop<S> {
             for goto in d.command.goto.drain(..) {
                 match goto {
                     Goto::Node(id) => self.branch_writes[id.index()] += 1,
+                    Goto::Named(name) => match g.node_ids.get(&name) {
+                        Some(&id) if (id as usize) < g.n_user => self.branch_writes[id as usize] += 1,
+                        _ => return Err(Error::unknown_target(&g.names[d.node as usize], name, self.step)),
+                    },
                     Goto::End => {}
                     Goto::Send(p) => sends.push(p),
                 }

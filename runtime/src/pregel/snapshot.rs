@@ -167,6 +167,7 @@ pub(crate) async fn update_state<S: State>(
         command: Command {
             update,
             goto: Vec::new(),
+            parent: None,
         },
         routed: false,
         handled: false,
