@@ -283,18 +283,19 @@ async fn drive_in_span<S: State>(
         };
         match status {
             Status::Pending => {
-                let tasks: Vec<(u32, Option<usize>)> = run.tasks.iter().map(|t| (t.node, t.push)).collect();
                 let step = run.step();
                 announce(&run, fresh_checkpoint(&run, &mut announced)).await;
-                let span = tracing::info_span!("weir.step", step, tasks = tasks.len());
+                let span = tracing::info_span!("weir.step", step, tasks = run.tasks.len());
                 let end = tracing::Instrument::instrument(run.run_step(), span).await;
                 report(&mut run, step, matches!(end, Ok(StepEnd::Applied { .. }))).await;
                 match end {
                     Ok(StepEnd::Applied { writers }) => {
-                        last_writers = super::persist::writers(g, writers.iter().copied());
-                        save(&mut run, durability, Source::Loop, last_writers.clone()).await?;
+                        if run.persist.is_some() {
+                            last_writers = super::persist::writers(g, writers.iter().copied());
+                            save(&mut run, durability, Source::Loop, last_writers.clone()).await?;
+                        }
                         if run.interrupt_after(&writers) {
-                            let pauses = run.static_pauses(PauseKind::After, tasks.into_iter());
+                            let pauses = run.static_pauses(PauseKind::After, writers.iter().map(|n| (*n, None)));
                             break Ok(pauses);
                         }
                     }

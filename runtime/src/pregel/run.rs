@@ -918,10 +918,10 @@ impl<S: State> Loop<S> {
         self.updates.clear();
         self.updates
             .extend(done.iter_mut().map(|d| std::mem::take(&mut d.command.update)));
-        let writers: Vec<u32> = done.iter().map(|d| d.node).collect();
+        let step = self.step;
         state
             .apply(&mut self.channels, &mut self.updates, true, &mut self.changed)
-            .map_err(|e| field_error(e, &writers, &g, self.step))?;
+            .map_err(|e| field_error(e, &done.iter().map(|d| d.node).collect::<Vec<_>>(), &g, step))?;
         for f in 0..n_fields {
             if self.changed[f] {
                 self.versions[f] = next;
