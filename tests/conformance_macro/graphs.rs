@@ -402,8 +402,13 @@ enum Again {
     No,
 }
 
-fn always(_: &Count) -> Again {
-    Again::Yes
+/// Loops forever: `n` only grows.
+fn always(s: &Count) -> Again {
+    if s.n >= 0 {
+        Again::Yes
+    } else {
+        Again::No
+    }
 }
 
 // G10: a self-loop runs exactly `limit` times; a chain of three needs a limit of 4. (The loop is a
