@@ -3,7 +3,7 @@
 
 use super::compile::GraphInner;
 use super::interrupt::{PauseKind, Paused};
-use super::persist::saver_error;
+use super::persist::{saver_error, Pending, ERROR, INTERRUPT, RESUME};
 use super::run::{Loop, StepEnd};
 use super::{Durability, RunConfig, Status};
 use crate::checkpoint::{CheckpointRecord, Source};
@@ -143,6 +143,20 @@ async fn settle<S: State>(run: &mut Loop<S>, durability: Durability, writers: Ve
     Ok(())
 }
 
+/// An answer of the wrong type failed the task that asked: its question stays open, with the
+/// answers it had before, so the thread can be resumed with an answer of the right type.
+fn keep_question_open<S: State>(run: &mut Loop<S>, task: &str, asked: Pending) {
+    let Some(p) = &mut run.persist else { return };
+    let Some((_, rows)) = p.rows.iter_mut().find(|(id, _)| id == task) else {
+        return;
+    };
+    let question = serde_json::to_vec(&asked.question).unwrap_or_default();
+    let answers = serde_json::to_vec(&asked.answers).unwrap_or_default();
+    rows.retain(|(channel, _)| *channel == ERROR);
+    rows.push((INTERRUPT, question));
+    rows.push((RESUME, answers));
+}
+
 /// Runs the loop from `start` until it is done, pauses or fails.
 pub(crate) async fn drive<S: State>(
     g: &Arc<GraphInner<S>>,
@@ -151,6 +165,8 @@ pub(crate) async fn drive<S: State>(
 ) -> Result<Outcome<S>, Error> {
     let durability = config.durability;
     let (mut run, loaded) = load(g, config).await?;
+    // The task answered by this resume, with its question and earlier answers.
+    let mut reopen: Option<(String, Pending)> = None;
     match start {
         Start::Input(update) => {
             if loaded {
@@ -175,7 +191,12 @@ pub(crate) async fn drive<S: State>(
                 save(&mut run, Durability::Sync, Source::Fork, Vec::new()).await?;
             }
             if let Some((id, value)) = answer {
+                let before = run.pending().cloned().unwrap_or_default();
                 run.answer(id.as_deref(), value)?;
+                let after = run.pending().cloned().unwrap_or_default();
+                reopen = before
+                    .into_iter()
+                    .find(|(task, p)| p.question.is_some() && after.get(task).is_some_and(|a| a.question.is_none()));
             }
             run.pass_interrupts();
         }
@@ -208,6 +229,11 @@ pub(crate) async fn drive<S: State>(
             Status::Input | Status::InterruptAfter => unreachable!("tick does not report these"),
         }
     };
+    if let (Err(e), Some((task, asked))) = (&result, reopen) {
+        if e.is_bad_resume() {
+            keep_question_open(&mut run, &task, asked);
+        }
+    }
     settle(&mut run, durability, last_writers).await?;
     let pauses = result?;
     let state = run.into_state();
