@@ -208,3 +208,28 @@ pub async fn a_checkpoint_of_an_incompatible_state_fails_naming_the_field(saver:
     let err = app.decode_checkpoint(loaded).unwrap_err();
     assert!(err.to_string().contains("field `count`"), "{err}");
 }
+
+// Found by the fuzz target: a body naming a field among its internal channels, and a step at
+// the end of the range, made decoding panic (a subtraction and an addition that overflowed).
+#[tokio::test]
+async fn a_body_naming_a_field_as_an_internal_channel_or_a_step_out_of_range_is_an_error() {
+    let saver: Arc<dyn Checkpointer> = Arc::new(weir::checkpoint::MemorySaver::new());
+    let app = chain(&saver, Duration::ZERO);
+    let id = thread("fuzzed");
+    app.invoke(StepsUpdate::default(), &RunConfig::thread(id.clone()))
+        .await
+        .unwrap();
+    let loaded = saver.get(&id, "", None).await.unwrap().unwrap();
+
+    let mut bad = loaded.clone();
+    let mut body: serde_json::Value = serde_json::from_slice(&bad.record.body).unwrap();
+    body["controls"]["steps"] = serde_json::Value::Bool(true);
+    bad.record.body = serde_json::to_vec(&body).unwrap();
+    let err = app.decode_checkpoint(bad).unwrap_err();
+    assert!(err.to_string().contains("field `steps`"), "{err}");
+
+    let mut bad = loaded;
+    bad.record.step = i64::MAX;
+    let err = app.decode_checkpoint(bad).unwrap_err();
+    assert!(err.to_string().contains("out of range"), "{err}");
+}

@@ -343,7 +343,12 @@ impl<S: State> Loop<S> {
             .map_err(|e| bad(format!("checkpoint `{}` is not a weir checkpoint: {e}", record.id)))?;
         for (name, saved) in &body.controls {
             if let Some(&c) = g.channel_ids.get(name) {
-                let c = c as usize - n_fields;
+                let Some(c) = (c as usize).checked_sub(n_fields) else {
+                    return Err(bad(format!(
+                        "checkpoint `{}` keeps field `{name}` among its internal channels",
+                        record.id
+                    )));
+                };
                 self.controls[c] = self.controls[c]
                     .restore(saved, &g.node_ids)
                     .map_err(|e| bad(format!("channel `{name}`: {e}")))?;
@@ -387,9 +392,20 @@ impl<S: State> Loop<S> {
                 _ => {}
             }
         }
+        let limit = self.stop - -1;
+        let step = record
+            .step
+            .checked_add(1)
+            .filter(|s| s.checked_add(limit).is_some())
+            .ok_or_else(|| {
+                bad(format!(
+                    "checkpoint `{}` has step {}, out of range",
+                    record.id, record.step
+                ))
+            })?;
         p.current = Some(record.id.clone());
-        self.step = record.step + 1;
-        self.stop = self.step + (self.stop - -1);
+        self.step = step;
+        self.stop = step + limit;
         p.record = Some(record);
         // Every node is a candidate on the first tick after a load.
         self.updated = (0..self.versions.len() as u32).collect();
