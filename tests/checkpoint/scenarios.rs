@@ -607,15 +607,20 @@ pub async fn g20_interrupt_after_every_node_and_checkpoint_counts(saver: Arc<dyn
 // ---------------------------------------------------------------------------------------------
 // G21: a resume passes the static breakpoint it stopped at.
 
+// LangGraph's field is `foo`, a name clippy refuses.
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
 struct Foo {
-    foo: String,
+    text: String,
 }
 
 pub async fn g21_resume_passes_a_static_breakpoint(saver: Arc<dyn Checkpointer>) {
     let mut g = GraphBuilder::<Foo>::new();
-    g.add_node("node1", |s: &Foo| FooUpdate::default().foo(format!("{}|node-1", s.foo)));
-    g.add_node("node2", |s: &Foo| FooUpdate::default().foo(format!("{}|node-2", s.foo)));
+    g.add_node("node1", |s: &Foo| {
+        FooUpdate::default().text(format!("{}|node-1", s.text))
+    });
+    g.add_node("node2", |s: &Foo| {
+        FooUpdate::default().text(format!("{}|node-2", s.text))
+    });
     g.add_edge(START, "node1")
         .add_edge("node1", "node2")
         .add_edge("node2", END);
@@ -623,9 +628,9 @@ pub async fn g21_resume_passes_a_static_breakpoint(saver: Arc<dyn Checkpointer>)
     g.set_checkpointer(saver.clone());
     let app = g.compile().unwrap();
     let cfg = RunConfig::thread(thread("g21"));
-    let out = app.run(FooUpdate::default().foo("abc".into()), &cfg).await.unwrap();
+    let out = app.run(FooUpdate::default().text("abc".into()), &cfg).await.unwrap();
     assert!(out.is_paused());
-    assert_eq!(out.state().foo, "abc");
+    assert_eq!(out.state().text, "abc");
     // LangGraph resumes with `Command(resume="node1")` although no node called `interrupt()`;
     // weir's answer goes to a paused `interrupt` call, so a static breakpoint resumes without
     // one (an answer is refused: nothing asked for it). LangGraph's `Command(goto=..)` on resume
@@ -634,7 +639,7 @@ pub async fn g21_resume_passes_a_static_breakpoint(saver: Arc<dyn Checkpointer>)
     assert!(err.is_bad_resume(), "{err}");
     let out = app.resume(&cfg).await.unwrap();
     assert!(!out.is_paused());
-    assert_eq!(out.state().foo, "abc|node-1|node-2");
+    assert_eq!(out.state().text, "abc|node-1|node-2");
 }
 
 // ---------------------------------------------------------------------------------------------
