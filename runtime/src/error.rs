@@ -249,12 +249,16 @@ impl Error {
     pub fn is_checkpoint(&self) -> bool {
         matches!(self.kind, ErrorKind::Checkpoint { .. } | ErrorKind::UnsavedSend { .. })
     }
-    /// Whether a resume found no paused node to answer, or could not tell which.
+    /// Whether a resume found no paused node to answer, could not tell which, or gave a node an
+    /// answer of another type than the one it asked for (the node's error names the type).
     pub fn is_bad_resume(&self) -> bool {
-        matches!(
-            self.kind,
-            ErrorKind::NothingToResume { .. } | ErrorKind::AmbiguousResume { .. }
-        )
+        match &self.kind {
+            ErrorKind::NothingToResume { .. } | ErrorKind::AmbiguousResume { .. } => true,
+            ErrorKind::Node { source, .. } => source
+                .downcast_ref::<crate::pregel::Interrupt>()
+                .is_some_and(crate::pregel::Interrupt::is_bad_answer),
+            _ => false,
+        }
     }
 
     /// The node at fault, when a node failed, panicked, wrote what it may not, or routed nowhere.
