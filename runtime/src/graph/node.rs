@@ -47,6 +47,13 @@ impl<S: State> fmt::Debug for Goto<S> {
     }
 }
 
+/// A node by name (see [`Goto::Named`]): `Command::new().goto("publish")`.
+impl<S: State> From<&str> for Goto<S> {
+    fn from(name: &str) -> Self {
+        Self::Named(name.to_owned())
+    }
+}
+
 impl<S: State> From<NodeId> for Goto<S> {
     fn from(id: NodeId) -> Self {
         Self::Node(id)
