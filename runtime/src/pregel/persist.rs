@@ -412,6 +412,7 @@ impl<S: State> Loop<S> {
         p.record = Some(record);
         // Every node is a candidate on the first tick after a load.
         self.updated = (0..self.versions.len() as u32).collect();
+        self.recount();
         Ok(())
     }
 
