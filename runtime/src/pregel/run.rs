@@ -600,7 +600,7 @@ impl<S: State> Loop<S> {
         let mut results = Vec::with_capacity(n_tasks);
         if n_tasks == 1 {
             // One task: run it in place, no spawn.
-            let task = tasks.into_iter().next().expect("one task");
+            let task = tasks.pop().expect("one task");
             let ctx = self.context(&task, step);
             let policy = self.g.nodes[task.node as usize].policy.clone();
             let job = match &task.failed {
@@ -617,7 +617,7 @@ impl<S: State> Loop<S> {
             results.push((task.node, task.push, task.saved, task.scratch, task.cache_key, timed));
         } else {
             let mut handles = Vec::with_capacity(n_tasks);
-            for task in tasks {
+            for task in tasks.drain(..) {
                 let ctx = self.context(&task, step);
                 let policy = self.g.nodes[task.node as usize].policy.clone();
                 let state = self.state.clone();
@@ -649,6 +649,8 @@ impl<S: State> Loop<S> {
             }
         }
 
+        // The task list is empty again: keep its allocation for the next step.
+        self.tasks = tasks;
         let mut done = Vec::with_capacity(n_tasks);
         let mut failure: Option<(Error, u32, Option<usize>)> = None;
         let mut paused = Vec::new();
@@ -870,10 +872,7 @@ impl<S: State> Loop<S> {
         fresh
             .apply(&mut channels, &mut own, true, &mut scratch)
             .map_err(|e| field_error(e, &[d.node], &self.g, self.step))?;
-        let mut gotos = Vec::new();
-        self.route(d.node, &fresh, &mut gotos)?;
-        d.command.goto.extend(gotos);
-        Ok(())
+        self.route(d.node, &fresh, &mut d.command.goto)
     }
 
     /// Runs the routers of `task` on `state` (the state with the task's own writes applied).
@@ -957,9 +956,7 @@ impl<S: State> Loop<S> {
         if routed_alone && !g.nodes[done[0].node as usize].routers.is_empty() {
             done[0].routed = true;
             // One task: the state after the step is the state with its own writes applied.
-            let mut gotos = Vec::new();
-            self.route(done[0].node, &self.state, &mut gotos)?;
-            done[0].command.goto.extend(gotos);
+            self.route(done[0].node, &self.state, &mut done[0].command.goto)?;
         }
 
         // Apply the internal channels' writes: edges, joins, gotos and sends.
