@@ -382,3 +382,48 @@ async fn a_subgraph_node_commands_its_parent_to_go_elsewhere() {
         "node `n` sent a command to the parent graph (going to [\"x\"]), but this graph runs on its own"
     );
 }
+
+impl From<&Outer> for InnerUpdate {
+    fn from(s: &Outer) -> Self {
+        InnerUpdate::default().text(s.topic.clone())
+    }
+}
+
+impl From<&Inner> for OuterUpdate {
+    fn from(t: &Inner) -> Self {
+        OuterUpdate::default().log(t.trail.iter().map(|x| format!("sub: {x}")).collect())
+    }
+}
+
+fn shout(s: &Inner) -> InnerUpdate {
+    InnerUpdate::default().trail(vec![s.text.to_uppercase()])
+}
+
+#[tokio::test]
+async fn a_subgraph_maps_its_states_with_from_and_is_a_node_of_graph() {
+    let sub = graph! { state: Inner, START -> shout; }.compile().unwrap();
+    let mut g = GraphBuilder::<Outer>::new();
+    g.add_subgraph_from("sub", sub.clone());
+    g.add_edge(START, "sub");
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(OuterUpdate::default().topic("hi".into()), &RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(out.log, ["sub: HI"]);
+
+    // The same subgraph as a node of `graph!`.
+    let app = graph! {
+        state: Outer,
+        nodes: [review = (weir::subgraph(sub, |s: &Outer| InnerUpdate::from(s), |t: &Inner| OuterUpdate::from(t)))],
+        START -> review;
+    }
+    .compile()
+    .unwrap();
+    let out = app
+        .invoke(OuterUpdate::default().topic("yo".into()), &RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(out.log, ["sub: YO"]);
+}

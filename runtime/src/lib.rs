@@ -23,7 +23,7 @@ pub use cache::CachePolicy;
 pub use error::{BoxError, BuildError, Error};
 pub use graph::{Command, Goto, GraphBuilder, NodeError, NodeHandle, NodeId, NodeRef, ParentCommand, END, START};
 pub use pregel::{
-    CompiledGraph, Context, DrainHandle, Durability, Event, Interrupt, IntoInput, Outcome, PauseKind, Paused,
+    subgraph, CompiledGraph, Context, DrainHandle, Durability, Event, Interrupt, IntoInput, Outcome, PauseKind, Paused,
     RetryPolicy, RunConfig, RunStream, StateSnapshot, Status, StreamMode, TaskSnapshot,
 };
 pub use state::{AppendMark, ChannelKind, CodecError, FieldInfo, State, Update, Writes};

@@ -21,6 +21,7 @@ pub use policy::RetryPolicy;
 pub use run::Status;
 pub use snapshot::{StateSnapshot, TaskSnapshot};
 pub use stream::{Event, RunStream, StreamMode};
+pub use subgraph::subgraph;
 
 use crate::error::Error;
 use crate::state::State;

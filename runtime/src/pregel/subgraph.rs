@@ -7,15 +7,44 @@ use crate::state::State;
 use futures::future::BoxFuture;
 use std::sync::Arc;
 
+/// The node function of a subgraph: maps its input state to `sub`'s input with `into`, runs
+/// `sub` to its end, and maps `sub`'s final state back to an update with `from`. Use it where a
+/// node function goes (`graph! { nodes: [review = (weir::subgraph(sub, into, from))], .. }`), or
+/// through [`GraphBuilder::add_subgraph`].
+///
+/// When the parent is checkpointed, `sub` saves its checkpoints on the parent's saver, in the
+/// parent's thread, under a namespace of its own (`<parent ns>|<task>:<step>`; see
+/// [`RunConfig::ns`]); a pause inside `sub` pauses the parent with `sub`'s question, and answering
+/// the parent resumes `sub` where it paused. A node of `sub` returning [`Command::to_parent`] ends
+/// `sub`'s run and applies that command in the parent, as this node's.
+pub fn subgraph<S: State, T: State>(
+    sub: CompiledGraph<T>,
+    into: impl Fn(&S) -> T::Update + Send + Sync + 'static,
+    from: impl Fn(&T) -> S::Update + Send + Sync + 'static,
+) -> impl Fn(&S, &Context) -> BoxFuture<'static, Result<Command<S>, BoxError>> + Send + Sync + 'static {
+    let from = Arc::new(from);
+    move |s: &S, ctx: &Context| -> BoxFuture<'static, Result<Command<S>, BoxError>> {
+        let (input, sub, ctx, from) = (into(s), sub.clone(), ctx.clone(), from.clone());
+        Box::pin(async move {
+            let outcome = match run_sub(&sub, input, &ctx).await {
+                Ok(outcome) => outcome,
+                Err(e) => return parent_command(e),
+            };
+            match outcome {
+                Outcome::Done(t) => Ok(Command::new().update(from(&t))),
+                Outcome::Paused { pauses, .. } => {
+                    // Surface the subgraph's question as this node's own pause.
+                    let question = pauses.into_iter().next().and_then(|p| p.question);
+                    let _: serde_json::Value = ctx.interrupt(question)?;
+                    Err("the subgraph paused again after it was answered".into())
+                }
+            }
+        })
+    }
+}
+
 impl<S: State> GraphBuilder<S> {
-    /// Adds `sub` as node `name`: the node maps its input state to `sub`'s input with `into`,
-    /// runs `sub` to its end, and maps `sub`'s final state back to an update with `from`.
-    ///
-    /// When the parent is checkpointed, `sub` saves its checkpoints on the parent's saver, in the
-    /// parent's thread, under a namespace of its own (`<parent ns>|<task>:<step>`; see
-    /// [`RunConfig::ns`]); a pause inside `sub` pauses the parent with `sub`'s question, and
-    /// answering the parent resumes `sub` where it paused. A node of `sub` returning
-    /// [`Command::to_parent`] ends `sub`'s run and applies that command here, as this node's.
+    /// Adds `sub` as node `name`, mapping the states with `into` and `from`: see [`subgraph`].
     pub fn add_subgraph<T: State>(
         &mut self,
         name: impl Into<String>,
@@ -23,28 +52,17 @@ impl<S: State> GraphBuilder<S> {
         into: impl Fn(&S) -> T::Update + Send + Sync + 'static,
         from: impl Fn(&T) -> S::Update + Send + Sync + 'static,
     ) -> NodeHandle<S> {
-        let from = Arc::new(from);
-        self.add_node(
-            name,
-            move |s: &S, ctx: &Context| -> BoxFuture<'static, Result<Command<S>, BoxError>> {
-                let (input, sub, ctx, from) = (into(s), sub.clone(), ctx.clone(), from.clone());
-                Box::pin(async move {
-                    let outcome = match run_sub(&sub, input, &ctx).await {
-                        Ok(outcome) => outcome,
-                        Err(e) => return parent_command(e),
-                    };
-                    match outcome {
-                        Outcome::Done(t) => Ok(Command::new().update(from(&t))),
-                        Outcome::Paused { pauses, .. } => {
-                            // Surface the subgraph's question as this node's own pause.
-                            let question = pauses.into_iter().next().and_then(|p| p.question);
-                            let _: serde_json::Value = ctx.interrupt(question)?;
-                            Err("the subgraph paused again after it was answered".into())
-                        }
-                    }
-                })
-            },
-        )
+        self.add_node(name, subgraph(sub, into, from))
+    }
+
+    /// Adds `sub` as node `name`, mapping the states with `From`: `sub`'s input is
+    /// `T::Update::from(&state)` and its result `S::Update::from(&final_state)`.
+    pub fn add_subgraph_from<T: State>(&mut self, name: impl Into<String>, sub: CompiledGraph<T>) -> NodeHandle<S>
+    where
+        T::Update: for<'a> From<&'a S>,
+        S::Update: for<'a> From<&'a T>,
+    {
+        self.add_subgraph(name, sub, |s: &S| T::Update::from(s), |t: &T| S::Update::from(t))
     }
 }
 
