@@ -2,6 +2,9 @@
 //! searches are back, then review it and loop back to planning until the draft rests on enough
 //! notes. The "LLM" is a deterministic fake, so every run prints the same thing.
 //!
+//! Every step is checkpointed in an embedded SQLite file (`research.db`, created on first use):
+//! the run's history is printed at the end, and a run that crashed would resume from it.
+//!
 //! ```text
 //! cargo run --example research
 //! ```
@@ -111,15 +114,38 @@ pub async fn research(question: &str) -> Result<Research, BoxError> {
     Ok(app.invoke(input, &RunConfig::default()).await?)
 }
 
+/// Runs the agent on `question` in thread `thread`, checkpointing every step in the SQLite file
+/// at `db`; returns the final state and the steps of the thread's checkpoints, newest first.
+pub async fn research_durably(
+    question: &str,
+    db: &std::path::Path,
+    thread: &str,
+) -> Result<(Research, Vec<i64>), BoxError> {
+    let saver = weir::checkpoint::SqliteSaver::open(db)?;
+    let app = ResearchAgent::builder().with_checkpointer(saver).compile()?;
+    let config = RunConfig::thread(thread);
+    let input = ResearchUpdate::default().question(question.to_owned());
+    let out = app.invoke(input, &config).await?;
+    let steps = app
+        .get_state_history(&config, None)
+        .await?
+        .iter()
+        .map(|s| s.step)
+        .collect();
+    Ok((out, steps))
+}
+
 #[cfg_attr(test, allow(dead_code))]
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
-    let out = research("how does pregel schedule nodes").await?;
+    let thread = format!("research-{}", std::process::id());
+    let (out, steps) = research_durably("how does pregel schedule nodes", "research.db".as_ref(), &thread).await?;
     for note in &out.notes {
         println!("note: {note}");
     }
     println!("draft: {}", out.draft);
     println!("llm calls: {}", out.llm_calls);
+    println!("checkpoints of thread `{thread}` in research.db: steps {steps:?}");
     println!("\n{}", ResearchAgent::MERMAID);
     Ok(())
 }

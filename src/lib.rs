@@ -7,6 +7,39 @@
 //! graph runs LangGraph's Pregel superstep loop: the nodes of a step run concurrently on tokio,
 //! read the state as it was at the start of the step, and their writes are applied at the step
 //! boundary through each field's reducer, in a deterministic order.
+//!
+//! # Quick start
+//!
+//! ```
+//! use weir::prelude::*;
+//!
+//! #[derive(State, Clone, Debug, Default)]
+//! struct Chat {
+//!     question: String,
+//!     #[reducer(append)]
+//!     log: Vec<String>,
+//! }
+//!
+//! fn think(s: &Chat) -> ChatUpdate {
+//!     ChatUpdate::default().log(vec![format!("thinking about {}", s.question)])
+//! }
+//!
+//! async fn answer(s: &Chat) -> ChatUpdate {
+//!     ChatUpdate::default().log(vec![format!("answer after {} notes", s.log.len())])
+//! }
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let app = graph! { state: Chat, START -> think -> answer; }.compile()?;
+//! let out = app.invoke(ChatUpdate::default().question("supersteps".into()), &RunConfig::default()).await?;
+//! assert_eq!(out.log, ["thinking about supersteps", "answer after 1 notes"]);
+//! # Ok::<(), BoxError>(())
+//! # }).unwrap();
+//! ```
+//!
+//! With a checkpointer (`GraphBuilder::with_checkpointer`, e.g.
+//! [`checkpoint::SqliteSaver`]) every step is saved: runs pause for a person
+//! ([`Context::interrupt`]), resume after a crash, and replay from any past step. See the
+//! README for streaming, subgraphs and workflows loaded from JSON.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
@@ -68,8 +101,8 @@ pub use weir_macros::graph;
 pub use weir_runtime::{
     cache, channel, checkpoint, graph, state, AppendMark, BoxError, BuildError, CachePolicy, ChannelKind, CodecError,
     Command, CompiledGraph, Context, DrainHandle, Durability, Error, Event, FieldInfo, Goto, GraphBuilder, Interrupt,
-    IntoInput, NodeError, NodeHandle, NodeId, NodeRef, Outcome, PauseKind, Paused, RetryPolicy, RunConfig, RunStream,
-    State, StateSnapshot, Status, StreamMode, TaskSnapshot, Update, Writes, END, START,
+    IntoInput, NodeError, NodeHandle, NodeId, NodeRef, Outcome, ParentCommand, PauseKind, Paused, RetryPolicy,
+    RunConfig, RunStream, State, StateSnapshot, Status, StreamMode, TaskSnapshot, Update, Writes, END, START,
 };
 
 /// Derives [`State`](trait@State) for a struct with named fields: each field becomes a channel.

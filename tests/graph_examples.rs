@@ -6,6 +6,18 @@ mod research;
 #[path = "../examples/map_reduce.rs"]
 mod map_reduce;
 
+#[path = "../examples/streaming.rs"]
+mod streaming;
+
+#[tokio::test]
+async fn the_streaming_example_delivers_every_token_before_the_answer() {
+    let mut tokens = Vec::new();
+    let answer = streaming::chat("why?", |t| tokens.push(t.to_owned())).await.unwrap();
+    assert_eq!(tokens.len(), 12);
+    assert_eq!(tokens.concat(), answer, "the tokens make up the final answer");
+    assert!(answer.starts_with("You asked: why?."));
+}
+
 #[tokio::test]
 async fn the_research_agent_fans_out_joins_and_loops_until_review_passes() {
     let out = research::research("how does pregel schedule nodes").await.unwrap();
@@ -23,6 +35,21 @@ async fn the_research_agent_fans_out_joins_and_loops_until_review_passes() {
     assert_eq!(out.draft, "how does pregel schedule nodes: a draft citing 6 notes");
     assert_eq!(out.llm_calls, 8);
     assert!(research::ResearchAgent::MERMAID.contains("\twrite -.->|More| plan;\n"));
+}
+
+#[tokio::test]
+async fn the_research_agent_checkpoints_every_step_in_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("research.db");
+    let (out, steps) = research::research_durably("how does pregel schedule nodes", &db, "t")
+        .await
+        .unwrap();
+    assert_eq!(out.draft, "how does pregel schedule nodes: a draft citing 6 notes");
+    assert_eq!(
+        steps,
+        (-1..=6).rev().collect::<Vec<i64>>(),
+        "input, start, then two rounds of plan, search, write"
+    );
 }
 
 #[tokio::test]

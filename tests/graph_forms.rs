@@ -304,3 +304,48 @@ fn the_compiled_graph_draws_the_same_shape_as_the_const() {
         .replace("-.->|Done| ", "-.-> ");
     assert_eq!(drawn, unlabelled);
 }
+
+mod goto_option {
+    use weir::prelude::*;
+
+    #[derive(State, Clone, Debug, Default)]
+    pub struct Ticket {
+        pub urgent: bool,
+        #[reducer(append)]
+        pub log: Vec<String>,
+    }
+
+    fn triage(s: &Ticket) -> Command<Ticket> {
+        let next = if s.urgent { "page" } else { "reply" };
+        Command::new()
+            .update(TicketUpdate::default().log(vec![format!("triage -> {next}")]))
+            .goto(next)
+    }
+    fn page(_: &Ticket) -> TicketUpdate {
+        TicketUpdate::default().log(vec!["paged".into()])
+    }
+    fn reply(_: &Ticket) -> TicketUpdate {
+        TicketUpdate::default().log(vec!["replied".into()])
+    }
+
+    // `goto(..)` declares where a node's `Command`s may go: checked at compile time (a typo is
+    // an unknown node, see tests/ui/graph-goto-unknown-node.rs), reachable for the checks, drawn.
+    #[tokio::test]
+    async fn a_command_goes_to_a_node_declared_in_goto() {
+        let app = graph! {
+            state: Ticket,
+            nodes: [triage(goto(page, reply)), page, reply],
+            START -> triage;
+        }
+        .compile()
+        .unwrap();
+        let urgent = app
+            .invoke(TicketUpdate::default().urgent(true), &RunConfig::default())
+            .await
+            .unwrap();
+        assert_eq!(urgent.log, ["triage -> page", "paged"]);
+        let calm = app.invoke(Ticket::default(), &RunConfig::default()).await.unwrap();
+        assert_eq!(calm.log, ["triage -> reply", "replied"]);
+        assert!(app.mermaid().contains("triage -.-> page;"), "{}", app.mermaid());
+    }
+}

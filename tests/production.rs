@@ -330,3 +330,55 @@ async fn a_subgraph_without_a_checkpointer_runs_plain() {
         .unwrap();
     assert_eq!(out.log, ["HI"]);
 }
+
+#[tokio::test]
+async fn a_subgraph_node_commands_its_parent_to_go_elsewhere() {
+    let mut g = GraphBuilder::<Inner>::new();
+    g.add_node("triage", |s: &Inner| -> Result<Command<Inner>, BoxError> {
+        if s.text == "urgent" {
+            // Leave the subgraph: write to the parent's state and route the parent.
+            return Command::to_parent(OuterUpdate::default().log(vec!["escalated".into()]), ["page"]);
+        }
+        Ok(Command::new().update(InnerUpdate::default().trail(vec!["routine".into()])))
+    });
+    g.add_edge(START, "triage");
+    let sub = g.compile().unwrap();
+    let mut g = GraphBuilder::<Outer>::new();
+    let triage = g.add_subgraph(
+        "triage",
+        sub,
+        |s: &Outer| InnerUpdate::default().text(s.topic.clone()),
+        |t: &Inner| OuterUpdate::default().log(t.trail.clone()),
+    );
+    g.add_node("page", |_: &Outer| {
+        OuterUpdate::default().log(vec!["paged on-call".into()])
+    });
+    g.add_edge(START, &triage).declare_destinations(&triage, ["page"]);
+    let app = g.compile().unwrap();
+    let urgent = app
+        .invoke(OuterUpdate::default().topic("urgent".into()), &RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(urgent.log, ["escalated", "paged on-call"]);
+    let routine = app
+        .invoke(OuterUpdate::default().topic("calm".into()), &RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(routine.log, ["routine"]);
+    // On its own, the subgraph has no parent to speak to.
+    let mut g = GraphBuilder::<Inner>::new();
+    g.add_node("n", |_: &Inner| {
+        Command::<Inner>::to_parent(serde_json::json!({}), ["x"])
+    });
+    g.add_edge(START, "n");
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(Inner::default(), &RunConfig::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "node `n` sent a command to the parent graph (going to [\"x\"]), but this graph runs on its own"
+    );
+}

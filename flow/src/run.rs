@@ -334,10 +334,7 @@ impl NodeRuntime {
             step,
             writes,
         });
-        Ok(Command {
-            update,
-            goto: Vec::new(),
-        })
+        Ok(Command::new().update(update))
     }
 }
 

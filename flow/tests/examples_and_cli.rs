@@ -233,3 +233,50 @@ fn weir_run_streams_json_events_and_exits_3_on_a_choice() {
         json!({"event": "node", "node": "start", "step": 1, "writes": {}})
     );
 }
+
+/// The same round trip with the threads on the PostgreSQL server of `WEIR_POSTGRES_URL`.
+#[test]
+fn an_output_choice_round_trips_across_two_processes_through_postgres() {
+    let Ok(url) = std::env::var("WEIR_POSTGRES_URL") else {
+        println!("skipping the PostgreSQL round trip: WEIR_POSTGRES_URL is not set");
+        return;
+    };
+    let thread = format!(
+        "pg-ticket-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let flow = example("support_triage.json");
+    let input = r#"{"customer":"Ana","subject":"Refund please","body":"b","amount":120}"#;
+    let (code, _, stderr) = weir(&[
+        "run",
+        flow.to_str().unwrap(),
+        "--thread",
+        &thread,
+        "--postgres",
+        &url,
+        "--input",
+        input,
+    ]);
+    assert_eq!(code, 3, "{stderr}");
+    let (code, stdout, stderr) = weir(&[
+        "resume",
+        "--thread",
+        &thread,
+        "--postgres",
+        &url,
+        "--choice",
+        "approve",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["state"]["status"], "refunded");
+    let (code, stdout, _) = weir(&["history", "--thread", &thread, "--postgres", &url]);
+    assert_eq!((code, stdout.lines().count()), (0, 9));
+    let (code, _, stderr) = weir(&["state", "--thread", &thread, "--db", "x.db", "--postgres", &url]);
+    assert_eq!(code, 2, "`--db` and `--postgres` exclude each other: {stderr}");
+}

@@ -77,6 +77,10 @@ enum ErrorKind {
     Paused {
         pauses: Vec<crate::pregel::Paused>,
     },
+    ToParent {
+        node: String,
+        command: crate::graph::ParentCommand,
+    },
 }
 
 impl Error {
@@ -156,6 +160,22 @@ impl Error {
         }
     }
 
+    pub(crate) fn to_parent(node: &str, command: crate::graph::ParentCommand) -> Self {
+        Self {
+            kind: ErrorKind::ToParent {
+                node: node.to_owned(),
+                command,
+            },
+        }
+    }
+    /// The command a node sent to the parent graph, when this graph runs on its own (a subgraph
+    /// takes it and goes on in its parent).
+    pub fn parent_command(&self) -> Option<&crate::graph::ParentCommand> {
+        match &self.kind {
+            ErrorKind::ToParent { command, .. } => Some(command),
+            _ => None,
+        }
+    }
     pub(crate) fn paused(pauses: Vec<crate::pregel::Paused>) -> Self {
         Self {
             kind: ErrorKind::Paused { pauses },
@@ -229,12 +249,16 @@ impl Error {
     pub fn is_checkpoint(&self) -> bool {
         matches!(self.kind, ErrorKind::Checkpoint { .. } | ErrorKind::UnsavedSend { .. })
     }
-    /// Whether a resume found no paused node to answer, or could not tell which.
+    /// Whether a resume found no paused node to answer, could not tell which, or gave a node an
+    /// answer of another type than the one it asked for (the node's error names the type).
     pub fn is_bad_resume(&self) -> bool {
-        matches!(
-            self.kind,
-            ErrorKind::NothingToResume { .. } | ErrorKind::AmbiguousResume { .. }
-        )
+        match &self.kind {
+            ErrorKind::NothingToResume { .. } | ErrorKind::AmbiguousResume { .. } => true,
+            ErrorKind::Node { source, .. } => source
+                .downcast_ref::<crate::pregel::Interrupt>()
+                .is_some_and(crate::pregel::Interrupt::is_bad_answer),
+            _ => false,
+        }
     }
 
     /// The node at fault, when a node failed, panicked, wrote what it may not, or routed nowhere.
@@ -348,6 +372,11 @@ impl fmt::Display for Error {
             ErrorKind::NothingToResume { thread, id: Some(id) } => {
                 write!(f, "thread `{thread}` has no paused task `{id}` to give an answer to")
             }
+            ErrorKind::ToParent { node, command } => write!(
+                f,
+                "node `{node}` sent a command to the parent graph (going to {:?}), but this graph runs on its own",
+                command.goto
+            ),
             ErrorKind::Paused { pauses } => write!(
                 f,
                 "the run paused at {}: resume the thread to go on",

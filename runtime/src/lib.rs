@@ -21,7 +21,7 @@ pub use serde as __serde;
 
 pub use cache::CachePolicy;
 pub use error::{BoxError, BuildError, Error};
-pub use graph::{Command, Goto, GraphBuilder, NodeError, NodeHandle, NodeId, NodeRef, END, START};
+pub use graph::{Command, Goto, GraphBuilder, NodeError, NodeHandle, NodeId, NodeRef, ParentCommand, END, START};
 pub use pregel::{
     CompiledGraph, Context, DrainHandle, Durability, Event, Interrupt, IntoInput, Outcome, PauseKind, Paused,
     RetryPolicy, RunConfig, RunStream, StateSnapshot, Status, StreamMode, TaskSnapshot,

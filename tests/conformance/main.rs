@@ -3,9 +3,13 @@
 //! SEMANTICS.md, reproduces them on LangGraph itself). Where weir deliberately differs, the test
 //! says so and checks weir's behaviour.
 
+// Field and node names follow LangGraph's scenarios (`foo`, `bar`), so the tests read side by side.
+#![allow(clippy::disallowed_names)]
+
 #[macro_use]
 #[path = "../common/mod.rs"]
 mod common;
 
 mod graphs;
 mod pregel;
+mod production;

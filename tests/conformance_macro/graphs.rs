@@ -386,3 +386,118 @@ async fn g34_conditional_edge_to_multiple_nodes_and_join_to_end() {
     let out = app.invoke(SeqUpdate::default(), &RunConfig::default()).await.unwrap();
     assert_eq!(out.items, ["r", "x", "y"]);
 }
+
+#[derive(State, Clone, Debug, Default)]
+struct Count {
+    #[reducer(add)]
+    n: i64,
+}
+
+fn inc(_: &Count) -> CountUpdate {
+    CountUpdate::default().n(1)
+}
+
+enum Again {
+    Yes,
+    No,
+}
+
+/// Loops forever: `n` only grows.
+fn always(s: &Count) -> Again {
+    if s.n >= 0 {
+        Again::Yes
+    } else {
+        Again::No
+    }
+}
+
+// G10: a self-loop runs exactly `limit` times; a chain of three needs a limit of 4. (The loop is a
+// route that could end, as `graph!` refuses a node with no way to END.)
+#[tokio::test]
+async fn g10_recursion_limit_counting() {
+    let app = graph! {
+        state: Count,
+        nodes: [a = inc],
+        START -> a;
+        a -> always ? { Again::Yes => a, Again::No => END };
+    }
+    .compile()
+    .unwrap();
+    for limit in [1, 3, 5] {
+        let err = app
+            .invoke(Count::default(), &RunConfig::default().recursion_limit(limit))
+            .await
+            .unwrap_err();
+        assert!(err.is_recursion_limit());
+    }
+    let chain = graph! {
+        state: Count,
+        nodes: [x = inc, y = inc, z = inc],
+        START -> x -> y -> z;
+    }
+    .compile()
+    .unwrap();
+    assert!(chain
+        .invoke(Count::default(), &RunConfig::default().recursion_limit(3))
+        .await
+        .unwrap_err()
+        .is_recursion_limit());
+    assert_eq!(
+        chain
+            .invoke(Count::default(), &RunConfig::default().recursion_limit(4))
+            .await
+            .unwrap()
+            .n,
+        3
+    );
+}
+
+#[derive(State, Clone, Debug, Default)]
+struct Overall {
+    #[reducer(add)]
+    foo: i64,
+    bar: String,
+    baz: String,
+}
+
+fn node_1(_: &Overall) -> OverallUpdate {
+    OverallUpdate::default().foo(1).baz("baz".into())
+}
+fn node_2(_: &Overall) -> OverallUpdate {
+    OverallUpdate::default().foo(1).bar("bar".into())
+}
+fn node_3(_: &Overall) -> OverallUpdate {
+    OverallUpdate::default().foo(1)
+}
+
+enum ToThree {
+    Three,
+}
+
+static ROUTER_SAW: std::sync::Mutex<Vec<(i64, String)>> = std::sync::Mutex::new(Vec::new());
+
+fn router(s: &Overall) -> ToThree {
+    ROUTER_SAW.lock().unwrap().push((s.foo, s.bar.clone()));
+    ToThree::Three
+}
+
+// G25: the router reads the state with its node's own writes applied (`foo == 2`, `bar`).
+#[tokio::test]
+async fn g25_router_reads_its_own_writes() {
+    let app = graph! {
+        state: Overall,
+        START -> node_1 -> node_2;
+        node_2 -> router ? { ToThree::Three => node_3 };
+    }
+    .compile()
+    .unwrap();
+    let out = app
+        .invoke(OverallUpdate::default().foo(0), &RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!((out.foo, out.bar.as_str()), (3, "bar"));
+    assert_eq!(*ROUTER_SAW.lock().unwrap(), [(2, "bar".to_string())]);
+}
+
+// P01–P04 are low-level Pregel graphs (nodes subscribe to fields, there is no START): that is the
+// builder's `GraphBuilder::pregel()` (tests/conformance/pregel.rs); `graph!` declares state graphs.

@@ -1,4 +1,5 @@
-//! `weir`: check, draw and run flows drawn in a visual editor, with durable threads in SQLite.
+//! `weir`: check, draw and run flows drawn in a visual editor, with durable threads in SQLite
+//! (or, with `--postgres URL`, on a PostgreSQL server several machines share).
 //!
 //! Exit status: 0 success, 1 a failed run or a bad flow, 2 bad usage, 3 the run paused at an
 //! `output` node that asks for a choice (answer it with `weir resume --choice`).
@@ -32,6 +33,28 @@ struct Thread {
     /// The SQLite file keeping the threads' checkpoints.
     #[arg(long, default_value = "weir.db")]
     db: PathBuf,
+    /// Keep the threads on this PostgreSQL server instead (`postgres://user@host/db`).
+    #[cfg(feature = "postgres")]
+    #[arg(long, conflicts_with = "db")]
+    postgres: Option<String>,
+}
+
+impl Thread {
+    #[cfg(feature = "postgres")]
+    fn postgres(&self) -> Option<&str> {
+        self.postgres.as_deref()
+    }
+    #[cfg(not(feature = "postgres"))]
+    fn postgres(&self) -> Option<&str> {
+        None
+    }
+    /// Where the threads are, for messages.
+    fn store(&self) -> String {
+        match self.postgres() {
+            Some(url) => format!("PostgreSQL server `{url}`"),
+            None => format!("`{}`", self.db.display()),
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -180,40 +203,82 @@ fn load(text: &str, name: &str, options: LoadOptions) -> Result<Flow, ExitCode> 
 }
 
 /// The database's record of which flow each thread runs, beside the saver's own tables.
-struct Threads(rusqlite::Connection);
+enum Threads {
+    Sqlite(rusqlite::Connection),
+    #[cfg(feature = "postgres")]
+    Postgres(tokio_postgres::Client),
+}
+
+const THREADS_TABLE: &str = "CREATE TABLE IF NOT EXISTS weir_flow_threads (
+    thread_id TEXT PRIMARY KEY, flow TEXT NOT NULL, max_steps BIGINT NOT NULL)";
 
 impl Threads {
-    fn open(db: &Path) -> Result<Self, ExitCode> {
-        let c = rusqlite::Connection::open(db).map_err(|e| usage(format!("cannot open `{}`: {e}", db.display())))?;
+    fn open(t: &Thread, rt: &tokio::runtime::Runtime) -> Result<Self, ExitCode> {
+        #[cfg(feature = "postgres")]
+        if let Some(url) = t.postgres() {
+            let (client, conn) = rt
+                .block_on(tokio_postgres::connect(url, tokio_postgres::NoTls))
+                .map_err(|e| usage(format!("cannot connect to {}: {e}", t.store())))?;
+            rt.spawn(conn);
+            rt.block_on(client.batch_execute(THREADS_TABLE))
+                .map_err(|e| usage(format!("cannot prepare {}: {e}", t.store())))?;
+            return Ok(Self::Postgres(client));
+        }
+        let _ = rt;
+        let c = rusqlite::Connection::open(&t.db).map_err(|e| usage(format!("cannot open {}: {e}", t.store())))?;
         c.busy_timeout(std::time::Duration::from_secs(5)).ok();
-        c.execute_batch(
-            "CREATE TABLE IF NOT EXISTS weir_flow_threads (
-                thread_id TEXT PRIMARY KEY, flow TEXT NOT NULL, max_steps INTEGER NOT NULL)",
-        )
-        .map_err(|e| usage(format!("cannot prepare `{}`: {e}", db.display())))?;
-        Ok(Self(c))
+        c.execute_batch(THREADS_TABLE)
+            .map_err(|e| usage(format!("cannot prepare {}: {e}", t.store())))?;
+        Ok(Self::Sqlite(c))
     }
-    fn record(&self, thread: &str, flow: &str, max_steps: u32) -> Result<(), ExitCode> {
-        self.0
-            .execute(
-                "INSERT OR REPLACE INTO weir_flow_threads (thread_id, flow, max_steps) VALUES (?1, ?2, ?3)",
-                rusqlite::params![thread, flow, max_steps],
-            )
-            .map(|_| ())
-            .map_err(|e| usage(format!("cannot record thread `{thread}`: {e}")))
-    }
-    fn flow_of(&self, thread: &str) -> Result<(String, u32), ExitCode> {
-        self.0
-            .query_row(
-                "SELECT flow, max_steps FROM weir_flow_threads WHERE thread_id = ?1",
-                [thread],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .map_err(|_| {
-                usage(format!(
-                    "no thread `{thread}` in this database; start it with `weir run`"
+    fn record(&self, rt: &tokio::runtime::Runtime, thread: &str, flow: &str, max_steps: u32) -> Result<(), ExitCode> {
+        let failed = |e: &dyn std::fmt::Display| usage(format!("cannot record thread `{thread}`: {e}"));
+        match self {
+            Self::Sqlite(c) => c
+                .execute(
+                    "INSERT OR REPLACE INTO weir_flow_threads (thread_id, flow, max_steps) VALUES (?1, ?2, ?3)",
+                    rusqlite::params![thread, flow, max_steps],
+                )
+                .map(|_| ())
+                .map_err(|e| failed(&e)),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(c) => rt
+                .block_on(c.execute(
+                    "INSERT INTO weir_flow_threads (thread_id, flow, max_steps) VALUES ($1, $2, $3)
+                     ON CONFLICT (thread_id) DO UPDATE SET flow = EXCLUDED.flow, max_steps = EXCLUDED.max_steps",
+                    &[&thread, &flow, &i64::from(max_steps)],
                 ))
-            })
+                .map(|_| ())
+                .map_err(|e| failed(&e)),
+        }
+    }
+    fn flow_of(&self, rt: &tokio::runtime::Runtime, thread: &str) -> Result<(String, u32), ExitCode> {
+        let missing = || {
+            usage(format!(
+                "no thread `{thread}` in this database; start it with `weir run`"
+            ))
+        };
+        match self {
+            Self::Sqlite(c) => c
+                .query_row(
+                    "SELECT flow, max_steps FROM weir_flow_threads WHERE thread_id = ?1",
+                    [thread],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(|_| missing()),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(c) => {
+                let row = rt
+                    .block_on(c.query_opt(
+                        "SELECT flow, max_steps FROM weir_flow_threads WHERE thread_id = $1",
+                        &[&thread],
+                    ))
+                    .map_err(|_| missing())?
+                    .ok_or_else(missing)?;
+                let steps: i64 = row.get(1);
+                Ok((row.get(0), u32::try_from(steps).unwrap_or(u32::MAX)))
+            }
+        }
     }
 }
 
@@ -221,19 +286,36 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
     tokio::runtime::Runtime::new().map_err(|e| usage(format!("cannot start the async runtime: {e}")))
 }
 
-fn saved_flow(text: &str, t: &Thread, max_steps: u32) -> Result<Flow, ExitCode> {
-    let saver = SqliteSaver::open(&t.db).map_err(|e| usage(format!("cannot open `{}`: {e}", t.db.display())))?;
+fn saved_flow(text: &str, t: &Thread, max_steps: u32, rt: &tokio::runtime::Runtime) -> Result<Flow, ExitCode> {
     let options = LoadOptions {
         max_steps,
         ..LoadOptions::default()
+    };
+    let cannot = |e: &dyn std::fmt::Display| usage(format!("cannot open {}: {e}", t.store()));
+    #[cfg(feature = "postgres")]
+    if let Some(url) = t.postgres() {
+        let saver = rt
+            .block_on(weir_runtime::checkpoint::PostgresSaver::connect(url))
+            .map_err(|e| cannot(&e))?;
+        return load(
+            text,
+            &format!("flow of thread `{}`", t.thread),
+            options.checkpointer(saver),
+        );
     }
-    .checkpointer(saver);
-    load(text, &format!("flow of thread `{}`", t.thread), options)
+    let _ = rt;
+    let saver = SqliteSaver::open(&t.db).map_err(|e| cannot(&e))?;
+    load(
+        text,
+        &format!("flow of thread `{}`", t.thread),
+        options.checkpointer(saver),
+    )
 }
 
 fn open_thread(t: &Thread) -> Result<(Flow, tokio::runtime::Runtime), ExitCode> {
-    let (text, max_steps) = Threads::open(&t.db)?.flow_of(&t.thread)?;
-    Ok((saved_flow(&text, t, max_steps)?, runtime()?))
+    let rt = runtime()?;
+    let (text, max_steps) = Threads::open(t, &rt)?.flow_of(&rt, &t.thread)?;
+    Ok((saved_flow(&text, t, max_steps, &rt)?, rt))
 }
 
 fn run(path: &Path, input: &str, t: &Thread, json: bool, max_steps: u32) -> Result<ExitCode, ExitCode> {
@@ -249,9 +331,9 @@ fn run(path: &Path, input: &str, t: &Thread, json: bool, max_steps: u32) -> Resu
         },
     )?;
     drop(flow); // checked; now the checkpointed one
-    let flow = saved_flow(&text, t, max_steps)?;
-    Threads::open(&t.db)?.record(&t.thread, &text, max_steps)?;
     let rt = runtime()?;
+    let flow = saved_flow(&text, t, max_steps, &rt)?;
+    Threads::open(t, &rt)?.record(&rt, &t.thread, &text, max_steps)?;
     stream(json, |on_event| rt.block_on(flow.run(input, Some(&t.thread), on_event)))
 }
 

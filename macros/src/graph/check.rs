@@ -95,6 +95,17 @@ fn topology(g: &Graph, sites: &mut Sites) -> topo::Topology {
         }
         t = t.node(decl);
     }
+    // A node's `goto(..)`: the destinations of its `Command`s, checked like a route's.
+    for node in &g.nodes {
+        if let Some((span, targets)) = &node.options.goto {
+            let from = topo::Ref::node(node.name.to_string(), sites.at(node.name.span()));
+            let mut route = topo::Route::new(from, sites.at(*span)).multi();
+            for target in targets {
+                route = route.target(sites.of(target), "goto");
+            }
+            t = t.route(route);
+        }
+    }
     for (from, to) in &g.edges {
         let (from, to) = (sites.of(from), sites.of(to));
         t = t.edge(from, to);

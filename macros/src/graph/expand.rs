@@ -140,6 +140,10 @@ fn node_options(g: &Graph, i: usize, o: &super::parse::NodeOptions) -> TokenStre
     if o.defer.is_some() {
         out.extend(quote!(__weir_g.defer(#id);));
     }
+    if let Some((_, targets)) = &o.goto {
+        let targets = targets.iter().map(|t| node_ref(g, t));
+        out.extend(quote!(__weir_g.declare_destinations(#id, [#(#targets),*]);));
+    }
     if let Some((_, fields)) = &o.writes {
         let state = tokens_to_string(s);
         let consts = fields.iter().enumerate().map(|(k, f)| {

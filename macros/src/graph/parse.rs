@@ -39,8 +39,10 @@ pub(crate) const WRITES: &str = "writes";
 pub(crate) const RETRY: &str = "retry";
 pub(crate) const TIMEOUT: &str = "timeout";
 pub(crate) const INTERRUPT_BEFORE: &str = "interrupt_before";
+pub(crate) const GOTO: &str = "goto";
 pub(crate) const INTERRUPT_AFTER: &str = "interrupt_after";
-const OPTIONS: &str = "`defer`, `writes(..)`, `retry(..)`, `timeout(..)`, `interrupt_before`, `interrupt_after`";
+const OPTIONS: &str =
+    "`defer`, `writes(..)`, `goto(..)`, `retry(..)`, `timeout(..)`, `interrupt_before`, `interrupt_after`";
 
 /// Keys of `retry(...)`.
 pub(crate) const MAX_ATTEMPTS: &str = "max_attempts";
@@ -114,6 +116,8 @@ pub(crate) struct NodeOptions {
     pub(crate) timeout: Option<(Span, Duration)>,
     pub(crate) interrupt_before: Option<Span>,
     pub(crate) interrupt_after: Option<Span>,
+    /// `goto(a, b, END)`: where the node's `Command`s may send the run.
+    pub(crate) goto: Option<(Span, Vec<Ref>)>,
 }
 
 /// `retry(max_attempts = 3, initial_interval = 500ms, backoff_factor = 2.0, max_interval = 10s, jitter = false)`.
@@ -346,6 +350,14 @@ fn option(cx: &Ctxt, o: &mut NodeOptions, meta: &syn::meta::ParseNestedMeta<'_>)
             parenthesized!(content in meta.input);
             let fields = all_of(&content, Punctuated::<Ident, Token![,]>::parse_terminated)?;
             once(cx, &mut o.writes, span, WRITES, (span, fields.into_iter().collect()));
+        }
+        GOTO => {
+            let content;
+            parenthesized!(content in meta.input);
+            let targets = all_of(&content, |c| {
+                Punctuated::<Ref, Token![,]>::parse_terminated_with(c, parse_ref)
+            })?;
+            once(cx, &mut o.goto, span, GOTO, (span, targets.into_iter().collect()));
         }
         TIMEOUT => {
             let content;

@@ -9,6 +9,6 @@ mod node;
 pub use builder::{GraphBuilder, NodeRef, END, START};
 pub use node::{
     AsyncCtxMarker, AsyncFn1, AsyncFn2, AsyncMarker, Command, Goto, IntoGotos, IntoNode, NodeError, NodeFn, NodeHandle,
-    NodeId, NodeOutput, Packet, SyncCtxMarker, SyncMarker,
+    NodeId, NodeOutput, Packet, ParentCommand, SyncCtxMarker, SyncMarker,
 };
 pub(crate) use node::{HandlerFn, PacketDecoder, RouterFn};

@@ -31,6 +31,9 @@ pub enum Goto<S: State> {
     End,
     /// Run a node once in the next step with its own input (LangGraph's `Send`).
     Send(Packet<S>),
+    /// Trigger the node of this name in the next step: resolved when the step is applied (how a
+    /// subgraph's [`Command::to_parent`] names its parent's nodes).
+    Named(String),
 }
 
 impl<S: State> fmt::Debug for Goto<S> {
@@ -39,7 +42,15 @@ impl<S: State> fmt::Debug for Goto<S> {
             Self::Node(id) => f.debug_tuple("Node").field(id).finish(),
             Self::End => f.write_str("End"),
             Self::Send(p) => f.debug_tuple("Send").field(&p.node).finish(),
+            Self::Named(n) => f.debug_tuple("Named").field(n).finish(),
         }
+    }
+}
+
+/// A node by name (see [`Goto::Named`]): `Command::new().goto("publish")`.
+impl<S: State> From<&str> for Goto<S> {
+    fn from(name: &str) -> Self {
+        Self::Named(name.to_owned())
     }
 }
 
@@ -88,6 +99,19 @@ pub struct Command<S: State> {
     pub update: S::Update,
     /// Where to go, beside the node's edges.
     pub goto: Vec<Goto<S>>,
+    /// A command for the graph this one runs in as a subgraph (LangGraph's
+    /// `Command(graph=Command.PARENT)`): it ends this graph's run.
+    pub parent: Option<ParentCommand>,
+}
+
+/// What a subgraph's node asks of its parent graph: an update of the parent's state (as JSON, in
+/// the shape of the parent's update type) and the parent's nodes to go to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParentCommand {
+    /// The parent's update, serialized.
+    pub update: serde_json::Value,
+    /// The parent's nodes to run next, by name.
+    pub goto: Vec<String>,
 }
 
 impl<S: State> Default for Command<S> {
@@ -95,6 +119,7 @@ impl<S: State> Default for Command<S> {
         Self {
             update: S::Update::default(),
             goto: Vec::new(),
+            parent: None,
         }
     }
 }
@@ -123,6 +148,23 @@ impl<S: State> Command<S> {
         self.goto.push(to.into());
         self
     }
+
+    /// A command for the parent graph: apply `update` (the parent's update type, serialized) to
+    /// the parent's state and go to its nodes `goto`. The subgraph's run ends there.
+    ///
+    /// # Errors
+    /// When `update` cannot be serialized.
+    pub fn to_parent<I: Into<String>>(
+        update: impl serde::Serialize,
+        goto: impl IntoIterator<Item = I>,
+    ) -> Result<Self, BoxError> {
+        let update = serde_json::to_value(update)?;
+        let goto = goto.into_iter().map(Into::into).collect();
+        Ok(Self {
+            parent: Some(ParentCommand { update, goto }),
+            ..Self::default()
+        })
+    }
 }
 
 /// A value a node may return: an update, a [`Command`], `()` (no writes), a list of commands
@@ -144,6 +186,7 @@ impl<U: Update> NodeOutput<U::State> for U {
         Ok(Command {
             update: self,
             goto: Vec::new(),
+            parent: None,
         })
     }
 }
@@ -166,6 +209,7 @@ impl<S: State> NodeOutput<S> for Vec<Command<S>> {
         for c in self {
             Update::merge(&mut out.update, c.update);
             out.goto.extend(c.goto);
+            out.parent = out.parent.or(c.parent);
         }
         Ok(out)
     }

@@ -3,7 +3,7 @@
 
 use super::compile::GraphInner;
 use super::interrupt::{PauseKind, Paused};
-use super::persist::saver_error;
+use super::persist::{saver_error, Pending, ERROR, INTERRUPT, RESUME};
 use super::run::{Loop, StepEnd};
 use super::stream::{Event, Sink, StreamMode};
 use super::{Durability, RunConfig, Status};
@@ -214,6 +214,20 @@ fn fresh_checkpoint<S: State>(run: &Loop<S>, announced: &mut Option<String>) -> 
     Some((current, run.step() - 1, p.last_source))
 }
 
+/// An answer of the wrong type failed the task that asked: its question stays open, with the
+/// answers it had before, so the thread can be resumed with an answer of the right type.
+fn keep_question_open<S: State>(run: &mut Loop<S>, task: &str, asked: Pending) {
+    let Some(p) = &mut run.persist else { return };
+    let Some((_, rows)) = p.rows.iter_mut().find(|(id, _)| id == task) else {
+        return;
+    };
+    let question = serde_json::to_vec(&asked.question).unwrap_or_default();
+    let answers = serde_json::to_vec(&asked.answers).unwrap_or_default();
+    rows.retain(|(channel, _)| *channel == ERROR);
+    rows.push((INTERRUPT, question));
+    rows.push((RESUME, answers));
+}
+
 /// Runs the loop from `start` until it is done, pauses or fails, in a `weir.run` span.
 pub(crate) async fn drive<S: State>(
     g: &Arc<GraphInner<S>>,
@@ -237,6 +251,8 @@ async fn drive_in_span<S: State>(
     let (mut run, loaded) = load(g, config).await?;
     run.sink = sink;
     let mut announced = None;
+    // The task answered by this resume, with its question and earlier answers.
+    let mut reopen: Option<(String, Pending)> = None;
     match start {
         Start::Input(update) => {
             if loaded {
@@ -261,9 +277,22 @@ async fn drive_in_span<S: State>(
                 save(&mut run, Durability::Sync, Source::Fork, Vec::new()).await?;
             }
             if let Some((id, value)) = answer {
+                let before = run.pending().cloned().unwrap_or_default();
                 run.answer(id.as_deref(), value)?;
+                let after = run.pending().cloned().unwrap_or_default();
+                reopen = before
+                    .into_iter()
+                    .find(|(task, p)| p.question.is_some() && after.get(task).is_some_and(|a| a.question.is_none()));
             }
             run.pass_interrupts();
+            // LangGraph reports the whole state as a resumed run starts.
+            if let Some(sink) = run.sink.as_ref().filter(|s| s.wants(StreamMode::VALUES)) {
+                sink.send(Event::Values {
+                    step: run.step() - 1,
+                    state: run.shared_state(),
+                })
+                .await;
+            }
         }
     }
     let mut last_writers = Vec::new();
@@ -275,18 +304,19 @@ async fn drive_in_span<S: State>(
         };
         match status {
             Status::Pending => {
-                let tasks: Vec<(u32, Option<usize>)> = run.tasks.iter().map(|t| (t.node, t.push)).collect();
                 let step = run.step();
                 announce(&run, fresh_checkpoint(&run, &mut announced)).await;
-                let span = tracing::info_span!("weir.step", step, tasks = tasks.len());
+                let span = tracing::info_span!("weir.step", step, tasks = run.tasks.len());
                 let end = tracing::Instrument::instrument(run.run_step(), span).await;
                 report(&mut run, step, matches!(end, Ok(StepEnd::Applied { .. }))).await;
                 match end {
                     Ok(StepEnd::Applied { writers }) => {
-                        last_writers = super::persist::writers(g, writers.iter().copied());
-                        save(&mut run, durability, Source::Loop, last_writers.clone()).await?;
+                        if run.persist.is_some() {
+                            last_writers = super::persist::writers(g, writers.iter().copied());
+                            save(&mut run, durability, Source::Loop, last_writers.clone()).await?;
+                        }
                         if run.interrupt_after(&writers) {
-                            let pauses = run.static_pauses(PauseKind::After, tasks.into_iter());
+                            let pauses = run.static_pauses(PauseKind::After, writers.iter().map(|n| (*n, None)));
                             break Ok(pauses);
                         }
                     }
@@ -307,6 +337,11 @@ async fn drive_in_span<S: State>(
             Status::Input | Status::InterruptAfter => unreachable!("tick does not report these"),
         }
     };
+    if let (Err(e), Some((task, asked))) = (&result, reopen) {
+        if e.is_bad_resume() {
+            keep_question_open(&mut run, &task, asked);
+        }
+    }
     settle(&mut run, durability, last_writers).await?;
     let pauses = result?;
     if let (Some(sink), false) = (&run.sink, pauses.is_empty()) {

@@ -31,6 +31,11 @@ impl Interrupt {
     pub fn is_pause(&self) -> bool {
         matches!(self.kind, InterruptKind::Asked)
     }
+
+    /// Whether the answer given to the node is not of the type it asked for.
+    pub fn is_bad_answer(&self) -> bool {
+        matches!(self.kind, InterruptKind::BadAnswer { .. })
+    }
 }
 
 impl fmt::Display for Interrupt {

@@ -3,8 +3,12 @@
 //!
 //! A record holds a reference to each channel's value blob. A field that did not change points at
 //! the blob of an earlier checkpoint; an append-only field that only grew stores the new items as
-//! a delta onto its previous blob, and a whole value every [`COMPACT_EVERY`] deltas. So the bytes a
-//! long run stores grow with what changed, not with the size of the state.
+//! a delta onto its previous blob, and its whole value again once the deltas since the last whole
+//! value outweigh it (or the chain reaches [`MAX_CHAIN`] links). Rewriting the whole value only
+//! after as many bytes were appended keeps the cost of the rewrites proportional to what was
+//! appended: a run that appends `n` bytes stores at most about `3n`, however long the list gets.
+//! A rewrite every fixed number of steps would not: its cost grows with the list, and the total
+//! with the square of the run's length.
 
 use super::compile::GraphInner;
 use super::run::{Control, Loop};
@@ -18,8 +22,35 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// How many deltas an append-only field chains before a checkpoint stores its whole value again.
-pub(crate) const COMPACT_EVERY: usize = 64;
+/// The most deltas an append-only field chains before a checkpoint stores its whole value again,
+/// whatever their size: it bounds the blobs read to load the field.
+pub(crate) const MAX_CHAIN: usize = 4096;
+
+/// Where an append-only field's stored chain stands: how far the field had grown, the size of the
+/// whole value the chain starts from, and the deltas stored onto it since.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Chain {
+    pub(crate) mark: AppendMark,
+    pub(crate) base_bytes: usize,
+    pub(crate) delta_bytes: usize,
+    pub(crate) links: usize,
+}
+
+impl Chain {
+    fn whole(mark: AppendMark, bytes: usize) -> Self {
+        Self {
+            mark,
+            base_bytes: bytes,
+            delta_bytes: 0,
+            links: 0,
+        }
+    }
+
+    /// Whether a delta of `bytes` more may extend the chain, rather than a whole value.
+    fn takes(&self, bytes: usize) -> bool {
+        self.links < MAX_CHAIN && self.delta_bytes + bytes <= self.base_bytes
+    }
+}
 
 /// The channel of a task's successful writes.
 pub(crate) const WRITES: &str = "__writes__";
@@ -91,7 +122,7 @@ pub(crate) struct Persist {
     /// append-only field had grown and how many deltas its chain has.
     pub(crate) blobs: Vec<Option<String>>,
     pub(crate) saved_versions: Vec<u64>,
-    pub(crate) marks: Vec<Option<(AppendMark, usize)>>,
+    pub(crate) chains: Vec<Option<Chain>>,
     /// Pending writes of the current checkpoint, by task id.
     pub(crate) pending: BTreeMap<String, Pending>,
     /// Channel versions at the last resume.
@@ -118,7 +149,7 @@ impl Persist {
             current: None,
             blobs: vec![None; n_fields],
             saved_versions: vec![0; n_fields],
-            marks: vec![None; n_fields],
+            chains: vec![None; n_fields],
             pending: BTreeMap::new(),
             interrupt_seen: vec![0; n_channels],
             inflight: None,
@@ -172,37 +203,38 @@ impl<S: State> Loop<S> {
             if version != p.saved_versions[f] || p.saved_versions[f] == 0 {
                 p.saved_versions[f] = version;
                 let mark = self.state.append_mark(&self.channels, f);
-                let delta_from = match (p.marks[f], mark, &p.blobs[f]) {
-                    (Some((old, chain)), Some(new), Some(prev))
-                        if old.overwrites == new.overwrites && new.len >= old.len && chain < COMPACT_EVERY =>
-                    {
-                        Some((old.len, chain, prev.clone()))
+                let name = &g.channel_names[f];
+                let fail = |e: crate::state::CodecError| Error::checkpoint(&thread, e.to_string());
+                // An append-only field that only grew: its new items, onto its previous blob.
+                let mut delta = None;
+                if let (Some(chain), Some(new), Some(prev)) = (p.chains[f], mark, &p.blobs[f]) {
+                    if chain.mark.overwrites == new.overwrites && new.len >= chain.mark.len {
+                        let bytes = self.state.save_items(f, chain.mark.len).map_err(fail)?;
+                        if chain.takes(bytes.len()) {
+                            p.chains[f] = Some(Chain {
+                                mark: new,
+                                delta_bytes: chain.delta_bytes + bytes.len(),
+                                links: chain.links + 1,
+                                ..chain
+                            });
+                            delta = Some(Blob {
+                                channel: name.clone(),
+                                delta_of: Some(prev.clone()),
+                                bytes,
+                            });
+                        }
                     }
-                    _ => None,
-                };
-                let blob = match delta_from {
-                    Some((from, chain, prev)) => {
-                        let bytes = self
-                            .state
-                            .save_items(f, from)
-                            .map_err(|e| Error::checkpoint(&thread, e.to_string()))?;
-                        p.marks[f] = mark.map(|m| (m, chain + 1));
-                        Some(Blob {
-                            channel: g.channel_names[f].clone(),
-                            delta_of: Some(prev),
+                }
+                let blob = match delta {
+                    Some(blob) => Some(blob),
+                    None => {
+                        let whole = self.state.save_field(&self.channels, f).map_err(fail)?;
+                        p.chains[f] = mark.map(|m| Chain::whole(m, whole.as_ref().map_or(0, Vec::len)));
+                        whole.map(|bytes| Blob {
+                            channel: name.clone(),
+                            delta_of: None,
                             bytes,
                         })
-                    }
-                    None => {
-                        p.marks[f] = mark.map(|m| (m, 0));
-                        self.state
-                            .save_field(&self.channels, f)
-                            .map_err(|e| Error::checkpoint(&thread, e.to_string()))?
-                            .map(|bytes| Blob {
-                                channel: g.channel_names[f].clone(),
-                                delta_of: None,
-                                bytes,
-                            })
                     }
                 };
                 p.blobs[f] = blob.as_ref().map(|_| id.clone());
@@ -302,16 +334,24 @@ impl<S: State> Loop<S> {
                     .map_err(|e| bad(format!("checkpoint `{}`: {e}", record.id)))?;
                 p.blobs[c] = r.blob.clone();
                 p.saved_versions[c] = r.version;
-                p.marks[c] = state
-                    .append_mark(&self.channels, c)
-                    .map(|m| (m, chain.len().saturating_sub(1)));
+                p.chains[c] = state.append_mark(&self.channels, c).map(|mark| Chain {
+                    mark,
+                    base_bytes: chain.first().map_or(0, Vec::len),
+                    delta_bytes: chain.iter().skip(1).map(Vec::len).sum(),
+                    links: chain.len().saturating_sub(1),
+                });
             }
         }
         let body: Body = serde_json::from_slice(&record.body)
             .map_err(|e| bad(format!("checkpoint `{}` is not a weir checkpoint: {e}", record.id)))?;
         for (name, saved) in &body.controls {
             if let Some(&c) = g.channel_ids.get(name) {
-                let c = c as usize - n_fields;
+                let Some(c) = (c as usize).checked_sub(n_fields) else {
+                    return Err(bad(format!(
+                        "checkpoint `{}` keeps field `{name}` among its internal channels",
+                        record.id
+                    )));
+                };
                 self.controls[c] = self.controls[c]
                     .restore(saved, &g.node_ids)
                     .map_err(|e| bad(format!("channel `{name}`: {e}")))?;
@@ -355,12 +395,24 @@ impl<S: State> Loop<S> {
                 _ => {}
             }
         }
+        let limit = self.stop - -1;
+        let step = record
+            .step
+            .checked_add(1)
+            .filter(|s| s.checked_add(limit).is_some())
+            .ok_or_else(|| {
+                bad(format!(
+                    "checkpoint `{}` has step {}, out of range",
+                    record.id, record.step
+                ))
+            })?;
         p.current = Some(record.id.clone());
-        self.step = record.step + 1;
-        self.stop = self.step + (self.stop - -1);
+        self.step = step;
+        self.stop = step + limit;
         p.record = Some(record);
         // Every node is a candidate on the first tick after a load.
         self.updated = (0..self.versions.len() as u32).collect();
+        self.recount();
         Ok(())
     }
 
@@ -372,6 +424,7 @@ impl<S: State> Loop<S> {
             goto.push(match g {
                 Goto::Node(id) => SavedGoto::Node(self.g.names[id.index()].to_string()),
                 Goto::End => SavedGoto::End,
+                Goto::Named(n) => SavedGoto::Node(n.clone()),
                 Goto::Send(p) => {
                     let node = self.g.names[p.node.index()].to_string();
                     let encode = p.encode.as_ref().ok_or_else(|| Error::unsaved_send(&node))?;
@@ -416,6 +469,7 @@ impl<S: State> Loop<S> {
         Ok(Command {
             update: saved.update,
             goto,
+            parent: None,
         })
     }
 

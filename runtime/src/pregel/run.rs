@@ -138,6 +138,8 @@ pub(crate) struct Loop<S: State> {
     pub(crate) controls: Vec<Control>,
     /// One version per channel id; 0 = never written.
     pub(crate) versions: Vec<u64>,
+    /// The greatest of `versions`: the next step's version is one more.
+    pub(crate) max_version: u64,
     /// Per node, per trigger: the version last seen.
     pub(crate) seen: Vec<Vec<u64>>,
     /// `Send`s for the next step (LangGraph's `__pregel_tasks` topic).
@@ -166,6 +168,10 @@ pub(crate) struct Loop<S: State> {
     updates: Vec<S::Update>,
     branch_writes: Vec<usize>,
     join_writes: Vec<Vec<u32>>,
+    /// Internal channels written this step, and those available after the last one: the only
+    /// ones a step boundary needs to visit (a chain of a thousand nodes has a thousand of them).
+    touched: Vec<u32>,
+    pub(crate) live: Vec<u32>,
 }
 
 /// What one task of a streamed step did.
@@ -255,6 +261,9 @@ impl<S: State> Loop<S> {
             updates: Vec::new(),
             branch_writes: vec![0; n_controls],
             join_writes: vec![Vec::new(); n_controls],
+            touched: Vec::new(),
+            live: Vec::new(),
+            max_version: 0,
             g,
         })
     }
@@ -332,6 +341,7 @@ impl<S: State> Loop<S> {
             }
         }
         self.updated.clear();
+        self.recount();
         Ok(())
     }
 
@@ -340,7 +350,15 @@ impl<S: State> Loop<S> {
     }
 
     fn next_version(&self) -> u64 {
-        self.versions.iter().copied().max().unwrap_or(0) + 1
+        self.max_version + 1
+    }
+
+    /// After a restore: the greatest version, and the internal channels available.
+    pub(crate) fn recount(&mut self) {
+        self.max_version = self.versions.iter().copied().max().unwrap_or(0);
+        self.live = (0..self.controls.len() as u32)
+            .filter(|c| self.controls[*c as usize].is_available())
+            .collect();
     }
 
     fn is_available(&self, channel: u32) -> bool {
@@ -363,7 +381,9 @@ impl<S: State> Loop<S> {
                 self.controls[start].update(1, &[]);
                 let id = self.g.control_id(start);
                 self.versions[id as usize] = next;
+                self.max_version = next;
                 self.updated.push(id);
+                self.live.push(start as u32);
             }
             InputMode::Fields => {
                 if !(0..self.g.n_fields()).any(|f| update.is_written(f)) {
@@ -378,6 +398,7 @@ impl<S: State> Loop<S> {
                 for f in 0..self.g.n_fields() {
                     if self.changed[f] {
                         self.versions[f] = next;
+                        self.max_version = next;
                         if self.state.is_available(&self.channels, f) {
                             self.updated.push(f as u32);
                         }
@@ -485,6 +506,7 @@ impl<S: State> Loop<S> {
                 (_, true) => Job::Ready(Command {
                     update: self.input.clone().unwrap_or_default(),
                     goto: Vec::new(),
+                    parent: None,
                 }),
                 (Some(f), false) => Job::Node(f.clone()),
                 (None, false) => Job::Ready(Command::default()),
@@ -756,6 +778,7 @@ impl<S: State> Loop<S> {
     fn finish_task(&self, node: u32, pull: bool, result: Result<Command<S>, Failure>) -> Result<Done<S>, Error> {
         let name = &self.g.names[node as usize];
         let command = match result {
+            Ok(Command { parent: Some(p), .. }) => return Err(Error::to_parent(name, p)),
             Ok(c) => c,
             Err(Failure::Error(e)) => return Err(Error::node(name, self.step, e)),
             Err(Failure::Timeout(limit)) => return Err(Error::timeout(name, self.step, limit)),
@@ -862,11 +885,8 @@ impl<S: State> Loop<S> {
                 let target = match g {
                     Goto::Node(id) => Some(id.0),
                     Goto::End => None,
-                    Goto::Send(p) => Some(p.node.0),
+                    Goto::Send(_) | Goto::Named(_) => continue,
                 };
-                if matches!(g, Goto::Send(_)) {
-                    continue;
-                }
                 if !router.targets.contains(&target) {
                     let what = target.map_or_else(|| "END".to_owned(), |t| self.g.names[t as usize].to_string());
                     return Err(Error::unknown_target(&self.g.names[node as usize], what, self.step));
@@ -896,6 +916,7 @@ impl<S: State> Loop<S> {
             }
         }
         let next = self.next_version();
+        let mut bumped = false;
 
         // Consume the triggers of the tasks that ran (a join barrier starts over).
         let state = Arc::make_mut(&mut self.state);
@@ -909,6 +930,7 @@ impl<S: State> Loop<S> {
                 };
                 if consumed {
                     self.versions[t] = next;
+                    bumped = true;
                 }
             }
         }
@@ -919,13 +941,14 @@ impl<S: State> Loop<S> {
         self.updates.clear();
         self.updates
             .extend(done.iter_mut().map(|d| std::mem::take(&mut d.command.update)));
-        let writers: Vec<u32> = done.iter().map(|d| d.node).collect();
+        let step = self.step;
         state
             .apply(&mut self.channels, &mut self.updates, true, &mut self.changed)
-            .map_err(|e| field_error(e, &writers, &g, self.step))?;
+            .map_err(|e| field_error(e, &done.iter().map(|d| d.node).collect::<Vec<_>>(), &g, step))?;
         for f in 0..n_fields {
             if self.changed[f] {
                 self.versions[f] = next;
+                bumped = true;
                 if state.is_available(&self.channels, f) {
                     self.updated.push(f as u32);
                 }
@@ -945,42 +968,60 @@ impl<S: State> Loop<S> {
             let node = &g.nodes[d.node as usize];
             if !d.handled {
                 for &e in &node.edges {
-                    self.branch_writes[e as usize] += 1;
+                    self.write_branch(e as usize);
                 }
                 for &j in &node.joins {
+                    if self.join_writes[j as usize].is_empty() {
+                        self.touched.push(j);
+                    }
                     self.join_writes[j as usize].push(d.node);
                 }
             }
             for goto in d.command.goto.drain(..) {
                 match goto {
-                    Goto::Node(id) => self.branch_writes[id.index()] += 1,
+                    Goto::Node(id) => self.write_branch(id.index()),
+                    Goto::Named(name) => match g.node_ids.get(&name) {
+                        Some(&id) if (id as usize) < g.n_user => self.write_branch(id as usize),
+                        _ => return Err(Error::unknown_target(&g.names[d.node as usize], name, self.step)),
+                    },
                     Goto::End => {}
                     Goto::Send(p) => sends.push(p),
                 }
             }
         }
-        for (c, control) in self.controls.iter_mut().enumerate() {
+        // Visit the internal channels written this step, and those still available from the
+        // last one (an ephemeral branch clears itself), in channel order.
+        let mut visit = std::mem::take(&mut self.touched);
+        visit.append(&mut self.live);
+        visit.sort_unstable();
+        visit.dedup();
+        for &c in &visit {
+            let c = c as usize;
+            let control = &mut self.controls[c];
             let count = std::mem::take(&mut self.branch_writes[c]);
-            let names = std::mem::take(&mut self.join_writes[c]);
-            let written = count > 0 || !names.is_empty();
+            let written = count > 0 || !self.join_writes[c].is_empty();
             let changed = if written {
-                control.update(count, &names)
+                control.update(count, &self.join_writes[c])
             } else if control.is_available() {
                 // An available channel not written this step gets `update([])`.
                 control.update(0, &[])
             } else {
                 false
             };
+            self.join_writes[c].clear();
             if changed {
-                let id = n_fields + c;
-                self.versions[id] = next;
+                self.versions[n_fields + c] = next;
+                bumped = true;
                 if control.is_available() {
-                    self.updated.push(id as u32);
+                    self.updated.push((n_fields + c) as u32);
                 }
             }
-            self.join_writes[c] = names;
-            self.join_writes[c].clear();
+            if control.is_available() {
+                self.live.push(c as u32);
+            }
         }
+        self.touched = visit;
+        self.touched.clear();
         self.sends = sends;
 
         // Nothing will wake a node: finish the channels (deferred nodes wake up).
@@ -991,6 +1032,7 @@ impl<S: State> Loop<S> {
             for f in 0..n_fields {
                 if self.changed[f] {
                     self.versions[f] = next;
+                    bumped = true;
                     if state.is_available(&self.channels, f) {
                         self.updated.push(f as u32);
                     }
@@ -1000,14 +1042,29 @@ impl<S: State> Loop<S> {
                 if control.finish() {
                     let id = n_fields + c;
                     self.versions[id] = next;
+                    bumped = true;
                     if control.is_available() {
                         self.updated.push(id as u32);
+                        if !self.live.contains(&(c as u32)) {
+                            self.live.push(c as u32);
+                        }
                     }
                 }
             }
         }
+        if bumped {
+            self.max_version = next;
+        }
         self.step += 1;
         Ok(())
+    }
+
+    /// Writes the branch channel of node `c` (an edge or a goto to it).
+    fn write_branch(&mut self, c: usize) {
+        if self.branch_writes[c] == 0 {
+            self.touched.push(c as u32);
+        }
+        self.branch_writes[c] += 1;
     }
 }
 

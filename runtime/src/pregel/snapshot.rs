@@ -89,10 +89,17 @@ pub(crate) async fn get_state<S: State>(
             done: saved,
         });
     }
-    if config.checkpoint_id.is_none() {
+    // At an explicit checkpoint id the kept writes are not applied (LangGraph's
+    // `apply_pending_writes`), so every task of the step is next.
+    let applied = config.checkpoint_id.is_none();
+    if applied {
         run.apply_saved_writes()?;
     }
-    let next = tasks.iter().filter(|t| !t.done).map(|t| t.name.clone()).collect();
+    let next = tasks
+        .iter()
+        .filter(|t| !(applied && t.done))
+        .map(|t| t.name.clone())
+        .collect();
     Ok(Some(StateSnapshot {
         values: run.state().clone(),
         next,
@@ -167,6 +174,7 @@ pub(crate) async fn update_state<S: State>(
         command: Command {
             update,
             goto: Vec::new(),
+            parent: None,
         },
         routed: false,
         handled: false,

@@ -1,8 +1,8 @@
 //! Subgraphs: a compiled graph used as a node of another.
 
 use super::{CompiledGraph, Context, Outcome, RunConfig};
-use crate::error::BoxError;
-use crate::graph::{GraphBuilder, NodeHandle};
+use crate::error::{BoxError, Error};
+use crate::graph::{Command, Goto, GraphBuilder, NodeHandle};
 use crate::state::State;
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -14,7 +14,8 @@ impl<S: State> GraphBuilder<S> {
     /// When the parent is checkpointed, `sub` saves its checkpoints on the parent's saver, in the
     /// parent's thread, under a namespace of its own (`<parent ns>|<task>:<step>`; see
     /// [`RunConfig::ns`]); a pause inside `sub` pauses the parent with `sub`'s question, and
-    /// answering the parent resumes `sub` where it paused.
+    /// answering the parent resumes `sub` where it paused. A node of `sub` returning
+    /// [`Command::to_parent`] ends `sub`'s run and applies that command here, as this node's.
     pub fn add_subgraph<T: State>(
         &mut self,
         name: impl Into<String>,
@@ -25,12 +26,15 @@ impl<S: State> GraphBuilder<S> {
         let from = Arc::new(from);
         self.add_node(
             name,
-            move |s: &S, ctx: &Context| -> BoxFuture<'static, Result<S::Update, BoxError>> {
+            move |s: &S, ctx: &Context| -> BoxFuture<'static, Result<Command<S>, BoxError>> {
                 let (input, sub, ctx, from) = (into(s), sub.clone(), ctx.clone(), from.clone());
                 Box::pin(async move {
-                    let outcome = run_sub(&sub, input, &ctx).await?;
+                    let outcome = match run_sub(&sub, input, &ctx).await {
+                        Ok(outcome) => outcome,
+                        Err(e) => return parent_command(e),
+                    };
                     match outcome {
-                        Outcome::Done(t) => Ok(from(&t)),
+                        Outcome::Done(t) => Ok(Command::new().update(from(&t))),
                         Outcome::Paused { pauses, .. } => {
                             // Surface the subgraph's question as this node's own pause.
                             let question = pauses.into_iter().next().and_then(|p| p.question);
@@ -42,6 +46,21 @@ impl<S: State> GraphBuilder<S> {
             },
         )
     }
+}
+
+/// The command a node of the subgraph sent to this graph, or the subgraph's error.
+fn parent_command<S: State>(e: BoxError) -> Result<Command<S>, BoxError> {
+    let Some(p) = e.downcast_ref::<Error>().and_then(Error::parent_command) else {
+        return Err(e);
+    };
+    let update: S::Update = serde_json::from_value(p.update.clone())
+        .map_err(|e| format!("a subgraph's command to its parent has an update that does not fit: {e}"))?;
+    let goto = p.goto.iter().cloned().map(Goto::Named).collect();
+    Ok(Command {
+        update,
+        goto,
+        parent: None,
+    })
 }
 
 /// Runs (or resumes) a subgraph for the task of `ctx`.

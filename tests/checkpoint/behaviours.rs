@@ -1,0 +1,235 @@
+//! Behaviours of checkpointed runs beyond the conformance scenarios: bad resumes, time travel,
+//! two runs of one thread at once, many threads at once, and checkpoints of another state type.
+
+use crate::support::thread;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::Duration;
+use weir::checkpoint::{Checkpointer, Source};
+use weir::prelude::*;
+
+#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+struct Steps {
+    #[reducer(append)]
+    steps: Vec<String>,
+    count: u64,
+}
+
+/// START -> a -> b -> c -> END, each node appending its name.
+fn chain(saver: &Arc<dyn Checkpointer>, pause: Duration) -> CompiledGraph<Steps> {
+    let mut g = GraphBuilder::<Steps>::new();
+    for n in ["a", "b", "c"] {
+        g.add_node(n, move |_: &Steps, ctx: &Context| {
+            let name = ctx.node().to_owned();
+            async move {
+                tokio::time::sleep(pause).await;
+                StepsUpdate::default().steps(vec![name])
+            }
+        });
+    }
+    g.add_edge(START, "a")
+        .add_edge("a", "b")
+        .add_edge("b", "c")
+        .add_edge("c", END);
+    g.set_checkpointer(saver.clone());
+    g.compile().unwrap()
+}
+
+pub async fn resume_with_nothing_to_resume_is_a_bad_resume(saver: Arc<dyn Checkpointer>) {
+    let app = chain(&saver, Duration::ZERO);
+    // A thread that never ran.
+    let cfg = RunConfig::thread(thread("never"));
+    let err = app.resume(&cfg).await.unwrap_err();
+    assert!(err.is_bad_resume(), "{err}");
+    assert_eq!(err.thread(), cfg.thread_id.as_deref());
+    let err = app.resume_with(true, &cfg).await.unwrap_err();
+    assert!(err.is_bad_resume(), "{err}");
+    // A thread that is done: nothing is paused.
+    let cfg = RunConfig::thread(thread("done"));
+    app.invoke(StepsUpdate::default(), &cfg).await.unwrap();
+    let err = app.resume_with(true, &cfg).await.unwrap_err();
+    assert!(err.is_bad_resume(), "{err}");
+    let message = err.to_string();
+    assert!(message.contains(cfg.thread_id.as_deref().unwrap()), "{message}");
+    assert!(message.contains("no paused node"), "{message}");
+    let err = app.resume_task("pull:a", true, &cfg).await.unwrap_err();
+    assert!(err.is_bad_resume(), "{err}");
+    assert!(err.to_string().contains("pull:a"), "{err}");
+}
+
+#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+struct Approval {
+    approved_by: String,
+    level: u32,
+}
+
+pub async fn an_answer_of_the_wrong_type_fails_the_node_naming_it_and_the_type(saver: Arc<dyn Checkpointer>) {
+    let mut g = GraphBuilder::<Approval>::new();
+    g.add_node(
+        "ask_level",
+        |_: &Approval, ctx: &Context| -> Result<ApprovalUpdate, BoxError> {
+            let level: u32 = ctx.interrupt("which level?")?;
+            Ok(ApprovalUpdate::default().level(level))
+        },
+    );
+    g.add_edge(START, "ask_level").add_edge("ask_level", END);
+    g.set_checkpointer(saver.clone());
+    let app = g.compile().unwrap();
+    let cfg = RunConfig::thread(thread("wrong-type"));
+    let out = app.run(ApprovalUpdate::default(), &cfg).await.unwrap();
+    assert!(out.is_paused());
+    let err = app.resume_with("three", &cfg).await.unwrap_err();
+    assert!(err.is_bad_resume(), "{err}");
+    assert_eq!(err.node_name(), Some("ask_level"));
+    let message = err.to_string();
+    assert!(message.contains("`ask_level`"), "{message}");
+    assert!(message.contains("`u32`"), "{message}");
+    // The question is still open: the right answer finishes the run.
+    let out = app.resume_with(3u32, &cfg).await.unwrap();
+    assert!(!out.is_paused());
+    assert_eq!(out.state().level, 3);
+}
+
+pub async fn time_travel_from_a_past_checkpoint_forks_there(saver: Arc<dyn Checkpointer>) {
+    let app = chain(&saver, Duration::ZERO);
+    let cfg = RunConfig::thread(thread("travel"));
+    app.invoke(StepsUpdate::default(), &cfg).await.unwrap();
+    let history = app.get_state_history(&cfg, None).await.unwrap();
+    assert_eq!(history.len(), 5);
+    // The checkpoint after `a` ran: `b` is next.
+    let past = history.iter().find(|s| s.next == ["b"]).unwrap().clone();
+    assert_eq!(past.values.steps, ["a"]);
+    let out = app
+        .resume(&cfg.clone().checkpoint_id(past.checkpoint_id.clone()))
+        .await
+        .unwrap();
+    assert_eq!(out.state().steps, ["a", "b", "c"]);
+    let history = app.get_state_history(&cfg, None).await.unwrap();
+    // Newest first: c, b (of the fork), the fork itself, then the first run's five.
+    assert_eq!(history.len(), 8);
+    let fork = &history[2];
+    assert_eq!(fork.source, Source::Fork);
+    assert_eq!(fork.parent_id.as_deref(), Some(past.checkpoint_id.as_str()));
+    assert_eq!(fork.values.steps, ["a"]);
+    assert_eq!(fork.next, ["b"]);
+    assert_eq!(history[1].parent_id.as_deref(), Some(fork.checkpoint_id.as_str()));
+    // The thread's head is now the fork's end.
+    let head = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(head.checkpoint_id, history[0].checkpoint_id);
+    assert_eq!(head.values.steps, ["a", "b", "c"]);
+}
+
+pub async fn two_runs_of_one_thread_at_once_one_proceeds_the_other_conflicts(saver: Arc<dyn Checkpointer>) {
+    let app = chain(&saver, Duration::from_millis(30));
+    let id = thread("contended");
+    let cfg = RunConfig::thread(id.clone());
+    app.invoke(StepsUpdate::default(), &cfg).await.unwrap();
+    // Each run writes a new input on the same head, then its nodes take a while: whichever way
+    // they interleave, one finds the head moved by the other.
+    let runs = (0..2).map(|_| {
+        let (app, cfg) = (app.clone(), cfg.clone());
+        tokio::spawn(async move { app.invoke(StepsUpdate::default(), &cfg).await })
+    });
+    let results: Vec<_> = futures::future::join_all(runs)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let (ok, failed): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
+    assert_eq!((ok.len(), failed.len()), (1, 1), "{failed:?}");
+    let err = failed.into_iter().next().unwrap().unwrap_err();
+    assert!(err.is_conflict(), "{err}");
+    assert_eq!(err.thread(), Some(id.as_str()));
+    assert!(err.to_string().contains(&id), "{err}");
+    assert_eq!(ok[0].as_ref().unwrap().steps, ["a", "b", "c", "a", "b", "c"]);
+    // The history is one chain: every checkpoint's parent is the one before it.
+    let records = saver.list(&id, "", None, None).await.unwrap();
+    for pair in records.windows(2) {
+        assert_eq!(pair[0].parent_id.as_deref(), Some(pair[1].id.as_str()));
+    }
+    let head = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(head.values.steps, ["a", "b", "c", "a", "b", "c"]);
+}
+
+pub async fn many_threads_run_concurrently_on_one_saver(saver: Arc<dyn Checkpointer>) {
+    let app = chain(&saver, Duration::from_millis(1));
+    let ids: Vec<String> = (0..40).map(|i| thread(&format!("many-{i}"))).collect();
+    let runs = ids.iter().map(|id| {
+        let (app, cfg) = (app.clone(), RunConfig::thread(id.clone()));
+        tokio::spawn(async move { app.invoke(StepsUpdate::default(), &cfg).await })
+    });
+    for r in futures::future::join_all(runs).await {
+        assert_eq!(r.unwrap().unwrap().steps, ["a", "b", "c"]);
+    }
+    for id in &ids {
+        let records = saver.list(id, "", None, None).await.unwrap();
+        let steps: Vec<i64> = records.iter().map(|r| r.step).collect();
+        assert_eq!(steps, [3, 2, 1, 0, -1], "{id}");
+        for pair in records.windows(2) {
+            assert_eq!(pair[0].parent_id.as_deref(), Some(pair[1].id.as_str()));
+        }
+    }
+}
+
+#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+struct Words {
+    count: String,
+}
+
+#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+struct Numbers {
+    count: u64,
+}
+
+pub async fn a_checkpoint_of_an_incompatible_state_fails_naming_the_field(saver: Arc<dyn Checkpointer>) {
+    let id = thread("incompatible");
+    let cfg = RunConfig::thread(id.clone());
+    let mut g = GraphBuilder::<Words>::new();
+    g.add_node("w", |_: &Words| WordsUpdate::default().count("many".into()));
+    g.add_edge(START, "w").add_edge("w", END);
+    g.set_checkpointer(saver.clone());
+    g.compile().unwrap().invoke(WordsUpdate::default(), &cfg).await.unwrap();
+
+    let mut g = GraphBuilder::<Numbers>::new();
+    g.add_node("n", |s: &Numbers| NumbersUpdate::default().count(s.count + 1));
+    g.add_edge(START, "n").add_edge("n", END);
+    g.set_checkpointer(saver.clone());
+    let app = g.compile().unwrap();
+    for err in [
+        app.get_state(&cfg).await.unwrap_err(),
+        app.invoke(NumbersUpdate::default(), &cfg).await.unwrap_err(),
+        app.resume(&cfg).await.unwrap_err(),
+    ] {
+        assert!(err.is_checkpoint(), "{err}");
+        assert_eq!(err.thread(), Some(id.as_str()));
+        assert!(err.to_string().contains("field `count`"), "{err}");
+    }
+    let loaded = saver.get(&id, "", None).await.unwrap().unwrap();
+    let err = app.decode_checkpoint(loaded).unwrap_err();
+    assert!(err.to_string().contains("field `count`"), "{err}");
+}
+
+// Found by the fuzz target: a body naming a field among its internal channels, and a step at
+// the end of the range, made decoding panic (a subtraction and an addition that overflowed).
+#[tokio::test]
+async fn a_body_naming_a_field_as_an_internal_channel_or_a_step_out_of_range_is_an_error() {
+    let saver: Arc<dyn Checkpointer> = Arc::new(weir::checkpoint::MemorySaver::new());
+    let app = chain(&saver, Duration::ZERO);
+    let id = thread("fuzzed");
+    app.invoke(StepsUpdate::default(), &RunConfig::thread(id.clone()))
+        .await
+        .unwrap();
+    let loaded = saver.get(&id, "", None).await.unwrap().unwrap();
+
+    let mut bad = loaded.clone();
+    let mut body: serde_json::Value = serde_json::from_slice(&bad.record.body).unwrap();
+    body["controls"]["steps"] = serde_json::Value::Bool(true);
+    bad.record.body = serde_json::to_vec(&body).unwrap();
+    let err = app.decode_checkpoint(bad).unwrap_err();
+    assert!(err.to_string().contains("field `steps`"), "{err}");
+
+    let mut bad = loaded;
+    bad.record.step = i64::MAX;
+    let err = app.decode_checkpoint(bad).unwrap_err();
+    assert!(err.to_string().contains("out of range"), "{err}");
+}

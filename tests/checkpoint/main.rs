@@ -1,0 +1,54 @@
+//! Checkpointed runs against every saver: one generic suite (`scenarios`, `behaviours`) run on
+//! `MemorySaver`, `SqliteSaver` and `PostgresSaver` (feature `postgres`, and only when
+//! `WEIR_POSTGRES_URL` names a database), with the conformance scenarios P05, P06, G02, G11, G12,
+//! G13, G14, G18, G20, G21 and G30 of `../shared/langgraph/SEMANTICS.md` §6 and LangGraph
+//! 1.2.9's expected values. Where weir's typed API makes a case impossible, the test says so.
+//! Then the storage growth of a long run on SQLite (`growth`).
+
+mod behaviours;
+mod growth;
+mod scenarios;
+mod support;
+
+/// Generates one test per scenario for a saver, given an async constructor of a
+/// [`support::Harness`] (which returns `None`, having said why, when the saver is unavailable).
+macro_rules! suite {
+    ($saver:ident: $harness:path) => {
+        mod $saver {
+            suite!(@tests $harness; scenarios:
+                p05_binop_across_runs_and_error_write
+                p06_topic_cleared_between_steps_and_runs
+                g02_interrupt_after_then_before_with_update_state_on_a_join
+                g11_resume_after_failure_skips_the_succeeded_sibling
+                g12_multiple_interrupts_in_one_node
+                g13_interrupt_loop
+                g14_parallel_interrupts_are_answered_by_id
+                g18_fork_via_update_state_ignores_old_pending_writes
+                g20_interrupt_after_every_node_and_checkpoint_counts
+                g21_resume_passes_a_static_breakpoint
+                g30_checkpoint_layout_after_a_two_node_run
+            );
+            suite!(@tests $harness; behaviours:
+                resume_with_nothing_to_resume_is_a_bad_resume
+                an_answer_of_the_wrong_type_fails_the_node_naming_it_and_the_type
+                time_travel_from_a_past_checkpoint_forks_there
+                two_runs_of_one_thread_at_once_one_proceeds_the_other_conflicts
+                many_threads_run_concurrently_on_one_saver
+                a_checkpoint_of_an_incompatible_state_fails_naming_the_field
+            );
+        }
+    };
+    (@tests $harness:path; $module:ident: $($test:ident)*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                let Some(harness) = $harness().await else { return };
+                crate::$module::$test(harness.saver.clone()).await;
+            }
+        )*
+    };
+}
+
+suite!(memory: crate::support::memory);
+suite!(sqlite: crate::support::sqlite);
+suite!(postgres: crate::support::postgres);

@@ -1,0 +1,121 @@
+//! The savers under test, and the temporary files and schemas they live in. Also used by
+//! `tests/load.rs` and `tests/approval.rs` (through `#[path]`).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use weir::checkpoint::{new_checkpoint_id, Checkpointer, MemorySaver, SqliteSaver};
+
+/// A saver under test, and whatever must live as long as it (and be cleaned up after it).
+pub struct Harness {
+    pub saver: Arc<dyn Checkpointer>,
+    _cleanup: Option<Box<dyn Send>>,
+}
+
+pub async fn memory() -> Option<Harness> {
+    Some(Harness {
+        saver: Arc::new(MemorySaver::new()),
+        _cleanup: None,
+    })
+}
+
+pub async fn sqlite() -> Option<Harness> {
+    let dir = TempDir::new("ckpt");
+    let saver = SqliteSaver::open(dir.path().join("weir.db")).unwrap();
+    Some(Harness {
+        saver: Arc::new(saver),
+        _cleanup: Some(Box::new(dir)),
+    })
+}
+
+#[cfg(feature = "postgres")]
+pub async fn postgres() -> Option<Harness> {
+    let schema = Schema::new(postgres_url()?);
+    let saver = weir::checkpoint::PostgresSaver::connect_with_schema(&schema.url, &schema.name)
+        .await
+        .unwrap();
+    Some(Harness {
+        saver: Arc::new(saver),
+        _cleanup: Some(Box::new(schema)),
+    })
+}
+
+#[cfg(not(feature = "postgres"))]
+pub async fn postgres() -> Option<Harness> {
+    println!("skipping PostgreSQL checkpoint tests: built without the `postgres` feature");
+    None
+}
+
+/// The database named by `WEIR_POSTGRES_URL`, or `None` (having said so).
+pub fn postgres_url() -> Option<String> {
+    match std::env::var("WEIR_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            println!("skipping PostgreSQL checkpoint tests: WEIR_POSTGRES_URL is not set");
+            None
+        }
+    }
+}
+
+/// A thread id of its own.
+pub fn thread(name: &str) -> String {
+    format!("{name}-{}", &new_checkpoint_id()[12..])
+}
+
+/// A directory of its own under the system's temp directory, removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(what: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("weir-{what}-{}-{}", std::process::id(), new_checkpoint_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A fresh PostgreSQL schema name, dropped (with everything in it) when this is dropped.
+pub struct Schema {
+    pub url: String,
+    pub name: String,
+}
+
+impl Schema {
+    pub fn new(url: String) -> Self {
+        Schema {
+            url,
+            name: format!("weir_test_{}", &new_checkpoint_id()[8..]),
+        }
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        // Drop also runs while a test panics: clean up on a runtime of our own.
+        let (url, name) = (self.url.clone(), self.name.clone());
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(connection);
+                client
+                    .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE"))
+                    .await
+                    .unwrap();
+            });
+        })
+        .join();
+    }
+}
