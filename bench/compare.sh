@@ -94,7 +94,13 @@ facts() {
   echo "# cpu=\"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')\" mem_kb=$(grep MemTotal /proc/meminfo | awk '{print $2}') kernel=$(uname -r)"
   echo "# rustc=\"$(rustc --version)\" weir=$(git rev-parse --short HEAD)"
   if has langgraph; then
-    echo "# $(bench/.venv/bin/python -c 'import sys,sqlite3;from importlib.metadata import version as v;print(f"python={sys.version.split()[0]} langgraph={v(\"langgraph\")} langgraph-checkpoint={v(\"langgraph-checkpoint\")} langgraph-checkpoint-sqlite={v(\"langgraph-checkpoint-sqlite\")} python_sqlite={sqlite3.sqlite_version}")')"
+    echo "# $(bench/.venv/bin/python - <<'PY'
+import sqlite3, sys
+from importlib.metadata import version as v
+print(f"python={sys.version.split()[0]} langgraph={v('langgraph')} langgraph-checkpoint={v('langgraph-checkpoint')} "
+      f"langgraph-checkpoint-sqlite={v('langgraph-checkpoint-sqlite')} python_sqlite={sqlite3.sqlite_version}")
+PY
+)"
   fi
 }
 

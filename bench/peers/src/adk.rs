@@ -4,8 +4,8 @@
 
 use crate::{check, item, measure, order_name, Facts, Opts, Outcome};
 use adk_graph::{
-    Checkpointer, ExecutionConfig, MemoryCheckpointer, NodeOutput, SqliteCheckpointer, State, StateGraph,
-    StateSchema, END, START,
+    Checkpointer, ExecutionConfig, MemoryCheckpointer, NodeOutput, SqliteCheckpointer, State, StateGraph, StateSchema,
+    END, START,
 };
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -48,7 +48,13 @@ fn loop_graph(m: i64, grow: bool) -> StateGraph {
     }
     g.add_edge(START, "a").add_edge("a", "b").add_conditional_edges(
         "b",
-        move |s: &State| if int(s, "count") >= m { END.to_owned() } else { "a".to_owned() },
+        move |s: &State| {
+            if int(s, "count") >= m {
+                END.to_owned()
+            } else {
+                "a".to_owned()
+            }
+        },
         [("a", "a"), (END, END)],
     )
 }
@@ -66,7 +72,12 @@ pub fn run(rt: &tokio::runtime::Runtime, o: &Opts, workload: &str, n: usize) -> 
             for i in 1..n {
                 g = g.add_edge(&format!("n{}", i - 1), &format!("n{i}"));
             }
-            let g = Arc::new(g.add_edge(&format!("n{}", n - 1), END).compile().map_err(e)?.with_recursion_limit(n + 10));
+            let g = Arc::new(
+                g.add_edge(&format!("n{}", n - 1), END)
+                    .compile()
+                    .map_err(e)?
+                    .with_recursion_limit(n + 10),
+            );
             measure(
                 rt,
                 o,
@@ -77,7 +88,9 @@ pub fn run(rt: &tokio::runtime::Runtime, o: &Opts, workload: &str, n: usize) -> 
                     Ok(async move { g.invoke(state(&[("count", json!(0))]), cfg(n + 10)).await.map_err(e) })
                 },
                 |out| {
-                    check(int(&out, "count") == n as i64, || format!("count {:?}", out.get("count")))?;
+                    check(int(&out, "count") == n as i64, || {
+                        format!("count {:?}", out.get("count"))
+                    })?;
                     Ok(vec![])
                 },
             )?
@@ -104,7 +117,9 @@ pub fn run(rt: &tokio::runtime::Runtime, o: &Opts, workload: &str, n: usize) -> 
             g = g.add_edge(START, "split");
             for i in 0..n {
                 // several incoming edges make `merge` a deferred fan-in (adk-graph's join)
-                g = g.add_edge("split", &format!("w{i}")).add_edge(&format!("w{i}"), "merge");
+                g = g
+                    .add_edge("split", &format!("w{i}"))
+                    .add_edge(&format!("w{i}"), "merge");
             }
             let g = Arc::new(g.add_edge("merge", END).compile().map_err(e)?.with_recursion_limit(25));
             measure(
@@ -115,16 +130,29 @@ pub fn run(rt: &tokio::runtime::Runtime, o: &Opts, workload: &str, n: usize) -> 
                 |_| {
                     merges.store(0, Ordering::Relaxed);
                     let g = g.clone();
-                    Ok(async move { g.invoke(state(&[("items", json!([])), ("total", json!(0))]), cfg(25)).await.map_err(e) })
+                    Ok(async move {
+                        g.invoke(state(&[("items", json!([])), ("total", json!(0))]), cfg(25))
+                            .await
+                            .map_err(e)
+                    })
                 },
                 |out| {
-                    check(merges.load(Ordering::Relaxed) == 1, || format!("merge ran {} times", merges.load(Ordering::Relaxed)))?;
-                    check(int(&out, "total") == (n * (n - 1) / 2) as i64, || format!("total {:?}", out.get("total")))?;
-                    let items: Vec<i64> =
-                        out.get("items").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_i64).collect()).unwrap_or_default();
+                    check(merges.load(Ordering::Relaxed) == 1, || {
+                        format!("merge ran {} times", merges.load(Ordering::Relaxed))
+                    })?;
+                    check(int(&out, "total") == (n * (n - 1) / 2) as i64, || {
+                        format!("total {:?}", out.get("total"))
+                    })?;
+                    let items: Vec<i64> = out
+                        .get("items")
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(Value::as_i64).collect())
+                        .unwrap_or_default();
                     let mut sorted = items.clone();
                     sorted.sort_unstable();
-                    check(sorted == (0..n as i64).collect::<Vec<_>>(), || "items not a permutation".into())?;
+                    check(sorted == (0..n as i64).collect::<Vec<_>>(), || {
+                        "items not a permutation".into()
+                    })?;
                     let keys: Vec<&String> = out.keys().collect();
                     Ok(vec![
                         ("items_order".into(), order_name(&items).into()),
@@ -139,7 +167,12 @@ pub fn run(rt: &tokio::runtime::Runtime, o: &Opts, workload: &str, n: usize) -> 
             ))
         }
         "loop" => {
-            let g = Arc::new(loop_graph(n as i64, false).compile().map_err(e)?.with_recursion_limit(n + 10));
+            let g = Arc::new(
+                loop_graph(n as i64, false)
+                    .compile()
+                    .map_err(e)?
+                    .with_recursion_limit(n + 10),
+            );
             measure(
                 rt,
                 o,
@@ -150,7 +183,9 @@ pub fn run(rt: &tokio::runtime::Runtime, o: &Opts, workload: &str, n: usize) -> 
                     Ok(async move { g.invoke(state(&[("count", json!(0))]), cfg(n + 10)).await.map_err(e) })
                 },
                 |out| {
-                    check(int(&out, "count") == n as i64, || format!("count {:?}", out.get("count")))?;
+                    check(int(&out, "count") == n as i64, || {
+                        format!("count {:?}", out.get("count"))
+                    })?;
                     Ok(vec![])
                 },
             )?
@@ -176,7 +211,12 @@ pub fn run(rt: &tokio::runtime::Runtime, o: &Opts, workload: &str, n: usize) -> 
             for j in 1..n {
                 g = g.add_edge(&format!("n{}", j - 1), &format!("n{j}"));
             }
-            let g = Arc::new(g.add_edge(&format!("n{}", n - 1), END).compile().map_err(e)?.with_recursion_limit(n + 10));
+            let g = Arc::new(
+                g.add_edge(&format!("n{}", n - 1), END)
+                    .compile()
+                    .map_err(e)?
+                    .with_recursion_limit(n + 10),
+            );
             let mut input: State = (0..100).map(|k| (format!("f{k}"), json!(0))).collect();
             input.insert("log".into(), json!([]));
             measure(
@@ -192,8 +232,11 @@ pub fn run(rt: &tokio::runtime::Runtime, o: &Opts, workload: &str, n: usize) -> 
                     for k in 0..100 {
                         check(int(&out, &format!("f{k}")) == (n / 10) as i64, || format!("f{k} off"))?;
                     }
-                    let log: Vec<i64> =
-                        out.get("log").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_i64).collect()).unwrap_or_default();
+                    let log: Vec<i64> = out
+                        .get("log")
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(Value::as_i64).collect())
+                        .unwrap_or_default();
                     check(log == (0..n as i64).collect::<Vec<_>>(), || "log is not 0..N".into())?;
                     Ok(vec![])
                 },
@@ -223,7 +266,10 @@ pub fn run(rt: &tokio::runtime::Runtime, o: &Opts, workload: &str, n: usize) -> 
                                 sqlx::sqlite::SqliteSynchronous::Full
                             });
                         let saver = rt.block_on(async {
-                            let pool = sqlx::sqlite::SqlitePoolOptions::new().connect_with(opts).await.map_err(|e| e.to_string())?;
+                            let pool = sqlx::sqlite::SqlitePoolOptions::new()
+                                .connect_with(opts)
+                                .await
+                                .map_err(|e| e.to_string())?;
                             SqliteCheckpointer::from_pool(pool).await.map_err(e)
                         })?;
                         Arc::new(saver)
@@ -244,17 +290,28 @@ pub fn run(rt: &tokio::runtime::Runtime, o: &Opts, workload: &str, n: usize) -> 
                     Ok(async move { g.invoke(input, cfg(n + 10)).await.map_err(e) })
                 },
                 |out| {
-                    check(int(&out, "count") == n as i64, || format!("count {:?}", out.get("count")))?;
+                    check(int(&out, "count") == n as i64, || {
+                        format!("count {:?}", out.get("count"))
+                    })?;
                     if grow {
                         let items = out.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
                         check(items.len() == n, || format!("{} items", items.len()))?;
-                        check(items.iter().enumerate().all(|(k, v)| v.as_str() == Some(item(k as i64).as_str())), || "items".into())?;
+                        check(
+                            items
+                                .iter()
+                                .enumerate()
+                                .all(|(k, v)| v.as_str() == Some(item(k as i64).as_str())),
+                            || "items".into(),
+                        )?;
                     }
                     let saver = last.borrow().clone().expect("prepared");
                     let cps = rt.block_on(saver.list(THREAD)).map_err(e)?;
                     let saved = cps.last().map(|c| int(&c.state, "count")).unwrap_or(-1);
                     check(saved == n as i64, || format!("saved count {saved}"))?;
-                    let bytes: usize = cps.iter().map(|c| serde_json::to_vec(&c.state).map(|v| v.len()).unwrap_or(0)).sum();
+                    let bytes: usize = cps
+                        .iter()
+                        .map(|c| serde_json::to_vec(&c.state).map(|v| v.len()).unwrap_or(0))
+                        .sum();
                     let facts: Facts = vec![
                         ("durability".into(), "sync".into()),
                         ("checkpoints".into(), cps.len().to_string()),

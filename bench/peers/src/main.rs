@@ -146,7 +146,9 @@ fn main() {
         .build()
         .expect("tokio runtime");
     let outcome = if durability != "default" && durability != "sync" {
-        Ok(Outcome::Unsupported(format!("durability={durability}: every peer saves synchronously per superstep")))
+        Ok(Outcome::Unsupported(format!(
+            "durability={durability}: every peer saves synchronously per superstep"
+        )))
     } else {
         match krate.as_str() {
             "adk-graph" => adk::run(&rt, &opts, &workload, size),
