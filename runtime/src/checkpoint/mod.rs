@@ -93,14 +93,28 @@ pub fn new_checkpoint_id() -> String {
             Err(seen) => last = seen,
         }
     };
-    let random = getrandom::u64().unwrap_or_else(|_| {
-        // No OS randomness: fall back on std's randomly keyed hasher, still distinct per process.
-        use std::hash::{BuildHasher, Hasher};
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(micros);
-        h.finish()
+    // A random seed per process, drawn once, mixed with the time: ids of two processes never
+    // collide, and no id costs a system call.
+    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let seed = *SEED.get_or_init(|| {
+        getrandom::u64().unwrap_or_else(|_| {
+            // No OS randomness: std's randomly keyed hasher is still distinct per process.
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(std::process::id().into());
+            h.finish()
+        })
     });
+    let random = splitmix64(seed ^ micros);
     format!("{micros:016x}{random:016x}")
+}
+
+/// A 64-bit mix (splitmix64's finalizer): distinct inputs give distinct outputs.
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// The current time as an RFC 3339 UTC timestamp with microseconds, e.g.

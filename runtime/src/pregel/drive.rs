@@ -106,26 +106,15 @@ async fn put<S: State>(run: &mut Loop<S>, record: CheckpointRecord, durability: 
     let expected = p.head.replace(record.id.clone());
     p.current = Some(record.id.clone());
     p.dirty = false;
-    let (saver, thread) = (p.saver.clone(), p.thread.clone());
     if durability == Durability::Async {
-        let previous = p.inflight.take();
-        p.inflight = Some(tokio::spawn(async move {
-            if let Some(h) = previous {
-                h.await.map_err(|e| Error::checkpoint(&thread, e.to_string()))??;
-            }
-            saver
-                .put(record, expected.as_deref())
-                .await
-                .map_err(|e| saver_error(&thread, e))
-        }));
-        Ok(())
-    } else {
-        p.flush().await?;
-        saver
-            .put(record, expected.as_deref())
-            .await
-            .map_err(|e| saver_error(&thread, e))
+        return p.put_later(record, expected).await;
     }
+    p.flush().await?;
+    let (saver, thread) = (p.saver.clone(), p.thread.clone());
+    saver
+        .put(record, expected.as_deref())
+        .await
+        .map_err(|e| saver_error(&thread, e))
 }
 
 /// Ends a checkpointed run: the last checkpoint (exit durability), the pending writes of an

@@ -82,6 +82,70 @@ struct SavedSend {
     payload: serde_json::Value,
 }
 
+/// A [`Body`] as the loop writes it: names borrowed from the graph, no map built per step.
+struct BodyRef<'a, S: State> {
+    g: &'a GraphInner<S>,
+    seen: &'a [Vec<u64>],
+    controls: Vec<(&'a str, serde_json::Value)>,
+    sends: Vec<SavedSend>,
+    input: Option<serde_json::Value>,
+    interrupt_seen: &'a [u64],
+}
+
+impl<S: State> Serialize for BodyRef<'_, S> {
+    fn serialize<Z: serde::Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
+        use serde::ser::{SerializeMap, SerializeStruct};
+        /// The versions a node saw, by trigger name.
+        struct Seen<'a, S: State>(&'a GraphInner<S>, usize, &'a [u64]);
+        impl<S: State> Serialize for Seen<'_, S> {
+            fn serialize<Z: serde::Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
+                let mut m = z.serialize_map(None)?;
+                for (t, v) in self.0.nodes[self.1]
+                    .triggers
+                    .iter()
+                    .zip(self.2)
+                    .filter(|(_, v)| **v > 0)
+                {
+                    m.serialize_entry(&self.0.channel_names[*t as usize], v)?;
+                }
+                m.end()
+            }
+        }
+        /// Every node that saw something.
+        struct AllSeen<'a, S: State>(&'a GraphInner<S>, &'a [Vec<u64>]);
+        impl<S: State> Serialize for AllSeen<'_, S> {
+            fn serialize<Z: serde::Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
+                let mut m = z.serialize_map(None)?;
+                for (n, seen) in self.1.iter().enumerate().filter(|(_, s)| s.iter().any(|v| *v > 0)) {
+                    m.serialize_entry(&*self.0.names[n], &Seen(self.0, n, seen))?;
+                }
+                m.end()
+            }
+        }
+        /// Pairs as a map.
+        struct Pairs<'a, K: Serialize, V: Serialize>(&'a [(K, V)]);
+        impl<K: Serialize, V: Serialize> Serialize for Pairs<'_, K, V> {
+            fn serialize<Z: serde::Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
+                z.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+            }
+        }
+        let interrupt_seen: Vec<(&str, u64)> = self
+            .interrupt_seen
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| **v > 0)
+            .map(|(c, v)| (self.g.channel_names[c].as_str(), *v))
+            .collect();
+        let mut b = z.serialize_struct("Body", 5)?;
+        b.serialize_field("seen", &AllSeen(self.g, self.seen))?;
+        b.serialize_field("controls", &Pairs(&self.controls))?;
+        b.serialize_field("sends", &self.sends)?;
+        b.serialize_field("input", &self.input)?;
+        b.serialize_field("interrupt_seen", &Pairs(&interrupt_seen))?;
+        b.end()
+    }
+}
+
 /// A destination, saved by name.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum SavedGoto {
@@ -128,7 +192,7 @@ pub(crate) struct Persist {
     /// Channel versions at the last resume.
     pub(crate) interrupt_seen: Vec<u64>,
     /// The checkpoint put under way in the background (async durability).
-    pub(crate) inflight: Option<tokio::task::JoinHandle<Result<(), Error>>>,
+    pub(crate) writer: Option<Writer>,
     /// Pending writes of a step that did not complete, to save against the current checkpoint.
     pub(crate) rows: Vec<TaskRows>,
     /// Whether the loop's state changed since the last checkpoint (for exit durability).
@@ -152,7 +216,7 @@ impl Persist {
             chains: vec![None; n_fields],
             pending: BTreeMap::new(),
             interrupt_seen: vec![0; n_channels],
-            inflight: None,
+            writer: None,
             rows: Vec::new(),
             dirty: false,
             record: None,
@@ -160,12 +224,75 @@ impl Persist {
         }
     }
 
-    /// Waits for the checkpoint put under way, if any.
+    /// Waits until every checkpoint handed to the background writer is stored.
+    ///
+    /// # Errors
+    /// The first put that failed.
     pub(crate) async fn flush(&mut self) -> Result<(), Error> {
-        match self.inflight.take() {
-            Some(h) => h.await.map_err(|e| Error::checkpoint(&self.thread, e.to_string()))?,
+        let Some(w) = &self.writer else { return Ok(()) };
+        let (done, acked) = tokio::sync::oneshot::channel();
+        // A writer that stopped has recorded why.
+        if w.jobs.send(Job::Flush(done)).await.is_ok() {
+            let _ = acked.await;
+        }
+        let failed = w.failed.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match failed {
+            Some(e) => {
+                self.writer = None;
+                Err(e)
+            }
             None => Ok(()),
         }
+    }
+
+    /// Hands a checkpoint to the background writer (async durability), starting it if need be:
+    /// puts land in order while the run goes on.
+    pub(crate) async fn put_later(&mut self, record: CheckpointRecord, expected: Option<String>) -> Result<(), Error> {
+        let writer = self
+            .writer
+            .get_or_insert_with(|| Writer::start(self.saver.clone(), self.thread.clone()));
+        if writer.jobs.send(Job::Put(record, expected)).await.is_err() {
+            return self.flush().await;
+        }
+        Ok(())
+    }
+}
+
+/// What the background writer is asked.
+pub(crate) enum Job {
+    Put(CheckpointRecord, Option<String>),
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+/// A run's background checkpoint writer: one task, fed in order through a bounded channel, so a
+/// slow saver slows the run instead of queueing without bound.
+pub(crate) struct Writer {
+    jobs: tokio::sync::mpsc::Sender<Job>,
+    failed: Arc<std::sync::Mutex<Option<Error>>>,
+}
+
+impl Writer {
+    fn start(saver: Arc<dyn Checkpointer>, thread: String) -> Self {
+        let (jobs, mut rx) = tokio::sync::mpsc::channel::<Job>(16);
+        let failed = Arc::new(std::sync::Mutex::new(None));
+        let failure = failed.clone();
+        tokio::spawn(async move {
+            while let Some(job) = rx.recv().await {
+                match job {
+                    Job::Put(record, expected) => {
+                        if let Err(e) = saver.put(record, expected.as_deref()).await {
+                            // Later checkpoints would not chain onto this one: stop here.
+                            *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(saver_error(&thread, e));
+                            return;
+                        }
+                    }
+                    Job::Flush(done) => {
+                        let _ = done.send(());
+                    }
+                }
+            }
+        });
+        Self { jobs, failed }
     }
 }
 
@@ -247,7 +374,7 @@ impl<S: State> Loop<S> {
                 blob: p.blobs[f].clone(),
             });
         }
-        let mut body = Body::default();
+        let mut controls = Vec::new();
         for (c, control) in self.controls.iter().enumerate() {
             let cid = n_fields + c;
             if self.versions[cid] > 0 {
@@ -258,36 +385,29 @@ impl<S: State> Loop<S> {
                 });
             }
             if let Some(v) = control.save(&g.names) {
-                body.controls.insert(g.channel_names[cid].clone(), v);
+                controls.push((g.channel_names[cid].as_str(), v));
             }
         }
-        for (n, node) in g.nodes.iter().enumerate() {
-            let seen: BTreeMap<String, u64> = node
-                .triggers
-                .iter()
-                .zip(&self.seen[n])
-                .filter(|(_, v)| **v > 0)
-                .map(|(t, v)| (g.channel_names[*t as usize].clone(), *v))
-                .collect();
-            if !seen.is_empty() {
-                body.seen.insert(g.names[n].to_string(), seen);
-            }
-        }
+        let mut sends = Vec::new();
         for s in &self.sends {
             let node = g.names[s.node.index()].to_string();
             let encode = s.encode.as_ref().ok_or_else(|| Error::unsaved_send(&node))?;
             let payload = encode().map_err(|e| Error::checkpoint(&thread, format!("the `Send` to `{node}`: {e}")))?;
-            body.sends.push(SavedSend { node, payload });
+            sends.push(SavedSend { node, payload });
         }
-        if let Some(input) = &self.input {
-            body.input = Some(serde_json::to_value(input).map_err(|e| Error::checkpoint(&thread, e.to_string()))?);
-        }
+        let input = match &self.input {
+            Some(input) => Some(serde_json::to_value(input).map_err(|e| Error::checkpoint(&thread, e.to_string()))?),
+            None => None,
+        };
         let p = self.persist.as_ref().expect("a checkpointed run");
-        for (c, v) in p.interrupt_seen.iter().enumerate() {
-            if *v > 0 {
-                body.interrupt_seen.insert(g.channel_names[c].clone(), *v);
-            }
-        }
+        let body = BodyRef {
+            g: &g,
+            seen: &self.seen,
+            controls,
+            sends,
+            input,
+            interrupt_seen: &p.interrupt_seen,
+        };
         let body = serde_json::to_vec(&body).map_err(|e| Error::checkpoint(&thread, e.to_string()))?;
         Ok(CheckpointRecord {
             thread_id: thread,
