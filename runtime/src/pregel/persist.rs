@@ -251,7 +251,7 @@ impl Persist {
         let writer = self
             .writer
             .get_or_insert_with(|| Writer::start(self.saver.clone(), self.thread.clone()));
-        if writer.jobs.send(Job::Put(record, expected)).await.is_err() {
+        if writer.jobs.send(Job::Put(Box::new(record), expected)).await.is_err() {
             return self.flush().await;
         }
         Ok(())
@@ -260,7 +260,7 @@ impl Persist {
 
 /// What the background writer is asked.
 pub(crate) enum Job {
-    Put(CheckpointRecord, Option<String>),
+    Put(Box<CheckpointRecord>, Option<String>),
     Flush(tokio::sync::oneshot::Sender<()>),
 }
 
@@ -280,7 +280,7 @@ impl Writer {
             while let Some(job) = rx.recv().await {
                 match job {
                     Job::Put(record, expected) => {
-                        if let Err(e) = saver.put(record, expected.as_deref()).await {
+                        if let Err(e) = saver.put(*record, expected.as_deref()).await {
                             // Later checkpoints would not chain onto this one: stop here.
                             *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(saver_error(&thread, e));
                             return;
