@@ -21,7 +21,7 @@ pub enum ChannelKind {
         /// Whether values accumulate across steps.
         accumulate: bool,
     },
-    /// [`BinaryOperatorAggregate`](crate::channel::BinaryOperatorAggregate): a reducer.
+    /// [`BinaryOperatorAggregate`]: a reducer.
     Reducer,
     /// [`UntrackedValue`](crate::channel::UntrackedValue).
     Untracked,
