@@ -405,7 +405,7 @@ where
         writers: writers.iter().copied().filter(|w| *w != usize::MAX).collect(),
         error,
     })?;
-    if bump && !(changed && channel.is_available(value)) && channel.is_available(value) {
+    if bump && channel.clears_when_idle() && !(changed && channel.is_available(value)) && channel.is_available(value) {
         // An available channel that did not change this step gets `update([])`.
         let cleared = channel.update(value, std::iter::empty()).map_err(|error| FieldError {
             field: index,

@@ -105,6 +105,9 @@ impl<T: Default + Send + Sync + 'static> Channel<T> for AnyValue {
         self.set = false;
         *value = T::default();
     }
+    fn clears_when_idle(&self) -> bool {
+        true
+    }
 }
 
 /// A value visible for one step: the step after it was written clears it.
@@ -172,6 +175,9 @@ impl<T: Default + Send + Sync + 'static> Channel<T> for EphemeralValue {
     fn reset(&mut self, value: &mut T) {
         self.set = false;
         *value = T::default();
+    }
+    fn clears_when_idle(&self) -> bool {
+        true
     }
 }
 
@@ -285,6 +291,9 @@ impl<E: Send + Sync + 'static> Channel<Vec<E>> for Topic {
     }
     fn reset(&mut self, value: &mut Vec<E>) {
         value.clear();
+    }
+    fn clears_when_idle(&self) -> bool {
+        !self.accumulate
     }
 }
 

@@ -80,6 +80,12 @@ pub trait Channel<T>: Clone + fmt::Debug + Send + Sync + 'static {
 
     /// Empties the channel: the state it has before any write.
     fn reset(&mut self, value: &mut T);
+
+    /// Whether `update` of an empty list can change the channel (it clears itself a step after it
+    /// was written). For the other kinds the loop skips that call; `false` by default.
+    fn clears_when_idle(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

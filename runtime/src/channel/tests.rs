@@ -253,3 +253,27 @@ fn copies_are_independent() {
     assert_eq!(copy.get().unwrap(), &[s("a")]);
     assert_eq!(c.get().unwrap().len(), 2);
 }
+
+// The loop skips `update([])` for kinds that say it cannot change them: check that it cannot.
+#[test]
+fn only_kinds_that_clear_when_idle_change_on_an_empty_update() {
+    fn check<T: Default + Clone + std::fmt::Debug, C: Channel<T>>(channel: C, write: C::Write) {
+        let clears = channel.clears_when_idle();
+        let mut c = ChannelCell::<T, C>::new(channel);
+        c.update([write]).unwrap();
+        assert_eq!(c.update([]), Ok(clears), "{c:?}");
+    }
+    check::<i64, _>(LastValue::new(), 1);
+    check::<i64, _>(AnyValue::new(), 1);
+    check::<i64, _>(EphemeralValue::new(), 1);
+    check::<i64, _>(UntrackedValue::new(), 1);
+    check::<i64, _>(LastValueAfterFinish::new(), 1);
+    check::<Vec<i64>, _>(Topic::new(), vec![1]);
+    check::<Vec<i64>, _>(Topic::accumulate(), vec![1]);
+    check::<i64, _>(
+        BinaryOperatorAggregate::new(add as fn(&mut i64, i64)),
+        ReducerWrite::Reduce(1),
+    );
+    check::<(), _>(NamedBarrierValue::new([s("a"), s("b")]), s("a"));
+    check::<(), _>(NamedBarrierValueAfterFinish::new([s("a")]), s("a"));
+}
