@@ -60,19 +60,38 @@ impl<S: State> From<NodeId> for Goto<S> {
     }
 }
 
-pub(crate) type PacketFn<S> = Arc<dyn Fn(Context) -> BoxFuture<'static, Result<Command<S>, BoxError>> + Send + Sync>;
 /// Serializes a `Send`'s payload.
 pub(crate) type EncodeFn<I> = fn(&I) -> Result<serde_json::Value, String>;
-pub(crate) type PayloadEncoder = Arc<dyn Fn() -> Result<serde_json::Value, String> + Send + Sync>;
 /// Rebuilds a saved `Send` for a node: its payload, as JSON, into a packet.
 pub(crate) type PacketDecoder<S> = Arc<dyn Fn(serde_json::Value) -> Result<Packet<S>, String> + Send + Sync>;
+
+/// What a packet runs: a node's function on its own input (one allocation per `Send`).
+pub(crate) trait PacketJob<S: State>: Send + Sync {
+    /// Runs the node on the packet's input (again, for a retry).
+    fn run(self: Arc<Self>, ctx: Context) -> BoxFuture<'static, Result<Command<S>, BoxError>>;
+    /// The input as JSON for a checkpoint; `None` when it cannot be saved.
+    fn encode(&self) -> Option<Result<serde_json::Value, String>>;
+}
+
+struct SendJob<I, S: State> {
+    func: NodeFn<I, S>,
+    input: I,
+    encode: Option<EncodeFn<I>>,
+}
+
+impl<I: Send + Sync + 'static, S: State> PacketJob<S> for SendJob<I, S> {
+    fn run(self: Arc<Self>, ctx: Context) -> BoxFuture<'static, Result<Command<S>, BoxError>> {
+        Box::pin(async move { self.func.call(&self.input, &ctx).await })
+    }
+    fn encode(&self) -> Option<Result<serde_json::Value, String>> {
+        self.encode.map(|e| e(&self.input))
+    }
+}
 
 /// One `Send`: a node to run in the next step, with the input it runs on.
 pub struct Packet<S: State> {
     pub(crate) node: NodeId,
-    pub(crate) run: PacketFn<S>,
-    /// Serializes the payload for a checkpoint; `None` when it cannot be saved.
-    pub(crate) encode: Option<PayloadEncoder>,
+    pub(crate) job: Arc<dyn PacketJob<S>>,
 }
 
 impl<S: State> Packet<S> {
@@ -421,18 +440,9 @@ pub(crate) fn packet<S: State, I: Send + Sync + 'static>(
     encode: Option<EncodeFn<I>>,
     input: I,
 ) -> Packet<S> {
-    let input = Arc::new(input);
-    let encode = encode.map(|e| {
-        let input = input.clone();
-        Arc::new(move || e(&input)) as PayloadEncoder
-    });
     Packet {
         node,
-        run: Arc::new(move |ctx| {
-            let (func, input) = (func.clone(), input.clone());
-            Box::pin(async move { func.call(&input, &ctx).await })
-        }),
-        encode,
+        job: Arc::new(SendJob { func, input, encode }),
     }
 }
 

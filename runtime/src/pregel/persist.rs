@@ -391,8 +391,11 @@ impl<S: State> Loop<S> {
         let mut sends = Vec::new();
         for s in &self.sends {
             let node = g.names[s.node.index()].to_string();
-            let encode = s.encode.as_ref().ok_or_else(|| Error::unsaved_send(&node))?;
-            let payload = encode().map_err(|e| Error::checkpoint(&thread, format!("the `Send` to `{node}`: {e}")))?;
+            let payload = s
+                .job
+                .encode()
+                .ok_or_else(|| Error::unsaved_send(&node))?
+                .map_err(|e| Error::checkpoint(&thread, format!("the `Send` to `{node}`: {e}")))?;
             sends.push(SavedSend { node, payload });
         }
         let input = match &self.input {
@@ -547,8 +550,11 @@ impl<S: State> Loop<S> {
                 Goto::Named(n) => SavedGoto::Node(n.clone()),
                 Goto::Send(p) => {
                     let node = self.g.names[p.node.index()].to_string();
-                    let encode = p.encode.as_ref().ok_or_else(|| Error::unsaved_send(&node))?;
-                    let payload = encode().map_err(|e| Error::checkpoint(thread, e))?;
+                    let payload = p
+                        .job
+                        .encode()
+                        .ok_or_else(|| Error::unsaved_send(&node))?
+                        .map_err(|e| Error::checkpoint(thread, e))?;
                     SavedGoto::Send { node, payload }
                 }
             });

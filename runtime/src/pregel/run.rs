@@ -1102,7 +1102,7 @@ async fn run_job<S: State>(
         let once = async {
             match &job {
                 Job::Node(f) => f.call(&state, &ctx).await,
-                Job::Packet(p) => (p.run)(ctx.clone()).await,
+                Job::Packet(p) => p.job.clone().run(ctx.clone()).await,
                 Job::Ready(_) | Job::Failed(_) => Ok(Command::default()),
             }
         };
