@@ -10,6 +10,7 @@
 //! A workload a crate's API cannot express prints `workload=… size=… UNSUPPORTED: <why>`.
 
 mod adk;
+mod lg;
 mod weave;
 
 use std::future::Future;
@@ -154,9 +155,7 @@ fn main() {
         match krate.as_str() {
             "adk-graph" => adk::run(&rt, &opts, &workload, size),
             "weavegraph" => weave::run(&rt, &opts, &workload, size),
-            "langgraph-rs" => Ok(Outcome::Unsupported(
-                "not written in this harness yet (see ../shared/bench/peers/RESULTS.md)".into(),
-            )),
+            "langgraph-rs" => lg::run(&rt, &opts, &workload, size),
             _ => usage(),
         }
     };
