@@ -10,6 +10,8 @@
 //! A workload a crate's API cannot express prints `workload=… size=… UNSUPPORTED: <why>`.
 
 mod adk;
+mod lg;
+mod weave;
 
 use std::future::Future;
 use std::time::Instant;
@@ -152,12 +154,8 @@ fn main() {
     } else {
         match krate.as_str() {
             "adk-graph" => adk::run(&rt, &opts, &workload, size),
-            "weavegraph" => Ok(Outcome::Unsupported(
-                "not written in this harness yet (see ../shared/bench/peers/RESULTS.md)".into(),
-            )),
-            "langgraph-rs" => Ok(Outcome::Unsupported(
-                "not written in this harness yet (see ../shared/bench/peers/RESULTS.md)".into(),
-            )),
+            "weavegraph" => weave::run(&rt, &opts, &workload, size),
+            "langgraph-rs" => lg::run(&rt, &opts, &workload, size),
             _ => usage(),
         }
     };
