@@ -61,8 +61,9 @@ pub(crate) const INTERRUPT: &str = "__interrupt__";
 /// The channel of the answers given to a task's interrupts.
 pub(crate) const RESUME: &str = "__resume__";
 
-/// The loop's state besides the channel values, saved in [`CheckpointRecord::body`].
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// The loop's state besides the channel values, as read back from [`CheckpointRecord::body`]
+/// ([`BodyRef`] writes it).
+#[derive(Debug, Deserialize)]
 pub(crate) struct Body {
     /// Per node: the version of each trigger it last saw.
     seen: BTreeMap<String, BTreeMap<String, u64>>,
