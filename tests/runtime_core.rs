@@ -504,3 +504,17 @@ fn a_timeout_on_a_plain_function_is_refused_when_building() {
         "node `plain` has a timeout but is a plain function, which cannot be stopped while it runs: make it async"
     );
 }
+
+#[tokio::test]
+async fn a_panicking_router_is_an_error_of_the_run() {
+    let mut g = GraphBuilder::<Flow>::new();
+    let a = g.add_node("a", |_: &Flow| log("a"));
+    g.add_edge(START, &a);
+    g.add_router(&a, |_: &Flow| -> weir::Goto<Flow> { panic!("no route") }, [END]);
+    let err = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap_err();
+    assert!(err.is_panic());
+    assert_eq!(
+        err.to_string(),
+        "node `a` panicked at step 1: its router panicked: no route"
+    );
+}

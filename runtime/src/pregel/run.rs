@@ -808,7 +808,9 @@ impl<S: State> Loop<S> {
             node: name.to_string(),
             error: e.to_string(),
         };
-        let command = handler(&self.state, &failure).map_err(|h| {
+        let handled = std::panic::catch_unwind(AssertUnwindSafe(|| handler(&self.state, &failure)))
+            .unwrap_or_else(|p| Err(format!("it panicked: {}", panic_message(p)).into()));
+        let command = handled.map_err(|h| {
             Error::node(
                 name,
                 self.step,
@@ -835,7 +837,10 @@ impl<S: State> Loop<S> {
             let Some(policy) = &self.g.nodes[t.node as usize].cache else {
                 continue;
             };
-            let key = format!("{}:{}", self.g.names[t.node as usize], (policy.key)(&self.state));
+            let name = &self.g.names[t.node as usize];
+            let user_key = std::panic::catch_unwind(AssertUnwindSafe(|| (policy.key)(&self.state)))
+                .map_err(|p| Error::panic(name, self.step, format!("its cache key panicked: {}", panic_message(p))))?;
+            let key = format!("{name}:{user_key}");
             let hit = cache
                 .get(&key)
                 .await
@@ -879,7 +884,11 @@ impl<S: State> Loop<S> {
     fn route(&self, node: u32, state: &S, out: &mut Vec<Goto<S>>) -> Result<(), Error> {
         for router in &self.g.nodes[node as usize].routers {
             let from = out.len();
-            (router.func)(state, out);
+            // A router is user code: its panic fails the run, naming the node it follows.
+            std::panic::catch_unwind(AssertUnwindSafe(|| (router.func)(state, out))).map_err(|p| {
+                let name = &self.g.names[node as usize];
+                Error::panic(name, self.step, format!("its router panicked: {}", panic_message(p)))
+            })?;
             for g in &out[from..] {
                 let target = match g {
                     Goto::Node(id) => Some(id.0),
