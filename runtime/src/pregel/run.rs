@@ -321,24 +321,12 @@ impl<S: State> Loop<S> {
         self.prepare_tasks()?;
         let tasks = std::mem::take(&mut self.tasks);
         let next = self.next_version();
-        let n_fields = self.g.n_fields();
-        let state = Arc::make_mut(&mut self.state);
-        for t in tasks.iter().filter(|t| t.push.is_none()) {
-            let node = &self.g.nodes[t.node as usize];
-            for (k, &c) in node.triggers.iter().enumerate() {
-                let c = c as usize;
-                if self.versions[c] > 0 {
-                    self.seen[t.node as usize][k] = self.versions[c];
-                }
-                let consumed = if c < n_fields {
-                    state.consume(&mut self.channels, c)
-                } else {
-                    self.controls[c - n_fields].consume()
-                };
-                if consumed {
-                    self.versions[c] = next;
-                }
-            }
+        let pulled: Vec<u32> = tasks.iter().filter(|t| t.push.is_none()).map(|t| t.node).collect();
+        for &n in &pulled {
+            self.mark_seen(n);
+        }
+        for &n in &pulled {
+            self.consume_triggers(n, next);
         }
         self.updated.clear();
         self.recount();
@@ -395,14 +383,8 @@ impl<S: State> Loop<S> {
                 state
                     .apply(&mut self.channels, &mut updates, false, &mut self.changed)
                     .map_err(|e| field_error(e, &[], &self.g, self.step))?;
-                for f in 0..self.g.n_fields() {
-                    if self.changed[f] {
-                        self.versions[f] = next;
-                        self.max_version = next;
-                        if self.state.is_available(&self.channels, f) {
-                            self.updated.push(f as u32);
-                        }
-                    }
+                if self.record_changed_fields(next) {
+                    self.max_version = next;
                 }
             }
         }
@@ -915,33 +897,16 @@ impl<S: State> Loop<S> {
         }
         // Versions seen: each pull task has now seen its triggers.
         for d in done.iter().filter(|d| d.pull) {
-            let node = &g.nodes[d.node as usize];
-            for (k, &t) in node.triggers.iter().enumerate() {
-                let v = self.versions[t as usize];
-                if v > 0 {
-                    self.seen[d.node as usize][k] = v;
-                }
-            }
+            self.mark_seen(d.node);
         }
         let next = self.next_version();
         let mut bumped = false;
 
         // Consume the triggers of the tasks that ran (a join barrier starts over).
-        let state = Arc::make_mut(&mut self.state);
         for d in done.iter().filter(|d| d.pull) {
-            for &t in &g.nodes[d.node as usize].triggers {
-                let t = t as usize;
-                let consumed = if t < n_fields {
-                    state.consume(&mut self.channels, t)
-                } else {
-                    self.controls[t - n_fields].consume()
-                };
-                if consumed {
-                    self.versions[t] = next;
-                    bumped = true;
-                }
-            }
+            bumped |= self.consume_triggers(d.node, next);
         }
+        let state = Arc::make_mut(&mut self.state);
 
         // Apply the fields' writes, in task order.
         self.updated.clear();
@@ -953,15 +918,7 @@ impl<S: State> Loop<S> {
         state
             .apply(&mut self.channels, &mut self.updates, true, &mut self.changed)
             .map_err(|e| field_error(e, &done.iter().map(|d| d.node).collect::<Vec<_>>(), &g, step))?;
-        for f in 0..n_fields {
-            if self.changed[f] {
-                self.versions[f] = next;
-                bumped = true;
-                if state.is_available(&self.channels, f) {
-                    self.updated.push(f as u32);
-                }
-            }
-        }
+        bumped |= self.record_changed_fields(next);
         if routed_alone && !g.nodes[done[0].node as usize].routers.is_empty() {
             done[0].routed = true;
             // One task: the state after the step is the state with its own writes applied.
@@ -1035,15 +992,7 @@ impl<S: State> Loop<S> {
             let state = Arc::make_mut(&mut self.state);
             self.changed.fill(false);
             state.finish(&mut self.channels, &mut self.changed);
-            for f in 0..n_fields {
-                if self.changed[f] {
-                    self.versions[f] = next;
-                    bumped = true;
-                    if state.is_available(&self.channels, f) {
-                        self.updated.push(f as u32);
-                    }
-                }
-            }
+            bumped |= self.record_changed_fields(next);
             for (c, control) in self.controls.iter_mut().enumerate() {
                 if control.finish() {
                     let id = n_fields + c;
@@ -1063,6 +1012,53 @@ impl<S: State> Loop<S> {
         }
         self.step += 1;
         Ok(())
+    }
+
+    /// Node `n` has seen the current version of each of its triggers.
+    fn mark_seen(&mut self, n: u32) {
+        for (k, &t) in self.g.nodes[n as usize].triggers.iter().enumerate() {
+            let v = self.versions[t as usize];
+            if v > 0 {
+                self.seen[n as usize][k] = v;
+            }
+        }
+    }
+
+    /// Consumes node `n`'s triggers (a join barrier starts over); those that change take version
+    /// `next`. Returns whether any did.
+    fn consume_triggers(&mut self, n: u32, next: u64) -> bool {
+        let n_fields = self.g.n_fields();
+        let state = Arc::make_mut(&mut self.state);
+        let mut bumped = false;
+        for &t in &self.g.nodes[n as usize].triggers {
+            let t = t as usize;
+            let consumed = if t < n_fields {
+                state.consume(&mut self.channels, t)
+            } else {
+                self.controls[t - n_fields].consume()
+            };
+            if consumed {
+                self.versions[t] = next;
+                bumped = true;
+            }
+        }
+        bumped
+    }
+
+    /// Gives version `next` to every field `changed` marks, and lists the available ones as
+    /// updated. Returns whether any field changed.
+    fn record_changed_fields(&mut self, next: u64) -> bool {
+        let mut bumped = false;
+        for f in 0..self.g.n_fields() {
+            if self.changed[f] {
+                self.versions[f] = next;
+                bumped = true;
+                if self.state.is_available(&self.channels, f) {
+                    self.updated.push(f as u32);
+                }
+            }
+        }
+        bumped
     }
 
     /// Writes the branch channel of node `c` (an edge or a goto to it).
