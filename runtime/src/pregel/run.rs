@@ -12,7 +12,6 @@ use crate::error::{BoxError, Error};
 use crate::graph::{Command, Goto, NodeFn, Packet};
 use crate::state::{FieldError, State, Update};
 use futures::FutureExt;
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -183,10 +182,6 @@ pub(crate) struct TaskReport<S: State> {
     pub(crate) error: Option<String>,
     pub(crate) update: Option<S::Update>,
 }
-
-/// A launched task's record: node, push index, whether its writes were saved, its scratch and
-/// its cache key.
-type TaskMeta = (u32, Option<usize>, bool, Option<Arc<Scratch>>, Option<String>);
 
 /// How a step ended.
 pub(crate) enum StepEnd {
@@ -588,22 +583,43 @@ impl<S: State> Loop<S> {
         if n_tasks == 1 {
             // One task: run it in place, no spawn.
             let task = tasks.pop().expect("one task");
+            let ctx = self.context(&task, step);
+            let policy = self.g.nodes[task.node as usize].policy.clone();
+            let job = match &task.failed {
+                Some(e) => Job::Failed(e.clone()),
+                None => task.job,
+            };
             let started = Instant::now();
-            let (meta, run) = self.launch(task, step);
-            let timed = AssertUnwindSafe(run)
+            let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
+            let result = AssertUnwindSafe(run_job(job, self.state.clone(), ctx, policy).instrument(span))
                 .catch_unwind()
-                .await
-                .unwrap_or_else(|p| (Err(Failure::Panic(panic_message(p))), started.elapsed()));
-            results.push((meta.0, meta.1, meta.2, meta.3, meta.4, timed));
+                .await;
+            let result = result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p))));
+            let timed = (result, started.elapsed());
+            results.push((task.node, task.push, task.saved, task.scratch, task.cache_key, timed));
         } else {
             let mut handles = Vec::with_capacity(n_tasks);
             for task in tasks.drain(..) {
-                let (meta, run) = self.launch(task, step);
-                handles.push((meta, tokio::spawn(run)));
+                let ctx = self.context(&task, step);
+                let policy = self.g.nodes[task.node as usize].policy.clone();
+                let state = self.state.clone();
+                let job = match &task.failed {
+                    Some(e) => Job::Failed(e.clone()),
+                    None => task.job,
+                };
+                let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
+                let handle = tokio::spawn(
+                    async move {
+                        let started = Instant::now();
+                        (run_job(job, state, ctx, policy).await, started.elapsed())
+                    }
+                    .instrument(span),
+                );
+                handles.push((task.node, task.push, task.saved, task.scratch, task.cache_key, handle));
             }
             // Wait for every task, then report the first failure in task order: the same
             // failure whatever order the tasks finished in.
-            for ((node, push, saved, scratch, cache_key), handle) in handles {
+            for (node, push, saved, scratch, cache_key, handle) in handles {
                 let r = handle.await.unwrap_or_else(|e| {
                     let message = match e.try_into_panic() {
                         Ok(payload) => panic_message(payload),
@@ -719,33 +735,6 @@ impl<S: State> Loop<S> {
         let writers = done.iter().map(|d| d.node).collect();
         self.after_tick(done)?;
         Ok(StepEnd::Applied { writers })
-    }
-
-    /// What running `task` takes: its record for after the step (node, push index, saved,
-    /// scratch, cache key), and its job as a future timed in a `weir.task` span, with the node's
-    /// retry policy and timeout, to await in place or spawn.
-    fn launch(
-        &self,
-        task: Task<S>,
-        step: i64,
-    ) -> (
-        TaskMeta,
-        impl Future<Output = (Result<Command<S>, Failure>, Duration)> + Send + 'static,
-    ) {
-        let ctx = self.context(&task, step);
-        let policy = self.g.nodes[task.node as usize].policy.clone();
-        let state = self.state.clone();
-        let job = match &task.failed {
-            Some(e) => Job::Failed(e.clone()),
-            None => task.job,
-        };
-        let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
-        let run = async move {
-            let started = Instant::now();
-            (run_job(job, state, ctx, policy).await, started.elapsed())
-        }
-        .instrument(span);
-        ((task.node, task.push, task.saved, task.scratch, task.cache_key), run)
     }
 
     /// The context of a task of step `step`.
