@@ -455,6 +455,122 @@ async fn invalid_records_are_refused_and_store_nothing(saver: Arc<dyn Checkpoint
     assert_eq!(ids(&s.list("t", "", None, None).await.unwrap()), ["cp-1"]);
 }
 
+async fn put_many_stores_a_run_of_heads_all_or_none(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    s.put(
+        record(
+            "t",
+            "",
+            "cp-1",
+            None,
+            -1,
+            &[("a", 1, Some("cp-1"))],
+            vec![full("a", "[1]")],
+        ),
+        None,
+    )
+    .await
+    .unwrap();
+    // Three in one call: the second's delta builds on the first's blob, stored in the same call.
+    let batch = vec![
+        record(
+            "t",
+            "",
+            "cp-2",
+            Some("cp-1"),
+            0,
+            &[("a", 2, Some("cp-2"))],
+            vec![delta("a", "cp-1", "[2]")],
+        ),
+        record(
+            "t",
+            "",
+            "cp-3",
+            Some("cp-2"),
+            1,
+            &[("a", 3, Some("cp-3"))],
+            vec![delta("a", "cp-2", "[3]")],
+        ),
+        record("t", "", "cp-4", Some("cp-3"), 2, &[("a", 3, Some("cp-3"))], vec![]),
+    ];
+    s.put_many(batch, Some("cp-1")).await.unwrap();
+    assert_eq!(s.head("t", "").await.unwrap().as_deref(), Some("cp-4"));
+    let latest = s.get("t", "", None).await.unwrap().unwrap();
+    assert!(latest.record.blobs.is_empty());
+    assert_eq!(
+        chains(&latest),
+        [(
+            "a".to_owned(),
+            vec!["[1]".to_owned(), "[2]".to_owned(), "[3]".to_owned()]
+        )]
+    );
+    assert_eq!(
+        ids(&s.list("t", "", None, None).await.unwrap()),
+        ["cp-4", "cp-3", "cp-2", "cp-1"]
+    );
+    let before = s.usage("t").await.unwrap();
+
+    // A stale head, a record of another thread, a repeated id, a delta onto nothing: each is
+    // refused naming what is wrong, and none of the batch is stored.
+    let next = |id: &str, parent: &str, step: i64| {
+        record(
+            "t",
+            "",
+            id,
+            Some(parent),
+            step,
+            &[("a", 9, Some(id))],
+            vec![full("a", "[9]")],
+        )
+    };
+    let err = s
+        .put_many(vec![next("cp-5", "cp-4", 3)], Some("cp-3"))
+        .await
+        .unwrap_err();
+    assert!(err.is_conflict(), "{err}");
+    let mut other = next("cp-6", "cp-5", 4);
+    other.thread_id = "u".to_owned();
+    let err = s
+        .put_many(vec![next("cp-5", "cp-4", 3), other], Some("cp-4"))
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid(), "{err}");
+    assert!(err.to_string().contains("checkpoint `cp-6` of thread `u`"), "{err}");
+    let err = s
+        .put_many(vec![next("cp-5", "cp-4", 3), next("cp-5", "cp-4", 3)], Some("cp-4"))
+        .await
+        .unwrap_err();
+    assert!(err.is_conflict(), "{err}");
+    assert!(err.to_string().contains("checkpoint `cp-5` already exists"), "{err}");
+    let onto_nothing = record(
+        "t",
+        "",
+        "cp-6",
+        Some("cp-5"),
+        4,
+        &[("a", 9, Some("cp-6"))],
+        vec![delta("a", "cp-0", "[9]")],
+    );
+    let err = s
+        .put_many(vec![next("cp-5", "cp-4", 3), onto_nothing], Some("cp-4"))
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid(), "{err}");
+    assert!(err.to_string().contains("extends checkpoint `cp-0`"), "{err}");
+    // A repeated id is caught whether it repeats the batch or the store.
+    let err = s
+        .put_many(vec![next("cp-3", "cp-4", 3)], Some("cp-4"))
+        .await
+        .unwrap_err();
+    assert!(err.is_conflict(), "{err}");
+
+    assert_eq!(s.usage("t").await.unwrap(), before);
+    assert_eq!(s.head("t", "").await.unwrap().as_deref(), Some("cp-4"));
+    assert_eq!(s.usage("u").await.unwrap(), Usage::default());
+    s.put_many(Vec::new(), Some("cp-1")).await.unwrap();
+    assert_eq!(s.head("t", "").await.unwrap().as_deref(), Some("cp-4"));
+}
+
 async fn put_writes_replaces_a_tasks_writes_and_orders_by_path_task_idx(saver: Arc<dyn Checkpointer>) {
     let s = &*saver;
     s.put(record("t", "", "cp-1", None, -1, &[], vec![]), None)
@@ -766,6 +882,7 @@ macro_rules! suite {
                 unchanged_channel_points_at_an_older_blob_and_is_not_rewritten
                 delta_chains_rebuild_in_order_and_forks_do_not_mix
                 invalid_records_are_refused_and_store_nothing
+                put_many_stores_a_run_of_heads_all_or_none
                 put_writes_replaces_a_tasks_writes_and_orders_by_path_task_idx
                 delete_thread_removes_every_namespace_and_nothing_else
                 two_writers_with_one_expected_head_exactly_one_wins

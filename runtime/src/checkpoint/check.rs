@@ -80,6 +80,30 @@ pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, Sav
     Ok(needed)
 }
 
+/// Checks a batch for [`Checkpointer::put_many`](super::Checkpointer::put_many): every record
+/// holds together ([`record`]) and all are of the first one's thread and namespace. Returns the
+/// stored blobs each builds on.
+pub(crate) fn batch(records: &[CheckpointRecord]) -> Result<Vec<Vec<(&str, &str)>>, SaverError> {
+    let Some(first) = records.first() else {
+        return Ok(Vec::new());
+    };
+    records
+        .iter()
+        .map(|r| {
+            if r.thread_id != first.thread_id || r.ns != first.ns {
+                return Err(SaverError::invalid(
+                    &first.thread_id,
+                    format!(
+                        "checkpoint `{}` of thread `{}` (namespace `{}`) was handed in with checkpoints of thread `{}` (namespace `{}`)",
+                        r.id, r.thread_id, r.ns, first.thread_id, first.ns
+                    ),
+                ));
+            }
+            record(r)
+        })
+        .collect()
+}
+
 /// The error for a record that builds on a blob that is not stored: `(channel, at)` came from
 /// [`record`].
 pub(crate) fn missing_base(record: &CheckpointRecord, channel: &str, at: &str) -> SaverError {

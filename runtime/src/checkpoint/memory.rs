@@ -1,6 +1,6 @@
 //! The in-memory saver.
 
-use super::{check, CheckpointRecord, Checkpointer, Loaded, PendingWrite, SaverError, Usage};
+use super::{check, Blob, CheckpointRecord, Checkpointer, Loaded, PendingWrite, SaverError, Usage};
 use futures::future::{BoxFuture, FutureExt};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
@@ -28,12 +28,35 @@ pub struct MemorySaver {
 #[derive(Debug, Default)]
 struct Namespace {
     head: Option<String>,
-    /// Records with `blobs` empty, by id.
+    /// Records by id, each with the blobs stored under it.
     checkpoints: BTreeMap<String, CheckpointRecord>,
-    /// `(checkpoint id, channel)` → `(delta_of, bytes)`.
-    blobs: HashMap<(String, String), (Option<String>, Vec<u8>)>,
     /// checkpoint id → `(task_id, idx)` → write.
     writes: HashMap<String, BTreeMap<(String, i64), PendingWrite>>,
+}
+
+impl Namespace {
+    /// The blob of `channel` stored under checkpoint `at`.
+    fn blob(&self, at: &str, channel: &str) -> Option<&Blob> {
+        self.checkpoints.get(at)?.blobs.iter().find(|b| b.channel == channel)
+    }
+}
+
+/// A stored record as handed back: without its blobs.
+fn bare(record: &CheckpointRecord) -> CheckpointRecord {
+    CheckpointRecord {
+        thread_id: record.thread_id.clone(),
+        ns: record.ns.clone(),
+        id: record.id.clone(),
+        parent_id: record.parent_id.clone(),
+        step: record.step,
+        source: record.source,
+        writes: record.writes.clone(),
+        metadata: record.metadata.clone(),
+        created_at: record.created_at.clone(),
+        channels: record.channels.clone(),
+        body: record.body.clone(),
+        blobs: Vec::new(),
+    }
 }
 
 impl MemorySaver {
@@ -48,51 +71,40 @@ impl MemorySaver {
         self.store.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn put_now(&self, mut record: CheckpointRecord, expected_head: Option<&str>) -> Result<(), SaverError> {
-        let needed = check::record(&record)?;
+    /// Stores `records` as successive heads: all of them or none.
+    fn put_batch(&self, records: Vec<CheckpointRecord>, expected_head: Option<&str>) -> Result<(), SaverError> {
+        let needed = check::batch(&records)?;
+        let Some(first) = records.first() else { return Ok(()) };
         let mut store = self.lock();
-        let thread = store.entry(record.thread_id.clone()).or_default();
-        let existed = thread.contains_key(&record.ns);
-        let ns = thread.entry(record.ns.clone()).or_default();
-        let result = (|| {
-            if ns.head.as_deref() != expected_head {
-                return Err(SaverError::head_moved(
-                    &record.thread_id,
-                    &record.ns,
-                    expected_head,
-                    ns.head.as_deref(),
-                ));
-            }
-            if ns.checkpoints.contains_key(&record.id) {
-                return Err(SaverError::conflict(
-                    &record.thread_id,
-                    &record.ns,
-                    format!("checkpoint `{}` already exists", record.id),
-                ));
+        let space = store.get(&first.thread_id).and_then(|t| t.get(&first.ns));
+        let head = space.and_then(|s| s.head.as_deref());
+        if head != expected_head {
+            return Err(SaverError::head_moved(&first.thread_id, &first.ns, expected_head, head));
+        }
+        for (i, (record, needed)) in records.iter().zip(&needed).enumerate() {
+            let earlier = &records[..i];
+            if earlier.iter().any(|r| r.id == record.id)
+                || space.is_some_and(|s| s.checkpoints.contains_key(&record.id))
+            {
+                let detail = format!("checkpoint `{}` already exists", record.id);
+                return Err(SaverError::conflict(&record.thread_id, &record.ns, detail));
             }
             for (channel, base) in needed {
-                if !ns.blobs.contains_key(&(base.to_owned(), channel.to_owned())) {
-                    return Err(check::missing_base(&record, channel, base));
+                let in_batch = earlier
+                    .iter()
+                    .any(|r| r.id == *base && r.blobs.iter().any(|b| b.channel == *channel));
+                if !in_batch && space.and_then(|s| s.blob(base, channel)).is_none() {
+                    return Err(check::missing_base(record, channel, base));
                 }
             }
-            Ok(())
-        })();
-        if let Err(e) = result {
-            if !existed {
-                // Leave no empty namespace (or thread) behind a failed first put.
-                thread.remove(&record.ns);
-                if thread.is_empty() {
-                    store.remove(&record.thread_id);
-                }
-            }
-            return Err(e);
         }
-        for blob in std::mem::take(&mut record.blobs) {
-            ns.blobs
-                .insert((record.id.clone(), blob.channel), (blob.delta_of, blob.bytes));
+        drop(needed);
+        let (thread, ns) = (first.thread_id.clone(), first.ns.clone());
+        let space = store.entry(thread).or_default().entry(ns).or_default();
+        for record in records {
+            space.head = Some(record.id.clone());
+            space.checkpoints.insert(record.id.clone(), record);
         }
-        ns.head = Some(record.id.clone());
-        ns.checkpoints.insert(record.id.clone(), record);
         Ok(())
     }
 
@@ -114,11 +126,11 @@ impl MemorySaver {
             };
             let mut chain = Vec::new();
             loop {
-                let Some((delta_of, bytes)) = space.blobs.get(&(at.clone(), c.channel.clone())) else {
+                let Some(blob) = space.blob(&at, &c.channel) else {
                     return Err(check::broken_chain(thread_id, id, &c.channel, &at));
                 };
-                chain.push(bytes.clone());
-                match delta_of {
+                chain.push(blob.bytes.clone());
+                match &blob.delta_of {
                     Some(base) => at = base.clone(),
                     None => break,
                 }
@@ -133,7 +145,7 @@ impl MemorySaver {
             .unwrap_or_default();
         check::sort_writes(&mut pending_writes);
         Ok(Some(Loaded {
-            record: record.clone(),
+            record: bare(record),
             values,
             pending_writes,
         }))
@@ -169,7 +181,15 @@ impl Checkpointer for MemorySaver {
         record: CheckpointRecord,
         expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
-        async move { self.put_now(record, expected_head) }.boxed()
+        async move { self.put_batch(vec![record], expected_head) }.boxed()
+    }
+
+    fn put_many<'a>(
+        &'a self,
+        records: Vec<CheckpointRecord>,
+        expected_head: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        async move { self.put_batch(records, expected_head) }.boxed()
     }
 
     fn get<'a>(
@@ -209,7 +229,7 @@ impl Checkpointer for MemorySaver {
                     upper
                         .rev()
                         .take(limit.unwrap_or(usize::MAX))
-                        .map(|(_, r)| r.clone())
+                        .map(|(_, r)| bare(r))
                         .collect()
                 }
             };
@@ -247,8 +267,9 @@ impl Checkpointer for MemorySaver {
             let mut usage = Usage::default();
             for space in store.get(thread_id).into_iter().flat_map(|t| t.values()) {
                 usage.checkpoints += space.checkpoints.len() as u64;
-                usage.blobs += space.blobs.len() as u64;
-                usage.blob_bytes += space.blobs.values().map(|(_, b)| b.len() as u64).sum::<u64>();
+                let blobs = space.checkpoints.values().flat_map(|r| &r.blobs);
+                usage.blobs += blobs.clone().count() as u64;
+                usage.blob_bytes += blobs.map(|b| b.bytes.len() as u64).sum::<u64>();
                 usage.pending_writes += space.writes.values().map(|w| w.len() as u64).sum::<u64>();
             }
             Ok(usage)

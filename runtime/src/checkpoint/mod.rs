@@ -302,6 +302,30 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
         expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>>;
 
+    /// Stores `records`, in order, as successive heads of one thread and namespace: the first
+    /// expects `expected_head` (as in [`put`](Self::put)), each next one the record before it.
+    ///
+    /// A run with asynchronous durability hands its background writer's queue over in one call,
+    /// so that a saver can store the checkpoints that piled up while it was busy in one
+    /// transaction. The default puts them one by one and stops at the first failure, keeping the
+    /// records before it; the SQLite and PostgreSQL savers store all of them or none. Either way
+    /// the head is a stored record.
+    fn put_many<'a>(
+        &'a self,
+        records: Vec<CheckpointRecord>,
+        expected_head: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        Box::pin(async move {
+            let mut expected = expected_head.map(str::to_owned);
+            for record in records {
+                let id = record.id.clone();
+                self.put(record, expected.as_deref()).await?;
+                expected = Some(id);
+            }
+            Ok(())
+        })
+    }
+
     /// The checkpoint `id` of the thread and namespace, or its head when `id` is `None`; `None`
     /// when there is no such checkpoint.
     fn get<'a>(

@@ -482,13 +482,14 @@ impl PostgresSaver {
         }
     }
 
-    async fn put_now(&self, record: CheckpointRecord, expected: Option<&str>) -> Result<(), SaverError> {
-        let needed: (Vec<String>, Vec<String>) = check::record(&record)?
+    /// Stores `records` in one transaction, as successive heads: all of them or none.
+    async fn put_batch(&self, records: Vec<CheckpointRecord>, expected: Option<&str>) -> Result<(), SaverError> {
+        let needed: Vec<(Vec<&str>, Vec<&str>)> = check::batch(&records)?
             .into_iter()
-            .map(|(c, b)| (c.to_owned(), b.to_owned()))
-            .unzip();
-        let blobs = &record.blobs;
-        let text = sql::encode(&record);
+            .map(|n| n.into_iter().unzip())
+            .collect();
+        let Some(last) = records.last() else { return Ok(()) };
+        let (thread, ns) = (&last.thread_id, &last.ns);
         let mut pooled = self.conn().await?;
         let conn = &mut *pooled;
         let result: Result<_, Failure> = async {
@@ -499,59 +500,55 @@ impl PostgresSaver {
             let missing_bases = conn.prepare(MISSING_BASES).await?;
             let insert_blobs = conn.prepare(INSERT_BLOBS).await?;
             let tx = conn.client.transaction().await?;
-            let r = &record;
             // Move the head first: its row lock makes a second writer wait, then miss.
             let moved = match expected {
-                Some(expected) => tx.execute(&move_head, &[&r.thread_id, &r.ns, &r.id, &expected]).await?,
-                None => tx.execute(&move_head, &[&r.thread_id, &r.ns, &r.id]).await?,
+                Some(expected) => tx.execute(&move_head, &[thread, ns, &last.id, &expected]).await?,
+                None => tx.execute(&move_head, &[thread, ns, &last.id]).await?,
             };
             if moved == 0 {
-                let found: Option<String> = tx
-                    .query_opt(&select_head, &[&r.thread_id, &r.ns])
-                    .await?
-                    .map(|row| row.get(0));
-                return Err(SaverError::head_moved(&r.thread_id, &r.ns, expected, found.as_deref()).into());
+                let found: Option<String> = tx.query_opt(&select_head, &[thread, ns]).await?.map(|row| row.get(0));
+                return Err(SaverError::head_moved(thread, ns, expected, found.as_deref()).into());
             }
-            let inserted = tx
-                .execute(
-                    &insert_checkpoint,
-                    &[
-                        &r.thread_id,
-                        &r.ns,
-                        &r.id,
-                        &r.parent_id,
-                        &r.step,
-                        &r.source.as_str(),
-                        &text.writes,
-                        &text.metadata,
-                        &r.created_at,
-                        &text.channels,
-                        &r.body,
-                    ],
-                )
-                .await?;
-            if inserted == 0 {
-                let detail = format!("checkpoint `{}` already exists", r.id);
-                return Err(SaverError::conflict(&r.thread_id, &r.ns, detail).into());
-            }
-            if !needed.0.is_empty() {
-                let missing = tx
-                    .query_opt(&missing_bases, &[&r.thread_id, &r.ns, &needed.0, &needed.1])
+            for (r, needed) in records.iter().zip(&needed) {
+                let text = sql::encode(r);
+                let inserted = tx
+                    .execute(
+                        &insert_checkpoint,
+                        &[
+                            &r.thread_id,
+                            &r.ns,
+                            &r.id,
+                            &r.parent_id,
+                            &r.step,
+                            &r.source.as_str(),
+                            &text.writes,
+                            &text.metadata,
+                            &r.created_at,
+                            &text.channels,
+                            &r.body,
+                        ],
+                    )
                     .await?;
-                if let Some(row) = missing {
-                    let (channel, base): (String, String) = (row.get(0), row.get(1));
-                    return Err(check::missing_base(r, &channel, &base).into());
+                if inserted == 0 {
+                    let detail = format!("checkpoint `{}` already exists", r.id);
+                    return Err(SaverError::conflict(thread, ns, detail).into());
                 }
-            }
-            if !blobs.is_empty() {
-                let channels: Vec<&str> = blobs.iter().map(|b| b.channel.as_str()).collect();
-                let delta_of: Vec<Option<&str>> = blobs.iter().map(|b| b.delta_of.as_deref()).collect();
-                let bytes: Vec<&[u8]> = blobs.iter().map(|b| b.bytes.as_slice()).collect();
-                tx.execute(
-                    &insert_blobs,
-                    &[&r.thread_id, &r.ns, &r.id, &channels, &delta_of, &bytes],
-                )
-                .await?;
+                if !needed.0.is_empty() {
+                    let missing = tx
+                        .query_opt(&missing_bases, &[thread, ns, &needed.0, &needed.1])
+                        .await?;
+                    if let Some(row) = missing {
+                        let (channel, base): (String, String) = (row.get(0), row.get(1));
+                        return Err(check::missing_base(r, &channel, &base).into());
+                    }
+                }
+                if !r.blobs.is_empty() {
+                    let channels: Vec<&str> = r.blobs.iter().map(|b| b.channel.as_str()).collect();
+                    let delta_of: Vec<Option<&str>> = r.blobs.iter().map(|b| b.delta_of.as_deref()).collect();
+                    let bytes: Vec<&[u8]> = r.blobs.iter().map(|b| b.bytes.as_slice()).collect();
+                    tx.execute(&insert_blobs, &[thread, ns, &r.id, &channels, &delta_of, &bytes])
+                        .await?;
+                }
             }
             tx.commit().await?;
             Ok(())
@@ -682,7 +679,15 @@ impl Checkpointer for PostgresSaver {
         record: CheckpointRecord,
         expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
-        self.put_now(record, expected_head).boxed()
+        self.put_many(vec![record], expected_head)
+    }
+
+    fn put_many<'a>(
+        &'a self,
+        records: Vec<CheckpointRecord>,
+        expected_head: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.put_batch(records, expected_head).boxed()
     }
 
     fn get<'a>(

@@ -379,75 +379,75 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     })
 }
 
-fn put_now(conn: &mut Connection, mut record: CheckpointRecord, expected: Option<String>) -> Result<(), Failure> {
-    let needed: Vec<(String, String)> = check::record(&record)?
+/// Stores `records` in one transaction, as successive heads: all of them or none.
+fn put_batch(
+    conn: &mut Connection,
+    mut records: Vec<CheckpointRecord>,
+    expected: Option<String>,
+) -> Result<(), Failure> {
+    let needed: Vec<Vec<(String, String)>> = check::batch(&records)?
         .into_iter()
-        .map(|(c, b)| (c.to_owned(), b.to_owned()))
+        .map(|n| n.into_iter().map(|(c, b)| (c.to_owned(), b.to_owned())).collect())
         .collect();
+    let Some(last) = records.last() else { return Ok(()) };
+    let (thread, ns, last) = (last.thread_id.clone(), last.ns.clone(), last.id.clone());
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let head: Option<String> = tx
         .prepare_cached("SELECT head FROM heads WHERE thread_id = ?1 AND ns = ?2")?
-        .query_row(params![record.thread_id, record.ns], |r| r.get(0))
+        .query_row(params![thread, ns], |r| r.get(0))
         .optional()?;
     if head != expected {
-        return Err(SaverError::head_moved(&record.thread_id, &record.ns, expected.as_deref(), head.as_deref()).into());
+        return Err(SaverError::head_moved(&thread, &ns, expected.as_deref(), head.as_deref()).into());
     }
-    let exists = tx
-        .prepare_cached("SELECT 1 FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3")?
-        .exists(params![record.thread_id, record.ns, record.id])?;
-    if exists {
-        let detail = format!("checkpoint `{}` already exists", record.id);
-        return Err(SaverError::conflict(&record.thread_id, &record.ns, detail).into());
-    }
-    {
-        let mut has_blob = tx.prepare_cached(
-            "SELECT 1 FROM blobs WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 AND channel = ?4",
-        )?;
-        for (channel, base) in &needed {
-            if !has_blob.exists(params![record.thread_id, record.ns, base, channel])? {
-                return Err(check::missing_base(&record, channel, base).into());
-            }
-        }
-    }
-    let text = sql::encode(&record);
-    tx.prepare_cached(
+    let mut has_blob = tx.prepare_cached(
+        "SELECT 1 FROM blobs WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 AND channel = ?4",
+    )?;
+    let mut insert_checkpoint = tx.prepare_cached(
         "INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, writes, metadata, created_at, \
          channels, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    )?
-    .execute(params![
-        record.thread_id,
-        record.ns,
-        record.id,
-        record.parent_id,
-        record.step,
-        record.source.as_str(),
-        text.writes,
-        text.metadata,
-        record.created_at,
-        text.channels,
-        record.body,
-    ])?;
-    {
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO blobs (thread_id, ns, checkpoint_id, channel, delta_of, bytes) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?;
+    )?;
+    let mut insert_blob = tx.prepare_cached(
+        "INSERT INTO blobs (thread_id, ns, checkpoint_id, channel, delta_of, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for (record, needed) in records.iter_mut().zip(&needed) {
+        for (channel, base) in needed {
+            if !has_blob.exists(params![thread, ns, base, channel])? {
+                return Err(check::missing_base(record, channel, base).into());
+            }
+        }
+        let text = sql::encode(record);
+        let inserted = insert_checkpoint.execute(params![
+            record.thread_id,
+            record.ns,
+            record.id,
+            record.parent_id,
+            record.step,
+            record.source.as_str(),
+            text.writes,
+            text.metadata,
+            record.created_at,
+            text.channels,
+            record.body,
+        ]);
+        match inserted {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
+            {
+                let detail = format!("checkpoint `{}` already exists", record.id);
+                return Err(SaverError::conflict(&thread, &ns, detail).into());
+            }
+            inserted => inserted?,
+        };
         for blob in std::mem::take(&mut record.blobs) {
-            insert.execute(params![
-                record.thread_id,
-                record.ns,
-                record.id,
-                blob.channel,
-                blob.delta_of,
-                blob.bytes
-            ])?;
+            insert_blob.execute(params![thread, ns, record.id, blob.channel, blob.delta_of, blob.bytes])?;
         }
     }
+    drop((has_blob, insert_checkpoint, insert_blob));
     tx.prepare_cached(
         "INSERT INTO heads (thread_id, ns, head) VALUES (?1, ?2, ?3) \
          ON CONFLICT (thread_id, ns) DO UPDATE SET head = excluded.head",
     )?
-    .execute(params![record.thread_id, record.ns, record.id])?;
+    .execute(params![thread, ns, last])?;
     tx.commit()?;
     Ok(())
 }
@@ -581,8 +581,16 @@ impl Checkpointer for SqliteSaver {
         record: CheckpointRecord,
         expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.put_many(vec![record], expected_head)
+    }
+
+    fn put_many<'a>(
+        &'a self,
+        records: Vec<CheckpointRecord>,
+        expected_head: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
         let expected = expected_head.map(str::to_owned);
-        self.write(move |conn| put_now(conn, record, expected)).boxed()
+        self.write(move |conn| put_batch(conn, records, expected)).boxed()
     }
 
     fn get<'a>(

@@ -266,34 +266,70 @@ pub(crate) enum Job {
 }
 
 /// A run's background checkpoint writer: one task, fed in order through a bounded channel, so a
-/// slow saver slows the run instead of queueing without bound.
+/// slow saver slows the run instead of queueing without bound. The checkpoints queued while a put
+/// was under way go to the saver together ([`Checkpointer::put_many`]): one transaction for
+/// many steps when the saver is slower than the loop.
 pub(crate) struct Writer {
     jobs: tokio::sync::mpsc::Sender<Job>,
     failed: Arc<std::sync::Mutex<Option<Error>>>,
 }
 
+/// How many jobs the writer's queue holds, and takes at once.
+const QUEUE: usize = 64;
+
 impl Writer {
     fn start(saver: Arc<dyn Checkpointer>, thread: String) -> Self {
-        let (jobs, mut rx) = tokio::sync::mpsc::channel::<Job>(16);
+        let (jobs, mut rx) = tokio::sync::mpsc::channel::<Job>(QUEUE);
         let failed = Arc::new(std::sync::Mutex::new(None));
         let failure = failed.clone();
         tokio::spawn(async move {
-            while let Some(job) = rx.recv().await {
-                match job {
-                    Job::Put(record, expected) => {
-                        if let Err(e) = saver.put(*record, expected.as_deref()).await {
-                            // Later checkpoints would not chain onto this one: stop here.
-                            *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(saver_error(&thread, e));
-                            return;
+            let mut queued = Vec::with_capacity(QUEUE);
+            let mut batch = Vec::with_capacity(QUEUE);
+            while rx.recv_many(&mut queued, QUEUE).await > 0 {
+                let mut expected = None;
+                for job in queued.drain(..) {
+                    match job {
+                        Job::Put(record, head) => {
+                            if batch.is_empty() {
+                                expected = head;
+                            }
+                            batch.push(*record);
+                        }
+                        Job::Flush(done) => {
+                            if !put(&*saver, &mut batch, expected.take(), &thread, &failure).await {
+                                return;
+                            }
+                            let _ = done.send(());
                         }
                     }
-                    Job::Flush(done) => {
-                        let _ = done.send(());
-                    }
+                }
+                if !put(&*saver, &mut batch, expected, &thread, &failure).await {
+                    return;
                 }
             }
         });
         Self { jobs, failed }
+    }
+}
+
+/// Puts the batch, if any; on failure records why and returns false: later checkpoints would not
+/// chain onto these.
+async fn put(
+    saver: &dyn Checkpointer,
+    batch: &mut Vec<CheckpointRecord>,
+    expected: Option<String>,
+    thread: &str,
+    failure: &std::sync::Mutex<Option<Error>>,
+) -> bool {
+    if batch.is_empty() {
+        return true;
+    }
+    match saver.put_many(std::mem::take(batch), expected.as_deref()).await {
+        Ok(()) => true,
+        Err(e) => {
+            *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(saver_error(thread, e));
+            false
+        }
     }
 }
 
