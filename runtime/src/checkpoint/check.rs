@@ -18,14 +18,13 @@ pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, Sav
             format!("checkpoint `{}` is its own parent", record.id),
         ));
     }
-    let mut channels = HashSet::new();
+    if let Some(twice) = repeated(record.channels.iter().map(|c| c.channel.as_str())) {
+        return Err(SaverError::invalid(
+            thread,
+            format!("channel `{twice}` appears twice in checkpoint `{}`", record.id),
+        ));
+    }
     for c in &record.channels {
-        if !channels.insert(c.channel.as_str()) {
-            return Err(SaverError::invalid(
-                thread,
-                format!("channel `{}` appears twice in checkpoint `{}`", c.channel, record.id),
-            ));
-        }
         if c.blob.as_deref() == Some(record.id.as_str()) && !record.blobs.iter().any(|b| b.channel == c.channel) {
             return Err(SaverError::invalid(
                 thread,
@@ -36,15 +35,14 @@ pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, Sav
             ));
         }
     }
-    let mut blobs = HashSet::new();
+    if let Some(twice) = repeated(record.blobs.iter().map(|b| b.channel.as_str())) {
+        return Err(SaverError::invalid(
+            thread,
+            format!("two blobs for channel `{twice}` in checkpoint `{}`", record.id),
+        ));
+    }
     let mut needed = Vec::new();
     for b in &record.blobs {
-        if !blobs.insert(b.channel.as_str()) {
-            return Err(SaverError::invalid(
-                thread,
-                format!("two blobs for channel `{}` in checkpoint `{}`", b.channel, record.id),
-            ));
-        }
         let referenced = record
             .channels
             .iter()
@@ -102,6 +100,13 @@ pub(crate) fn batch(records: &[CheckpointRecord]) -> Result<Vec<Vec<(&str, &str)
             record(r)
         })
         .collect()
+}
+
+/// A name that comes twice, if any.
+fn repeated<'a>(names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let mut names: Vec<&str> = names.collect();
+    names.sort_unstable();
+    names.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
 }
 
 /// The error for a record that builds on a blob that is not stored: `(channel, at)` came from

@@ -106,7 +106,18 @@ pub fn new_checkpoint_id() -> String {
         })
     });
     let random = splitmix64(seed ^ micros);
-    format!("{micros:016x}{random:016x}")
+    let mut id = String::with_capacity(32);
+    push_hex(&mut id, micros);
+    push_hex(&mut id, random);
+    id
+}
+
+/// Appends `x` as 16 lower-case hex digits.
+fn push_hex(out: &mut String, x: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for shift in (0..16).rev() {
+        out.push(DIGITS[(x >> (shift * 4)) as usize & 0xf] as char);
+    }
 }
 
 /// A 64-bit mix (splitmix64's finalizer): distinct inputs give distinct outputs.
@@ -128,8 +139,32 @@ fn splitmix64(x: u64) -> u64 {
 /// assert!(ts.ends_with('Z'));
 /// ```
 pub fn now_rfc3339() -> String {
-    let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    rfc3339(d.as_secs() as i64, d.subsec_micros())
+    stamp(SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default())
+}
+
+/// [`rfc3339`] of a time since the epoch.
+fn stamp(d: std::time::Duration) -> String {
+    // Checkpoints come many a second: the date and time up to the second are formatted once per
+    // second and thread, the microseconds each time.
+    thread_local! {
+        static SECOND: std::cell::RefCell<(i64, String)> = const { std::cell::RefCell::new((-1, String::new())) };
+    }
+    let secs = d.as_secs() as i64;
+    SECOND.with_borrow_mut(|(at, prefix)| {
+        if *at != secs {
+            *prefix = rfc3339(secs, 0);
+            prefix.truncate(prefix.len() - "000000Z".len());
+            *at = secs;
+        }
+        let mut out = String::with_capacity(prefix.len() + 7);
+        out.push_str(prefix);
+        let micros = d.subsec_micros();
+        for div in [100_000, 10_000, 1_000, 100, 10, 1] {
+            out.push(char::from(b'0' + (micros / div % 10) as u8));
+        }
+        out.push('Z');
+        out
+    })
 }
 
 /// Formats seconds since the epoch (UTC) as RFC 3339 (days-to-civil after Howard Hinnant).
@@ -379,6 +414,15 @@ mod tests {
         assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00.000000Z");
         assert_eq!(rfc3339(951_782_400, 7), "2000-02-29T00:00:00.000007Z");
         assert_eq!(rfc3339(1_793_531_103, 42), "2026-11-01T11:05:03.000042Z");
+    }
+
+    #[test]
+    fn stamps_reuse_the_second_and_match_the_full_format() {
+        use std::time::Duration;
+        for (secs, micros) in [(5, 0), (5, 999_999), (5, 42), (6, 7), (1_793_531_103, 120_034), (0, 1)] {
+            let d = Duration::from_secs(secs) + Duration::from_micros(micros);
+            assert_eq!(stamp(d), rfc3339(secs as i64, micros as u32));
+        }
     }
 
     #[test]

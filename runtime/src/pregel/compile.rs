@@ -78,6 +78,9 @@ pub(crate) struct GraphInner<S: State> {
     /// Every channel's name, by channel id: the field names, then `branch:to:<node>` (for the
     /// start node, `__start__`) and `join:<a>+<b>:<node>`, as LangGraph names them.
     pub(crate) channel_names: Vec<String>,
+    /// Node names, then channel names, as JSON strings (quoted and escaped): made on the first
+    /// checkpoint, whose body names them.
+    pub(crate) quoted: std::sync::OnceLock<Vec<Box<str>>>,
     /// Channel ids by name and node ids by name: for reading checkpoints, never while running.
     pub(crate) channel_ids: HashMap<String, u32>,
     pub(crate) node_ids: HashMap<String, u32>,
@@ -92,6 +95,25 @@ pub(crate) struct GraphInner<S: State> {
 impl<S: State> GraphInner<S> {
     pub(crate) fn user_node_names(&self) -> Vec<&str> {
         self.names[..self.n_user].iter().map(|n| &**n).collect()
+    }
+
+    /// Node `n`'s name as a JSON string.
+    pub(crate) fn quoted_node(&self, n: usize) -> &str {
+        &self.quoted()[n]
+    }
+
+    /// Channel `c`'s name as a JSON string.
+    pub(crate) fn quoted_channel(&self, c: usize) -> &str {
+        &self.quoted()[self.names.len() + c]
+    }
+
+    fn quoted(&self) -> &[Box<str>] {
+        self.quoted.get_or_init(|| {
+            let names = self.names.iter().map(|n| &**n).chain(self.channel_names.iter().map(String::as_str));
+            names
+                .map(|n| serde_json::to_string(n).expect("a string serializes").into_boxed_str())
+                .collect()
+        })
     }
 
     pub(crate) fn n_fields(&self) -> usize {
@@ -399,6 +421,7 @@ impl<S: State> GraphInner<S> {
         decoders.resize(n_nodes, None);
         Ok(Self {
             channel_names,
+            quoted: std::sync::OnceLock::new(),
             channel_ids,
             node_ids,
             decoders,

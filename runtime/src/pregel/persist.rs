@@ -83,68 +83,67 @@ struct SavedSend {
     payload: serde_json::Value,
 }
 
-/// A [`Body`] as the loop writes it: names borrowed from the graph, no map built per step.
+/// A [`Body`] as the loop writes it: the same JSON, written by hand from names quoted once per
+/// graph, with no map built per step.
 struct BodyRef<'a, S: State> {
     g: &'a GraphInner<S>,
     seen: &'a [Vec<u64>],
-    controls: Vec<(&'a str, serde_json::Value)>,
+    controls: Vec<(usize, serde_json::Value)>,
     sends: Vec<SavedSend>,
     input: Option<serde_json::Value>,
     interrupt_seen: &'a [u64],
 }
 
-impl<S: State> Serialize for BodyRef<'_, S> {
-    fn serialize<Z: serde::Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
-        use serde::ser::{SerializeMap, SerializeStruct};
-        /// The versions a node saw, by trigger name.
-        struct Seen<'a, S: State>(&'a GraphInner<S>, usize, &'a [u64]);
-        impl<S: State> Serialize for Seen<'_, S> {
-            fn serialize<Z: serde::Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
-                let mut m = z.serialize_map(None)?;
-                for (t, v) in self.0.nodes[self.1]
-                    .triggers
-                    .iter()
-                    .zip(self.2)
-                    .filter(|(_, v)| **v > 0)
-                {
-                    m.serialize_entry(&self.0.channel_names[*t as usize], v)?;
-                }
-                m.end()
+impl<S: State> BodyRef<'_, S> {
+    fn write(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let g = self.g;
+        let mut number = itoa::Buffer::new();
+        out.extend_from_slice(b"{\"seen\":{");
+        let mut nodes = 0;
+        for (n, seen) in self.seen.iter().enumerate().filter(|(_, s)| s.iter().any(|v| *v > 0)) {
+            comma(out, &mut nodes);
+            out.extend_from_slice(g.quoted_node(n).as_bytes());
+            out.extend_from_slice(b":{");
+            let mut triggers = 0;
+            for (t, v) in g.nodes[n].triggers.iter().zip(seen).filter(|(_, v)| **v > 0) {
+                comma(out, &mut triggers);
+                out.extend_from_slice(g.quoted_channel(*t as usize).as_bytes());
+                out.push(b':');
+                out.extend_from_slice(number.format(*v).as_bytes());
             }
+            out.push(b'}');
         }
-        /// Every node that saw something.
-        struct AllSeen<'a, S: State>(&'a GraphInner<S>, &'a [Vec<u64>]);
-        impl<S: State> Serialize for AllSeen<'_, S> {
-            fn serialize<Z: serde::Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
-                let mut m = z.serialize_map(None)?;
-                for (n, seen) in self.1.iter().enumerate().filter(|(_, s)| s.iter().any(|v| *v > 0)) {
-                    m.serialize_entry(&*self.0.names[n], &Seen(self.0, n, seen))?;
-                }
-                m.end()
-            }
+        out.extend_from_slice(b"},\"controls\":{");
+        let mut controls = 0;
+        for (c, value) in &self.controls {
+            comma(out, &mut controls);
+            out.extend_from_slice(g.quoted_channel(*c).as_bytes());
+            out.push(b':');
+            serde_json::to_writer(&mut *out, value)?;
         }
-        /// Pairs as a map.
-        struct Pairs<'a, K: Serialize, V: Serialize>(&'a [(K, V)]);
-        impl<K: Serialize, V: Serialize> Serialize for Pairs<'_, K, V> {
-            fn serialize<Z: serde::Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
-                z.collect_map(self.0.iter().map(|(k, v)| (k, v)))
-            }
+        out.extend_from_slice(b"},\"sends\":");
+        serde_json::to_writer(&mut *out, &self.sends)?;
+        out.extend_from_slice(b",\"input\":");
+        serde_json::to_writer(&mut *out, &self.input)?;
+        out.extend_from_slice(b",\"interrupt_seen\":{");
+        let mut seen = 0;
+        for (c, v) in self.interrupt_seen.iter().enumerate().filter(|(_, v)| **v > 0) {
+            comma(out, &mut seen);
+            out.extend_from_slice(g.quoted_channel(c).as_bytes());
+            out.push(b':');
+            out.extend_from_slice(number.format(*v).as_bytes());
         }
-        let interrupt_seen: Vec<(&str, u64)> = self
-            .interrupt_seen
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| **v > 0)
-            .map(|(c, v)| (self.g.channel_names[c].as_str(), *v))
-            .collect();
-        let mut b = z.serialize_struct("Body", 5)?;
-        b.serialize_field("seen", &AllSeen(self.g, self.seen))?;
-        b.serialize_field("controls", &Pairs(&self.controls))?;
-        b.serialize_field("sends", &self.sends)?;
-        b.serialize_field("input", &self.input)?;
-        b.serialize_field("interrupt_seen", &Pairs(&interrupt_seen))?;
-        b.end()
+        out.extend_from_slice(b"}}");
+        Ok(())
     }
+}
+
+/// A comma before every entry of a JSON object but the first.
+fn comma(out: &mut Vec<u8>, entries: &mut usize) {
+    if *entries > 0 {
+        out.push(b',');
+    }
+    *entries += 1;
 }
 
 /// A destination, saved by name.
@@ -202,6 +201,8 @@ pub(crate) struct Persist {
     pub(crate) record: Option<CheckpointRecord>,
     /// The source of the last checkpoint written.
     pub(crate) last_source: Source,
+    /// The length of the last checkpoint's body.
+    pub(crate) body_bytes: usize,
 }
 
 impl Persist {
@@ -222,6 +223,7 @@ impl Persist {
             dirty: false,
             record: None,
             last_source: Source::Input,
+            body_bytes: 0,
         }
     }
 
@@ -422,7 +424,7 @@ impl<S: State> Loop<S> {
                 });
             }
             if let Some(v) = control.save(&g.names) {
-                controls.push((g.channel_names[cid].as_str(), v));
+                controls.push((cid, v));
             }
         }
         let mut sends = Vec::new();
@@ -448,7 +450,12 @@ impl<S: State> Loop<S> {
             input,
             interrupt_seen: &p.interrupt_seen,
         };
-        let body = serde_json::to_vec(&body).map_err(|e| Error::checkpoint(&thread, e.to_string()))?;
+        // Room for a body as long as the last one: one allocation, no growing.
+        let mut bytes = Vec::with_capacity(p.body_bytes);
+        body.write(&mut bytes)
+            .map_err(|e| Error::checkpoint(&thread, e.to_string()))?;
+        let p = self.persist.as_mut().expect("a checkpointed run");
+        p.body_bytes = bytes.len();
         Ok(CheckpointRecord {
             thread_id: thread,
             ns: p.ns.clone(),
@@ -460,7 +467,7 @@ impl<S: State> Loop<S> {
             metadata: BTreeMap::new(),
             created_at: now_rfc3339(),
             channels,
-            body,
+            body: bytes,
             blobs,
         })
     }
