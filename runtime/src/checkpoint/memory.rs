@@ -99,10 +99,13 @@ impl MemorySaver {
             }
         }
         drop(needed);
-        let (thread, ns) = (first.thread_id.clone(), first.ns.clone());
-        let space = store.entry(thread).or_default().entry(ns).or_default();
+        let (thread, ns) = (&first.thread_id, &first.ns);
+        if space.is_none() {
+            store.entry(thread.clone()).or_default().entry(ns.clone()).or_default();
+        }
+        let space = store.get_mut(thread).and_then(|t| t.get_mut(ns)).expect("made above");
+        space.head = records.last().map(|r| r.id.clone());
         for record in records {
-            space.head = Some(record.id.clone());
             space.checkpoints.insert(record.id.clone(), record);
         }
         Ok(())
@@ -190,6 +193,10 @@ impl Checkpointer for MemorySaver {
         expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
         async move { self.put_batch(records, expected_head) }.boxed()
+    }
+
+    fn puts_in_place(&self) -> bool {
+        true
     }
 
     fn get<'a>(

@@ -361,6 +361,14 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
         })
     }
 
+    /// Whether [`put`](Self::put) finishes at once, waiting on nothing (no I/O, no other
+    /// process): a run with asynchronous durability then stores its checkpoints in place, as a
+    /// hand-over to a background writer would cost more than the put itself. `false` unless a
+    /// saver says otherwise; [`MemorySaver`] does.
+    fn puts_in_place(&self) -> bool {
+        false
+    }
+
     /// The checkpoint `id` of the thread and namespace, or its head when `id` is `None`; `None`
     /// when there is no such checkpoint.
     fn get<'a>(

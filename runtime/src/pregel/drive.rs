@@ -106,7 +106,7 @@ async fn put<S: State>(run: &mut Loop<S>, record: CheckpointRecord, durability: 
     let expected = p.head.replace(record.id.clone());
     p.current = Some(record.id.clone());
     p.dirty = false;
-    if durability == Durability::Async {
+    if durability == Durability::Async && !p.saver.puts_in_place() {
         return p.put_later(record, expected).await;
     }
     p.flush().await?;
@@ -171,7 +171,7 @@ async fn report<S: State>(run: &mut Loop<S>, step: i64, values: bool) {
 /// Sends the events of the step about to run: the checkpoint it starts from, and its tasks.
 async fn announce<S: State>(run: &Loop<S>, checkpoint: Option<(String, i64, Source)>) {
     let Some(sink) = &run.sink else { return };
-    if let (Some((id, step, source)), true) = (checkpoint, sink.wants(StreamMode::CHECKPOINTS)) {
+    if let Some((id, step, source)) = checkpoint {
         let next = run
             .tasks
             .iter()
@@ -194,13 +194,16 @@ async fn announce<S: State>(run: &Loop<S>, checkpoint: Option<(String, i64, Sour
 
 /// The checkpoint written since the last one announced, if any.
 fn fresh_checkpoint<S: State>(run: &Loop<S>, announced: &mut Option<String>) -> Option<(String, i64, Source)> {
+    if !run.sink.as_ref()?.wants(StreamMode::CHECKPOINTS) {
+        return None;
+    }
     let p = run.persist.as_ref()?;
-    let current = p.current.clone()?;
-    if announced.as_ref() == Some(&current) || p.dirty {
+    let current = p.current.as_ref()?;
+    if announced.as_ref() == Some(current) || p.dirty {
         return None;
     }
     *announced = Some(current.clone());
-    Some((current, run.step() - 1, p.last_source))
+    Some((current.clone(), run.step() - 1, p.last_source))
 }
 
 /// An answer of the wrong type failed the task that asked: its question stays open, with the
