@@ -964,6 +964,56 @@ mod sqlite_file {
     use super::*;
     use weir_runtime::checkpoint::{SqliteSaver, Synchronous};
 
+    /// A put tries in place first, without waiting for the file's lock: when another process
+    /// holds it, the put waits for it (up to the busy timeout) instead of failing, and the busy
+    /// timeout of later puts is the configured one again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_put_waits_for_another_writers_lock_and_then_lands() {
+        let dir = TempDir::new();
+        let path = dir.path().join("locked.db");
+        let saver = SqliteSaver::options()
+            .synchronous(Synchronous::Off)
+            .busy_timeout(std::time::Duration::from_secs(10))
+            .open(&path)
+            .unwrap();
+        let first = record(
+            "t",
+            "",
+            "cp-1",
+            None,
+            -1,
+            &[("a", 1, Some("cp-1"))],
+            vec![full("a", "1")],
+        );
+        saver.put(first, None).await.unwrap();
+        for (i, id) in ["cp-2", "cp-3"].into_iter().enumerate() {
+            let other = rusqlite::Connection::open(&path).unwrap();
+            other.execute_batch("BEGIN IMMEDIATE").unwrap();
+            let release = std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                other.execute_batch("COMMIT").unwrap();
+            });
+            let parent = if i == 0 { "cp-1" } else { "cp-2" };
+            let started = std::time::Instant::now();
+            let next = record(
+                "t",
+                "",
+                id,
+                Some(parent),
+                i as i64,
+                &[("a", 2 + i as u64, Some(id))],
+                vec![full("a", "2")],
+            );
+            saver.put(next, Some(parent)).await.unwrap();
+            assert!(
+                started.elapsed() >= std::time::Duration::from_millis(250),
+                "the put did not wait for the lock"
+            );
+            release.join().unwrap();
+        }
+        assert_eq!(saver.head("t", "").await.unwrap().as_deref(), Some("cp-3"));
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn file_is_created_on_first_use_in_wal_mode_and_reopening_sees_the_data() {
         let dir = TempDir::new();

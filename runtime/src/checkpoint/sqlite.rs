@@ -3,8 +3,11 @@
 //! One file holds every thread. The file is in WAL mode, so readers never wait for the writer,
 //! and several processes can share it: a write waits up to the busy timeout for another
 //! process's write to finish. Within a process, writes queue on one connection (without holding
-//! a tokio worker) and reads use a few connections of their own; every SQLite call runs on
-//! tokio's blocking pool.
+//! a tokio worker) and reads use a few connections of their own. SQLite calls run on tokio's
+//! blocking pool, except one quick case: a single checkpoint put while the connection is free,
+//! on a file whose commits do not wait for the disk (`synchronous` OFF or NORMAL), runs in place
+//! (a few microseconds, less than the hop to another thread) and, should another process hold
+//! the file's write lock, goes to the blocking pool to wait for it there.
 //!
 //! The schema's version is the file's `PRAGMA user_version`; [`MIGRATIONS`] lists the steps from
 //! each version to the next. A file with a newer version than this weir knows is refused and left
@@ -296,6 +299,26 @@ impl SqliteSaver {
         flatten(&path, joined)
     }
 
+    /// Stores `records` as successive heads of a thread: in place when that is quick (see the
+    /// [module docs](self)), else on the blocking pool.
+    async fn put_records(&self, records: Vec<CheckpointRecord>, expected: Option<String>) -> Result<(), SaverError> {
+        let quick = records.len() == 1 && self.inner.options.synchronous != Synchronous::Full;
+        if let Some(mut conn) = quick.then(|| self.inner.writer.clone().try_lock_owned().ok()).flatten() {
+            // Not waiting for another process's lock: that wait belongs on the blocking pool.
+            let attempt = conn
+                .busy_timeout(Duration::ZERO)
+                .map_err(Failure::from)
+                .and_then(|()| put_batch(&mut conn, &records, expected.as_deref()));
+            let restored = conn.busy_timeout(self.inner.options.busy_timeout);
+            match attempt {
+                Err(Failure::Sqlite(e)) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => {}
+                attempt => return flatten(&self.inner.path, Ok(attempt.and(restored.map_err(Failure::from)))),
+            }
+        }
+        self.write(move |conn| put_batch(conn, &records, expected.as_deref()))
+            .await
+    }
+
     /// Runs `f` on a read connection, on the blocking pool.
     async fn read<T: Send + 'static>(
         &self,
@@ -379,25 +402,65 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     })
 }
 
+/// A write transaction whose `BEGIN` and `COMMIT` are cached statements (rusqlite's
+/// `Transaction` prepares both anew each time, which costs as much as an insert): rolled back
+/// when dropped uncommitted, a panic included.
+struct WriteTx<'c> {
+    conn: &'c Connection,
+    done: bool,
+}
+
+impl<'c> WriteTx<'c> {
+    fn begin(conn: &'c Connection) -> rusqlite::Result<Self> {
+        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        Ok(Self { conn, done: false })
+    }
+
+    fn commit(mut self) -> rusqlite::Result<()> {
+        self.conn.prepare_cached("COMMIT")?.execute([])?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for WriteTx<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for WriteTx<'_> {
+    fn drop(&mut self) {
+        if !self.done && !self.conn.is_autocommit() {
+            // A failed rollback leaves SQLite to roll back when the connection closes.
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
+}
+
 /// Stores `records` in one transaction, as successive heads: all of them or none.
-fn put_batch(
-    conn: &mut Connection,
-    mut records: Vec<CheckpointRecord>,
-    expected: Option<String>,
-) -> Result<(), Failure> {
-    let needed: Vec<Vec<(String, String)>> = check::batch(&records)?
-        .into_iter()
-        .map(|n| n.into_iter().map(|(c, b)| (c.to_owned(), b.to_owned())).collect())
-        .collect();
+fn put_batch(conn: &mut Connection, records: &[CheckpointRecord], expected: Option<&str>) -> Result<(), Failure> {
+    let needed = check::batch(records)?;
     let Some(last) = records.last() else { return Ok(()) };
-    let (thread, ns, last) = (last.thread_id.clone(), last.ns.clone(), last.id.clone());
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let head: Option<String> = tx
-        .prepare_cached("SELECT head FROM heads WHERE thread_id = ?1 AND ns = ?2")?
-        .query_row(params![thread, ns], |r| r.get(0))
-        .optional()?;
-    if head != expected {
-        return Err(SaverError::head_moved(&thread, &ns, expected.as_deref(), head.as_deref()).into());
+    let (thread, ns, last) = (&last.thread_id, &last.ns, &last.id);
+    let tx = WriteTx::begin(conn)?;
+    // Move the head where the caller expects it, in one statement: no row changed means it is
+    // elsewhere (and nothing of the batch is kept).
+    let moved = match expected {
+        Some(expected) => tx
+            .prepare_cached("UPDATE heads SET head = ?3 WHERE thread_id = ?1 AND ns = ?2 AND head = ?4")?
+            .execute(params![thread, ns, last, expected])?,
+        None => tx
+            .prepare_cached("INSERT INTO heads (thread_id, ns, head) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING")?
+            .execute(params![thread, ns, last])?,
+    };
+    if moved == 0 {
+        let head: Option<String> = tx
+            .prepare_cached("SELECT head FROM heads WHERE thread_id = ?1 AND ns = ?2")?
+            .query_row(params![thread, ns], |r| r.get(0))
+            .optional()?;
+        return Err(SaverError::head_moved(thread, ns, expected, head.as_deref()).into());
     }
     let mut has_blob = tx.prepare_cached(
         "SELECT 1 FROM blobs WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 AND channel = ?4",
@@ -409,7 +472,7 @@ fn put_batch(
     let mut insert_blob = tx.prepare_cached(
         "INSERT INTO blobs (thread_id, ns, checkpoint_id, channel, delta_of, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
-    for (record, needed) in records.iter_mut().zip(&needed) {
+    for (record, needed) in records.iter().zip(&needed) {
         for (channel, base) in needed {
             if !has_blob.exists(params![thread, ns, base, channel])? {
                 return Err(check::missing_base(record, channel, base).into());
@@ -434,20 +497,15 @@ fn put_batch(
                 if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
             {
                 let detail = format!("checkpoint `{}` already exists", record.id);
-                return Err(SaverError::conflict(&thread, &ns, detail).into());
+                return Err(SaverError::conflict(thread, ns, detail).into());
             }
             inserted => inserted?,
         };
-        for blob in std::mem::take(&mut record.blobs) {
+        for blob in &record.blobs {
             insert_blob.execute(params![thread, ns, record.id, blob.channel, blob.delta_of, blob.bytes])?;
         }
     }
     drop((has_blob, insert_checkpoint, insert_blob));
-    tx.prepare_cached(
-        "INSERT INTO heads (thread_id, ns, head) VALUES (?1, ?2, ?3) \
-         ON CONFLICT (thread_id, ns) DO UPDATE SET head = excluded.head",
-    )?
-    .execute(params![thread, ns, last])?;
     tx.commit()?;
     Ok(())
 }
@@ -589,8 +647,7 @@ impl Checkpointer for SqliteSaver {
         records: Vec<CheckpointRecord>,
         expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
-        let expected = expected_head.map(str::to_owned);
-        self.write(move |conn| put_batch(conn, records, expected)).boxed()
+        self.put_records(records, expected_head.map(str::to_owned)).boxed()
     }
 
     fn get<'a>(

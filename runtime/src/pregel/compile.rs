@@ -109,7 +109,11 @@ impl<S: State> GraphInner<S> {
 
     fn quoted(&self) -> &[Box<str>] {
         self.quoted.get_or_init(|| {
-            let names = self.names.iter().map(|n| &**n).chain(self.channel_names.iter().map(String::as_str));
+            let names = self
+                .names
+                .iter()
+                .map(|n| &**n)
+                .chain(self.channel_names.iter().map(String::as_str));
             names
                 .map(|n| serde_json::to_string(n).expect("a string serializes").into_boxed_str())
                 .collect()
