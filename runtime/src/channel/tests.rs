@@ -208,6 +208,29 @@ fn c06_named_barrier() {
 }
 
 #[test]
+fn named_barrier_of_a_wide_join_in_any_order_and_across_a_checkpoint() {
+    // Names given twice count once; writes in reverse order; the count survives a checkpoint.
+    let names: Vec<u32> = (0..1000).chain([7, 7]).collect();
+    let mut c = ChannelCell::<(), _>::new(NamedBarrierValue::new(names));
+    assert_eq!(c.update((500..1000).rev()), Ok(true));
+    assert_eq!(c.update([999, 500]), Ok(false), "seen names change nothing");
+    let mut saved = round_trip(&c);
+    assert!(!c.is_available());
+    assert_eq!(c.update((0..499).rev()), Ok(true));
+    assert!(!c.is_available(), "one name still missing");
+    assert_eq!(c.update([499]), Ok(true));
+    assert!(c.is_available());
+    assert_eq!(c.update([1000]), Err(UpdateError::UnknownName { name: "1000".into() }));
+    assert_eq!((saved.update(0..500), saved.is_available()), (Ok(true), true));
+    assert!(saved.consume());
+    assert_eq!(
+        (saved.update([3]), saved.is_available()),
+        (Ok(true), false),
+        "consume starts over"
+    );
+}
+
+#[test]
 fn c06_last_value_after_finish() {
     let mut c = ChannelCell::<i64, _>::new(LastValueAfterFinish::new());
     assert_eq!(

@@ -102,8 +102,15 @@ pub(crate) fn batch(records: &[CheckpointRecord]) -> Result<Vec<Vec<(&str, &str)
         .collect()
 }
 
-/// A name that comes twice, if any.
-fn repeated<'a>(names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+/// A name that comes twice, if any: pairwise for a few names (no allocation), sorted for more.
+fn repeated<'a>(names: impl Iterator<Item = &'a str> + Clone) -> Option<&'a str> {
+    if names.clone().nth(16).is_none() {
+        return names
+            .clone()
+            .enumerate()
+            .find(|(i, a)| names.clone().skip(i + 1).any(|b| b == *a))
+            .map(|(_, a)| a);
+    }
     let mut names: Vec<&str> = names.collect();
     names.sort_unstable();
     names.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
@@ -180,4 +187,20 @@ pub(crate) fn broken_chain(thread: &str, checkpoint: &str, channel: &str, missin
             "the value of channel `{channel}` needs the blob stored under checkpoint `{missing}`, which is missing"
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repeated;
+
+    #[test]
+    fn repeated_finds_a_twice_named_channel_among_few_and_many() {
+        assert_eq!(repeated(["a", "b", "c"].into_iter()), None);
+        assert_eq!(repeated(["a", "b", "a"].into_iter()), Some("a"));
+        let many: Vec<String> = (0..40).map(|i| format!("f{i}")).collect();
+        assert_eq!(repeated(many.iter().map(String::as_str)), None);
+        let mut twice = many.clone();
+        twice.push("f7".to_owned());
+        assert_eq!(repeated(twice.iter().map(String::as_str)), Some("f7"));
+    }
 }

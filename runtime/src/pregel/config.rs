@@ -124,19 +124,21 @@ impl DrainHandle {
 #[derive(Debug, Clone)]
 pub struct Context {
     pub(crate) node: Arc<str>,
+    /// The task's index among the step's `Send`s; `None` for a node triggered by its edges.
+    pub(crate) push: Option<usize>,
     pub(crate) step: i64,
     pub(crate) scratch: Option<Arc<Scratch>>,
     pub(crate) emitter: Option<Emitter>,
     pub(crate) run: Option<Arc<RunInfo>>,
 }
 
-/// Where a checkpointed task runs: what a subgraph needs to save under it.
+/// Where a checkpointed run's tasks run: what a subgraph needs to save under one. One per run,
+/// shared by its tasks' contexts.
 #[derive(Debug)]
 pub(crate) struct RunInfo {
     pub(crate) saver: Arc<dyn Checkpointer>,
     pub(crate) thread: String,
     pub(crate) ns: String,
-    pub(crate) task: String,
     pub(crate) durability: Durability,
 }
 

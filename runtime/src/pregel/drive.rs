@@ -304,8 +304,14 @@ async fn drive_in_span<S: State>(
                 match end {
                     Ok(StepEnd::Applied { writers }) => {
                         if run.persist.is_some() {
-                            last_writers = super::persist::writers(g, writers.iter().copied());
-                            save(&mut run, durability, Source::Loop, last_writers.clone()).await?;
+                            let names = super::persist::writers(g, writers.iter().copied());
+                            if durability == Durability::Exit {
+                                // Only the last step's checkpoint is written, when the run settles.
+                                last_writers = names;
+                                save(&mut run, durability, Source::Loop, Vec::new()).await?;
+                            } else {
+                                save(&mut run, durability, Source::Loop, names).await?;
+                            }
                         }
                         if run.interrupt_after(&writers) {
                             let pauses = run.static_pauses(PauseKind::After, writers.iter().map(|n| (*n, None)));

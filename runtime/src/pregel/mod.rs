@@ -217,12 +217,13 @@ impl<S: State> CompiledGraph<S> {
         let mut inner = run::Loop::new(self.inner.clone(), &config)?;
         if inner.persist.is_none() {
             let saver: Arc<dyn crate::checkpoint::Checkpointer> = Arc::new(crate::checkpoint::MemorySaver::new());
-            inner.persist = Some(persist::Persist::new(
+            let info = config::RunInfo {
                 saver,
-                loaded.record.thread_id.clone(),
-                self.inner.n_fields(),
-                inner.versions.len(),
-            ));
+                thread: loaded.record.thread_id.clone(),
+                ns: loaded.record.ns.clone(),
+                durability: Durability::default(),
+            };
+            inner.persist = Some(persist::Persist::new(info, self.inner.n_fields(), inner.versions.len()));
         }
         inner.restore(loaded)?;
         Ok(inner.into_state())

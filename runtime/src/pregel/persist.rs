@@ -11,6 +11,7 @@
 //! with the square of the run's length.
 
 use super::compile::GraphInner;
+use super::config::RunInfo;
 use super::run::{Control, Loop};
 use crate::checkpoint::{
     new_checkpoint_id, now_rfc3339, Blob, ChannelRef, CheckpointRecord, Checkpointer, Loaded, PendingWrite, Source,
@@ -203,14 +204,16 @@ pub(crate) struct Persist {
     pub(crate) last_source: Source,
     /// The length of the last checkpoint's body.
     pub(crate) body_bytes: usize,
+    /// What the run's tasks' contexts share.
+    pub(crate) info: Arc<RunInfo>,
 }
 
 impl Persist {
-    pub(crate) fn new(saver: Arc<dyn Checkpointer>, thread: String, n_fields: usize, n_channels: usize) -> Self {
+    pub(crate) fn new(info: RunInfo, n_fields: usize, n_channels: usize) -> Self {
         Self {
-            saver,
-            thread,
-            ns: String::new(),
+            saver: info.saver.clone(),
+            thread: info.thread.clone(),
+            ns: info.ns.clone(),
             head: None,
             current: None,
             blobs: vec![None; n_fields],
@@ -224,6 +227,7 @@ impl Persist {
             record: None,
             last_source: Source::Input,
             body_bytes: 0,
+            info: Arc::new(info),
         }
     }
 
@@ -335,6 +339,15 @@ async fn put(
     }
 }
 
+/// The id of a task of node `node`: `pull:<node>` for a node its edges triggered, `push:<index>`
+/// for the `Send` at that index of the step's `Send`s.
+pub(crate) fn task_id(node: &str, push_index: Option<usize>) -> String {
+    match push_index {
+        None => format!("pull:{node}"),
+        Some(i) => format!("push:{i:010}"),
+    }
+}
+
 pub(crate) fn saver_error(thread: &str, e: crate::checkpoint::SaverError) -> Error {
     if e.is_conflict() {
         Error::conflict(thread, e.to_string())
@@ -346,10 +359,7 @@ pub(crate) fn saver_error(thread: &str, e: crate::checkpoint::SaverError) -> Err
 impl<S: State> Loop<S> {
     /// The id of a task: stable across re-executions from the same checkpoint.
     pub(crate) fn task_id(&self, node: u32, push_index: Option<usize>) -> String {
-        match push_index {
-            None => format!("pull:{}", self.g.names[node as usize]),
-            Some(i) => format!("push:{i:010}"),
-        }
+        task_id(&self.g.names[node as usize], push_index)
     }
 
     /// The record of the loop's state as it is now (after `self.step - 1` was applied).
@@ -358,7 +368,7 @@ impl<S: State> Loop<S> {
         let n_fields = g.n_fields();
         let id = new_checkpoint_id();
         let thread = self.persist.as_ref().expect("a checkpointed run").thread.clone();
-        let mut channels = Vec::new();
+        let mut channels = Vec::with_capacity(self.versions.len());
         let mut blobs = Vec::new();
         for f in 0..n_fields {
             let version = self.versions[f];
@@ -413,7 +423,7 @@ impl<S: State> Loop<S> {
                 blob: p.blobs[f].clone(),
             });
         }
-        let mut controls = Vec::new();
+        let mut controls = Vec::with_capacity(self.controls.len());
         for (c, control) in self.controls.iter().enumerate() {
             let cid = n_fields + c;
             if self.versions[cid] > 0 {

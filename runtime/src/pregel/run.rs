@@ -2,7 +2,7 @@
 //! writes (`after_tick`), until a status says stop.
 
 use super::compile::{ControlSpec, GraphInner, InputMode};
-use super::config::{Context, DrainHandle, Durability, RunConfig, RunInfo};
+use super::config::{Context, DrainHandle, RunConfig, RunInfo};
 use super::interrupt::{PauseKind, Paused, Scratch};
 use super::persist::{Pending, Persist, ERROR, INTERRUPT, RESUME, WRITES};
 use super::stream::{Sink, StreamMode};
@@ -157,7 +157,6 @@ pub(crate) struct Loop<S: State> {
     /// Where a streamed run sends its events, and what each task of the last step did.
     pub(crate) sink: Option<Sink<S>>,
     pub(crate) report: Vec<TaskReport<S>>,
-    durability: Durability,
     /// Nodes to pause before and after: the graph's and this run's.
     interrupt_before: Vec<bool>,
     interrupt_after: Vec<bool>,
@@ -217,9 +216,13 @@ impl<S: State> Loop<S> {
         }
         let persist = match (&g.saver, &config.thread_id) {
             (Some(saver), Some(thread)) => {
-                let mut p = Persist::new(saver.clone(), thread.clone(), g.n_fields(), n_channels);
-                p.ns.clone_from(&config.ns);
-                Some(p)
+                let info = RunInfo {
+                    saver: saver.clone(),
+                    thread: thread.clone(),
+                    ns: config.ns.clone(),
+                    durability: config.durability,
+                };
+                Some(Persist::new(info, g.n_fields(), n_channels))
             }
             (Some(_), None) => {
                 return Err(Error::config(
@@ -252,7 +255,6 @@ impl<S: State> Loop<S> {
             persist,
             sink: None,
             report: Vec::new(),
-            durability: config.durability,
             interrupt_before,
             interrupt_after,
             candidates: Vec::new(),
@@ -514,10 +516,17 @@ impl<S: State> Loop<S> {
                 cache_key: None,
             });
         }
-        if self.persist.is_some() {
+        if let Some(p) = &self.persist {
+            // Most steps have no pending writes: no task id to make then.
+            let saved = !p.pending.is_empty();
             for i in 0..self.tasks.len() {
-                let id = self.task_id(self.tasks[i].node, self.tasks[i].push);
-                let pending = self.persist.as_mut().and_then(|p| p.pending.remove(&id));
+                let pending = match saved {
+                    true => {
+                        let id = self.task_id(self.tasks[i].node, self.tasks[i].push);
+                        self.persist.as_mut().and_then(|p| p.pending.remove(&id))
+                    }
+                    false => None,
+                };
                 let answers = match pending {
                     Some(Pending {
                         writes: Some(bytes), ..
@@ -608,13 +617,15 @@ impl<S: State> Loop<S> {
                     None => task.job,
                 };
                 let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
-                let handle = tokio::spawn(
+                // Boxed: a spawned future is moved several times on its way into its task, and
+                // a task's future is hundreds of bytes; a box is one allocation.
+                let handle = tokio::spawn(Box::pin(
                     async move {
                         let started = Instant::now();
                         (run_job(job, state, ctx, policy).await, started.elapsed())
                     }
                     .instrument(span),
-                );
+                ));
                 handles.push((task.node, task.push, task.saved, task.scratch, task.cache_key, handle));
             }
             // Wait for every task, then report the first failure in task order: the same
@@ -741,17 +752,10 @@ impl<S: State> Loop<S> {
     fn context(&self, task: &Task<S>, step: i64) -> Context {
         let node = self.g.names[task.node as usize].clone();
         let emitter = self.sink.as_ref().and_then(|s| s.emitter(node.clone(), step));
-        let run = self.persist.as_ref().map(|p| {
-            Arc::new(RunInfo {
-                saver: p.saver.clone(),
-                thread: p.thread.clone(),
-                ns: p.ns.clone(),
-                task: self.task_id(task.node, task.push),
-                durability: self.durability,
-            })
-        });
+        let run = self.persist.as_ref().map(|p| p.info.clone());
         Context {
             node,
+            push: task.push,
             step,
             scratch: task.scratch.clone(),
             emitter,

@@ -88,10 +88,11 @@ async fn run_sub<T: State>(sub: &CompiledGraph<T>, input: T::Update, ctx: &Conte
         return Ok(sub.run(input, &RunConfig::default()).await?);
     };
     let sub = sub.with_saver(run.saver.clone());
+    let task = super::persist::task_id(&ctx.node, ctx.push);
     let ns = if run.ns.is_empty() {
-        format!("{}:{}", run.task, ctx.step)
+        format!("{task}:{}", ctx.step)
     } else {
-        format!("{}|{}:{}", run.ns, run.task, ctx.step)
+        format!("{}|{task}:{}", run.ns, ctx.step)
     };
     let config = RunConfig {
         thread_id: Some(run.thread.clone()),
