@@ -557,6 +557,26 @@ async fn put_many_stores_a_run_of_heads_all_or_none(saver: Arc<dyn Checkpointer>
         .unwrap_err();
     assert!(err.is_invalid(), "{err}");
     assert!(err.to_string().contains("extends checkpoint `cp-0`"), "{err}");
+    // A delta onto a record of the same batch that stores no value for that channel.
+    let onto_another_channel = record(
+        "t",
+        "",
+        "cp-6",
+        Some("cp-5"),
+        4,
+        &[("a", 9, Some("cp-5")), ("b", 1, Some("cp-6"))],
+        vec![delta("b", "cp-5", "[9]")],
+    );
+    let err = s
+        .put_many(vec![next("cp-5", "cp-4", 3), onto_another_channel], Some("cp-4"))
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid(), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "invalid checkpoint data for thread `t`: the delta for channel `b` of checkpoint `cp-6` extends checkpoint \
+         `cp-5`, which stores no value for it"
+    );
     // A repeated id is caught whether it repeats the batch or the store.
     let err = s
         .put_many(vec![next("cp-3", "cp-4", 3)], Some("cp-4"))

@@ -510,9 +510,6 @@ fn put_batch(conn: &mut Connection, records: &[CheckpointRecord], expected: Opti
             .optional()?;
         return Err(SaverError::head_moved(thread, ns, expected, head.as_deref()).into());
     }
-    let mut has_blob = tx.prepare_cached(
-        "SELECT 1 FROM blobs WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 AND channel = ?4",
-    )?;
     let mut insert_checkpoint = tx.prepare_cached(
         "INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, writes, metadata, created_at, \
          channels, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -520,10 +517,20 @@ fn put_batch(conn: &mut Connection, records: &[CheckpointRecord], expected: Opti
     let mut insert_blob = tx.prepare_cached(
         "INSERT INTO blobs (thread_id, ns, checkpoint_id, channel, delta_of, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
-    // Prepared when first needed: most puts store no long value.
+    // Prepared when first needed: most puts check no base and store no long value.
+    let mut has_blob = None;
     let mut insert_large = None;
-    for (record, needed) in records.iter().zip(&needed) {
-        for (channel, base) in needed {
+    for (i, (record, needed)) in records.iter().zip(&needed).enumerate() {
+        for &(channel, base) in needed {
+            if stored_earlier(&records[..i], channel, base) {
+                continue;
+            }
+            if has_blob.is_none() {
+                has_blob = Some(tx.prepare_cached(
+                    "SELECT 1 FROM blobs WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 AND channel = ?4",
+                )?);
+            }
+            let has_blob = has_blob.as_mut().expect("prepared above");
             if !has_blob.exists(params![thread, ns, base, channel])? {
                 return Err(check::missing_base(record, channel, base).into());
             }
@@ -571,9 +578,19 @@ fn put_batch(conn: &mut Connection, records: &[CheckpointRecord], expected: Opti
             insert_row.execute(params![thread, ns, record.id, blob.channel, blob.delta_of, large_id])?;
         }
     }
-    drop((has_blob, insert_checkpoint, insert_blob, insert_large));
+    drop((insert_checkpoint, insert_blob, has_blob, insert_large));
     tx.commit()?;
     Ok(())
+}
+
+/// Whether `base`'s blob for `channel` is one of the blobs of `earlier`, the records stored
+/// before in the same transaction: then it needs no look-up.
+fn stored_earlier(earlier: &[CheckpointRecord], channel: &str, base: &str) -> bool {
+    earlier
+        .iter()
+        .rev()
+        .find(|r| r.id == base)
+        .is_some_and(|r| r.blobs.iter().any(|b| b.channel == channel))
 }
 
 fn get_now(
