@@ -543,10 +543,10 @@ fn put_batch(conn: &mut Connection, records: &[CheckpointRecord], expected: Opti
             record.parent_id,
             record.step,
             record.source.as_str(),
-            text.writes,
-            text.metadata,
+            text.writes(),
+            text.metadata(),
             record.created_at,
-            text.channels,
+            text.channels(),
             record.body,
         ]);
         match inserted {
