@@ -591,6 +591,102 @@ async fn put_many_stores_a_run_of_heads_all_or_none(saver: Arc<dyn Checkpointer>
     assert_eq!(s.head("t", "").await.unwrap().as_deref(), Some("cp-4"));
 }
 
+/// A long batch (longer than a saver may write in one statement): every record, blob and
+/// chain lands, and a repeated id anywhere in it, within the batch or against the store, is
+/// named and stores nothing.
+async fn put_many_of_a_long_run_stores_each_record_and_names_a_repeated_id(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    let id = |i: usize| format!("cp-{i:03}");
+    // Step i: `count` rewritten, `items` extended by a delta (a whole value every 10 steps,
+    // long every 20), `fixed` left pointing at step 0.
+    let whole = |i: usize| match i % 20 {
+        0 => "w".repeat(1000 + i),
+        _ => format!("w{i}"),
+    };
+    let step = |i: usize| {
+        let mut blobs = vec![full("count", &i.to_string())];
+        let items = match i % 10 {
+            0 => full("items", &whole(i)),
+            _ => delta("items", &id(i - 1), &format!("+{i}")),
+        };
+        blobs.push(items);
+        if i == 0 {
+            blobs.push(full("fixed", "f"));
+        }
+        let parent = i.checked_sub(1).map(id);
+        record(
+            "t",
+            "",
+            &id(i),
+            parent.as_deref(),
+            i as i64 - 1,
+            &[
+                ("count", i as u64 + 1, Some(&id(i))),
+                ("fixed", 1, Some("cp-000")),
+                ("items", i as u64 + 1, Some(&id(i))),
+            ],
+            blobs,
+        )
+    };
+    let expected_items = |i: usize| {
+        let base = i / 10 * 10;
+        std::iter::once(whole(base))
+            .chain((base + 1..=i).map(|k| format!("+{k}")))
+            .collect::<Vec<_>>()
+    };
+    s.put_many((0..37).map(step).collect(), None).await.unwrap();
+    assert_eq!(s.head("t", "").await.unwrap(), Some(id(36)));
+    for i in [0, 15, 16, 17, 31, 32, 36] {
+        let loaded = s.get("t", "", Some(&id(i))).await.unwrap().unwrap();
+        assert_eq!(loaded.record, without_blobs(step(i)), "{i}");
+        assert_eq!(
+            chains(&loaded),
+            [
+                ("count".to_owned(), vec![i.to_string()]),
+                ("fixed".to_owned(), vec!["f".to_owned()]),
+                ("items".to_owned(), expected_items(i)),
+            ],
+            "{i}"
+        );
+    }
+    assert_eq!(s.list("t", "", None, None).await.unwrap().len(), 37);
+    let before = s.usage("t").await.unwrap();
+    assert_eq!((before.checkpoints, before.blobs), (37, 2 * 37 + 1));
+
+    // A repeated id at each place of a run of 40: against the store, or within the run.
+    let run = |ids: &[String]| {
+        let mut parent = id(36);
+        let mut records = Vec::new();
+        for (k, own) in ids.iter().enumerate() {
+            records.push(record("t", "", own, Some(&parent), 36 + k as i64, &[], vec![]));
+            parent = own.clone();
+        }
+        records
+    };
+    for at in [0, 1, 14, 15, 16, 17, 37] {
+        let mut ids: Vec<String> = (37..77).map(id).collect();
+        ids[at] = id(20);
+        let err = s.put_many(run(&ids), Some(&id(36))).await.unwrap_err();
+        assert!(err.is_conflict(), "{at}: {err}");
+        assert_eq!(err.thread_id(), Some("t"));
+        assert!(
+            err.to_string().contains("checkpoint `cp-020` already exists"),
+            "{at}: {err}"
+        );
+        let mut ids: Vec<String> = (37..77).map(id).collect();
+        ids[at + 2] = id(100);
+        ids[at] = id(100);
+        let err = s.put_many(run(&ids), Some(&id(36))).await.unwrap_err();
+        assert!(err.is_conflict(), "{at}: {err}");
+        assert!(
+            err.to_string().contains("checkpoint `cp-100` already exists"),
+            "{at}: {err}"
+        );
+    }
+    assert_eq!(s.usage("t").await.unwrap(), before);
+    assert_eq!(s.head("t", "").await.unwrap(), Some(id(36)));
+}
+
 async fn put_writes_replaces_a_tasks_writes_and_orders_by_path_task_idx(saver: Arc<dyn Checkpointer>) {
     let s = &*saver;
     s.put(record("t", "", "cp-1", None, -1, &[], vec![]), None)
@@ -903,6 +999,7 @@ macro_rules! suite {
                 delta_chains_rebuild_in_order_and_forks_do_not_mix
                 invalid_records_are_refused_and_store_nothing
                 put_many_stores_a_run_of_heads_all_or_none
+                put_many_of_a_long_run_stores_each_record_and_names_a_repeated_id
                 put_writes_replaces_a_tasks_writes_and_orders_by_path_task_idx
                 delete_thread_removes_every_namespace_and_nothing_else
                 two_writers_with_one_expected_head_exactly_one_wins

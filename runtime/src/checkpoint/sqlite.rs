@@ -510,16 +510,9 @@ fn put_batch(conn: &mut Connection, records: &[CheckpointRecord], expected: Opti
             .optional()?;
         return Err(SaverError::head_moved(thread, ns, expected, head.as_deref()).into());
     }
-    let mut insert_checkpoint = tx.prepare_cached(
-        "INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, writes, metadata, created_at, \
-         channels, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    )?;
-    let mut insert_blob = tx.prepare_cached(
-        "INSERT INTO blobs (thread_id, ns, checkpoint_id, channel, delta_of, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?;
-    // Prepared when first needed: most puts check no base and store no long value.
+    // Every base the batch does not store itself must be stored already: checked before
+    // anything is written.
     let mut has_blob = None;
-    let mut insert_large = None;
     for (i, (record, needed)) in records.iter().zip(&needed).enumerate() {
         for &(channel, base) in needed {
             if stored_earlier(&records[..i], channel, base) {
@@ -535,32 +528,157 @@ fn put_batch(conn: &mut Connection, records: &[CheckpointRecord], expected: Opti
                 return Err(check::missing_base(record, channel, base).into());
             }
         }
-        let text = sql::encode(record);
-        let inserted = insert_checkpoint.execute(params![
-            record.thread_id,
-            record.ns,
-            record.id,
-            record.parent_id,
-            record.step,
-            record.source.as_str(),
-            text.writes(),
-            text.metadata(),
-            record.created_at,
-            text.channels(),
-            record.body,
-        ]);
-        match inserted {
-            Err(rusqlite::Error::SqliteFailure(e, _))
-                if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
-            {
-                let detail = format!("checkpoint `{}` already exists", record.id);
-                return Err(SaverError::conflict(thread, ns, detail).into());
-            }
-            inserted => inserted?,
+    }
+    drop(has_blob);
+    insert_checkpoints(&tx, records)?;
+    insert_blobs(&tx, records)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// How many rows of a batch one insert statement writes. Running a statement costs about 3k
+/// instructions besides its rows (step, cursors, halt, reset): a multi-row insert pays that
+/// once for all its rows.
+const CHUNK: usize = 16;
+
+/// The insert statements of a put, for one row or for [`CHUNK`] rows; the rows share `?1`
+/// (the thread) and `?2` (the namespace).
+struct InsertSql {
+    checkpoint: String,
+    checkpoints: String,
+    blob: String,
+    blobs: String,
+}
+
+/// The parameters of a checkpoint row besides the thread and namespace.
+const CHECKPOINT_PARAMS: usize = 9;
+/// The parameters of a blob row besides the thread and namespace.
+const BLOB_PARAMS: usize = 4;
+
+fn insert_sql() -> &'static InsertSql {
+    static SQL: std::sync::OnceLock<InsertSql> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| {
+        let insert = |into: &str, params: usize, rows: usize| {
+            let rows: Vec<String> = (0..rows)
+                .map(|row| {
+                    let own: Vec<String> = (0..params).map(|p| format!("?{}", 3 + row * params + p)).collect();
+                    format!("(?1, ?2, {})", own.join(", "))
+                })
+                .collect();
+            format!("INSERT INTO {into} VALUES {}", rows.join(", "))
         };
+        let checkpoints = "checkpoints (thread_id, ns, id, parent_id, step, source, writes, metadata, \
+                           created_at, channels, body)";
+        let blobs = "blobs (thread_id, ns, checkpoint_id, channel, delta_of, bytes)";
+        InsertSql {
+            checkpoint: insert(checkpoints, CHECKPOINT_PARAMS, 1),
+            checkpoints: insert(checkpoints, CHECKPOINT_PARAMS, CHUNK),
+            blob: insert(blobs, BLOB_PARAMS, 1),
+            blobs: insert(blobs, BLOB_PARAMS, CHUNK),
+        }
+    })
+}
+
+/// Inserts the checkpoint rows of `records` (one thread and namespace), [`CHUNK`] at a time.
+fn insert_checkpoints(tx: &Connection, records: &[CheckpointRecord]) -> Result<(), Failure> {
+    let Some(first) = records.first() else { return Ok(()) };
+    let (thread, ns) = (&first.thread_id, &first.ns);
+    let sql = insert_sql();
+    let mut chunks = records.chunks_exact(CHUNK);
+    if chunks.len() > 0 {
+        let mut insert = tx.prepare_cached(&sql.checkpoints)?;
+        insert.raw_bind_parameter(1, thread)?;
+        insert.raw_bind_parameter(2, ns)?;
+        for chunk in &mut chunks {
+            for (row, record) in chunk.iter().enumerate() {
+                bind_checkpoint(&mut insert, row, record)?;
+            }
+            match insert.raw_execute() {
+                // A statement that fails stores none of its rows: row by row names the culprit.
+                Err(e) if is_primary_key_conflict(&e) => insert_checkpoints_one_by_one(tx, chunk)?,
+                inserted => {
+                    inserted?;
+                }
+            }
+        }
+    }
+    insert_checkpoints_one_by_one(tx, chunks.remainder())
+}
+
+/// Inserts the checkpoint rows of `records` a statement each: a taken id fails its own
+/// statement, which names the checkpoint in the conflict.
+fn insert_checkpoints_one_by_one(tx: &Connection, records: &[CheckpointRecord]) -> Result<(), Failure> {
+    let Some(first) = records.first() else { return Ok(()) };
+    let mut insert = tx.prepare_cached(&insert_sql().checkpoint)?;
+    insert.raw_bind_parameter(1, &first.thread_id)?;
+    insert.raw_bind_parameter(2, &first.ns)?;
+    for record in records {
+        bind_checkpoint(&mut insert, 0, record)?;
+        match insert.raw_execute() {
+            Err(e) if is_primary_key_conflict(&e) => {
+                let detail = format!("checkpoint `{}` already exists", record.id);
+                return Err(SaverError::conflict(&record.thread_id, &record.ns, detail).into());
+            }
+            inserted => {
+                inserted?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Binds `record`'s columns besides the thread and namespace as row `row` of a checkpoint
+/// insert.
+fn bind_checkpoint(
+    insert: &mut rusqlite::Statement<'_>,
+    row: usize,
+    record: &CheckpointRecord,
+) -> rusqlite::Result<()> {
+    // SQLite copies what is bound: the text columns need not outlive this call.
+    let text = sql::encode(record);
+    let at = 3 + row * CHECKPOINT_PARAMS;
+    insert.raw_bind_parameter(at, &record.id)?;
+    insert.raw_bind_parameter(at + 1, &record.parent_id)?;
+    insert.raw_bind_parameter(at + 2, record.step)?;
+    insert.raw_bind_parameter(at + 3, record.source.as_str())?;
+    insert.raw_bind_parameter(at + 4, text.writes())?;
+    insert.raw_bind_parameter(at + 5, text.metadata())?;
+    insert.raw_bind_parameter(at + 6, &record.created_at)?;
+    insert.raw_bind_parameter(at + 7, text.channels())?;
+    insert.raw_bind_parameter(at + 8, &record.body)
+}
+
+fn is_primary_key_conflict(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(e, _) if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
+}
+
+/// Inserts the blobs of `records` (one thread and namespace): the short ones [`CHUNK`] rows
+/// at a time, the long ones' bytes into `large_bytes`.
+fn insert_blobs(tx: &Connection, records: &[CheckpointRecord]) -> Result<(), Failure> {
+    let Some(first) = records.first() else { return Ok(()) };
+    let (thread, ns) = (&first.thread_id, &first.ns);
+    let sql = insert_sql();
+    // Prepared when first needed: most puts store no long value, and a chunk takes a batch.
+    let mut insert_chunk = None;
+    let mut insert_large = None;
+    let mut pending = Vec::with_capacity(CHUNK);
+    for record in records {
         for blob in &record.blobs {
             if blob.bytes.len() <= INLINE_BYTES {
-                insert_blob.execute(params![thread, ns, record.id, blob.channel, blob.delta_of, blob.bytes])?;
+                pending.push((&record.id, blob));
+                if pending.len() == CHUNK {
+                    if insert_chunk.is_none() {
+                        let mut insert = tx.prepare_cached(&sql.blobs)?;
+                        insert.raw_bind_parameter(1, thread)?;
+                        insert.raw_bind_parameter(2, ns)?;
+                        insert_chunk = Some(insert);
+                    }
+                    let insert = insert_chunk.as_mut().expect("prepared above");
+                    for (row, (id, blob)) in pending.drain(..).enumerate() {
+                        bind_blob(insert, row, id, blob)?;
+                    }
+                    insert.raw_execute()?;
+                }
                 continue;
             }
             if insert_large.is_none() {
@@ -578,9 +696,25 @@ fn put_batch(conn: &mut Connection, records: &[CheckpointRecord], expected: Opti
             insert_row.execute(params![thread, ns, record.id, blob.channel, blob.delta_of, large_id])?;
         }
     }
-    drop((insert_checkpoint, insert_blob, has_blob, insert_large));
-    tx.commit()?;
+    if !pending.is_empty() {
+        let mut insert = tx.prepare_cached(&sql.blob)?;
+        insert.raw_bind_parameter(1, thread)?;
+        insert.raw_bind_parameter(2, ns)?;
+        for (id, blob) in pending {
+            bind_blob(&mut insert, 0, id, blob)?;
+            insert.raw_execute()?;
+        }
+    }
     Ok(())
+}
+
+/// Binds a blob's columns besides the thread and namespace as row `row` of a blob insert.
+fn bind_blob(insert: &mut rusqlite::Statement<'_>, row: usize, id: &str, blob: &super::Blob) -> rusqlite::Result<()> {
+    let at = 3 + row * BLOB_PARAMS;
+    insert.raw_bind_parameter(at, id)?;
+    insert.raw_bind_parameter(at + 1, &blob.channel)?;
+    insert.raw_bind_parameter(at + 2, &blob.delta_of)?;
+    insert.raw_bind_parameter(at + 3, &blob.bytes)
 }
 
 /// Whether `base`'s blob for `channel` is one of the blobs of `earlier`, the records stored
