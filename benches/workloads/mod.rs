@@ -701,7 +701,7 @@ struct FileFacts {
     write_rows: u64,
     /// Bytes of all columns of all rows (text and blobs by length, numbers as 8).
     row_bytes: u64,
-    /// Bytes of the `blobs` table's values alone.
+    /// Bytes of the stored blobs' values alone (short ones in `blobs`, long ones in `large_bytes`).
     blob_bytes: u64,
     max_blob_bytes: u64,
     db_file_bytes: u64,
@@ -719,11 +719,14 @@ fn file_facts(path: &Path) -> Result<FileFacts, String> {
         checkpoint_rows: q("SELECT COUNT(*) FROM checkpoints")?,
         blob_rows: q("SELECT COUNT(*) FROM blobs")?,
         write_rows: q("SELECT COUNT(*) FROM writes")?,
-        blob_bytes: q("SELECT COALESCE(SUM(LENGTH(bytes)), 0) FROM blobs")?,
-        max_blob_bytes: q("SELECT COALESCE(MAX(LENGTH(bytes)), 0) FROM blobs")?,
+        blob_bytes: q("SELECT COALESCE(SUM(COALESCE(LENGTH(b.bytes), LENGTH(l.bytes))), 0) \
+             FROM blobs b LEFT JOIN large_bytes l ON l.id = b.large_id")?,
+        max_blob_bytes: q("SELECT COALESCE(MAX(COALESCE(LENGTH(b.bytes), LENGTH(l.bytes))), 0) \
+             FROM blobs b LEFT JOIN large_bytes l ON l.id = b.large_id")?,
         ..FileFacts::default()
     };
-    for table in ["checkpoints", "blobs", "writes", "heads"] {
+    // A long blob's bytes are a row of `large_bytes`, the short ones in their `blobs` row.
+    for table in ["checkpoints", "blobs", "large_bytes", "writes", "heads"] {
         let mut stmt = conn
             .prepare(&format!("SELECT * FROM {table}"))
             .map_err(|e| e.to_string())?;

@@ -557,6 +557,26 @@ async fn put_many_stores_a_run_of_heads_all_or_none(saver: Arc<dyn Checkpointer>
         .unwrap_err();
     assert!(err.is_invalid(), "{err}");
     assert!(err.to_string().contains("extends checkpoint `cp-0`"), "{err}");
+    // A delta onto a record of the same batch that stores no value for that channel.
+    let onto_another_channel = record(
+        "t",
+        "",
+        "cp-6",
+        Some("cp-5"),
+        4,
+        &[("a", 9, Some("cp-5")), ("b", 1, Some("cp-6"))],
+        vec![delta("b", "cp-5", "[9]")],
+    );
+    let err = s
+        .put_many(vec![next("cp-5", "cp-4", 3), onto_another_channel], Some("cp-4"))
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid(), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "invalid checkpoint data for thread `t`: the delta for channel `b` of checkpoint `cp-6` extends checkpoint \
+         `cp-5`, which stores no value for it"
+    );
     // A repeated id is caught whether it repeats the batch or the store.
     let err = s
         .put_many(vec![next("cp-3", "cp-4", 3)], Some("cp-4"))
@@ -569,6 +589,102 @@ async fn put_many_stores_a_run_of_heads_all_or_none(saver: Arc<dyn Checkpointer>
     assert_eq!(s.usage("u").await.unwrap(), Usage::default());
     s.put_many(Vec::new(), Some("cp-1")).await.unwrap();
     assert_eq!(s.head("t", "").await.unwrap().as_deref(), Some("cp-4"));
+}
+
+/// A long batch (longer than a saver may write in one statement): every record, blob and
+/// chain lands, and a repeated id anywhere in it, within the batch or against the store, is
+/// named and stores nothing.
+async fn put_many_of_a_long_run_stores_each_record_and_names_a_repeated_id(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    let id = |i: usize| format!("cp-{i:03}");
+    // Step i: `count` rewritten, `items` extended by a delta (a whole value every 10 steps,
+    // long every 20), `fixed` left pointing at step 0.
+    let whole = |i: usize| match i % 20 {
+        0 => "w".repeat(1000 + i),
+        _ => format!("w{i}"),
+    };
+    let step = |i: usize| {
+        let mut blobs = vec![full("count", &i.to_string())];
+        let items = match i % 10 {
+            0 => full("items", &whole(i)),
+            _ => delta("items", &id(i - 1), &format!("+{i}")),
+        };
+        blobs.push(items);
+        if i == 0 {
+            blobs.push(full("fixed", "f"));
+        }
+        let parent = i.checked_sub(1).map(id);
+        record(
+            "t",
+            "",
+            &id(i),
+            parent.as_deref(),
+            i as i64 - 1,
+            &[
+                ("count", i as u64 + 1, Some(&id(i))),
+                ("fixed", 1, Some("cp-000")),
+                ("items", i as u64 + 1, Some(&id(i))),
+            ],
+            blobs,
+        )
+    };
+    let expected_items = |i: usize| {
+        let base = i / 10 * 10;
+        std::iter::once(whole(base))
+            .chain((base + 1..=i).map(|k| format!("+{k}")))
+            .collect::<Vec<_>>()
+    };
+    s.put_many((0..37).map(step).collect(), None).await.unwrap();
+    assert_eq!(s.head("t", "").await.unwrap(), Some(id(36)));
+    for i in [0, 15, 16, 17, 31, 32, 36] {
+        let loaded = s.get("t", "", Some(&id(i))).await.unwrap().unwrap();
+        assert_eq!(loaded.record, without_blobs(step(i)), "{i}");
+        assert_eq!(
+            chains(&loaded),
+            [
+                ("count".to_owned(), vec![i.to_string()]),
+                ("fixed".to_owned(), vec!["f".to_owned()]),
+                ("items".to_owned(), expected_items(i)),
+            ],
+            "{i}"
+        );
+    }
+    assert_eq!(s.list("t", "", None, None).await.unwrap().len(), 37);
+    let before = s.usage("t").await.unwrap();
+    assert_eq!((before.checkpoints, before.blobs), (37, 2 * 37 + 1));
+
+    // A repeated id at each place of a run of 40: against the store, or within the run.
+    let run = |ids: &[String]| {
+        let mut parent = id(36);
+        let mut records = Vec::new();
+        for (k, own) in ids.iter().enumerate() {
+            records.push(record("t", "", own, Some(&parent), 36 + k as i64, &[], vec![]));
+            parent = own.clone();
+        }
+        records
+    };
+    for at in [0, 1, 14, 15, 16, 17, 37] {
+        let mut ids: Vec<String> = (37..77).map(id).collect();
+        ids[at] = id(20);
+        let err = s.put_many(run(&ids), Some(&id(36))).await.unwrap_err();
+        assert!(err.is_conflict(), "{at}: {err}");
+        assert_eq!(err.thread_id(), Some("t"));
+        assert!(
+            err.to_string().contains("checkpoint `cp-020` already exists"),
+            "{at}: {err}"
+        );
+        let mut ids: Vec<String> = (37..77).map(id).collect();
+        ids[at + 2] = id(100);
+        ids[at] = id(100);
+        let err = s.put_many(run(&ids), Some(&id(36))).await.unwrap_err();
+        assert!(err.is_conflict(), "{at}: {err}");
+        assert!(
+            err.to_string().contains("checkpoint `cp-100` already exists"),
+            "{at}: {err}"
+        );
+    }
+    assert_eq!(s.usage("t").await.unwrap(), before);
+    assert_eq!(s.head("t", "").await.unwrap(), Some(id(36)));
 }
 
 async fn put_writes_replaces_a_tasks_writes_and_orders_by_path_task_idx(saver: Arc<dyn Checkpointer>) {
@@ -883,6 +999,7 @@ macro_rules! suite {
                 delta_chains_rebuild_in_order_and_forks_do_not_mix
                 invalid_records_are_refused_and_store_nothing
                 put_many_stores_a_run_of_heads_all_or_none
+                put_many_of_a_long_run_stores_each_record_and_names_a_repeated_id
                 put_writes_replaces_a_tasks_writes_and_orders_by_path_task_idx
                 delete_thread_removes_every_namespace_and_nothing_else
                 two_writers_with_one_expected_head_exactly_one_wins
@@ -1041,7 +1158,7 @@ mod sqlite_file {
         let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
         assert_eq!(mode, "wal");
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-        assert_eq!(version, 1);
+        assert_eq!(version, 2);
         drop(conn);
 
         let reopened = SqliteSaver::open(&path).unwrap();
@@ -1075,7 +1192,7 @@ mod sqlite_file {
         assert_eq!(
             err.to_string(),
             format!(
-                "`{}` has checkpoint schema version 99, newer than version 1 that this weir supports; it was left \
+                "`{}` has checkpoint schema version 99, newer than version 2 that this weir supports; it was left \
                  untouched, open it with a newer weir",
                 path.display()
             )
@@ -1125,6 +1242,329 @@ mod sqlite_file {
             err.to_string(),
             "corrupt checkpoint `cp-1` of thread `t`: the value of channel `a` needs the blob stored under checkpoint \
              `cp-1`, which is missing"
+        );
+    }
+
+    /// Schema version 1 as weir wrote it (`MIGRATIONS[0]`), frozen here: the tables of a file
+    /// from an older weir.
+    const SCHEMA_V1: &str = "CREATE TABLE checkpoints (
+        thread_id TEXT NOT NULL,
+        ns TEXT NOT NULL,
+        id TEXT NOT NULL,
+        parent_id TEXT,
+        step INTEGER NOT NULL,
+        source TEXT NOT NULL,
+        writes TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        channels TEXT NOT NULL,
+        body BLOB NOT NULL,
+        PRIMARY KEY (thread_id, ns, id)
+    );
+    CREATE TABLE blobs (
+        thread_id TEXT NOT NULL,
+        ns TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        delta_of TEXT,
+        bytes BLOB NOT NULL,
+        PRIMARY KEY (thread_id, ns, checkpoint_id, channel)
+    );
+    CREATE TABLE writes (
+        thread_id TEXT NOT NULL,
+        ns TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        task_path TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        bytes BLOB NOT NULL,
+        PRIMARY KEY (thread_id, ns, checkpoint_id, task_id, idx)
+    );
+    CREATE TABLE heads (
+        thread_id TEXT NOT NULL,
+        ns TEXT NOT NULL,
+        head TEXT NOT NULL,
+        PRIMARY KEY (thread_id, ns)
+    ) WITHOUT ROWID;";
+
+    /// A whole value longer than a blob row keeps inline.
+    fn long(tag: char) -> String {
+        std::iter::repeat_n(tag, 5000).collect()
+    }
+
+    /// A file written by schema version 1 (by hand, as weir wrote it then) is migrated on open:
+    /// every checkpoint reads back as before, with its value chains (short and long values,
+    /// deltas, an unchanged channel) and pending writes, and new checkpoints build on its blobs.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_version_1_file_is_migrated_and_reads_back_the_same() {
+        let dir = TempDir::new();
+        let path = dir.path().join("v1.db");
+        let (a, notes) = (long('a'), long('n'));
+        {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())).unwrap();
+            conn.execute_batch(SCHEMA_V1).unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+            let checkpoint = |id: &str, parent: Option<&str>, step: i64, channels: &str| {
+                conn.execute(
+                    "INSERT INTO checkpoints VALUES ('t', '', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    rusqlite::params![
+                        id,
+                        parent,
+                        step,
+                        if step < 0 { "input" } else { "loop" },
+                        format!("[\"node-{step}\"]"),
+                        format!("{{\"step\":\"{step}\",\"user\":\"ada\"}}"),
+                        format!("2026-11-01T10:00:{:02}.000000Z", step + 1),
+                        channels,
+                        format!("body of {id}").into_bytes(),
+                    ],
+                )
+                .unwrap();
+            };
+            let blob = |id: &str, channel: &str, delta_of: Option<&str>, bytes: &str| {
+                conn.execute(
+                    "INSERT INTO blobs VALUES ('t', '', ?1, ?2, ?3, ?4)",
+                    rusqlite::params![id, channel, delta_of, bytes.as_bytes()],
+                )
+                .unwrap();
+            };
+            checkpoint(
+                "cp-1",
+                None,
+                -1,
+                r#"[["a",1,"cp-1"],["count",1,"cp-1"],["notes",1,"cp-1"]]"#,
+            );
+            blob("cp-1", "a", None, &a);
+            blob("cp-1", "count", None, "1");
+            blob("cp-1", "notes", None, &notes);
+            checkpoint(
+                "cp-2",
+                Some("cp-1"),
+                0,
+                r#"[["a",1,"cp-1"],["count",2,"cp-2"],["notes",2,"cp-2"],["branch:to:b",2,null]]"#,
+            );
+            blob("cp-2", "count", None, "2");
+            blob("cp-2", "notes", Some("cp-1"), "+n2");
+            conn.execute("INSERT INTO heads VALUES ('t', '', 'cp-2')", []).unwrap();
+            for (task, idx, channel, bytes) in [("task-b", 0, "count", "3"), ("task-b", 1, "notes", "+n3")] {
+                conn.execute(
+                    "INSERT INTO writes VALUES ('t', '', 'cp-2', ?1, ?2, 'path-b', ?3, ?4)",
+                    rusqlite::params![task, idx, channel, bytes.as_bytes()],
+                )
+                .unwrap();
+            }
+        }
+
+        let saver = SqliteSaver::open(&path).unwrap();
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(version, 2);
+
+        let first = record(
+            "t",
+            "",
+            "cp-1",
+            None,
+            -1,
+            &[
+                ("a", 1, Some("cp-1")),
+                ("count", 1, Some("cp-1")),
+                ("notes", 1, Some("cp-1")),
+            ],
+            vec![],
+        );
+        let second = record(
+            "t",
+            "",
+            "cp-2",
+            Some("cp-1"),
+            0,
+            &[
+                ("a", 1, Some("cp-1")),
+                ("count", 2, Some("cp-2")),
+                ("notes", 2, Some("cp-2")),
+                ("branch:to:b", 2, None),
+            ],
+            vec![],
+        );
+        let head = saver.get("t", "", None).await.unwrap().unwrap();
+        assert_eq!(head.record, second);
+        assert_eq!(
+            chains(&head),
+            [
+                ("a".to_owned(), vec![a.clone()]),
+                ("count".to_owned(), vec!["2".to_owned()]),
+                ("notes".to_owned(), vec![notes.clone(), "+n2".to_owned()]),
+            ]
+        );
+        assert_eq!(
+            head.pending_writes,
+            [
+                write("task-b", "path-b", 0, "count", "3"),
+                write("task-b", "path-b", 1, "notes", "+n3")
+            ]
+        );
+        let older = saver.get("t", "", Some("cp-1")).await.unwrap().unwrap();
+        assert_eq!(older.record, first);
+        assert_eq!(
+            chains(&older),
+            [
+                ("a".to_owned(), vec![a.clone()]),
+                ("count".to_owned(), vec!["1".to_owned()]),
+                ("notes".to_owned(), vec![notes.clone()]),
+            ]
+        );
+        assert!(older.pending_writes.is_empty());
+        assert_eq!(ids(&saver.list("t", "", None, None).await.unwrap()), ["cp-2", "cp-1"]);
+        assert_eq!(
+            saver.usage("t").await.unwrap(),
+            Usage {
+                checkpoints: 2,
+                blobs: 5,
+                blob_bytes: 2 * 5000 + 1 + 1 + 3,
+                pending_writes: 2,
+            }
+        );
+
+        // The long values moved beside the blob rows; new checkpoints build on migrated blobs.
+        let moved: i64 = conn
+            .query_row("SELECT COUNT(*) FROM large_bytes", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(moved, 2);
+        let third = record(
+            "t",
+            "",
+            "cp-3",
+            Some("cp-2"),
+            1,
+            &[
+                ("a", 1, Some("cp-1")),
+                ("count", 3, Some("cp-3")),
+                ("notes", 3, Some("cp-3")),
+            ],
+            vec![full("count", "3"), delta("notes", "cp-2", "+n3")],
+        );
+        saver.put(third.clone(), Some("cp-2")).await.unwrap();
+        let loaded = saver.get("t", "", None).await.unwrap().unwrap();
+        assert_eq!(loaded.record, without_blobs(third));
+        assert_eq!(
+            chains(&loaded),
+            [
+                ("a".to_owned(), vec![a]),
+                ("count".to_owned(), vec!["3".to_owned()]),
+                ("notes".to_owned(), vec![notes, "+n2".to_owned(), "+n3".to_owned()]),
+            ]
+        );
+    }
+
+    /// A value too long for its blob row is stored beside it: it reads back whole, extends by
+    /// deltas, counts in the usage, and goes with its thread.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn long_values_are_stored_beside_their_rows_and_go_with_their_thread() {
+        let dir = TempDir::new();
+        let path = dir.path().join("long.db");
+        let saver = SqliteSaver::open(&path).unwrap();
+        let big: String = (0..100_000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        let edge = "e".repeat(192);
+        let over = "o".repeat(193);
+        for thread in ["t", "u"] {
+            let first = record(
+                thread,
+                "",
+                "cp-1",
+                None,
+                -1,
+                &[
+                    ("big", 1, Some("cp-1")),
+                    ("edge", 1, Some("cp-1")),
+                    ("over", 1, Some("cp-1")),
+                ],
+                vec![full("big", &big), full("edge", &edge), full("over", &over)],
+            );
+            let second = record(
+                thread,
+                "",
+                "cp-2",
+                Some("cp-1"),
+                0,
+                &[
+                    ("big", 2, Some("cp-2")),
+                    ("edge", 1, Some("cp-1")),
+                    ("over", 1, Some("cp-1")),
+                ],
+                vec![delta("big", "cp-1", "+1")],
+            );
+            saver.put_many(vec![first, second], None).await.unwrap();
+        }
+        let loaded = saver.get("t", "", None).await.unwrap().unwrap();
+        assert_eq!(
+            chains(&loaded),
+            [
+                ("big".to_owned(), vec![big.clone(), "+1".to_owned()]),
+                ("edge".to_owned(), vec![edge.clone()]),
+                ("over".to_owned(), vec![over.clone()]),
+            ]
+        );
+        assert_eq!(
+            saver.usage("t").await.unwrap(),
+            Usage {
+                checkpoints: 2,
+                blobs: 4,
+                blob_bytes: 100_000 + 192 + 193 + 2,
+                pending_writes: 0,
+            }
+        );
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let large = |conn: &rusqlite::Connection| -> Vec<i64> {
+            conn.prepare("SELECT LENGTH(bytes) FROM large_bytes ORDER BY id")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        assert_eq!(large(&conn), [100_000, 193, 100_000, 193]);
+
+        saver.delete_thread("t").await.unwrap();
+        assert_eq!(large(&conn), [100_000, 193]);
+        let other = saver.get("u", "", None).await.unwrap().unwrap();
+        assert_eq!(chains(&other), chains(&loaded));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_long_value_whose_bytes_were_removed_behind_its_back_is_corrupt() {
+        let dir = TempDir::new();
+        let path = dir.path().join("weir.db");
+        let saver = SqliteSaver::open(&path).unwrap();
+        let first = record(
+            "t",
+            "",
+            "cp-1",
+            None,
+            -1,
+            &[("a", 1, Some("cp-1"))],
+            vec![full("a", &long('v'))],
+        );
+        let second = record(
+            "t",
+            "",
+            "cp-2",
+            Some("cp-1"),
+            0,
+            &[("a", 2, Some("cp-2"))],
+            vec![delta("a", "cp-1", "+")],
+        );
+        saver.put_many(vec![first, second], None).await.unwrap();
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        assert_eq!(conn.execute("DELETE FROM large_bytes", []).unwrap(), 1);
+        let err = saver.get("t", "", None).await.unwrap_err();
+        assert!(err.is_corrupt(), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "corrupt checkpoint `cp-2` of thread `t`: the value of channel `a` needs the blob stored under checkpoint \
+             `cp-1`, whose bytes are missing"
         );
     }
 

@@ -189,6 +189,18 @@ pub(crate) fn broken_chain(thread: &str, checkpoint: &str, channel: &str, missin
     )
 }
 
+/// The error for a stored blob whose bytes are gone (its row names a missing `large_bytes` row).
+#[cfg(feature = "sqlite")]
+pub(crate) fn lost_bytes(thread: &str, checkpoint: &str, channel: &str, at: &str) -> SaverError {
+    SaverError::corrupt(
+        thread,
+        checkpoint,
+        format!(
+            "the value of channel `{channel}` needs the blob stored under checkpoint `{at}`, whose bytes are missing"
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::repeated;

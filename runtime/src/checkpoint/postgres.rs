@@ -521,10 +521,10 @@ impl PostgresSaver {
                             &r.parent_id,
                             &r.step,
                             &r.source.as_str(),
-                            &text.writes,
-                            &text.metadata,
+                            &text.writes(),
+                            &text.metadata(),
                             &r.created_at,
-                            &text.channels,
+                            &text.channels(),
                             &r.body,
                         ],
                     )
