@@ -273,6 +273,73 @@ async fn a_panicking_node_is_an_error_of_the_run() {
     }
 }
 
+/// A step's tasks run together, whatever the runtime: 40 tasks of a `Send` that each wait for
+/// all the others (a barrier) finish, on a single-threaded runtime and on two workers; their
+/// writes apply in `Send` order however they were grouped; and a panic in one fails the run
+/// naming it, its siblings still running to the end.
+#[test]
+fn a_wide_step_runs_its_tasks_together_and_applies_them_in_order() {
+    const W: u32 = 40;
+    for workers in [None, Some(2)] {
+        let rt = match workers {
+            None => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+            Some(n) => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(n)
+                .enable_all()
+                .build(),
+        }
+        .unwrap();
+        for panic_at in [None, Some(17)] {
+            let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(W as usize));
+            let finished = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+            let mut g = GraphBuilder::<Flow>::new();
+            let (b, f) = (barrier.clone(), finished.clone());
+            let worker = g.add_send_node("worker", move |n: &u32| {
+                let (b, f) = (b.clone(), f.clone());
+                let n = *n;
+                async move {
+                    b.wait().await;
+                    // Later tasks finish first: the order of the log is not the order of ends.
+                    tokio::time::sleep(Duration::from_millis(u64::from(W - n) / 8)).await;
+                    f.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    assert!(Some(n) != panic_at, "task {n} gives up");
+                    log(&n.to_string())
+                }
+            });
+            g.add_node("plan", |_: &Flow| ());
+            g.add_edge(START, "plan");
+            let w = worker.clone();
+            g.add_router(
+                "plan",
+                move |_: &Flow| (0..W).map(|n| w.send(n)).collect::<Vec<_>>(),
+                [&worker],
+            );
+            let app = g.compile().unwrap();
+            // Tasks polled one after another would wait at the barrier for ever.
+            let out = rt
+                .block_on(async {
+                    tokio::time::timeout(Duration::from_secs(20), app.invoke(Flow::default(), &cfg())).await
+                })
+                .expect("the tasks of one step run together");
+            match panic_at {
+                None => {
+                    let want: Vec<String> = (0..W).map(|n| n.to_string()).collect();
+                    assert_eq!(out.unwrap().log, want, "workers {workers:?}");
+                }
+                Some(n) => {
+                    let err = out.unwrap_err();
+                    assert!(err.is_panic(), "{err}");
+                    assert_eq!(
+                        err.to_string(),
+                        format!("node `worker` panicked at step 2: task {n} gives up")
+                    );
+                }
+            }
+            assert_eq!(finished.load(std::sync::atomic::Ordering::SeqCst), W);
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_failing_node_is_named_with_its_step() {
     let mut g = GraphBuilder::<Flow>::new();

@@ -1,5 +1,12 @@
 //! The Pregel superstep loop: plan the tasks of a step from channel versions, run them
 //! concurrently, apply their writes at the step boundary in task order, repeat.
+//!
+//! A step of one task runs it in place. A wider step deals its tasks round-robin into a few
+//! tokio tasks per runtime worker, each polling its share together: nodes that await (a model,
+//! a tool, the network) all make progress at once, CPU-bound nodes spread over the workers,
+//! and a step of a thousand tasks spawns a handful of tokio tasks, not a thousand. A node that
+//! blocks its thread (a long synchronous computation) holds up the nodes sharing its tokio
+//! task: run such work in `tokio::task::spawn_blocking` from an async node.
 
 mod compile;
 mod config;

@@ -607,8 +607,17 @@ impl<S: State> Loop<S> {
             let timed = (result, started.elapsed());
             results.push((task.node, task.push, task.saved, task.scratch, task.cache_key, timed));
         } else {
-            let mut handles = Vec::with_capacity(n_tasks);
-            for task in tasks.drain(..) {
+            // A few spawned groups per worker, each polling its tasks together: parallel across
+            // workers, concurrent within a group (a node awaiting I/O lets its group's others
+            // run), one spawn per group instead of one per task. Tasks are dealt round-robin and
+            // groups outnumber workers, so that idle workers steal groups when costs differ.
+            let workers = tokio::runtime::Handle::current().metrics().num_workers();
+            let n_groups = (4 * workers).clamp(1, n_tasks);
+            let mut groups: Vec<Vec<_>> = (0..n_groups)
+                .map(|_| Vec::with_capacity(n_tasks.div_ceil(n_groups)))
+                .collect();
+            let mut meta = Vec::with_capacity(n_tasks);
+            for (i, task) in tasks.drain(..).enumerate() {
                 let ctx = self.context(&task, step);
                 let policy = self.g.nodes[task.node as usize].policy.clone();
                 let state = self.state.clone();
@@ -617,28 +626,46 @@ impl<S: State> Loop<S> {
                     None => task.job,
                 };
                 let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
-                // Boxed: a spawned future is moved several times on its way into its task, and
-                // a task's future is hundreds of bytes; a box is one allocation.
-                let handle = tokio::spawn(Box::pin(
+                groups[i % n_groups].push(
                     async move {
                         let started = Instant::now();
-                        (run_job(job, state, ctx, policy).await, started.elapsed())
+                        // A panicking node fails its task alone, not its group.
+                        let result = AssertUnwindSafe(run_job(job, state, ctx, policy)).catch_unwind().await;
+                        let result = result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p))));
+                        (result, started.elapsed())
                     }
                     .instrument(span),
-                ));
-                handles.push((task.node, task.push, task.saved, task.scratch, task.cache_key, handle));
+                );
+                meta.push((task.node, task.push, task.saved, task.scratch, task.cache_key));
             }
-            // Wait for every task, then report the first failure in task order: the same
+            let handles: Vec<_> = groups
+                .into_iter()
+                .map(|group| (group.len(), tokio::spawn(join_group(group))))
+                .collect();
+            // Wait for every group, then report the first failure in task order: the same
             // failure whatever order the tasks finished in.
-            for (node, push, saved, scratch, cache_key, handle) in handles {
-                let r = handle.await.unwrap_or_else(|e| {
-                    let message = match e.try_into_panic() {
-                        Ok(payload) => panic_message(payload),
-                        Err(e) => e.to_string(),
-                    };
-                    (Err(Failure::Panic(message)), Duration::ZERO)
-                });
-                results.push((node, push, saved, scratch, cache_key, r));
+            let mut outputs: Vec<Option<_>> = (0..n_tasks).map(|_| None).collect();
+            for (g, (len, handle)) in handles.into_iter().enumerate() {
+                let out = match handle.await {
+                    Ok(out) => out,
+                    // Only a runtime shutting down stops a group: each of its tasks failed.
+                    Err(e) => (0..len)
+                        .map(|_| (Err(Failure::Panic(e.to_string())), Duration::ZERO))
+                        .collect(),
+                };
+                for (k, r) in out.into_iter().enumerate() {
+                    outputs[g + k * n_groups] = Some(r);
+                }
+            }
+            for ((node, push, saved, scratch, cache_key), r) in meta.into_iter().zip(outputs) {
+                results.push((
+                    node,
+                    push,
+                    saved,
+                    scratch,
+                    cache_key,
+                    r.expect("every task has an output"),
+                ));
             }
         }
 
@@ -1136,6 +1163,12 @@ async fn run_job<S: State>(
             }
         }
     }
+}
+
+/// Runs a group of tasks together, their outputs in order. The joining is set up inside the
+/// spawned task, on its worker, not on the loop's.
+async fn join_group<F: std::future::Future>(tasks: Vec<F>) -> Vec<F::Output> {
+    futures::future::join_all(tasks).await
 }
 
 fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
