@@ -79,15 +79,21 @@ pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, Sav
 }
 
 /// Checks a batch for [`Checkpointer::put_many`](super::Checkpointer::put_many): every record
-/// holds together ([`record`]) and all are of the first one's thread and namespace. Returns the
-/// stored blobs each builds on.
+/// holds together ([`record`]), all are of the first one's thread and namespace, and no id comes
+/// twice (a conflict, as for an id already stored). Returns, per record, the blobs it builds on
+/// that the batch does not store itself: those must be stored already.
 pub(crate) fn batch(records: &[CheckpointRecord]) -> Result<Vec<Vec<(&str, &str)>>, SaverError> {
     let Some(first) = records.first() else {
         return Ok(Vec::new());
     };
+    if let Some(twice) = repeated(records.iter().map(|r| r.id.as_str())) {
+        let detail = format!("checkpoint `{twice}` already exists");
+        return Err(SaverError::conflict(&first.thread_id, &first.ns, detail));
+    }
     records
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
             if r.thread_id != first.thread_id || r.ns != first.ns {
                 return Err(SaverError::invalid(
                     &first.thread_id,
@@ -97,9 +103,21 @@ pub(crate) fn batch(records: &[CheckpointRecord]) -> Result<Vec<Vec<(&str, &str)
                     ),
                 ));
             }
-            record(r)
+            let mut needed = record(r)?;
+            needed.retain(|&(channel, base)| !stored_earlier(&records[..i], channel, base));
+            Ok(needed)
         })
         .collect()
+}
+
+/// Whether `base`'s blob for `channel` is one of the blobs of `earlier`, the records stored
+/// before in the same batch.
+fn stored_earlier(earlier: &[CheckpointRecord], channel: &str, base: &str) -> bool {
+    earlier
+        .iter()
+        .rev()
+        .find(|r| r.id == base)
+        .is_some_and(|r| r.blobs.iter().any(|b| b.channel == channel))
 }
 
 /// A name that comes twice, if any: pairwise for a few names (no allocation), sorted for more.

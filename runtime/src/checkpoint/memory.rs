@@ -81,19 +81,13 @@ impl MemorySaver {
         if head != expected_head {
             return Err(SaverError::head_moved(&first.thread_id, &first.ns, expected_head, head));
         }
-        for (i, (record, needed)) in records.iter().zip(&needed).enumerate() {
-            let earlier = &records[..i];
-            if earlier.iter().any(|r| r.id == record.id)
-                || space.is_some_and(|s| s.checkpoints.contains_key(&record.id))
-            {
+        for (record, needed) in records.iter().zip(&needed) {
+            if space.is_some_and(|s| s.checkpoints.contains_key(&record.id)) {
                 let detail = format!("checkpoint `{}` already exists", record.id);
                 return Err(SaverError::conflict(&record.thread_id, &record.ns, detail));
             }
             for (channel, base) in needed {
-                let in_batch = earlier
-                    .iter()
-                    .any(|r| r.id == *base && r.blobs.iter().any(|b| b.channel == *channel));
-                if !in_batch && space.and_then(|s| s.blob(base, channel)).is_none() {
+                if space.and_then(|s| s.blob(base, channel)).is_none() {
                     return Err(check::missing_base(record, channel, base));
                 }
             }

@@ -516,11 +516,8 @@ fn put_batch(conn: &mut Connection, records: &[CheckpointRecord], expected: Opti
     // Every base the batch does not store itself must be stored already: checked before
     // anything is written.
     let mut has_blob = None;
-    for (i, (record, needed)) in records.iter().zip(&needed).enumerate() {
+    for (record, needed) in records.iter().zip(&needed) {
         for &(channel, base) in needed {
-            if stored_earlier(&records[..i], channel, base) {
-                continue;
-            }
             if has_blob.is_none() {
                 has_blob = Some(tx.prepare_cached(
                     "SELECT 1 FROM blobs WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 AND channel = ?4",
@@ -718,16 +715,6 @@ fn bind_blob(insert: &mut rusqlite::Statement<'_>, row: usize, id: &str, blob: &
     insert.raw_bind_parameter(at + 1, &blob.channel)?;
     insert.raw_bind_parameter(at + 2, &blob.delta_of)?;
     insert.raw_bind_parameter(at + 3, &blob.bytes)
-}
-
-/// Whether `base`'s blob for `channel` is one of the blobs of `earlier`, the records stored
-/// before in the same transaction: then it needs no look-up.
-fn stored_earlier(earlier: &[CheckpointRecord], channel: &str, base: &str) -> bool {
-    earlier
-        .iter()
-        .rev()
-        .find(|r| r.id == base)
-        .is_some_and(|r| r.blobs.iter().any(|b| b.channel == channel))
 }
 
 fn get_now(
