@@ -61,7 +61,7 @@ pub(crate) async fn load<S: State>(g: &Arc<GraphInner<S>>, config: &RunConfig) -
     let Some(p) = &mut run.persist else {
         return Ok((run, false));
     };
-    let (saver, thread, ns) = (p.saver.clone(), p.thread.clone(), p.ns.clone());
+    let (saver, thread, ns) = (p.info.saver.clone(), p.info.thread.clone(), p.info.ns.clone());
     p.head = saver.head(&thread, &ns).await.map_err(|e| saver_error(&thread, e))?;
     let loaded = saver
         .get(&thread, &ns, config.checkpoint_id.as_deref())
@@ -106,11 +106,11 @@ async fn put<S: State>(run: &mut Loop<S>, record: CheckpointRecord, durability: 
     let expected = p.head.replace(record.id.clone());
     p.current = Some(record.id.clone());
     p.dirty = false;
-    if durability == Durability::Async && !p.saver.puts_in_place() {
+    if durability == Durability::Async && !p.info.saver.puts_in_place() {
         return p.put_later(record, expected).await;
     }
     p.flush().await?;
-    let (saver, thread) = (p.saver.clone(), p.thread.clone());
+    let (saver, thread) = (p.info.saver.clone(), p.info.thread.clone());
     saver
         .put(record, expected.as_deref())
         .await

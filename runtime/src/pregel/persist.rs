@@ -176,9 +176,8 @@ pub(crate) type TaskRows = (String, Vec<(&'static str, Vec<u8>)>);
 
 /// A run's link to its saver.
 pub(crate) struct Persist {
-    pub(crate) saver: Arc<dyn Checkpointer>,
-    pub(crate) thread: String,
-    pub(crate) ns: String,
+    /// The saver, thread and namespace, shared with the run's tasks' contexts.
+    pub(crate) info: Arc<RunInfo>,
     /// The latest checkpoint of the thread as far as this run knows (what `put` expects).
     pub(crate) head: Option<String>,
     /// The checkpoint the loop's state is at: the parent of the next one.
@@ -204,16 +203,12 @@ pub(crate) struct Persist {
     pub(crate) last_source: Source,
     /// The length of the last checkpoint's body.
     pub(crate) body_bytes: usize,
-    /// What the run's tasks' contexts share.
-    pub(crate) info: Arc<RunInfo>,
 }
 
 impl Persist {
     pub(crate) fn new(info: RunInfo, n_fields: usize, n_channels: usize) -> Self {
         Self {
-            saver: info.saver.clone(),
-            thread: info.thread.clone(),
-            ns: info.ns.clone(),
+            info: Arc::new(info),
             head: None,
             current: None,
             blobs: vec![None; n_fields],
@@ -227,7 +222,6 @@ impl Persist {
             record: None,
             last_source: Source::Input,
             body_bytes: 0,
-            info: Arc::new(info),
         }
     }
 
@@ -257,7 +251,7 @@ impl Persist {
     pub(crate) async fn put_later(&mut self, record: CheckpointRecord, expected: Option<String>) -> Result<(), Error> {
         let writer = self
             .writer
-            .get_or_insert_with(|| Writer::start(self.saver.clone(), self.thread.clone()));
+            .get_or_insert_with(|| Writer::start(self.info.saver.clone(), self.info.thread.clone()));
         if writer.jobs.send(Job::Put(Box::new(record), expected)).await.is_err() {
             return self.flush().await;
         }
@@ -367,7 +361,7 @@ impl<S: State> Loop<S> {
         let g = self.g.clone();
         let n_fields = g.n_fields();
         let id = new_checkpoint_id();
-        let thread = self.persist.as_ref().expect("a checkpointed run").thread.clone();
+        let thread = self.persist.as_ref().expect("a checkpointed run").info.thread.clone();
         let mut channels = Vec::with_capacity(self.versions.len());
         let mut blobs = Vec::new();
         for f in 0..n_fields {
@@ -468,7 +462,7 @@ impl<S: State> Loop<S> {
         p.body_bytes = bytes.len();
         Ok(CheckpointRecord {
             thread_id: thread,
-            ns: p.ns.clone(),
+            ns: p.info.ns.clone(),
             id,
             parent_id: p.current.clone(),
             step: self.step - 1,
@@ -486,7 +480,7 @@ impl<S: State> Loop<S> {
     pub(crate) fn restore(&mut self, loaded: Loaded) -> Result<(), Error> {
         let g = self.g.clone();
         let n_fields = g.n_fields();
-        let thread = self.persist.as_ref().expect("a checkpointed run").thread.clone();
+        let thread = self.persist.as_ref().expect("a checkpointed run").info.thread.clone();
         let bad = |m: String| Error::checkpoint(&thread, m);
         let record = loaded.record;
         let values: BTreeMap<String, Vec<Vec<u8>>> = loaded.values.into_iter().collect();
@@ -595,7 +589,7 @@ impl<S: State> Loop<S> {
 
     /// The saved form of a task's command.
     pub(crate) fn save_task(&self, command: &Command<S>) -> Result<Vec<u8>, Error> {
-        let thread = self.persist.as_ref().map_or("-", |p| p.thread.as_str());
+        let thread = self.persist.as_ref().map_or("-", |p| p.info.thread.as_str());
         let mut goto = Vec::new();
         for g in &command.goto {
             goto.push(match g {
@@ -623,7 +617,7 @@ impl<S: State> Loop<S> {
     /// A task's command, from its saved writes.
     pub(crate) fn load_task(&self, bytes: &[u8]) -> Result<Command<S>, Error> {
         let g = &self.g;
-        let thread = self.persist.as_ref().map_or("-", |p| p.thread.as_str());
+        let thread = self.persist.as_ref().map_or("-", |p| p.info.thread.as_str());
         let bad = |m: String| Error::checkpoint(thread, m);
         let saved: SavedTask<S::Update> =
             serde_json::from_slice(bytes).map_err(|e| bad(format!("a task's saved writes: {e}")))?;
@@ -668,10 +662,11 @@ impl<S: State> Loop<S> {
                 bytes,
             })
             .collect();
-        p.saver
-            .put_writes(&p.thread, &p.ns, current, task_id, rows)
+        let info = &p.info;
+        info.saver
+            .put_writes(&info.thread, &info.ns, current, task_id, rows)
             .await
-            .map_err(|e| saver_error(&p.thread, e))
+            .map_err(|e| saver_error(&info.thread, e))
     }
 }
 

@@ -520,12 +520,11 @@ impl<S: State> Loop<S> {
             // Most steps have no pending writes: no task id to make then.
             let saved = !p.pending.is_empty();
             for i in 0..self.tasks.len() {
-                let pending = match saved {
-                    true => {
-                        let id = self.task_id(self.tasks[i].node, self.tasks[i].push);
-                        self.persist.as_mut().and_then(|p| p.pending.remove(&id))
-                    }
-                    false => None,
+                let pending = if saved {
+                    let id = self.task_id(self.tasks[i].node, self.tasks[i].push);
+                    self.persist.as_mut().and_then(|p| p.pending.remove(&id))
+                } else {
+                    None
                 };
                 let answers = match pending {
                     Some(Pending {
@@ -570,10 +569,10 @@ impl<S: State> Loop<S> {
             .collect();
         let target = match (id, paused.as_slice()) {
             (Some(id), _) if paused.iter().any(|p| p == id) => id.to_owned(),
-            (Some(id), _) => return Err(Error::nothing_to_resume(&p.thread, Some(id))),
+            (Some(id), _) => return Err(Error::nothing_to_resume(&p.info.thread, Some(id))),
             (None, [one]) => one.clone(),
-            (None, []) => return Err(Error::nothing_to_resume(&p.thread, None)),
-            (None, _) => return Err(Error::ambiguous_resume(&p.thread, &paused)),
+            (None, []) => return Err(Error::nothing_to_resume(&p.info.thread, None)),
+            (None, _) => return Err(Error::ambiguous_resume(&p.info.thread, &paused)),
         };
         let task = p.pending.get_mut(&target).expect("a paused task");
         task.question = None;
@@ -600,6 +599,8 @@ impl<S: State> Loop<S> {
             };
             let started = Instant::now();
             let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
+            // Not `run_task`: one more future around the job is a copy of it per step (callgrind,
+            // loop 2000: 17.8 M -> 18.7 M instructions).
             let result = AssertUnwindSafe(run_job(job, self.state.clone(), ctx, policy).instrument(span))
                 .catch_unwind()
                 .await;
@@ -626,16 +627,7 @@ impl<S: State> Loop<S> {
                     None => task.job,
                 };
                 let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
-                groups[i % n_groups].push(
-                    async move {
-                        let started = Instant::now();
-                        // A panicking node fails its task alone, not its group.
-                        let result = AssertUnwindSafe(run_job(job, state, ctx, policy)).catch_unwind().await;
-                        let result = result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p))));
-                        (result, started.elapsed())
-                    }
-                    .instrument(span),
-                );
+                groups[i % n_groups].push(run_task(job, state, ctx, policy, span));
                 meta.push((task.node, task.push, task.saved, task.scratch, task.cache_key));
             }
             let handles: Vec<_> = groups
@@ -1163,6 +1155,23 @@ async fn run_job<S: State>(
             }
         }
     }
+}
+
+/// Runs a task of a wide step in its span, timed. A panicking node fails its task, never the
+/// other tasks of its group.
+async fn run_task<S: State>(
+    job: Job<S>,
+    state: Arc<S>,
+    ctx: Context,
+    policy: NodePolicy,
+    span: tracing::Span,
+) -> (Result<Command<S>, Failure>, Duration) {
+    let started = Instant::now();
+    let result = AssertUnwindSafe(run_job(job, state, ctx, policy).instrument(span))
+        .catch_unwind()
+        .await;
+    let result = result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p))));
+    (result, started.elapsed())
 }
 
 /// Runs a group of tasks together, their outputs in order. The joining is set up inside the
