@@ -177,7 +177,8 @@ fn edge_path(j: usize) -> String {
     format!("$.edges[{j}]")
 }
 
-fn ticks<'s>(names: impl IntoIterator<Item = &'s str>) -> String {
+/// Names in backticks, comma-separated: `` `a`, `b` ``.
+pub(crate) fn ticks<'s>(names: impl IntoIterator<Item = &'s str>) -> String {
     names
         .into_iter()
         .map(|n| format!("`{n}`"))

@@ -2,7 +2,7 @@
 //! its writes, routing, events), and the run itself.
 
 use crate::error::RunError;
-use crate::load::{fits, Flow};
+use crate::load::{fits, ticks, Flow};
 use crate::nodes::{Brancher, Choice, Message};
 use crate::registry::{Fields, NodeImpl, Role, RunFn};
 use crate::state::{FlowState, FlowUpdate, Schema, ROUTE_FIELD, STEPS_FIELD};
@@ -300,12 +300,7 @@ impl NodeRuntime {
                 format!(
                     "node `{}` wrote `{field}`, which the state does not declare; declared fields are {}",
                     self.id,
-                    self.schema
-                        .field_names()
-                        .iter()
-                        .map(|n| format!("`{n}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    ticks(self.schema.field_names())
                 )
             })?;
             if !fits(def, value) {
@@ -366,12 +361,7 @@ impl Flow {
             let Some(def) = self.schema.declared(k) else {
                 return Err(RunError::input(format!(
                     "input field `{k}` is not declared; declared fields are {}",
-                    self.schema
-                        .field_names()
-                        .iter()
-                        .map(|n| format!("`{n}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    ticks(self.schema.field_names())
                 )));
             };
             if !fits(def, v) {
