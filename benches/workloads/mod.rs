@@ -697,12 +697,12 @@ fn fresh_sqlite(dir: &Path, r: usize, sync: Synchronous) -> Result<SqliteSaver, 
 #[derive(Debug, Default, Clone, Copy)]
 struct FileFacts {
     checkpoint_rows: u64,
-    blob_rows: u64,
     write_rows: u64,
     /// Bytes of all columns of all rows (text and blobs by length, numbers as 8).
     row_bytes: u64,
-    /// Bytes of the stored blobs' values alone (short ones in `blobs`, long ones in `large_bytes`).
+    /// Bytes of the stored values alone (the `blob_bytes` of the checkpoint rows).
     blob_bytes: u64,
+    /// The most bytes of values stored under one checkpoint.
     max_blob_bytes: u64,
     db_file_bytes: u64,
 }
@@ -717,16 +717,12 @@ fn file_facts(path: &Path) -> Result<FileFacts, String> {
     };
     let mut f = FileFacts {
         checkpoint_rows: q("SELECT COUNT(*) FROM checkpoints")?,
-        blob_rows: q("SELECT COUNT(*) FROM blobs")?,
         write_rows: q("SELECT COUNT(*) FROM writes")?,
-        blob_bytes: q("SELECT COALESCE(SUM(COALESCE(LENGTH(b.bytes), LENGTH(l.bytes))), 0) \
-             FROM blobs b LEFT JOIN large_bytes l ON l.id = b.large_id")?,
-        max_blob_bytes: q("SELECT COALESCE(MAX(COALESCE(LENGTH(b.bytes), LENGTH(l.bytes))), 0) \
-             FROM blobs b LEFT JOIN large_bytes l ON l.id = b.large_id")?,
+        blob_bytes: q("SELECT COALESCE(SUM(LENGTH(blob_bytes)), 0) FROM checkpoints")?,
+        max_blob_bytes: q("SELECT COALESCE(MAX(LENGTH(blob_bytes)), 0) FROM checkpoints")?,
         ..FileFacts::default()
     };
-    // A long blob's bytes are a row of `large_bytes`, the short ones in their `blobs` row.
-    for table in ["checkpoints", "blobs", "large_bytes", "writes", "heads"] {
+    for table in ["checkpoints", "writes"] {
         let mut stmt = conn
             .prepare(&format!("SELECT * FROM {table}"))
             .map_err(|e| e.to_string())?;
@@ -870,7 +866,7 @@ fn sqlite_loop(h: &Harness, name: &str, m: usize, grow: bool) -> Result<Vec<Repo
                 ("sqlite_journal_mode", "wal".into()),
                 ("checkpoints", u.checkpoints.to_string()),
                 ("sqlite_checkpoint_rows", f.checkpoint_rows.to_string()),
-                ("sqlite_blob_rows", f.blob_rows.to_string()),
+                ("blobs", u.blobs.to_string()),
                 ("sqlite_write_rows", f.write_rows.to_string()),
                 ("checkpoint_blob_bytes", f.blob_bytes.to_string()),
                 ("max_checkpoint_blob_bytes", f.max_blob_bytes.to_string()),

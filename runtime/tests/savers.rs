@@ -198,17 +198,17 @@ async fn unchanged_channel_points_at_an_older_blob_and_is_not_rewritten(saver: A
         record(
             "t",
             "",
-            "cp-1",
+            "cp-01",
             None,
             -1,
-            &[("doc", 1, Some("cp-1")), ("n", 1, Some("cp-1"))],
+            &[("doc", 1, Some("cp-01")), ("n", 1, Some("cp-01"))],
             vec![full("doc", &big), full("n", "1")],
         ),
         None,
     )
     .await
     .unwrap();
-    let mut parent = "cp-1".to_owned();
+    let mut parent = "cp-01".to_owned();
     for i in 2..=10u64 {
         let id = format!("cp-{i:02}");
         let n = i.to_string();
@@ -218,7 +218,7 @@ async fn unchanged_channel_points_at_an_older_blob_and_is_not_rewritten(saver: A
             &id,
             Some(&parent),
             i as i64,
-            &[("doc", 1, Some("cp-1")), ("n", i, Some(&id)), ("gone", i, None)],
+            &[("doc", 1, Some("cp-01")), ("n", i, Some(&id)), ("gone", i, None)],
             vec![full("n", &n)],
         );
         s.put(r, Some(&parent)).await.unwrap();
@@ -577,12 +577,16 @@ async fn put_many_stores_a_run_of_heads_all_or_none(saver: Arc<dyn Checkpointer>
         "invalid checkpoint data for thread `t`: the delta for channel `b` of checkpoint `cp-6` extends checkpoint \
          `cp-5`, which stores no value for it"
     );
-    // A repeated id is caught whether it repeats the batch or the store.
+    // An id that is not newer than the head (here one already stored) is refused.
     let err = s
         .put_many(vec![next("cp-3", "cp-4", 3)], Some("cp-4"))
         .await
         .unwrap_err();
-    assert!(err.is_conflict(), "{err}");
+    assert!(err.is_invalid(), "{err}");
+    assert!(
+        err.to_string().contains("checkpoint `cp-3` is not newer than `cp-4`"),
+        "{err}"
+    );
 
     assert_eq!(s.usage("t").await.unwrap(), before);
     assert_eq!(s.head("t", "").await.unwrap().as_deref(), Some("cp-4"));
@@ -667,10 +671,10 @@ async fn put_many_of_a_long_run_stores_each_record_and_names_a_repeated_id(saver
         let mut ids: Vec<String> = (37..77).map(id).collect();
         ids[at] = id(20);
         let err = s.put_many(run(&ids), Some(&id(36))).await.unwrap_err();
-        assert!(err.is_conflict(), "{at}: {err}");
+        assert!(err.is_invalid(), "{at}: {err}");
         assert_eq!(err.thread_id(), Some("t"));
         assert!(
-            err.to_string().contains("checkpoint `cp-020` already exists"),
+            err.to_string().contains("checkpoint `cp-020` is not newer than"),
             "{at}: {err}"
         );
         let mut ids: Vec<String> = (37..77).map(id).collect();
@@ -910,10 +914,13 @@ async fn two_writers_with_one_expected_head_exactly_one_wins(saver: Arc<dyn Chec
         .put(record("t-1", "", "cp-1", Some(winner), 1, &[], vec![]), Some(winner))
         .await
         .unwrap_err();
-    assert!(err.is_conflict());
+    assert!(err.is_invalid());
     assert_eq!(
         err.to_string(),
-        "checkpoint conflict on thread `t-1`: checkpoint `cp-1` already exists; another writer is running this thread"
+        format!(
+            "invalid checkpoint data for thread `t-1`: checkpoint `cp-1` is not newer than `{winner}`, the checkpoint it \
+             follows (ids of a thread increase)"
+        )
     );
     let err = s
         .put(record("t-1", "sub", "cp-9", None, 0, &[], vec![]), Some("cp-1"))
@@ -1158,7 +1165,7 @@ mod sqlite_file {
         let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
         assert_eq!(mode, "wal");
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-        assert_eq!(version, 2);
+        assert_eq!(version, 3);
         drop(conn);
 
         let reopened = SqliteSaver::open(&path).unwrap();
@@ -1192,7 +1199,7 @@ mod sqlite_file {
         assert_eq!(
             err.to_string(),
             format!(
-                "`{}` has checkpoint schema version 99, newer than version 2 that this weir supports; it was left \
+                "`{}` has checkpoint schema version 99, newer than version 3 that this weir supports; it was left \
                  untouched, open it with a newer weir",
                 path.display()
             )
@@ -1235,7 +1242,8 @@ mod sqlite_file {
         );
         saver.put(r, None).await.unwrap();
         let conn = rusqlite::Connection::open(&path).unwrap();
-        assert_eq!(conn.execute("DELETE FROM blobs", []).unwrap(), 1);
+        let update = "UPDATE checkpoints SET blob_index = ?1, blob_bytes = ?2";
+        assert_eq!(conn.execute(update, rusqlite::params![b"", b""]).unwrap(), 1);
         let err = saver.get("t", "", None).await.unwrap_err();
         assert!(err.is_corrupt(), "{err}");
         assert_eq!(
@@ -1243,6 +1251,30 @@ mod sqlite_file {
             "corrupt checkpoint `cp-1` of thread `t`: the value of channel `a` needs the blob stored under checkpoint \
              `cp-1`, which is missing"
         );
+        // An index cut short, and one that lists more bytes than the row holds.
+        for (index, bytes, says) in [
+            (&b"\x01\x00\x00\x00a\xff\xff"[..], &b"v"[..], "it ends inside a length"),
+            (
+                &b"\x01\x00\x00\x00a\xff\xff\xff\xff\x02\x00\x00\x00"[..],
+                &b"v"[..],
+                "its index lists 2 bytes of values, it holds 1",
+            ),
+            (
+                &b"\x09\x00\x00\x00a"[..],
+                &b""[..],
+                "a name of 9 bytes runs past its end",
+            ),
+        ] {
+            conn.execute(update, rusqlite::params![index, bytes]).unwrap();
+            let err = saver.get("t", "", None).await.unwrap_err();
+            assert!(err.is_corrupt(), "{err}");
+            assert_eq!(
+                err.to_string(),
+                format!("corrupt checkpoint `cp-1` of thread `t`: the blobs stored under checkpoint `cp-1` cannot be read: {says}")
+            );
+            let err = saver.usage("t").await.unwrap_err();
+            assert!(err.is_corrupt(), "{err}");
+        }
     }
 
     /// Schema version 1 as weir wrote it (`MIGRATIONS[0]`), frozen here: the tables of a file
@@ -1293,6 +1325,65 @@ mod sqlite_file {
         std::iter::repeat_n(tag, 5000).collect()
     }
 
+    /// Writes a file of schema version 1 at `path` (by hand, as weir wrote it then): two
+    /// checkpoints of thread `t` with long values `a` and `notes`, a delta, an unchanged channel
+    /// and two pending writes.
+    fn write_v1_file(path: &std::path::Path, a: &str, notes: &str) {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())).unwrap();
+        conn.execute_batch(SCHEMA_V1).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        let checkpoint = |id: &str, parent: Option<&str>, step: i64, channels: &str| {
+            conn.execute(
+                "INSERT INTO checkpoints VALUES ('t', '', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                rusqlite::params![
+                    id,
+                    parent,
+                    step,
+                    if step < 0 { "input" } else { "loop" },
+                    format!("[\"node-{step}\"]"),
+                    format!("{{\"step\":\"{step}\",\"user\":\"ada\"}}"),
+                    format!("2026-11-01T10:00:{:02}.000000Z", step + 1),
+                    channels,
+                    format!("body of {id}").into_bytes(),
+                ],
+            )
+            .unwrap();
+        };
+        let blob = |id: &str, channel: &str, delta_of: Option<&str>, bytes: &str| {
+            conn.execute(
+                "INSERT INTO blobs VALUES ('t', '', ?1, ?2, ?3, ?4)",
+                rusqlite::params![id, channel, delta_of, bytes.as_bytes()],
+            )
+            .unwrap();
+        };
+        checkpoint(
+            "cp-1",
+            None,
+            -1,
+            r#"[["a",1,"cp-1"],["count",1,"cp-1"],["notes",1,"cp-1"]]"#,
+        );
+        blob("cp-1", "a", None, a);
+        blob("cp-1", "count", None, "1");
+        blob("cp-1", "notes", None, notes);
+        checkpoint(
+            "cp-2",
+            Some("cp-1"),
+            0,
+            r#"[["a",1,"cp-1"],["count",2,"cp-2"],["notes",2,"cp-2"],["branch:to:b",2,null]]"#,
+        );
+        blob("cp-2", "count", None, "2");
+        blob("cp-2", "notes", Some("cp-1"), "+n2");
+        conn.execute("INSERT INTO heads VALUES ('t', '', 'cp-2')", []).unwrap();
+        for (task, idx, channel, bytes) in [("task-b", 0, "count", "3"), ("task-b", 1, "notes", "+n3")] {
+            conn.execute(
+                "INSERT INTO writes VALUES ('t', '', 'cp-2', ?1, ?2, 'path-b', ?3, ?4)",
+                rusqlite::params![task, idx, channel, bytes.as_bytes()],
+            )
+            .unwrap();
+        }
+    }
+
     /// A file written by schema version 1 (by hand, as weir wrote it then) is migrated on open:
     /// every checkpoint reads back as before, with its value chains (short and long values,
     /// deltas, an unchanged channel) and pending writes, and new checkpoints build on its blobs.
@@ -1301,66 +1392,11 @@ mod sqlite_file {
         let dir = TempDir::new();
         let path = dir.path().join("v1.db");
         let (a, notes) = (long('a'), long('n'));
-        {
-            let conn = rusqlite::Connection::open(&path).unwrap();
-            conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())).unwrap();
-            conn.execute_batch(SCHEMA_V1).unwrap();
-            conn.pragma_update(None, "user_version", 1).unwrap();
-            let checkpoint = |id: &str, parent: Option<&str>, step: i64, channels: &str| {
-                conn.execute(
-                    "INSERT INTO checkpoints VALUES ('t', '', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                    rusqlite::params![
-                        id,
-                        parent,
-                        step,
-                        if step < 0 { "input" } else { "loop" },
-                        format!("[\"node-{step}\"]"),
-                        format!("{{\"step\":\"{step}\",\"user\":\"ada\"}}"),
-                        format!("2026-11-01T10:00:{:02}.000000Z", step + 1),
-                        channels,
-                        format!("body of {id}").into_bytes(),
-                    ],
-                )
-                .unwrap();
-            };
-            let blob = |id: &str, channel: &str, delta_of: Option<&str>, bytes: &str| {
-                conn.execute(
-                    "INSERT INTO blobs VALUES ('t', '', ?1, ?2, ?3, ?4)",
-                    rusqlite::params![id, channel, delta_of, bytes.as_bytes()],
-                )
-                .unwrap();
-            };
-            checkpoint(
-                "cp-1",
-                None,
-                -1,
-                r#"[["a",1,"cp-1"],["count",1,"cp-1"],["notes",1,"cp-1"]]"#,
-            );
-            blob("cp-1", "a", None, &a);
-            blob("cp-1", "count", None, "1");
-            blob("cp-1", "notes", None, &notes);
-            checkpoint(
-                "cp-2",
-                Some("cp-1"),
-                0,
-                r#"[["a",1,"cp-1"],["count",2,"cp-2"],["notes",2,"cp-2"],["branch:to:b",2,null]]"#,
-            );
-            blob("cp-2", "count", None, "2");
-            blob("cp-2", "notes", Some("cp-1"), "+n2");
-            conn.execute("INSERT INTO heads VALUES ('t', '', 'cp-2')", []).unwrap();
-            for (task, idx, channel, bytes) in [("task-b", 0, "count", "3"), ("task-b", 1, "notes", "+n3")] {
-                conn.execute(
-                    "INSERT INTO writes VALUES ('t', '', 'cp-2', ?1, ?2, 'path-b', ?3, ?4)",
-                    rusqlite::params![task, idx, channel, bytes.as_bytes()],
-                )
-                .unwrap();
-            }
-        }
-
+        write_v1_file(&path, &a, &notes);
         let saver = SqliteSaver::open(&path).unwrap();
         let conn = rusqlite::Connection::open(&path).unwrap();
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-        assert_eq!(version, 2);
+        assert_eq!(version, 3);
 
         let first = record(
             "t",
@@ -1428,11 +1464,16 @@ mod sqlite_file {
             }
         );
 
-        // The long values moved beside the blob rows; new checkpoints build on migrated blobs.
-        let moved: i64 = conn
-            .query_row("SELECT COUNT(*) FROM large_bytes", [], |r| r.get(0))
+        // The blobs moved into their checkpoints' rows, the tables of version 2 are gone; new
+        // checkpoints build on migrated blobs.
+        let tables: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(moved, 2);
+        assert_eq!(tables, ["checkpoints", "writes"]);
         let third = record(
             "t",
             "",
@@ -1459,10 +1500,10 @@ mod sqlite_file {
         );
     }
 
-    /// A value too long for its blob row is stored beside it: it reads back whole, extends by
-    /// deltas, counts in the usage, and goes with its thread.
+    /// Long values live in their checkpoint's row like short ones: they read back whole, extend
+    /// by deltas, count in the usage, and go with their thread.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn long_values_are_stored_beside_their_rows_and_go_with_their_thread() {
+    async fn long_values_are_stored_in_their_rows_and_go_with_their_thread() {
         let dir = TempDir::new();
         let path = dir.path().join("long.db");
         let saver = SqliteSaver::open(&path).unwrap();
@@ -1517,55 +1558,49 @@ mod sqlite_file {
             }
         );
         let conn = rusqlite::Connection::open(&path).unwrap();
-        let large = |conn: &rusqlite::Connection| -> Vec<i64> {
-            conn.prepare("SELECT LENGTH(bytes) FROM large_bytes ORDER BY id")
+        let stored = |conn: &rusqlite::Connection| -> Vec<(String, i64)> {
+            conn.prepare("SELECT thread_id, LENGTH(blob_bytes) FROM checkpoints ORDER BY thread_id, id")
                 .unwrap()
-                .query_map([], |r| r.get(0))
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
                 .unwrap()
                 .collect::<Result<_, _>>()
                 .unwrap()
         };
-        assert_eq!(large(&conn), [100_000, 193, 100_000, 193]);
+        let rows = |thread: &str| [(thread.to_owned(), 100_000 + 192 + 193), (thread.to_owned(), 2)];
+        assert_eq!(stored(&conn), [rows("t"), rows("u")].concat());
 
         saver.delete_thread("t").await.unwrap();
-        assert_eq!(large(&conn), [100_000, 193]);
+        assert_eq!(stored(&conn), rows("u"));
         let other = saver.get("u", "", None).await.unwrap().unwrap();
         assert_eq!(chains(&other), chains(&loaded));
     }
 
+    /// A file whose blobs cannot all be carried into the new schema (here a blob of a checkpoint
+    /// that has no row) is refused, naming the checkpoint, and left as it was.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_long_value_whose_bytes_were_removed_behind_its_back_is_corrupt() {
+    async fn a_file_that_cannot_be_migrated_is_refused_and_left_untouched() {
         let dir = TempDir::new();
-        let path = dir.path().join("weir.db");
-        let saver = SqliteSaver::open(&path).unwrap();
-        let first = record(
-            "t",
-            "",
-            "cp-1",
-            None,
-            -1,
-            &[("a", 1, Some("cp-1"))],
-            vec![full("a", &long('v'))],
-        );
-        let second = record(
-            "t",
-            "",
-            "cp-2",
-            Some("cp-1"),
-            0,
-            &[("a", 2, Some("cp-2"))],
-            vec![delta("a", "cp-1", "+")],
-        );
-        saver.put_many(vec![first, second], None).await.unwrap();
+        let path = dir.path().join("v1.db");
+        write_v1_file(&path, "[a]", "[n]");
         let conn = rusqlite::Connection::open(&path).unwrap();
-        assert_eq!(conn.execute("DELETE FROM large_bytes", []).unwrap(), 1);
-        let err = saver.get("t", "", None).await.unwrap_err();
+        conn.execute("INSERT INTO blobs VALUES ('t', '', 'cp-9', 'a', NULL, x'00')", [])
+            .unwrap();
+        let before: Vec<u8> = std::fs::read(&path).unwrap();
+        let err = SqliteSaver::open(&path).unwrap_err();
         assert!(err.is_corrupt(), "{err}");
         assert_eq!(
             err.to_string(),
-            "corrupt checkpoint `cp-2` of thread `t`: the value of channel `a` needs the blob stored under checkpoint \
-             `cp-1`, whose bytes are missing"
+            format!(
+                "corrupt checkpoint `cp-9` of thread `t`: its blob for channel `a` is stored but its row is missing, so \
+                 `{}` cannot be migrated to schema version 3 (the file is left as it was)",
+                path.display()
+            )
         );
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(version, 1);
+        let blobs: i64 = conn.query_row("SELECT COUNT(*) FROM blobs", [], |r| r.get(0)).unwrap();
+        assert_eq!(blobs, 6);
+        assert_eq!(std::fs::read(&path).unwrap(), before);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1574,10 +1609,10 @@ mod sqlite_file {
         let path = dir.path().join("shared.db");
         // Two savers, each with its own connections: two processes sharing the file.
         let (one, two) = (SqliteSaver::open(&path).unwrap(), SqliteSaver::open(&path).unwrap());
-        one.put(record("t", "", "cp-1", None, -1, &[], vec![]), None)
+        one.put(record("t", "", "cp-0", None, -1, &[], vec![]), None)
             .await
             .unwrap();
-        assert_eq!(two.head("t", "").await.unwrap().as_deref(), Some("cp-1"));
+        assert_eq!(two.head("t", "").await.unwrap().as_deref(), Some("cp-0"));
 
         for round in 0..20 {
             let head = one.head("t", "").await.unwrap().unwrap();

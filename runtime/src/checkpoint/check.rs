@@ -78,17 +78,36 @@ pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, Sav
     Ok(needed)
 }
 
-/// Checks a batch for [`Checkpointer::put_many`](super::Checkpointer::put_many): every record
-/// holds together ([`record`]), all are of the first one's thread and namespace, and no id comes
-/// twice (a conflict, as for an id already stored). Returns, per record, the blobs it builds on
-/// that the batch does not store itself: those must be stored already.
-pub(crate) fn batch(records: &[CheckpointRecord]) -> Result<Vec<Vec<(&str, &str)>>, SaverError> {
+/// Checks a batch for [`Checkpointer::put_many`](super::Checkpointer::put_many) that is to follow
+/// `expected` (the head the caller saw): every record holds together ([`record`]), all are of
+/// the first one's thread and namespace, no id comes twice (a conflict, as for an id already
+/// stored) and each id is greater than the one it follows (`expected`, then the record before
+/// it). Returns, per record, the blobs it builds on that the batch does not store itself: those
+/// must be stored already.
+///
+/// A saver that then finds its head at `expected` knows every stored id is less than the
+/// batch's: none is taken, and the head stays the greatest id.
+pub(crate) fn batch<'r>(
+    records: &'r [CheckpointRecord],
+    expected: Option<&str>,
+) -> Result<Vec<Vec<(&'r str, &'r str)>>, SaverError> {
     let Some(first) = records.first() else {
         return Ok(Vec::new());
     };
     if let Some(twice) = repeated(records.iter().map(|r| r.id.as_str())) {
         let detail = format!("checkpoint `{twice}` already exists");
         return Err(SaverError::conflict(&first.thread_id, &first.ns, detail));
+    }
+    let before = expected.into_iter().chain(records.iter().map(|r| r.id.as_str()));
+    let after = records.iter().skip(usize::from(expected.is_none()));
+    if let Some((before, r)) = before.zip(after).find(|(before, r)| r.id.as_str() <= *before) {
+        return Err(SaverError::invalid(
+            &r.thread_id,
+            format!(
+                "checkpoint `{}` is not newer than `{before}`, the checkpoint it follows (ids of a thread increase)",
+                r.id
+            ),
+        ));
     }
     records
         .iter()
@@ -203,18 +222,6 @@ pub(crate) fn broken_chain(thread: &str, checkpoint: &str, channel: &str, missin
         checkpoint,
         format!(
             "the value of channel `{channel}` needs the blob stored under checkpoint `{missing}`, which is missing"
-        ),
-    )
-}
-
-/// The error for a stored blob whose bytes are gone (its row names a missing `large_bytes` row).
-#[cfg(feature = "sqlite")]
-pub(crate) fn lost_bytes(thread: &str, checkpoint: &str, channel: &str, at: &str) -> SaverError {
-    SaverError::corrupt(
-        thread,
-        checkpoint,
-        format!(
-            "the value of channel `{channel}` needs the blob stored under checkpoint `{at}`, whose bytes are missing"
         ),
     )
 }

@@ -73,7 +73,7 @@ impl MemorySaver {
 
     /// Stores `records` as successive heads: all of them or none.
     fn put_batch(&self, records: Vec<CheckpointRecord>, expected_head: Option<&str>) -> Result<(), SaverError> {
-        let needed = check::batch(&records)?;
+        let needed = check::batch(&records, expected_head)?;
         let Some(first) = records.first() else { return Ok(()) };
         let mut store = self.lock();
         let space = store.get(&first.thread_id).and_then(|t| t.get(&first.ns));
@@ -81,11 +81,8 @@ impl MemorySaver {
         if head != expected_head {
             return Err(SaverError::head_moved(&first.thread_id, &first.ns, expected_head, head));
         }
+        // The head is where the batch expects it, so every stored id is less than the batch's.
         for (record, needed) in records.iter().zip(&needed) {
-            if space.is_some_and(|s| s.checkpoints.contains_key(&record.id)) {
-                let detail = format!("checkpoint `{}` already exists", record.id);
-                return Err(SaverError::conflict(&record.thread_id, &record.ns, detail));
-            }
             for (channel, base) in needed {
                 if space.and_then(|s| s.blob(base, channel)).is_none() {
                     return Err(check::missing_base(record, channel, base));

@@ -81,13 +81,34 @@ pub use sqlite::{SqliteOptions, SqliteSaver, Synchronous};
 /// assert!(a < b);
 /// ```
 pub fn new_checkpoint_id() -> String {
+    new_checkpoint_id_after(None)
+}
+
+/// A new checkpoint id, as [`new_checkpoint_id`], that is also greater than `after` (the head a
+/// put will follow): a head written by another process, whose clock may run ahead of this one's,
+/// is still followed by a greater id, as every saver requires (see [`Checkpointer::put`]).
+///
+/// # Examples
+///
+/// ```
+/// use weir_runtime::checkpoint::new_checkpoint_id_after;
+///
+/// let far = "ffff000000000000ffffffffffffffff";
+/// assert!(new_checkpoint_id_after(Some(far)).as_str() > far);
+/// ```
+pub fn new_checkpoint_id_after(after: Option<&str>) -> String {
     static LAST: AtomicU64 = AtomicU64::new(0);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64);
+    // The microseconds of an id of this format; another id (say a test's) counts as none.
+    let floor = after
+        .filter(|id| id.len() == 32)
+        .and_then(|id| u64::from_str_radix(id.get(..16)?, 16).ok())
+        .unwrap_or(0);
     let mut last = LAST.load(Ordering::Relaxed);
     let micros = loop {
-        let next = now.max(last + 1);
+        let next = now.max(last + 1).max(floor.saturating_add(1));
         match LAST.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
             Ok(_) => break next,
             Err(seen) => last = seen,
@@ -328,8 +349,10 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
     /// Stores `record` as the new head of `(record.thread_id, record.ns)`.
     ///
     /// `expected_head` is the id the caller believes is the latest checkpoint of the thread and
-    /// namespace (`None` for a new one). If another writer moved the head meanwhile, or a
-    /// checkpoint with this id exists, fails with a conflict naming the thread and stores nothing.
+    /// namespace (`None` for a new one). If another writer moved the head meanwhile, fails with a
+    /// conflict naming the thread and stores nothing. Ids of a thread and namespace increase: a
+    /// record whose id is not greater than `expected_head` is invalid
+    /// ([`new_checkpoint_id_after`] makes such ids), so the head is always the greatest id.
     /// Atomic: the record, its blobs and the head move together or not at all.
     fn put<'a>(
         &'a self,

@@ -484,7 +484,7 @@ impl PostgresSaver {
 
     /// Stores `records` in one transaction, as successive heads: all of them or none.
     async fn put_batch(&self, records: Vec<CheckpointRecord>, expected: Option<&str>) -> Result<(), SaverError> {
-        let needed: Vec<(Vec<&str>, Vec<&str>)> = check::batch(&records)?
+        let needed: Vec<(Vec<&str>, Vec<&str>)> = check::batch(&records, expected)?
             .into_iter()
             .map(|n| n.into_iter().unzip())
             .collect();
@@ -529,6 +529,7 @@ impl PostgresSaver {
                         ],
                     )
                     .await?;
+                // Only a store written before ids had to increase can hold a greater id.
                 if inserted == 0 {
                     let detail = format!("checkpoint `{}` already exists", r.id);
                     return Err(SaverError::conflict(thread, ns, detail).into());

@@ -9,19 +9,22 @@
 //! (a few microseconds, less than the hop to another thread) and, should another process hold
 //! the file's write lock, goes to the blocking pool to wait for it there.
 //!
-//! A put is one write transaction: it moves the thread's row in `heads`, adds the checkpoint's
-//! row to `checkpoints` (a rowid table and its key index) and a row per new blob to `blobs` (a
-//! `WITHOUT ROWID` table, one B-tree; the bytes of a long value go to `large_bytes`, see
-//! [`INLINE_BYTES`]).
+//! A put is one write transaction that writes two B-trees: it reads the head (the thread's
+//! greatest checkpoint id, from the key index), then adds one row to `checkpoints` (a rowid
+//! table and its key index) holding the record and the blobs stored under it ([`pack_index`]).
+//! A thread has no head row to move: ids increase (see [`Checkpointer::put`]), so the head is
+//! the greatest id, and a put's `BEGIN IMMEDIATE` keeps another writer out between the read and
+//! the insert.
 //!
 //! The schema's version is the file's `PRAGMA user_version`; [`MIGRATIONS`] lists the steps from
 //! each version to the next. A file with a newer version than this weir knows is refused and left
 //! untouched.
 
 use super::sql::{self, Row};
-use super::{check, CheckpointRecord, Checkpointer, Loaded, PendingWrite, SaverError, Usage};
+use super::{check, Blob, CheckpointRecord, Checkpointer, Loaded, PendingWrite, SaverError, Usage};
 use futures::future::{BoxFuture, FutureExt};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -30,9 +33,10 @@ use tokio::sync::{Mutex as AsyncMutex, Semaphore};
 
 /// The steps from schema version `i` to `i + 1`; the current version is `MIGRATIONS.len()`.
 /// A later release appends to this list and never edits an entry.
-const MIGRATIONS: &[&str] = &[
+const MIGRATIONS: &[Migration] = &[
     // 1: checkpoints, the blobs stored under them, pending writes, heads.
-    "CREATE TABLE checkpoints (
+    Migration::Sql(
+        "CREATE TABLE checkpoints (
         thread_id TEXT NOT NULL,
         ns TEXT NOT NULL,
         id TEXT NOT NULL,
@@ -72,9 +76,11 @@ const MIGRATIONS: &[&str] = &[
         head TEXT NOT NULL,
         PRIMARY KEY (thread_id, ns)
     ) WITHOUT ROWID;",
+    ),
     // 2: blobs keyed by their primary key alone, so storing one writes one B-tree instead of a
-    // table and its key index; the bytes of a long blob in `large_bytes` (see `INLINE_BYTES`).
-    "CREATE TABLE large_bytes (
+    // table and its key index; the bytes of a long blob in `large_bytes` (over 192 bytes).
+    Migration::Sql(
+        "CREATE TABLE large_bytes (
         id INTEGER PRIMARY KEY,
         bytes BLOB NOT NULL
     );
@@ -96,26 +102,86 @@ const MIGRATIONS: &[&str] = &[
         FROM blobs;
     DROP TABLE blobs;
     ALTER TABLE blobs_v2 RENAME TO blobs;",
+    ),
+    // 3: a checkpoint's blobs in its own row (`blob_index`, `blob_bytes`): a put writes the
+    // checkpoint table and its key index, not a blob table too; the head is the greatest id,
+    // with no row of its own. The blobs of version 2 move into their checkpoints' rows.
+    Migration::Code(blobs_into_rows),
 ];
 
-/// The longest blob kept in its `blobs` row; a longer one's bytes go to a row of `large_bytes`,
-/// which the blob row names (`large_id`, with `bytes` NULL).
-///
-/// A `WITHOUT ROWID` table keeps whole rows in the nodes of its B-tree, inner ones included,
-/// and SQLite's documentation advises rows under about 1/20 of a page: larger rows split pages
-/// more often, and a row that overflows its page (about 1 KB on a 4 KiB page) is read whole,
-/// overflow pages and all, by every search that compares against it. With the key (the thread,
-/// two checkpoint ids, the channel: about 90 bytes) a blob of 192 bytes makes a row of under
-/// 300 bytes, where such a table still writes no more WAL frames per insert than a rowid table
-/// and its key index (measured with 200-byte values: 1.8 frames against 2.4 when one thread
-/// appends, 2.5 against 2.5 with 50 threads' rows interleaved; with 100-byte values 1.7
-/// against 2.35, and 2.2 against 2.5). A long value costs two B-trees (its bytes appended to
-/// `large_bytes`, then its row) as every blob did in schema version 1.
-///
-/// Checkpoint rows stay in a rowid table: they hold the channel list and the body, 400 bytes
-/// for a graph of one field and more for larger graphs, past the size where a `WITHOUT ROWID`
-/// table pays off.
-const INLINE_BYTES: usize = 192;
+/// A step of [`MIGRATIONS`]: SQL, or code for what SQL cannot do. Runs in the migration's
+/// transaction.
+enum Migration {
+    Sql(&'static str),
+    Code(fn(&Connection) -> Result<(), OpenError>),
+}
+
+/// Migration 3: moves version 2's blobs into their checkpoints' rows, then drops the tables of
+/// blobs, long values and heads (a thread's head is its greatest id, as it was for every thread
+/// weir wrote: its ids increase). A blob whose bytes are gone, or whose checkpoint is, fails the
+/// migration, and the file is left as it was.
+fn blobs_into_rows(tx: &Connection) -> Result<(), OpenError> {
+    tx.execute_batch(
+        "ALTER TABLE checkpoints ADD COLUMN blob_index BLOB NOT NULL DEFAULT x'';
+         ALTER TABLE checkpoints ADD COLUMN blob_bytes BLOB NOT NULL DEFAULT x'';",
+    )?;
+    let mut select = tx.prepare(
+        "SELECT b.thread_id, b.ns, b.checkpoint_id, b.channel, b.delta_of, COALESCE(b.bytes, l.bytes) \
+         FROM blobs b LEFT JOIN large_bytes l ON l.id = b.large_id \
+         ORDER BY b.thread_id, b.ns, b.checkpoint_id, b.channel",
+    )?;
+    let mut update = tx.prepare(
+        "UPDATE checkpoints SET blob_index = ?4, blob_bytes = ?5 WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
+    )?;
+    let mut store = |key: &(String, String, String), blobs: &[Blob]| -> Result<(), OpenError> {
+        let (thread, ns, id) = key;
+        if update.execute(params![thread, ns, id, pack_index(blobs), pack_bytes(blobs)])? == 0 {
+            return Err(OpenError::Corrupt {
+                thread: thread.clone(),
+                checkpoint: id.clone(),
+                detail: format!(
+                    "its blob for channel `{}` is stored but its row is missing",
+                    blobs[0].channel
+                ),
+            });
+        }
+        Ok(())
+    };
+    let mut rows = select.query([])?;
+    let mut current: Option<(String, String, String)> = None;
+    let mut blobs = Vec::new();
+    while let Some(row) = rows.next()? {
+        let key = (row.get(0)?, row.get(1)?, row.get(2)?);
+        let (channel, delta_of, bytes): (String, Option<String>, Option<Vec<u8>>) =
+            (row.get(3)?, row.get(4)?, row.get(5)?);
+        let Some(bytes) = bytes else {
+            return Err(OpenError::Corrupt {
+                thread: key.0,
+                checkpoint: key.2,
+                detail: format!("the bytes of its blob for channel `{channel}` are missing"),
+            });
+        };
+        if current.as_ref() != Some(&key) {
+            if let Some(done) = current.replace(key) {
+                store(&done, &blobs)?;
+                blobs.clear();
+            }
+        }
+        blobs.push(Blob {
+            channel,
+            delta_of,
+            bytes,
+        });
+    }
+    if let Some(done) = current {
+        store(&done, &blobs)?;
+    }
+    drop(rows);
+    drop(select);
+    drop(update);
+    tx.execute_batch("DROP TABLE blobs; DROP TABLE large_bytes; DROP TABLE heads;")?;
+    Ok(())
+}
 
 /// The schema version this weir writes.
 const VERSION: i64 = MIGRATIONS.len() as i64;
@@ -218,6 +284,12 @@ impl SqliteOptions {
 enum OpenError {
     TooNew(i64),
     Sqlite(rusqlite::Error),
+    /// A migration found data of this checkpoint that it cannot carry over.
+    Corrupt {
+        thread: String,
+        checkpoint: String,
+        detail: String,
+    },
 }
 
 impl From<rusqlite::Error> for OpenError {
@@ -231,6 +303,18 @@ impl OpenError {
         match self {
             OpenError::TooNew(found) => SaverError::schema_too_new(format!("`{}`", path.display()), found, VERSION),
             OpenError::Sqlite(e) => backend(path, e),
+            OpenError::Corrupt {
+                thread,
+                checkpoint,
+                detail,
+            } => SaverError::corrupt(
+                &thread,
+                &checkpoint,
+                format!(
+                    "{detail}, so `{}` cannot be migrated to schema version {VERSION} (the file is left as it was)",
+                    path.display()
+                ),
+            ),
         }
     }
 }
@@ -257,7 +341,10 @@ fn migrate(conn: &mut Connection, path: &Path, options: &SqliteOptions) -> Resul
         return Err(OpenError::TooNew(version));
     }
     for (from, step) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-        tx.execute_batch(step)?;
+        match step {
+            Migration::Sql(sql) => tx.execute_batch(sql)?,
+            Migration::Code(run) => run(&tx)?,
+        }
         tx.pragma_update(None, "user_version", from as i64 + 1)?;
     }
     tx.commit()?;
@@ -269,6 +356,9 @@ fn configure(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()>
     // Room for every statement a saver prepares (a put's alone take a dozen): none is prepared
     // again because another pushed it out.
     conn.set_prepared_statement_cache_capacity(64);
+    // Plans never depend on bound values: without this, binding the thread to the head's query
+    // (`ORDER BY id DESC LIMIT 1`) marks it for a new plan, and it is compiled again each time.
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     conn.busy_timeout(options.busy_timeout)?;
     conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
     Ok(())
@@ -416,6 +506,12 @@ impl From<rusqlite::Error> for Failure {
     }
 }
 
+impl From<rusqlite::types::FromSqlError> for Failure {
+    fn from(e: rusqlite::types::FromSqlError) -> Self {
+        Failure::Sqlite(e.into())
+    }
+}
+
 impl From<SaverError> for Failure {
     fn from(e: SaverError) -> Self {
         Failure::Saver(e)
@@ -492,48 +588,55 @@ impl Drop for WriteTx<'_> {
 
 /// Stores `records` in one transaction, as successive heads: all of them or none.
 fn put_batch(conn: &mut Connection, records: &[CheckpointRecord], expected: Option<&str>) -> Result<(), Failure> {
-    let needed = check::batch(records)?;
-    let Some(last) = records.last() else { return Ok(()) };
-    let (thread, ns, last) = (&last.thread_id, &last.ns, &last.id);
+    let needed = check::batch(records, expected)?;
+    let Some(first) = records.first() else { return Ok(()) };
+    let (thread, ns) = (&first.thread_id, &first.ns);
     let tx = WriteTx::begin(conn)?;
-    // Move the head where the caller expects it, in one statement: no row changed means it is
-    // elsewhere (and nothing of the batch is kept).
-    let moved = match expected {
-        Some(expected) => tx
-            .prepare_cached("UPDATE heads SET head = ?3 WHERE thread_id = ?1 AND ns = ?2 AND head = ?4")?
-            .execute(params![thread, ns, last, expected])?,
-        None => tx
-            .prepare_cached("INSERT INTO heads (thread_id, ns, head) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING")?
-            .execute(params![thread, ns, last])?,
-    };
-    if moved == 0 {
-        let head: Option<String> = tx
-            .prepare_cached("SELECT head FROM heads WHERE thread_id = ?1 AND ns = ?2")?
-            .query_row(params![thread, ns], |r| r.get(0))
-            .optional()?;
+    let head = head_now(&tx, thread, ns)?;
+    if head.as_deref() != expected {
         return Err(SaverError::head_moved(thread, ns, expected, head.as_deref()).into());
     }
     // Every base the batch does not store itself must be stored already: checked before
     // anything is written.
-    let mut has_blob = None;
+    let mut index_of = None;
     for (record, needed) in records.iter().zip(&needed) {
         for &(channel, base) in needed {
-            if has_blob.is_none() {
-                has_blob = Some(tx.prepare_cached(
-                    "SELECT 1 FROM blobs WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 AND channel = ?4",
-                )?);
+            if index_of.is_none() {
+                index_of = Some(tx.prepare_cached(BLOB_INDEX_OF)?);
             }
-            let has_blob = has_blob.as_mut().expect("prepared above");
-            if !has_blob.exists(params![thread, ns, base, channel])? {
+            let index_of = index_of.as_mut().expect("prepared above");
+            let mut rows = index_of.query(params![thread, ns, base])?;
+            let stored = match rows.next()? {
+                None => false,
+                Some(row) => {
+                    let (index, bytes) = (row.get_ref(0)?.as_blob()?, row.get::<_, i64>(1)? as usize);
+                    let entries = row_index(thread, &record.id, base, index, bytes)?;
+                    entries.iter().any(|e| e.channel == channel)
+                }
+            };
+            if !stored {
                 return Err(check::missing_base(record, channel, base).into());
             }
         }
     }
-    drop(has_blob);
+    drop(index_of);
     insert_checkpoints(&tx, records)?;
-    insert_blobs(&tx, records)?;
     tx.commit()?;
     Ok(())
+}
+
+/// The blob index of a checkpoint row and the length of its bytes.
+const BLOB_INDEX_OF: &str =
+    "SELECT blob_index, LENGTH(blob_bytes) FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3";
+
+/// The query of [`head_now`].
+const HEAD: &str = "SELECT id FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 ORDER BY id DESC LIMIT 1";
+
+/// The head of a thread and namespace: its greatest checkpoint id, found in the key index.
+fn head_now(conn: &Connection, thread_id: &str, ns: &str) -> rusqlite::Result<Option<String>> {
+    conn.prepare_cached(HEAD)?
+        .query_row(params![thread_id, ns], |r| r.get(0))
+        .optional()
 }
 
 /// How many rows of a batch one insert statement writes. Running a statement costs about 3k
@@ -541,87 +644,46 @@ fn put_batch(conn: &mut Connection, records: &[CheckpointRecord], expected: Opti
 /// once for all its rows.
 const CHUNK: usize = 16;
 
-/// The insert statements of a put, for one row or for [`CHUNK`] rows; the rows share `?1`
-/// (the thread) and `?2` (the namespace).
-struct InsertSql {
-    checkpoint: String,
-    checkpoints: String,
-    blob: String,
-    blobs: String,
-}
-
 /// The parameters of a checkpoint row besides the thread and namespace.
-const CHECKPOINT_PARAMS: usize = 9;
-/// The parameters of a blob row besides the thread and namespace.
-const BLOB_PARAMS: usize = 4;
+const CHECKPOINT_PARAMS: usize = 11;
 
-fn insert_sql() -> &'static InsertSql {
-    static SQL: std::sync::OnceLock<InsertSql> = std::sync::OnceLock::new();
-    SQL.get_or_init(|| {
-        let insert = |into: &str, params: usize, rows: usize| {
-            let rows: Vec<String> = (0..rows)
-                .map(|row| {
-                    let own: Vec<String> = (0..params).map(|p| format!("?{}", 3 + row * params + p)).collect();
-                    format!("(?1, ?2, {})", own.join(", "))
-                })
+/// The insert statement of `rows` checkpoint rows; the rows share `?1` (the thread) and `?2`
+/// (the namespace).
+fn insert_sql(rows: usize) -> String {
+    let rows: Vec<String> = (0..rows)
+        .map(|row| {
+            let own: Vec<String> = (0..CHECKPOINT_PARAMS)
+                .map(|p| format!("?{}", 3 + row * CHECKPOINT_PARAMS + p))
                 .collect();
-            format!("INSERT INTO {into} VALUES {}", rows.join(", "))
-        };
-        let checkpoints = "checkpoints (thread_id, ns, id, parent_id, step, source, writes, metadata, \
-                           created_at, channels, body)";
-        let blobs = "blobs (thread_id, ns, checkpoint_id, channel, delta_of, bytes)";
-        InsertSql {
-            checkpoint: insert(checkpoints, CHECKPOINT_PARAMS, 1),
-            checkpoints: insert(checkpoints, CHECKPOINT_PARAMS, CHUNK),
-            blob: insert(blobs, BLOB_PARAMS, 1),
-            blobs: insert(blobs, BLOB_PARAMS, CHUNK),
-        }
-    })
+            format!("(?1, ?2, {})", own.join(", "))
+        })
+        .collect();
+    format!(
+        "INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, writes, metadata, created_at, \
+         channels, body, blob_index, blob_bytes) VALUES {}",
+        rows.join(", ")
+    )
 }
 
-/// Inserts the checkpoint rows of `records` (one thread and namespace), [`CHUNK`] at a time.
-fn insert_checkpoints(tx: &Connection, records: &[CheckpointRecord]) -> Result<(), Failure> {
+/// Inserts the checkpoint rows of `records` (one thread and namespace), [`CHUNK`] at a time,
+/// then the rest one by one.
+fn insert_checkpoints(tx: &Connection, records: &[CheckpointRecord]) -> rusqlite::Result<()> {
+    static SQL: std::sync::OnceLock<[String; 2]> = std::sync::OnceLock::new();
     let Some(first) = records.first() else { return Ok(()) };
-    let (thread, ns) = (&first.thread_id, &first.ns);
-    let sql = insert_sql();
-    let mut chunks = records.chunks_exact(CHUNK);
-    if chunks.len() > 0 {
-        let mut insert = tx.prepare_cached(&sql.checkpoints)?;
-        insert.raw_bind_parameter(1, thread)?;
-        insert.raw_bind_parameter(2, ns)?;
-        for chunk in &mut chunks {
-            for (row, record) in chunk.iter().enumerate() {
+    let [one, chunk] = SQL.get_or_init(|| [insert_sql(1), insert_sql(CHUNK)]);
+    let split = records.len() - records.len() % CHUNK;
+    for (sql, per, part) in [(chunk, CHUNK, &records[..split]), (one, 1, &records[split..])] {
+        if part.is_empty() {
+            continue;
+        }
+        let mut insert = tx.prepare_cached(sql)?;
+        insert.raw_bind_parameter(1, &first.thread_id)?;
+        insert.raw_bind_parameter(2, &first.ns)?;
+        for rows in part.chunks(per) {
+            for (row, record) in rows.iter().enumerate() {
                 bind_checkpoint(&mut insert, row, record)?;
             }
-            match insert.raw_execute() {
-                // A statement that fails stores none of its rows: row by row names the culprit.
-                Err(e) if is_primary_key_conflict(&e) => insert_checkpoints_one_by_one(tx, chunk)?,
-                inserted => {
-                    inserted?;
-                }
-            }
-        }
-    }
-    insert_checkpoints_one_by_one(tx, chunks.remainder())
-}
-
-/// Inserts the checkpoint rows of `records` a statement each: a taken id fails its own
-/// statement, which names the checkpoint in the conflict.
-fn insert_checkpoints_one_by_one(tx: &Connection, records: &[CheckpointRecord]) -> Result<(), Failure> {
-    let Some(first) = records.first() else { return Ok(()) };
-    let mut insert = tx.prepare_cached(&insert_sql().checkpoint)?;
-    insert.raw_bind_parameter(1, &first.thread_id)?;
-    insert.raw_bind_parameter(2, &first.ns)?;
-    for record in records {
-        bind_checkpoint(&mut insert, 0, record)?;
-        match insert.raw_execute() {
-            Err(e) if is_primary_key_conflict(&e) => {
-                let detail = format!("checkpoint `{}` already exists", record.id);
-                return Err(SaverError::conflict(&record.thread_id, &record.ns, detail).into());
-            }
-            inserted => {
-                inserted?;
-            }
+            insert.raw_execute()?;
         }
     }
     Ok(())
@@ -645,76 +707,138 @@ fn bind_checkpoint(
     insert.raw_bind_parameter(at + 5, text.metadata())?;
     insert.raw_bind_parameter(at + 6, &record.created_at)?;
     insert.raw_bind_parameter(at + 7, text.channels())?;
-    insert.raw_bind_parameter(at + 8, &record.body)
+    insert.raw_bind_parameter(at + 8, &record.body)?;
+    insert.raw_bind_parameter(at + 9, pack_index(&record.blobs))?;
+    insert.raw_bind_parameter(at + 10, pack_bytes(&record.blobs).as_ref())
 }
 
-fn is_primary_key_conflict(e: &rusqlite::Error) -> bool {
-    matches!(e, rusqlite::Error::SqliteFailure(e, _) if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
-}
-
-/// Inserts the blobs of `records` (one thread and namespace): the short ones [`CHUNK`] rows
-/// at a time, the long ones' bytes into `large_bytes`.
-fn insert_blobs(tx: &Connection, records: &[CheckpointRecord]) -> Result<(), Failure> {
-    let Some(first) = records.first() else { return Ok(()) };
-    let (thread, ns) = (&first.thread_id, &first.ns);
-    let sql = insert_sql();
-    // Prepared when first needed: most puts store no long value, and a chunk takes a batch.
-    let mut insert_chunk = None;
-    let mut insert_large = None;
-    let mut pending = Vec::with_capacity(CHUNK);
-    for record in records {
-        for blob in &record.blobs {
-            if blob.bytes.len() <= INLINE_BYTES {
-                pending.push((&record.id, blob));
-                if pending.len() == CHUNK {
-                    if insert_chunk.is_none() {
-                        let mut insert = tx.prepare_cached(&sql.blobs)?;
-                        insert.raw_bind_parameter(1, thread)?;
-                        insert.raw_bind_parameter(2, ns)?;
-                        insert_chunk = Some(insert);
-                    }
-                    let insert = insert_chunk.as_mut().expect("prepared above");
-                    for (row, (id, blob)) in pending.drain(..).enumerate() {
-                        bind_blob(insert, row, id, blob)?;
-                    }
-                    insert.raw_execute()?;
-                }
-                continue;
+/// The `blob_index` column of a checkpoint row with `blobs`: for each blob, the channel (its
+/// length as a little-endian `u32`, then its UTF-8), what it extends (the same, with the length
+/// `u32::MAX` for a whole value) and the length of its bytes (a `u32`). The bytes themselves go,
+/// one after another in the same order, to `blob_bytes` ([`pack_bytes`]), the row's last column:
+/// a put reads only the short index of the checkpoints its record builds on, never their values.
+fn pack_index(blobs: &[Blob]) -> Vec<u8> {
+    let len = blobs
+        .iter()
+        .map(|b| 12 + b.channel.len() + b.delta_of.as_ref().map_or(0, String::len));
+    let mut out = Vec::with_capacity(len.sum());
+    for b in blobs {
+        push_len(&mut out, b.channel.len());
+        out.extend_from_slice(b.channel.as_bytes());
+        match &b.delta_of {
+            Some(base) => {
+                push_len(&mut out, base.len());
+                out.extend_from_slice(base.as_bytes());
             }
-            if insert_large.is_none() {
-                insert_large = Some((
-                    tx.prepare_cached("INSERT INTO large_bytes (bytes) VALUES (?1)")?,
-                    tx.prepare_cached(
-                        "INSERT INTO blobs (thread_id, ns, checkpoint_id, channel, delta_of, large_id) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    )?,
-                ));
-            }
-            let (insert_bytes, insert_row) = insert_large.as_mut().expect("prepared above");
-            insert_bytes.execute([&blob.bytes])?;
-            let large_id = tx.last_insert_rowid();
-            insert_row.execute(params![thread, ns, record.id, blob.channel, blob.delta_of, large_id])?;
+            None => out.extend_from_slice(&u32::MAX.to_le_bytes()),
         }
+        push_len(&mut out, b.bytes.len());
     }
-    if !pending.is_empty() {
-        let mut insert = tx.prepare_cached(&sql.blob)?;
-        insert.raw_bind_parameter(1, thread)?;
-        insert.raw_bind_parameter(2, ns)?;
-        for (id, blob) in pending {
-            bind_blob(&mut insert, 0, id, blob)?;
-            insert.raw_execute()?;
-        }
-    }
-    Ok(())
+    out
 }
 
-/// Binds a blob's columns besides the thread and namespace as row `row` of a blob insert.
-fn bind_blob(insert: &mut rusqlite::Statement<'_>, row: usize, id: &str, blob: &super::Blob) -> rusqlite::Result<()> {
-    let at = 3 + row * BLOB_PARAMS;
-    insert.raw_bind_parameter(at, id)?;
-    insert.raw_bind_parameter(at + 1, &blob.channel)?;
-    insert.raw_bind_parameter(at + 2, &blob.delta_of)?;
-    insert.raw_bind_parameter(at + 3, &blob.bytes)
+/// Appends a length as a little-endian `u32` (SQLite's values are shorter than 2^31 bytes).
+fn push_len(out: &mut Vec<u8>, len: usize) {
+    out.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX - 1).to_le_bytes());
+}
+
+/// The `blob_bytes` column of a checkpoint row with `blobs` (see [`pack_index`]): a lone blob's
+/// bytes as they are, no copy.
+fn pack_bytes(blobs: &[Blob]) -> Cow<'_, [u8]> {
+    match blobs {
+        [] => Cow::Borrowed(&[]),
+        [one] => Cow::Borrowed(&one.bytes),
+        many => Cow::Owned(many.iter().flat_map(|b| b.bytes.iter().copied()).collect()),
+    }
+}
+
+/// One blob of a checkpoint row, as its `blob_index` lists it.
+struct Entry<'a> {
+    channel: &'a str,
+    delta_of: Option<&'a str>,
+    /// Where its bytes are in the row's `blob_bytes`.
+    bytes: std::ops::Range<usize>,
+}
+
+/// The entries of a `blob_index` column; the error says what is wrong with it.
+fn read_index(mut index: &[u8]) -> Result<Vec<Entry<'_>>, String> {
+    fn len(index: &mut &[u8]) -> Result<u32, String> {
+        let (n, rest) = index.split_first_chunk::<4>().ok_or("it ends inside a length")?;
+        *index = rest;
+        Ok(u32::from_le_bytes(*n))
+    }
+    fn text<'a>(index: &mut &'a [u8], n: u32) -> Result<&'a str, String> {
+        let n = n as usize;
+        if index.len() < n {
+            return Err(format!("a name of {n} bytes runs past its end"));
+        }
+        let (name, rest) = index.split_at(n);
+        *index = rest;
+        std::str::from_utf8(name).map_err(|e| format!("a name is not UTF-8: {e}"))
+    }
+    let mut entries = Vec::new();
+    let mut at = 0;
+    while !index.is_empty() {
+        let n = len(&mut index)?;
+        let channel = text(&mut index, n)?;
+        let delta_of = match len(&mut index)? {
+            u32::MAX => None,
+            n => Some(text(&mut index, n)?),
+        };
+        let n = len(&mut index)? as usize;
+        entries.push(Entry {
+            channel,
+            delta_of,
+            bytes: at..at + n,
+        });
+        at += n;
+    }
+    Ok(entries)
+}
+
+/// The error for a row whose blob columns cannot be read: `at`'s, met while reading `checkpoint`.
+fn unreadable_blobs(thread: &str, checkpoint: &str, at: &str, e: &str) -> SaverError {
+    SaverError::corrupt(
+        thread,
+        checkpoint,
+        format!("the blobs stored under checkpoint `{at}` cannot be read: {e}"),
+    )
+}
+
+/// The blob columns of a checkpoint row: `blob_index`, `blob_bytes`.
+type BlobColumns = (Vec<u8>, Vec<u8>);
+
+/// The entries of a row's `blob_index`, checked against the length of its `blob_bytes`: `at`'s
+/// row, met while reading `checkpoint`.
+fn row_index<'i>(
+    thread: &str,
+    checkpoint: &str,
+    at: &str,
+    index: &'i [u8],
+    bytes: usize,
+) -> Result<Vec<Entry<'i>>, SaverError> {
+    let entries = read_index(index).map_err(|e| unreadable_blobs(thread, checkpoint, at, &e))?;
+    let listed = entries.last().map_or(0, |e| e.bytes.end);
+    if listed != bytes {
+        let e = format!("its index lists {listed} bytes of values, it holds {bytes}");
+        return Err(unreadable_blobs(thread, checkpoint, at, &e));
+    }
+    Ok(entries)
+}
+
+/// `channel`'s blob among a row's blob columns, as `(what it extends, bytes)`.
+fn find_blob(
+    thread: &str,
+    checkpoint: &str,
+    at: &str,
+    (index, bytes): &BlobColumns,
+    channel: &str,
+) -> Result<Option<sql::Link>, SaverError> {
+    let entries = row_index(thread, checkpoint, at, index, bytes.len())?;
+    Ok(entries
+        .into_iter()
+        .find(|e| e.channel == channel)
+        .map(|e| (e.delta_of.map(str::to_owned), bytes[e.bytes].to_vec())))
 }
 
 fn get_now(
@@ -728,39 +852,43 @@ fn get_now(
     let tx = conn.transaction()?;
     let id = match id {
         Some(id) => id.to_owned(),
-        None => {
-            let head = tx
-                .prepare_cached("SELECT head FROM heads WHERE thread_id = ?1 AND ns = ?2")?
-                .query_row(params![thread_id, ns], |r| r.get(0))
-                .optional()?;
-            match head {
-                Some(head) => head,
-                None => return Ok(None),
-            }
-        }
+        None => match head_now(&tx, thread_id, ns)? {
+            Some(head) => head,
+            None => return Ok(None),
+        },
     };
     let row = tx
         .prepare_cached(&format!(
-            "SELECT {} FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
+            "SELECT {}, blob_index, blob_bytes FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
             sql::COLUMNS
         ))?
-        .query_row(params![thread_id, ns, id], read_row)
+        .query_row(params![thread_id, ns, id], |r| {
+            Ok((read_row(r)?, (r.get(11)?, r.get(12)?)))
+        })
         .optional()?;
-    let Some(row) = row else { return Ok(None) };
+    let Some((row, own)) = row else { return Ok(None) };
     let record = sql::decode(row)?;
     let values = {
-        let mut blob = tx.prepare_cached(
-            "SELECT b.delta_of, COALESCE(b.bytes, l.bytes) FROM blobs b LEFT JOIN large_bytes l ON l.id = b.large_id \
-             WHERE b.thread_id = ?1 AND b.ns = ?2 AND b.checkpoint_id = ?3 AND b.channel = ?4",
+        let mut blobs_of = tx.prepare_cached(
+            "SELECT blob_index, blob_bytes FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
         )?;
+        // The rows read so far (`None`: no such checkpoint): a checkpoint's unchanged channels
+        // often point at one older row.
+        let mut rows: Vec<(String, Option<BlobColumns>)> = vec![(record.id.clone(), Some(own))];
         sql::assemble(&record, |at, channel| {
-            let link: Option<(Option<String>, Option<Vec<u8>>)> = blob
-                .query_row(params![thread_id, ns, at, channel], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()
-                .map_err(|e| backend(path, e))?;
-            match link {
-                Some((delta_of, Some(bytes))) => Ok(Some((delta_of, bytes))),
-                Some((_, None)) => Err(check::lost_bytes(&record.thread_id, &record.id, channel, at)),
+            let i = match rows.iter().position(|(id, _)| id == at) {
+                Some(i) => i,
+                None => {
+                    let columns = blobs_of
+                        .query_row(params![thread_id, ns, at], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()
+                        .map_err(|e| backend(path, e))?;
+                    rows.push((at.to_owned(), columns));
+                    rows.len() - 1
+                }
+            };
+            match &rows[i].1 {
+                Some(columns) => find_blob(thread_id, &record.id, at, columns, channel),
                 None => Ok(None),
             }
         })?
@@ -878,13 +1006,7 @@ impl Checkpointer for SqliteSaver {
 
     fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>> {
         let (thread_id, ns) = (thread_id.to_owned(), ns.to_owned());
-        self.read(move |conn| {
-            Ok(conn
-                .prepare_cached("SELECT head FROM heads WHERE thread_id = ?1 AND ns = ?2")?
-                .query_row(params![thread_id, ns], |r| r.get(0))
-                .optional()?)
-        })
-        .boxed()
+        self.read(move |conn| Ok(head_now(conn, &thread_id, &ns)?)).boxed()
     }
 
     fn list<'a>(
@@ -919,9 +1041,7 @@ impl Checkpointer for SqliteSaver {
         let thread_id = thread_id.to_owned();
         self.write(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.prepare_cached("DELETE FROM large_bytes WHERE id IN (SELECT large_id FROM blobs WHERE thread_id = ?1)")?
-                .execute([&thread_id])?;
-            for table in ["writes", "blobs", "checkpoints", "heads"] {
+            for table in ["writes", "checkpoints"] {
                 tx.prepare_cached(&format!("DELETE FROM {table} WHERE thread_id = ?1"))?
                     .execute([&thread_id])?;
             }
@@ -934,7 +1054,7 @@ impl Checkpointer for SqliteSaver {
     fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>> {
         self.read(|conn| {
             Ok(conn
-                .prepare_cached("SELECT DISTINCT thread_id FROM heads ORDER BY thread_id")?
+                .prepare_cached("SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id")?
                 .query_map([], |r| r.get(0))?
                 .collect::<rusqlite::Result<Vec<String>>>()?)
         })
@@ -950,20 +1070,84 @@ impl Checkpointer for SqliteSaver {
                     .query_row([&thread_id], |r| r.get::<_, i64>(0))
                     .map(|n| n as u64)
             };
-            let usage = Usage {
+            let mut usage = Usage {
                 checkpoints: count("checkpoints")?,
-                blobs: count("blobs")?,
-                blob_bytes: tx
-                    .prepare_cached(
-                        "SELECT COALESCE(SUM(COALESCE(LENGTH(b.bytes), LENGTH(l.bytes))), 0) \
-                         FROM blobs b LEFT JOIN large_bytes l ON l.id = b.large_id WHERE b.thread_id = ?1",
-                    )?
-                    .query_row([&thread_id], |r| r.get::<_, i64>(0))? as u64,
                 pending_writes: count("writes")?,
+                ..Usage::default()
             };
+            let mut indexes =
+                tx.prepare_cached("SELECT id, blob_index, LENGTH(blob_bytes) FROM checkpoints WHERE thread_id = ?1")?;
+            let mut rows = indexes.query([&thread_id])?;
+            while let Some(row) = rows.next()? {
+                let (id, index, bytes) = (
+                    row.get_ref(0)?.as_str()?,
+                    row.get_ref(1)?.as_blob()?,
+                    row.get::<_, i64>(2)? as usize,
+                );
+                usage.blobs += row_index(&thread_id, id, id, index, bytes)?.len() as u64;
+                usage.blob_bytes += bytes as u64;
+            }
+            drop(rows);
+            drop(indexes);
             tx.commit()?;
             Ok(usage)
         })
         .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::{Blob, ChannelRef, Source};
+
+    /// A put's statements are compiled once per connection, not once per put: each binds new
+    /// values, and none of them may ask SQLite for a new plan when it does.
+    #[tokio::test]
+    async fn puts_reuse_their_compiled_statements() {
+        let dir = std::env::temp_dir().join(format!("weir-sqlite-unit-{}", crate::checkpoint::new_checkpoint_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let saver = SqliteSaver::open(dir.join("weir.db")).unwrap();
+        let mut head: Option<String> = None;
+        for step in 0..5 {
+            let id = crate::checkpoint::new_checkpoint_id();
+            let record = CheckpointRecord {
+                thread_id: "t".into(),
+                ns: String::new(),
+                id: id.clone(),
+                parent_id: head.clone(),
+                step: step as i64,
+                source: Source::Loop,
+                writes: vec![],
+                metadata: Default::default(),
+                created_at: crate::checkpoint::now_rfc3339(),
+                channels: vec![ChannelRef {
+                    channel: "n".into(),
+                    version: step + 1,
+                    blob: Some(id.clone()),
+                }],
+                body: b"{}".to_vec(),
+                // Each a delta onto the one before: a put also looks its base up.
+                blobs: vec![Blob {
+                    channel: "n".into(),
+                    delta_of: head.clone(),
+                    bytes: vec![b'1'],
+                }],
+            };
+            saver.put(record, head.as_deref()).await.unwrap();
+            head = Some(id);
+        }
+        let conn = saver.inner.writer.lock().await;
+        let compiled_again = |sql: &str| {
+            conn.prepare_cached(sql)
+                .unwrap()
+                .get_status(rusqlite::StatementStatus::RePrepare)
+        };
+        assert_eq!(compiled_again(HEAD), 0);
+        assert_eq!(compiled_again(BLOB_INDEX_OF), 0);
+        assert_eq!(compiled_again(&insert_sql(1)), 0);
+        drop(conn);
+        drop(saver);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -14,7 +14,8 @@ use super::compile::GraphInner;
 use super::config::RunInfo;
 use super::run::{Control, Loop};
 use crate::checkpoint::{
-    new_checkpoint_id, now_rfc3339, Blob, ChannelRef, CheckpointRecord, Checkpointer, Loaded, PendingWrite, Source,
+    new_checkpoint_id_after, now_rfc3339, Blob, ChannelRef, CheckpointRecord, Checkpointer, Loaded, PendingWrite,
+    Source,
 };
 use crate::error::Error;
 use crate::graph::{Command, Goto, NodeId};
@@ -360,8 +361,10 @@ impl<S: State> Loop<S> {
     pub(crate) fn record(&mut self, source: Source, writes: Vec<String>) -> Result<CheckpointRecord, Error> {
         let g = self.g.clone();
         let n_fields = g.n_fields();
-        let id = new_checkpoint_id();
-        let thread = self.persist.as_ref().expect("a checkpointed run").info.thread.clone();
+        let p = self.persist.as_ref().expect("a checkpointed run");
+        // Greater than the head this record will follow, as savers require.
+        let id = new_checkpoint_id_after(p.head.as_deref());
+        let thread = p.info.thread.clone();
         let mut channels = Vec::with_capacity(self.versions.len());
         let mut blobs = Vec::new();
         for f in 0..n_fields {
