@@ -1274,6 +1274,23 @@ mod sqlite_file {
             );
             let err = saver.usage("t").await.unwrap_err();
             assert!(err.is_corrupt(), "{err}");
+            // A put that builds on the damaged row is refused, naming it, and stores nothing.
+            let next = record(
+                "t",
+                "",
+                "cp-2",
+                Some("cp-1"),
+                0,
+                &[("a", 2, Some("cp-2"))],
+                vec![delta("a", "cp-1", "+")],
+            );
+            let err = saver.put(next, Some("cp-1")).await.unwrap_err();
+            assert!(err.is_corrupt(), "{err}");
+            assert_eq!(
+                err.to_string(),
+                format!("corrupt checkpoint `cp-2` of thread `t`: the blobs stored under checkpoint `cp-1` cannot be read: {says}")
+            );
+            assert_eq!(saver.head("t", "").await.unwrap().as_deref(), Some("cp-1"));
         }
     }
 

@@ -777,7 +777,7 @@ fn read_index(mut index: &[u8]) -> Result<Vec<Entry<'_>>, String> {
         std::str::from_utf8(name).map_err(|e| format!("a name is not UTF-8: {e}"))
     }
     let mut entries = Vec::new();
-    let mut at = 0;
+    let mut at = 0usize;
     while !index.is_empty() {
         let n = len(&mut index)?;
         let channel = text(&mut index, n)?;
@@ -785,13 +785,15 @@ fn read_index(mut index: &[u8]) -> Result<Vec<Entry<'_>>, String> {
             u32::MAX => None,
             n => Some(text(&mut index, n)?),
         };
-        let n = len(&mut index)? as usize;
+        let end = at
+            .checked_add(len(&mut index)? as usize)
+            .ok_or("its lengths add up past the address space")?;
         entries.push(Entry {
             channel,
             delta_of,
-            bytes: at..at + n,
+            bytes: at..end,
         });
-        at += n;
+        at = end;
     }
     Ok(entries)
 }
