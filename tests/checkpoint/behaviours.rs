@@ -1,5 +1,6 @@
 //! Behaviours of checkpointed runs beyond the conformance scenarios: bad resumes, time travel,
-//! two runs of one thread at once, many threads at once, and checkpoints of another state type.
+//! two runs of one thread at once, many threads at once, a head written by a process whose clock
+//! runs ahead, and checkpoints of another state type.
 
 use crate::support::thread;
 use serde::{Deserialize, Serialize};
@@ -117,6 +118,38 @@ pub async fn time_travel_from_a_past_checkpoint_forks_there(saver: Arc<dyn Check
     let head = app.get_state(&cfg).await.unwrap().unwrap();
     assert_eq!(head.checkpoint_id, history[0].checkpoint_id);
     assert_eq!(head.values.steps, ["a", "b", "c"]);
+}
+
+/// Another process, whose clock runs an hour ahead of this one's, wrote the thread's head: the
+/// next run's checkpoints still get greater ids (savers refuse a record not newer than the head
+/// it follows), so the run goes on from that head.
+pub async fn a_head_written_by_a_process_with_a_clock_ahead_is_followed(saver: Arc<dyn Checkpointer>) {
+    let app = chain(&saver, Duration::ZERO);
+    let cfg = RunConfig::thread(thread("ahead"));
+    app.invoke(StepsUpdate::default(), &cfg).await.unwrap();
+    let thread_id = cfg.thread_id.clone().unwrap();
+    let head = saver.get(&thread_id, "", None).await.unwrap().unwrap().record;
+    let hour_ahead = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+        + 3_600_000_000;
+    let mut theirs = head.clone();
+    theirs.id = format!("{hour_ahead:016x}{:016x}", 7);
+    theirs.parent_id = Some(head.id.clone());
+    theirs.source = Source::Update;
+    saver.put(theirs.clone(), Some(&head.id)).await.unwrap();
+
+    let out = app.invoke(StepsUpdate::default(), &cfg).await.unwrap();
+    assert_eq!(out.steps, ["a", "b", "c", "a", "b", "c"]);
+    let history = app.get_state_history(&cfg, None).await.unwrap();
+    let after: Vec<_> = history.iter().take_while(|s| s.checkpoint_id != theirs.id).collect();
+    assert_eq!(
+        after.len(),
+        5,
+        "the second run's checkpoints come after the head it followed"
+    );
+    assert!(after.iter().all(|s| s.checkpoint_id > theirs.id));
 }
 
 pub async fn two_runs_of_one_thread_at_once_one_proceeds_the_other_conflicts(saver: Arc<dyn Checkpointer>) {

@@ -32,6 +32,7 @@ macro_rules! suite {
                 resume_with_nothing_to_resume_is_a_bad_resume
                 an_answer_of_the_wrong_type_fails_the_node_naming_it_and_the_type
                 time_travel_from_a_past_checkpoint_forks_there
+                a_head_written_by_a_process_with_a_clock_ahead_is_followed
                 two_runs_of_one_thread_at_once_one_proceeds_the_other_conflicts
                 many_threads_run_concurrently_on_one_saver
                 a_checkpoint_of_an_incompatible_state_fails_naming_the_field
