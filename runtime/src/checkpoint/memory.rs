@@ -3,7 +3,6 @@
 use super::{check, Blob, CheckpointRecord, Checkpointer, Loaded, PendingWrite, SaverError, Usage};
 use futures::future::{BoxFuture, FutureExt};
 use std::collections::{BTreeMap, HashMap};
-use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A saver that keeps checkpoints in this process's memory: for tests, examples and programs
@@ -27,17 +26,26 @@ pub struct MemorySaver {
 /// One `(thread, ns)`.
 #[derive(Debug, Default)]
 struct Namespace {
-    head: Option<String>,
-    /// Records by id, each with the blobs stored under it.
-    checkpoints: BTreeMap<String, CheckpointRecord>,
+    /// The records, each with the blobs stored under it, in id order: ids increase (every put
+    /// follows the head with greater ids), so a put appends and the head is the last.
+    checkpoints: Vec<CheckpointRecord>,
     /// checkpoint id → `(task_id, idx)` → write.
     writes: HashMap<String, BTreeMap<(String, i64), PendingWrite>>,
 }
 
 impl Namespace {
+    fn head(&self) -> Option<&str> {
+        self.checkpoints.last().map(|r| r.id.as_str())
+    }
+
+    fn checkpoint(&self, id: &str) -> Option<&CheckpointRecord> {
+        let at = self.checkpoints.binary_search_by(|r| r.id.as_str().cmp(id)).ok()?;
+        Some(&self.checkpoints[at])
+    }
+
     /// The blob of `channel` stored under checkpoint `at`.
     fn blob(&self, at: &str, channel: &str) -> Option<&Blob> {
-        self.checkpoints.get(at)?.blobs.iter().find(|b| b.channel == channel)
+        self.checkpoint(at)?.blobs.iter().find(|b| b.channel == channel)
     }
 }
 
@@ -77,7 +85,7 @@ impl MemorySaver {
         let Some(first) = records.first() else { return Ok(()) };
         let mut store = self.lock();
         let space = store.get(&first.thread_id).and_then(|t| t.get(&first.ns));
-        let head = space.and_then(|s| s.head.as_deref());
+        let head = space.and_then(Namespace::head);
         if head != expected_head {
             return Err(SaverError::head_moved(&first.thread_id, &first.ns, expected_head, head));
         }
@@ -95,10 +103,7 @@ impl MemorySaver {
             store.entry(thread.clone()).or_default().entry(ns.clone()).or_default();
         }
         let space = store.get_mut(thread).and_then(|t| t.get_mut(ns)).expect("made above");
-        space.head = records.last().map(|r| r.id.clone());
-        for record in records {
-            space.checkpoints.insert(record.id.clone(), record);
-        }
+        space.checkpoints.extend(records);
         Ok(())
     }
 
@@ -107,10 +112,10 @@ impl MemorySaver {
         let Some(space) = store.get(thread_id).and_then(|t| t.get(ns)) else {
             return Ok(None);
         };
-        let Some(id) = id.or(space.head.as_deref()) else {
+        let Some(id) = id.or(space.head()) else {
             return Ok(None);
         };
-        let Some(record) = space.checkpoints.get(id) else {
+        let Some(record) = space.checkpoint(id) else {
             return Ok(None);
         };
         let mut values = Vec::new();
@@ -158,7 +163,7 @@ impl MemorySaver {
         let space = store
             .get_mut(thread_id)
             .and_then(|t| t.get_mut(ns))
-            .filter(|space| space.checkpoints.contains_key(checkpoint_id))
+            .filter(|space| space.checkpoint(checkpoint_id).is_some())
             .ok_or_else(|| check::unknown_checkpoint(thread_id, ns, checkpoint_id))?;
         let on_checkpoint = space.writes.entry(checkpoint_id.to_owned()).or_default();
         on_checkpoint.retain(|(task, _), _| task != task_id);
@@ -205,7 +210,7 @@ impl Checkpointer for MemorySaver {
             Ok(store
                 .get(thread_id)
                 .and_then(|t| t.get(ns))
-                .and_then(|space| space.head.clone()))
+                .and_then(|space| space.head().map(str::to_owned)))
         }
         .boxed()
     }
@@ -222,12 +227,14 @@ impl Checkpointer for MemorySaver {
             let records = match store.get(thread_id).and_then(|t| t.get(ns)) {
                 None => Vec::new(),
                 Some(space) => {
-                    let upper = before.map_or(Bound::Unbounded, Bound::Excluded);
-                    let upper = space.checkpoints.range::<str, _>((Bound::Unbounded, upper));
-                    upper
+                    let end = before.map_or(space.checkpoints.len(), |before| {
+                        space.checkpoints.partition_point(|r| r.id.as_str() < before)
+                    });
+                    space.checkpoints[..end]
+                        .iter()
                         .rev()
                         .take(limit.unwrap_or(usize::MAX))
-                        .map(|(_, r)| bare(r))
+                        .map(bare)
                         .collect()
                 }
             };
@@ -265,7 +272,7 @@ impl Checkpointer for MemorySaver {
             let mut usage = Usage::default();
             for space in store.get(thread_id).into_iter().flat_map(|t| t.values()) {
                 usage.checkpoints += space.checkpoints.len() as u64;
-                let blobs = space.checkpoints.values().flat_map(|r| &r.blobs);
+                let blobs = space.checkpoints.iter().flat_map(|r| &r.blobs);
                 usage.blobs += blobs.clone().count() as u64;
                 usage.blob_bytes += blobs.map(|b| b.bytes.len() as u64).sum::<u64>();
                 usage.pending_writes += space.writes.values().map(|w| w.len() as u64).sum::<u64>();

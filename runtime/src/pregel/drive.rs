@@ -110,11 +110,11 @@ async fn put<S: State>(run: &mut Loop<S>, record: CheckpointRecord, durability: 
         return p.put_later(record, expected).await;
     }
     p.flush().await?;
-    let (saver, thread) = (p.info.saver.clone(), p.info.thread.clone());
-    saver
+    let info = p.info.clone();
+    info.saver
         .put(record, expected.as_deref())
         .await
-        .map_err(|e| saver_error(&thread, e))
+        .map_err(|e| saver_error(&info.thread, e))
 }
 
 /// Ends a checkpointed run: the last checkpoint (exit durability), the pending writes of an
