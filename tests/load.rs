@@ -80,7 +80,7 @@ async fn load(name: &str, saver: Arc<dyn Checkpointer>) {
         assert!(records[..records.len() - 1].iter().all(|r| r.source == Source::Loop));
         for pair in records.windows(2) {
             assert!(pair[0].id > pair[1].id, "thread {id}: ids out of order");
-            assert_eq!(pair[0].parent_id.as_deref(), Some(pair[1].id.as_str()), "thread {id}");
+            assert_eq!(pair[0].parent_id.as_deref(), Some(&*pair[1].id), "thread {id}");
         }
         assert_eq!(records.last().unwrap().parent_id, None);
         let usage = saver.usage(id).await.unwrap();

@@ -119,7 +119,7 @@ fn seeds() -> &'static Seeds {
         });
         let mut channel_names: Vec<String> = checkpoints
             .iter()
-            .flat_map(|l| l.record.channels.iter().map(|c| c.channel.clone()))
+            .flat_map(|l| l.record.channels.iter().map(|c| c.channel.to_string()))
             .collect();
         channel_names.extend(Fz::FIELDS.iter().map(|f| f.name.to_owned()));
         channel_names.sort();
@@ -155,9 +155,9 @@ fn random_checkpoint(u: &mut Unstructured<'_>, s: &Seeds) -> arbitrary::Result<L
             values.push((channel.clone(), chain));
         }
         channels.push(ChannelRef {
-            channel,
+            channel: channel.into(),
             version: u64::arbitrary(u)?,
-            blob,
+            blob: blob.map(Into::into),
         });
     }
     let pending_writes = (0..u.int_in_range(0..=4)?)
@@ -174,10 +174,10 @@ fn random_checkpoint(u: &mut Unstructured<'_>, s: &Seeds) -> arbitrary::Result<L
         })
         .collect::<arbitrary::Result<_>>()?;
     let record = CheckpointRecord {
-        thread_id: String::arbitrary(u)?,
-        ns: String::new(),
-        id,
-        parent_id: Option::<String>::arbitrary(u)?,
+        thread_id: String::arbitrary(u)?.into(),
+        ns: "".into(),
+        id: id.into(),
+        parent_id: Option::<String>::arbitrary(u)?.map(Into::into),
         step: i64::arbitrary(u)?,
         source: *u.choose(&[Source::Input, Source::Loop, Source::Update, Source::Fork])?,
         writes: Vec::<String>::arbitrary(u)?,
@@ -241,7 +241,7 @@ fn mutated_checkpoint(u: &mut Unstructured<'_>, s: &Seeds) -> arbitrary::Result<
                 let c = &mut l.record.channels[i];
                 match u.int_in_range(0..=2)? {
                     0 => c.version = u64::arbitrary(u)?,
-                    1 => c.channel = channel_name(u, &s.channel_names)?,
+                    1 => c.channel = channel_name(u, &s.channel_names)?.into(),
                     _ => c.blob = None,
                 }
             }

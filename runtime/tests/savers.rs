@@ -26,10 +26,10 @@ fn record(
     blobs: Vec<Blob>,
 ) -> CheckpointRecord {
     CheckpointRecord {
-        thread_id: thread.to_owned(),
-        ns: ns.to_owned(),
-        id: id.to_owned(),
-        parent_id: parent.map(str::to_owned),
+        thread_id: thread.into(),
+        ns: ns.into(),
+        id: id.into(),
+        parent_id: parent.map(Into::into),
         step,
         source: if step < 0 { Source::Input } else { Source::Loop },
         writes: vec![format!("node-{step}")],
@@ -41,9 +41,9 @@ fn record(
         channels: channels
             .iter()
             .map(|&(channel, version, blob)| ChannelRef {
-                channel: channel.to_owned(),
+                channel: channel.into(),
                 version,
-                blob: blob.map(str::to_owned),
+                blob: blob.map(Into::into),
             })
             .collect(),
         body: format!("body of {id}").into_bytes(),
@@ -53,7 +53,7 @@ fn record(
 
 fn full(channel: &str, bytes: &str) -> Blob {
     Blob {
-        channel: channel.to_owned(),
+        channel: channel.into(),
         delta_of: None,
         bytes: bytes.as_bytes().to_vec(),
     }
@@ -61,8 +61,8 @@ fn full(channel: &str, bytes: &str) -> Blob {
 
 fn delta(channel: &str, of: &str, bytes: &str) -> Blob {
     Blob {
-        channel: channel.to_owned(),
-        delta_of: Some(of.to_owned()),
+        channel: channel.into(),
+        delta_of: Some(of.into()),
         bytes: bytes.as_bytes().to_vec(),
     }
 }
@@ -97,7 +97,7 @@ fn chains(loaded: &Loaded) -> Vec<(String, Vec<String>)> {
 }
 
 fn ids(records: &[CheckpointRecord]) -> Vec<&str> {
-    records.iter().map(|r| r.id.as_str()).collect()
+    records.iter().map(|r| &*r.id).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -235,7 +235,7 @@ async fn unchanged_channel_points_at_an_older_blob_and_is_not_rewritten(saver: A
         }
     );
     let latest = s.get("t", "", None).await.unwrap().unwrap();
-    assert_eq!(latest.record.id, "cp-10");
+    assert_eq!(&*latest.record.id, "cp-10");
     assert_eq!(
         chains(&latest),
         [
@@ -529,7 +529,7 @@ async fn put_many_stores_a_run_of_heads_all_or_none(saver: Arc<dyn Checkpointer>
         .unwrap_err();
     assert!(err.is_conflict(), "{err}");
     let mut other = next("cp-6", "cp-5", 4);
-    other.thread_id = "u".to_owned();
+    other.thread_id = "u".into();
     let err = s
         .put_many(vec![next("cp-5", "cp-4", 3), other], Some("cp-4"))
         .await
@@ -985,10 +985,10 @@ async fn many_threads_put_concurrently_keep_complete_ordered_histories(saver: Ar
         let steps: Vec<i64> = listed.iter().map(|r| r.step).collect();
         assert_eq!(steps, (0..STEPS).rev().collect::<Vec<_>>());
         for pair in listed.windows(2) {
-            assert_eq!(pair[0].parent_id.as_deref(), Some(pair[1].id.as_str()));
+            assert_eq!(pair[0].parent_id.as_deref(), Some(&*pair[1].id));
         }
         let latest = saver.get(&thread, "", None).await.unwrap().unwrap();
-        assert_eq!(latest.record.id, put_ids[STEPS as usize - 1]);
+        assert_eq!(&*latest.record.id, put_ids[STEPS as usize - 1]);
         let mut log = vec![format!("{t}:0")];
         log.extend((1..STEPS).map(|s| format!(",{s}")));
         assert_eq!(chains(&latest), [("log".to_owned(), log)]);

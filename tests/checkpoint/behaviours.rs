@@ -135,7 +135,7 @@ pub async fn a_head_written_by_a_process_with_a_clock_ahead_is_followed(saver: A
         .as_micros() as u64
         + 3_600_000_000;
     let mut theirs = head.clone();
-    theirs.id = format!("{hour_ahead:016x}{:016x}", 7);
+    theirs.id = format!("{hour_ahead:016x}{:016x}", 7).into();
     theirs.parent_id = Some(head.id.clone());
     theirs.source = Source::Update;
     saver.put(theirs.clone(), Some(&head.id)).await.unwrap();
@@ -143,13 +143,13 @@ pub async fn a_head_written_by_a_process_with_a_clock_ahead_is_followed(saver: A
     let out = app.invoke(StepsUpdate::default(), &cfg).await.unwrap();
     assert_eq!(out.steps, ["a", "b", "c", "a", "b", "c"]);
     let history = app.get_state_history(&cfg, None).await.unwrap();
-    let after: Vec<_> = history.iter().take_while(|s| s.checkpoint_id != theirs.id).collect();
+    let after: Vec<_> = history.iter().take_while(|s| *s.checkpoint_id != *theirs.id).collect();
     assert_eq!(
         after.len(),
         5,
         "the second run's checkpoints come after the head it followed"
     );
-    assert!(after.iter().all(|s| s.checkpoint_id > theirs.id));
+    assert!(after.iter().all(|s| *s.checkpoint_id > *theirs.id));
 }
 
 pub async fn two_runs_of_one_thread_at_once_one_proceeds_the_other_conflicts(saver: Arc<dyn Checkpointer>) {
@@ -178,7 +178,7 @@ pub async fn two_runs_of_one_thread_at_once_one_proceeds_the_other_conflicts(sav
     // The history is one chain: every checkpoint's parent is the one before it.
     let records = saver.list(&id, "", None, None).await.unwrap();
     for pair in records.windows(2) {
-        assert_eq!(pair[0].parent_id.as_deref(), Some(pair[1].id.as_str()));
+        assert_eq!(pair[0].parent_id.as_deref(), Some(&*pair[1].id));
     }
     let head = app.get_state(&cfg).await.unwrap().unwrap();
     assert_eq!(head.values.steps, ["a", "b", "c", "a", "b", "c"]);
@@ -199,7 +199,7 @@ pub async fn many_threads_run_concurrently_on_one_saver(saver: Arc<dyn Checkpoin
         let steps: Vec<i64> = records.iter().map(|r| r.step).collect();
         assert_eq!(steps, [3, 2, 1, 0, -1], "{id}");
         for pair in records.windows(2) {
-            assert_eq!(pair[0].parent_id.as_deref(), Some(pair[1].id.as_str()));
+            assert_eq!(pair[0].parent_id.as_deref(), Some(&*pair[1].id));
         }
     }
 }

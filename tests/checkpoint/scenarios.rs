@@ -673,14 +673,14 @@ pub async fn g30_checkpoint_layout_after_a_two_node_run(saver: Arc<dyn Checkpoin
     type Row = (i64, Source, BTreeMap<String, u64>, Vec<String>, Vec<String>);
     let mut rows: Vec<Row> = Vec::new();
     for r in &records {
-        let versions = r.channels.iter().map(|c| (c.channel.clone(), c.version)).collect();
+        let versions = r.channels.iter().map(|c| (c.channel.to_string(), c.version)).collect();
         let stored = r
             .channels
             .iter()
             .filter(|c| c.blob.is_some())
-            .map(|c| c.channel.clone())
+            .map(|c| c.channel.to_string())
             .collect();
-        let at = cfg.clone().checkpoint_id(r.id.clone());
+        let at = cfg.clone().checkpoint_id(&*r.id);
         let next = app.get_state(&at).await.unwrap().unwrap().next;
         rows.push((r.step, r.source, versions, stored, next));
         let loaded = saver.get(&id, "", Some(&r.id)).await.unwrap().unwrap();
@@ -737,7 +737,7 @@ pub async fn g30_checkpoint_layout_after_a_two_node_run(saver: Arc<dyn Checkpoin
         [vec![], strings(&["__start__"]), strings(&["x"]), strings(&["y"])]
     );
     // The input checkpoint's snapshot shows the reducer's default (LangGraph: `{n: 0}`).
-    let at = cfg.clone().checkpoint_id(records[0].id.clone());
+    let at = cfg.clone().checkpoint_id(&*records[0].id);
     let st = app.get_state(&at).await.unwrap().unwrap();
     assert_eq!((st.values.a.as_str(), st.values.n), ("", 0));
 }

@@ -8,24 +8,24 @@ use std::collections::HashSet;
 /// The saver checks, in its transaction, that each is stored, so a stored checkpoint can always
 /// be rebuilt.
 pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, SaverError> {
-    let thread = record.thread_id.as_str();
+    let thread = &*record.thread_id;
     if record.id.is_empty() {
         return Err(SaverError::invalid(thread, "the checkpoint id is empty"));
     }
-    if record.parent_id.as_deref() == Some(record.id.as_str()) {
+    if record.parent_id.as_deref() == Some(&*record.id) {
         return Err(SaverError::invalid(
             thread,
             format!("checkpoint `{}` is its own parent", record.id),
         ));
     }
-    if let Some(twice) = repeated(record.channels.iter().map(|c| c.channel.as_str())) {
+    if let Some(twice) = repeated(record.channels.iter().map(|c| &*c.channel)) {
         return Err(SaverError::invalid(
             thread,
             format!("channel `{twice}` appears twice in checkpoint `{}`", record.id),
         ));
     }
     for c in &record.channels {
-        if c.blob.as_deref() == Some(record.id.as_str()) && !record.blobs.iter().any(|b| b.channel == c.channel) {
+        if c.blob.as_deref() == Some(&*record.id) && !record.blobs.iter().any(|b| b.channel == c.channel) {
             return Err(SaverError::invalid(
                 thread,
                 format!(
@@ -35,7 +35,7 @@ pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, Sav
             ));
         }
     }
-    if let Some(twice) = repeated(record.blobs.iter().map(|b| b.channel.as_str())) {
+    if let Some(twice) = repeated(record.blobs.iter().map(|b| &*b.channel)) {
         return Err(SaverError::invalid(
             thread,
             format!("two blobs for channel `{twice}` in checkpoint `{}`", record.id),
@@ -46,7 +46,7 @@ pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, Sav
         let referenced = record
             .channels
             .iter()
-            .any(|c| c.channel == b.channel && c.blob.as_deref() == Some(record.id.as_str()));
+            .any(|c| c.channel == b.channel && c.blob.as_deref() == Some(&*record.id));
         if !referenced {
             return Err(SaverError::invalid(
                 thread,
@@ -66,12 +66,12 @@ pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, Sav
                     ),
                 ));
             }
-            needed.push((b.channel.as_str(), base.as_str()));
+            needed.push((&*b.channel, &**base));
         }
     }
     for c in &record.channels {
         match c.blob.as_deref() {
-            Some(at) if at != record.id => needed.push((c.channel.as_str(), at)),
+            Some(at) if at != &*record.id => needed.push((&*c.channel, at)),
             _ => {}
         }
     }
@@ -94,13 +94,13 @@ pub(crate) fn batch<'r>(
     let Some(first) = records.first() else {
         return Ok(Vec::new());
     };
-    if let Some(twice) = repeated(records.iter().map(|r| r.id.as_str())) {
+    if let Some(twice) = repeated(records.iter().map(|r| &*r.id)) {
         let detail = format!("checkpoint `{twice}` already exists");
         return Err(SaverError::conflict(&first.thread_id, &first.ns, detail));
     }
-    let before = expected.into_iter().chain(records.iter().map(|r| r.id.as_str()));
+    let before = expected.into_iter().chain(records.iter().map(|r| &*r.id));
     let after = records.iter().skip(usize::from(expected.is_none()));
-    if let Some((before, r)) = before.zip(after).find(|(before, r)| r.id.as_str() <= *before) {
+    if let Some((before, r)) = before.zip(after).find(|(before, r)| &*r.id <= *before) {
         return Err(SaverError::invalid(
             &r.thread_id,
             format!(
@@ -135,8 +135,8 @@ fn stored_earlier(earlier: &[CheckpointRecord], channel: &str, base: &str) -> bo
     earlier
         .iter()
         .rev()
-        .find(|r| r.id == base)
-        .is_some_and(|r| r.blobs.iter().any(|b| b.channel == channel))
+        .find(|r| &*r.id == base)
+        .is_some_and(|r| r.blobs.iter().any(|b| &*b.channel == channel))
 }
 
 /// A name that comes twice, if any: pairwise for a few names (no allocation), sorted for more.
@@ -159,7 +159,7 @@ pub(crate) fn missing_base(record: &CheckpointRecord, channel: &str, at: &str) -
     let is_delta = record
         .blobs
         .iter()
-        .any(|b| b.channel == channel && b.delta_of.as_deref() == Some(at));
+        .any(|b| &*b.channel == channel && b.delta_of.as_deref() == Some(at));
     let what = if is_delta { "the delta for" } else { "the value of" };
     let verb = if is_delta { "extends" } else { "is stored under" };
     SaverError::invalid(

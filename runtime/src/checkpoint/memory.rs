@@ -35,17 +35,17 @@ struct Namespace {
 
 impl Namespace {
     fn head(&self) -> Option<&str> {
-        self.checkpoints.last().map(|r| r.id.as_str())
+        self.checkpoints.last().map(|r| &*r.id)
     }
 
     fn checkpoint(&self, id: &str) -> Option<&CheckpointRecord> {
-        let at = self.checkpoints.binary_search_by(|r| r.id.as_str().cmp(id)).ok()?;
+        let at = self.checkpoints.binary_search_by(|r| (*r.id).cmp(id)).ok()?;
         Some(&self.checkpoints[at])
     }
 
     /// The blob of `channel` stored under checkpoint `at`.
     fn blob(&self, at: &str, channel: &str) -> Option<&Blob> {
-        self.checkpoint(at)?.blobs.iter().find(|b| b.channel == channel)
+        self.checkpoint(at)?.blobs.iter().find(|b| &*b.channel == channel)
     }
 }
 
@@ -84,7 +84,7 @@ impl MemorySaver {
         let needed = check::batch(&records, expected_head)?;
         let Some(first) = records.first() else { return Ok(()) };
         let mut store = self.lock();
-        let space = store.get(&first.thread_id).and_then(|t| t.get(&first.ns));
+        let space = store.get(&*first.thread_id).and_then(|t| t.get(&*first.ns));
         let head = space.and_then(Namespace::head);
         if head != expected_head {
             return Err(SaverError::head_moved(&first.thread_id, &first.ns, expected_head, head));
@@ -100,9 +100,16 @@ impl MemorySaver {
         drop(needed);
         let (thread, ns) = (&first.thread_id, &first.ns);
         if space.is_none() {
-            store.entry(thread.clone()).or_default().entry(ns.clone()).or_default();
+            store
+                .entry(thread.to_string())
+                .or_default()
+                .entry(ns.to_string())
+                .or_default();
         }
-        let space = store.get_mut(thread).and_then(|t| t.get_mut(ns)).expect("made above");
+        let space = store
+            .get_mut(&**thread)
+            .and_then(|t| t.get_mut(&**ns))
+            .expect("made above");
         space.checkpoints.extend(records);
         Ok(())
     }
@@ -135,7 +142,7 @@ impl MemorySaver {
                 }
             }
             chain.reverse();
-            values.push((c.channel.clone(), chain));
+            values.push((c.channel.to_string(), chain));
         }
         let mut pending_writes: Vec<PendingWrite> = space
             .writes
@@ -228,7 +235,7 @@ impl Checkpointer for MemorySaver {
                 None => Vec::new(),
                 Some(space) => {
                     let end = before.map_or(space.checkpoints.len(), |before| {
-                        space.checkpoints.partition_point(|r| r.id.as_str() < before)
+                        space.checkpoints.partition_point(|r| &*r.id < before)
                     });
                     space.checkpoints[..end]
                         .iter()

@@ -45,6 +45,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 mod check;
@@ -97,6 +98,12 @@ pub fn new_checkpoint_id() -> String {
 /// assert!(new_checkpoint_id_after(Some(far)).as_str() > far);
 /// ```
 pub fn new_checkpoint_id_after(after: Option<&str>) -> String {
+    checkpoint_id_after(after).to_string()
+}
+
+/// [`new_checkpoint_id_after`] as the runtime keeps it: one allocation, shared by the record, the
+/// head and the channels that point at the checkpoint's blobs.
+pub(crate) fn checkpoint_id_after(after: Option<&str>) -> Arc<str> {
     static LAST: AtomicU64 = AtomicU64::new(0);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -126,18 +133,17 @@ pub fn new_checkpoint_id_after(after: Option<&str>) -> String {
             h.finish()
         })
     });
-    let random = splitmix64(seed ^ micros);
-    let mut id = String::with_capacity(32);
-    push_hex(&mut id, micros);
-    push_hex(&mut id, random);
-    id
+    let mut id = [0u8; 32];
+    write_hex(&mut id[..16], micros);
+    write_hex(&mut id[16..], splitmix64(seed ^ micros));
+    Arc::from(std::str::from_utf8(&id).expect("hex digits"))
 }
 
-/// Appends `x` as 16 lower-case hex digits.
-fn push_hex(out: &mut String, x: u64) {
+/// Writes `x` as 16 lower-case hex digits into `out`.
+fn write_hex(out: &mut [u8], x: u64) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for shift in (0..16).rev() {
-        out.push(DIGITS[(x >> (shift * 4)) as usize & 0xf] as char);
+    for (i, digit) in out.iter_mut().enumerate() {
+        *digit = DIGITS[(x >> ((15 - i) * 4)) as usize & 0xf];
     }
 }
 
@@ -250,38 +256,42 @@ impl Source {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChannelRef {
     /// The channel's name.
-    pub channel: String,
+    pub channel: Arc<str>,
     /// The channel's version at this checkpoint.
     pub version: u64,
     /// Id of the checkpoint under which the channel's current value blob is stored (this
     /// checkpoint, or an earlier one of the same thread and namespace when unchanged); `None` =
     /// no stored value ("missing").
-    pub blob: Option<String>,
+    pub blob: Option<Arc<str>>,
 }
 
 /// A value stored under a checkpoint.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Blob {
     /// The channel the value belongs to.
-    pub channel: String,
+    pub channel: Arc<str>,
     /// `None`: `bytes` is the whole value. `Some(id)`: `bytes` are items appended to the value
     /// stored for the same channel under checkpoint `id` (a delta).
-    pub delta_of: Option<String>,
+    pub delta_of: Option<Arc<str>>,
     /// The encoded value or items; opaque to the saver.
     pub bytes: Vec<u8>,
 }
 
 /// A checkpoint as stored: what [`Checkpointer::put`] takes and [`Checkpointer::list`] returns.
+///
+/// Names and ids are `Arc<str>`: a run makes a record every step, and the thread, the channel
+/// names and the id of the checkpoint holding a value are the same from one record to the next,
+/// so they are shared instead of copied (`"t".into()` makes one from a `&str` or a `String`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckpointRecord {
     /// The thread.
-    pub thread_id: String,
+    pub thread_id: Arc<str>,
     /// The namespace: `""` for the root graph.
-    pub ns: String,
+    pub ns: Arc<str>,
     /// This checkpoint's id, from [`new_checkpoint_id`].
-    pub id: String,
+    pub id: Arc<str>,
     /// The checkpoint this one follows, `None` for the first of a thread.
-    pub parent_id: Option<String>,
+    pub parent_id: Option<Arc<str>>,
     /// The superstep: −1 for the first input, 0 for the first loop step.
     pub step: i64,
     /// What made this checkpoint.
@@ -374,7 +384,7 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
         expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
         Box::pin(async move {
-            let mut expected = expected_head.map(str::to_owned);
+            let mut expected: Option<Arc<str>> = expected_head.map(Into::into);
             for record in records {
                 let id = record.id.clone();
                 self.put(record, expected.as_deref()).await?;

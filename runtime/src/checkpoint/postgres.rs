@@ -489,7 +489,7 @@ impl PostgresSaver {
             .map(|n| n.into_iter().unzip())
             .collect();
         let Some(last) = records.last() else { return Ok(()) };
-        let (thread, ns) = (&last.thread_id, &last.ns);
+        let (thread, ns, last_id) = (&*last.thread_id, &*last.ns, &*last.id);
         let mut pooled = self.conn().await?;
         let conn = &mut *pooled;
         let result: Result<_, Failure> = async {
@@ -502,11 +502,11 @@ impl PostgresSaver {
             let tx = conn.client.transaction().await?;
             // Move the head first: its row lock makes a second writer wait, then miss.
             let moved = match expected {
-                Some(expected) => tx.execute(&move_head, &[thread, ns, &last.id, &expected]).await?,
-                None => tx.execute(&move_head, &[thread, ns, &last.id]).await?,
+                Some(expected) => tx.execute(&move_head, &[&thread, &ns, &last_id, &expected]).await?,
+                None => tx.execute(&move_head, &[&thread, &ns, &last_id]).await?,
             };
             if moved == 0 {
-                let found: Option<String> = tx.query_opt(&select_head, &[thread, ns]).await?.map(|row| row.get(0));
+                let found: Option<String> = tx.query_opt(&select_head, &[&thread, &ns]).await?.map(|row| row.get(0));
                 return Err(SaverError::head_moved(thread, ns, expected, found.as_deref()).into());
             }
             for (r, needed) in records.iter().zip(&needed) {
@@ -515,10 +515,10 @@ impl PostgresSaver {
                     .execute(
                         &insert_checkpoint,
                         &[
-                            &r.thread_id,
-                            &r.ns,
-                            &r.id,
-                            &r.parent_id,
+                            &&*r.thread_id,
+                            &&*r.ns,
+                            &&*r.id,
+                            &r.parent_id.as_deref(),
                             &r.step,
                             &r.source.as_str(),
                             &text.writes(),
@@ -536,7 +536,7 @@ impl PostgresSaver {
                 }
                 if !needed.0.is_empty() {
                     let missing = tx
-                        .query_opt(&missing_bases, &[thread, ns, &needed.0, &needed.1])
+                        .query_opt(&missing_bases, &[&thread, &ns, &needed.0, &needed.1])
                         .await?;
                     if let Some(row) = missing {
                         let (channel, base): (String, String) = (row.get(0), row.get(1));
@@ -544,10 +544,10 @@ impl PostgresSaver {
                     }
                 }
                 if !r.blobs.is_empty() {
-                    let channels: Vec<&str> = r.blobs.iter().map(|b| b.channel.as_str()).collect();
+                    let channels: Vec<&str> = r.blobs.iter().map(|b| &*b.channel).collect();
                     let delta_of: Vec<Option<&str>> = r.blobs.iter().map(|b| b.delta_of.as_deref()).collect();
                     let bytes: Vec<&[u8]> = r.blobs.iter().map(|b| b.bytes.as_slice()).collect();
-                    tx.execute(&insert_blobs, &[thread, ns, &r.id, &channels, &delta_of, &bytes])
+                    tx.execute(&insert_blobs, &[&thread, &ns, &&*r.id, &channels, &delta_of, &bytes])
                         .await?;
                 }
             }
@@ -588,7 +588,7 @@ impl PostgresSaver {
             let (channels, at): (Vec<&str>, Vec<&str>) = record
                 .channels
                 .iter()
-                .filter_map(|c| c.blob.as_deref().map(|b| (c.channel.as_str(), b)))
+                .filter_map(|c| c.blob.as_deref().map(|b| (&*c.channel, b)))
                 .unzip();
             let mut links: HashMap<(String, String), Link> = HashMap::new();
             for row in tx.query(&select_chains, &[&thread_id, &ns, &channels, &at]).await? {
@@ -649,7 +649,7 @@ impl PostgresSaver {
             if !writes.is_empty() {
                 let idx: Vec<i64> = writes.iter().map(|w| w.idx).collect();
                 let paths: Vec<&str> = writes.iter().map(|w| w.task_path.as_str()).collect();
-                let channels: Vec<&str> = writes.iter().map(|w| w.channel.as_str()).collect();
+                let channels: Vec<&str> = writes.iter().map(|w| &*w.channel).collect();
                 let bytes: Vec<&[u8]> = writes.iter().map(|w| w.bytes.as_slice()).collect();
                 tx.execute(
                     &insert,

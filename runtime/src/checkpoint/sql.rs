@@ -125,10 +125,10 @@ pub(crate) fn decode(row: Row) -> Result<CheckpointRecord, SaverError> {
     let channels: Vec<(String, u64, Option<String>)> =
         serde_json::from_str(&row.channels).map_err(|e| corrupt("channels", &e))?;
     Ok(CheckpointRecord {
-        thread_id: row.thread_id,
-        ns: row.ns,
-        id: row.id,
-        parent_id: row.parent_id,
+        thread_id: row.thread_id.into(),
+        ns: row.ns.into(),
+        id: row.id.into(),
+        parent_id: row.parent_id.map(Into::into),
         step: row.step,
         source,
         writes,
@@ -136,7 +136,11 @@ pub(crate) fn decode(row: Row) -> Result<CheckpointRecord, SaverError> {
         created_at: row.created_at,
         channels: channels
             .into_iter()
-            .map(|(channel, version, blob)| ChannelRef { channel, version, blob })
+            .map(|(channel, version, blob)| ChannelRef {
+                channel: channel.into(),
+                version,
+                blob: blob.map(Into::into),
+            })
             .collect(),
         body: row.body,
         blobs: Vec::new(),
@@ -157,7 +161,7 @@ pub(crate) fn assemble(
 ) -> Result<Values, SaverError> {
     let mut values = Vec::new();
     for c in &record.channels {
-        let Some(mut at) = c.blob.clone() else {
+        let Some(mut at) = c.blob.as_deref().map(str::to_owned) else {
             continue;
         };
         let mut chain = Vec::new();
@@ -172,7 +176,7 @@ pub(crate) fn assemble(
             }
         }
         chain.reverse();
-        values.push((c.channel.clone(), chain));
+        values.push((c.channel.to_string(), chain));
     }
     Ok(values)
 }
@@ -186,7 +190,7 @@ mod tests {
         let channels: Vec<(&str, u64, Option<&str>)> = record
             .channels
             .iter()
-            .map(|c| (c.channel.as_str(), c.version, c.blob.as_deref()))
+            .map(|c| (&*c.channel, c.version, c.blob.as_deref()))
             .collect();
         [
             serde_json::to_string(&record.writes).unwrap(),
@@ -197,9 +201,9 @@ mod tests {
 
     fn record(names: &[&str]) -> CheckpointRecord {
         CheckpointRecord {
-            thread_id: "t".to_owned(),
-            ns: String::new(),
-            id: "cp".to_owned(),
+            thread_id: "t".into(),
+            ns: "".into(),
+            id: "cp".into(),
             parent_id: None,
             step: 0,
             source: Source::Loop,
@@ -214,9 +218,9 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(i, n)| ChannelRef {
-                    channel: n.to_string(),
+                    channel: (*n).into(),
                     version: [0, 1, 9, 10, 4_294_967_296, u64::MAX][i % 6],
-                    blob: (i % 3 != 0).then(|| format!("{n}-blob")),
+                    blob: (i % 3 != 0).then(|| format!("{n}-blob").into()),
                 })
                 .collect(),
             body: Vec::new(),
@@ -264,10 +268,10 @@ mod tests {
         let r = record(&["count", "say \"hi\"", "tab\t", "漢字"]);
         let text = encode(&r);
         let row = Row {
-            thread_id: r.thread_id.clone(),
-            ns: r.ns.clone(),
-            id: r.id.clone(),
-            parent_id: r.parent_id.clone(),
+            thread_id: r.thread_id.to_string(),
+            ns: r.ns.to_string(),
+            id: r.id.to_string(),
+            parent_id: r.parent_id.as_deref().map(str::to_owned),
             step: r.step,
             source: r.source.as_str().to_owned(),
             writes: text.writes().to_owned(),

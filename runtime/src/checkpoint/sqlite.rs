@@ -168,8 +168,8 @@ fn blobs_into_rows(tx: &Connection) -> Result<(), OpenError> {
             }
         }
         blobs.push(Blob {
-            channel,
-            delta_of,
+            channel: channel.into(),
+            delta_of: delta_of.map(Into::into),
             bytes,
         });
     }
@@ -720,7 +720,7 @@ fn bind_checkpoint(
 fn pack_index(blobs: &[Blob]) -> Vec<u8> {
     let len = blobs
         .iter()
-        .map(|b| 12 + b.channel.len() + b.delta_of.as_ref().map_or(0, String::len));
+        .map(|b| 12 + b.channel.len() + b.delta_of.as_ref().map_or(0, |d| d.len()));
     let mut out = Vec::with_capacity(len.sum());
     for b in blobs {
         push_len(&mut out, b.channel.len());
@@ -876,16 +876,16 @@ fn get_now(
         )?;
         // The rows read so far (`None`: no such checkpoint): a checkpoint's unchanged channels
         // often point at one older row.
-        let mut rows: Vec<(String, Option<BlobColumns>)> = vec![(record.id.clone(), Some(own))];
+        let mut rows: Vec<(Arc<str>, Option<BlobColumns>)> = vec![(record.id.clone(), Some(own))];
         sql::assemble(&record, |at, channel| {
-            let i = match rows.iter().position(|(id, _)| id == at) {
+            let i = match rows.iter().position(|(id, _)| **id == *at) {
                 Some(i) => i,
                 None => {
                     let columns = blobs_of
                         .query_row(params![thread_id, ns, at], |r| Ok((r.get(0)?, r.get(1)?)))
                         .optional()
                         .map_err(|e| backend(path, e))?;
-                    rows.push((at.to_owned(), columns));
+                    rows.push((at.into(), columns));
                     rows.len() - 1
                 }
             };
@@ -1110,12 +1110,12 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("weir-sqlite-unit-{}", crate::checkpoint::new_checkpoint_id()));
         std::fs::create_dir_all(&dir).unwrap();
         let saver = SqliteSaver::open(dir.join("weir.db")).unwrap();
-        let mut head: Option<String> = None;
+        let mut head: Option<Arc<str>> = None;
         for step in 0..5 {
-            let id = crate::checkpoint::new_checkpoint_id();
+            let id: Arc<str> = crate::checkpoint::new_checkpoint_id().into();
             let record = CheckpointRecord {
                 thread_id: "t".into(),
-                ns: String::new(),
+                ns: "".into(),
                 id: id.clone(),
                 parent_id: head.clone(),
                 step: step as i64,

@@ -77,7 +77,7 @@ pub(crate) struct GraphInner<S: State> {
     pub(crate) interrupt_after: Vec<bool>,
     /// Every channel's name, by channel id: the field names, then `branch:to:<node>` (for the
     /// start node, `__start__`) and `join:<a>+<b>:<node>`, as LangGraph names them.
-    pub(crate) channel_names: Vec<String>,
+    pub(crate) channel_names: Vec<Arc<str>>,
     /// Node names, then channel names, as JSON strings (quoted and escaped): made on the first
     /// checkpoint, whose body names them.
     pub(crate) quoted: std::sync::OnceLock<Vec<Box<str>>>,
@@ -113,7 +113,7 @@ impl<S: State> GraphInner<S> {
                 .names
                 .iter()
                 .map(|n| &**n)
-                .chain(self.channel_names.iter().map(String::as_str));
+                .chain(self.channel_names.iter().map(|n| &**n));
             names
                 .map(|n| serde_json::to_string(n).expect("a string serializes").into_boxed_str())
                 .collect()
@@ -414,8 +414,9 @@ impl<S: State> GraphInner<S> {
         let channel_ids = channel_names
             .iter()
             .enumerate()
-            .map(|(i, n)| (n.clone(), i as u32))
+            .map(|(i, n)| (n.to_string(), i as u32))
             .collect();
+        let channel_names = channel_names.into_iter().map(Arc::from).collect();
         let node_ids = all_names
             .iter()
             .enumerate()

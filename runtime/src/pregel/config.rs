@@ -137,8 +137,8 @@ pub struct Context {
 #[derive(Debug)]
 pub(crate) struct RunInfo {
     pub(crate) saver: Arc<dyn Checkpointer>,
-    pub(crate) thread: String,
-    pub(crate) ns: String,
+    pub(crate) thread: Arc<str>,
+    pub(crate) ns: Arc<str>,
     pub(crate) durability: Durability,
 }
 

@@ -62,7 +62,11 @@ pub(crate) async fn load<S: State>(g: &Arc<GraphInner<S>>, config: &RunConfig) -
         return Ok((run, false));
     };
     let (saver, thread, ns) = (p.info.saver.clone(), p.info.thread.clone(), p.info.ns.clone());
-    p.head = saver.head(&thread, &ns).await.map_err(|e| saver_error(&thread, e))?;
+    p.head = saver
+        .head(&thread, &ns)
+        .await
+        .map_err(|e| saver_error(&thread, e))?
+        .map(Into::into);
     let loaded = saver
         .get(&thread, &ns, config.checkpoint_id.as_deref())
         .await
@@ -193,7 +197,7 @@ async fn announce<S: State>(run: &Loop<S>, checkpoint: Option<(String, i64, Sour
 }
 
 /// The checkpoint written since the last one announced, if any.
-fn fresh_checkpoint<S: State>(run: &Loop<S>, announced: &mut Option<String>) -> Option<(String, i64, Source)> {
+fn fresh_checkpoint<S: State>(run: &Loop<S>, announced: &mut Option<Arc<str>>) -> Option<(String, i64, Source)> {
     if !run.sink.as_ref()?.wants(StreamMode::CHECKPOINTS) {
         return None;
     }
@@ -203,7 +207,7 @@ fn fresh_checkpoint<S: State>(run: &Loop<S>, announced: &mut Option<String>) -> 
         return None;
     }
     *announced = Some(current.clone());
-    Some((current.clone(), run.step() - 1, p.last_source))
+    Some((current.to_string(), run.step() - 1, p.last_source))
 }
 
 /// An answer of the wrong type failed the task that asked: its question stays open, with the

@@ -220,7 +220,7 @@ impl<S: State> CompiledGraph<S> {
     /// # Errors
     /// When the checkpoint does not decode as this graph's state.
     pub fn decode_checkpoint(&self, loaded: crate::checkpoint::Loaded) -> Result<S, Error> {
-        let config = RunConfig::thread(loaded.record.thread_id.clone());
+        let config = RunConfig::thread(&*loaded.record.thread_id);
         let mut inner = run::Loop::new(self.inner.clone(), &config)?;
         if inner.persist.is_none() {
             let saver: Arc<dyn crate::checkpoint::Checkpointer> = Arc::new(crate::checkpoint::MemorySaver::new());

@@ -14,8 +14,7 @@ use super::compile::GraphInner;
 use super::config::RunInfo;
 use super::run::{Control, Loop};
 use crate::checkpoint::{
-    new_checkpoint_id_after, now_rfc3339, Blob, ChannelRef, CheckpointRecord, Checkpointer, Loaded, PendingWrite,
-    Source,
+    checkpoint_id_after, now_rfc3339, Blob, ChannelRef, CheckpointRecord, Checkpointer, Loaded, PendingWrite, Source,
 };
 use crate::error::Error;
 use crate::graph::{Command, Goto, NodeId};
@@ -180,12 +179,12 @@ pub(crate) struct Persist {
     /// The saver, thread and namespace, shared with the run's tasks' contexts.
     pub(crate) info: Arc<RunInfo>,
     /// The latest checkpoint of the thread as far as this run knows (what `put` expects).
-    pub(crate) head: Option<String>,
+    pub(crate) head: Option<Arc<str>>,
     /// The checkpoint the loop's state is at: the parent of the next one.
-    pub(crate) current: Option<String>,
+    pub(crate) current: Option<Arc<str>>,
     /// Per field: the checkpoint holding its value blob, the version saved, how far an
     /// append-only field had grown and how many deltas its chain has.
-    pub(crate) blobs: Vec<Option<String>>,
+    pub(crate) blobs: Vec<Option<Arc<str>>>,
     pub(crate) saved_versions: Vec<u64>,
     pub(crate) chains: Vec<Option<Chain>>,
     /// Pending writes of the current checkpoint, by task id.
@@ -249,7 +248,11 @@ impl Persist {
 
     /// Hands a checkpoint to the background writer (async durability), starting it if need be:
     /// puts land in order while the run goes on.
-    pub(crate) async fn put_later(&mut self, record: CheckpointRecord, expected: Option<String>) -> Result<(), Error> {
+    pub(crate) async fn put_later(
+        &mut self,
+        record: CheckpointRecord,
+        expected: Option<Arc<str>>,
+    ) -> Result<(), Error> {
         let writer = self
             .writer
             .get_or_insert_with(|| Writer::start(self.info.saver.clone(), self.info.thread.clone()));
@@ -262,7 +265,7 @@ impl Persist {
 
 /// What the background writer is asked.
 pub(crate) enum Job {
-    Put(Box<CheckpointRecord>, Option<String>),
+    Put(Box<CheckpointRecord>, Option<Arc<str>>),
     Flush(tokio::sync::oneshot::Sender<()>),
 }
 
@@ -279,7 +282,7 @@ pub(crate) struct Writer {
 const QUEUE: usize = 64;
 
 impl Writer {
-    fn start(saver: Arc<dyn Checkpointer>, thread: String) -> Self {
+    fn start(saver: Arc<dyn Checkpointer>, thread: Arc<str>) -> Self {
         let (jobs, mut rx) = tokio::sync::mpsc::channel::<Job>(QUEUE);
         let failed = Arc::new(std::sync::Mutex::new(None));
         let failure = failed.clone();
@@ -318,7 +321,7 @@ impl Writer {
 async fn put(
     saver: &dyn Checkpointer,
     batch: &mut Vec<CheckpointRecord>,
-    expected: Option<String>,
+    expected: Option<Arc<str>>,
     thread: &str,
     failure: &std::sync::Mutex<Option<Error>>,
 ) -> bool {
@@ -363,7 +366,7 @@ impl<S: State> Loop<S> {
         let n_fields = g.n_fields();
         let p = self.persist.as_ref().expect("a checkpointed run");
         // Greater than the head this record will follow, as savers require.
-        let id = new_checkpoint_id_after(p.head.as_deref());
+        let id = checkpoint_id_after(p.head.as_deref());
         let thread = p.info.thread.clone();
         let mut channels = Vec::with_capacity(self.versions.len());
         let mut blobs = Vec::new();
@@ -490,7 +493,7 @@ impl<S: State> Loop<S> {
         let state = Arc::make_mut(&mut self.state);
         let p = self.persist.as_mut().expect("a checkpointed run");
         for r in &record.channels {
-            let Some(&c) = g.channel_ids.get(&r.channel) else {
+            let Some(&c) = g.channel_ids.get(&*r.channel) else {
                 if !r.channel.starts_with("branch:to:") && !r.channel.starts_with("join:") {
                     return Err(bad(format!(
                         "checkpoint `{}` has field `{}`, which this state does not have: it was written by another state type",
@@ -502,7 +505,7 @@ impl<S: State> Loop<S> {
             let c = c as usize;
             self.versions[c] = r.version;
             if c < n_fields {
-                let chain = values.get(&r.channel).map(Vec::as_slice).unwrap_or_default();
+                let chain = values.get(&*r.channel).map(Vec::as_slice).unwrap_or_default();
                 state
                     .load_field(&mut self.channels, c, chain)
                     .map_err(|e| bad(format!("checkpoint `{}`: {e}", record.id)))?;
@@ -534,7 +537,7 @@ impl<S: State> Loop<S> {
         for (node, seen) in &body.seen {
             let Some(&n) = g.node_ids.get(node) else { continue };
             for (k, t) in g.nodes[n as usize].triggers.iter().enumerate() {
-                if let Some(v) = seen.get(&g.channel_names[*t as usize]) {
+                if let Some(v) = seen.get(&*g.channel_names[*t as usize]) {
                     self.seen[n as usize][k] = *v;
                 }
             }
@@ -561,7 +564,7 @@ impl<S: State> Loop<S> {
         p.pending.clear();
         for w in loaded.pending_writes {
             let entry = p.pending.entry(w.task_id.clone()).or_default();
-            match w.channel.as_str() {
+            match &*w.channel {
                 WRITES => entry.writes = Some(w.bytes),
                 ERROR => entry.error = Some(String::from_utf8_lossy(&w.bytes).into_owned()),
                 INTERRUPT => entry.question = serde_json::from_slice(&w.bytes).ok(),
@@ -592,7 +595,7 @@ impl<S: State> Loop<S> {
 
     /// The saved form of a task's command.
     pub(crate) fn save_task(&self, command: &Command<S>) -> Result<Vec<u8>, Error> {
-        let thread = self.persist.as_ref().map_or("-", |p| p.info.thread.as_str());
+        let thread = self.persist.as_ref().map_or("-", |p| &*p.info.thread);
         let mut goto = Vec::new();
         for g in &command.goto {
             goto.push(match g {
@@ -620,7 +623,7 @@ impl<S: State> Loop<S> {
     /// A task's command, from its saved writes.
     pub(crate) fn load_task(&self, bytes: &[u8]) -> Result<Command<S>, Error> {
         let g = &self.g;
-        let thread = self.persist.as_ref().map_or("-", |p| p.info.thread.as_str());
+        let thread = self.persist.as_ref().map_or("-", |p| &*p.info.thread);
         let bad = |m: String| Error::checkpoint(thread, m);
         let saved: SavedTask<S::Update> =
             serde_json::from_slice(bytes).map_err(|e| bad(format!("a task's saved writes: {e}")))?;

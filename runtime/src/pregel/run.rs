@@ -218,8 +218,8 @@ impl<S: State> Loop<S> {
             (Some(saver), Some(thread)) => {
                 let info = RunInfo {
                     saver: saver.clone(),
-                    thread: thread.clone(),
-                    ns: config.ns.clone(),
+                    thread: thread.as_str().into(),
+                    ns: config.ns.as_str().into(),
                     durability: config.durability,
                 };
                 Some(Persist::new(info, g.n_fields(), n_channels))

@@ -105,8 +105,8 @@ pub(crate) async fn get_state<S: State>(
         next,
         tasks,
         pauses,
-        checkpoint_id: record.id,
-        parent_id: record.parent_id,
+        checkpoint_id: record.id.to_string(),
+        parent_id: record.parent_id.as_deref().map(str::to_owned),
         step: record.step,
         source: record.source,
         created_at: record.created_at,
@@ -134,7 +134,7 @@ pub(crate) async fn history<S: State>(
     let mut out = Vec::with_capacity(records.len());
     for r in records {
         let at = RunConfig {
-            checkpoint_id: Some(r.id),
+            checkpoint_id: Some(r.id.to_string()),
             ..config.clone()
         };
         out.extend(get_state(g, &at).await?);
@@ -189,6 +189,6 @@ pub(crate) async fn update_state<S: State>(
     Ok(run
         .persist
         .as_ref()
-        .and_then(|p| p.current.clone())
+        .and_then(|p| p.current.as_deref().map(str::to_owned))
         .expect("a saved checkpoint"))
 }

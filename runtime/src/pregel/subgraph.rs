@@ -95,7 +95,7 @@ async fn run_sub<T: State>(sub: &CompiledGraph<T>, input: T::Update, ctx: &Conte
         format!("{}|{task}:{}", run.ns, ctx.step)
     };
     let config = RunConfig {
-        thread_id: Some(run.thread.clone()),
+        thread_id: Some(run.thread.to_string()),
         ns,
         durability: run.durability,
         ..RunConfig::default()
