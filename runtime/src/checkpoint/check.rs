@@ -1,4 +1,5 @@
-//! The checks every saver makes before storing anything, so all of them refuse the same input.
+//! The checks every saver makes before storing anything, so all of them refuse the same input,
+//! and the rebuilding of value chains every saver's `get` shares.
 
 use super::{CheckpointRecord, PendingWrite, SaverError};
 use std::collections::HashSet;
@@ -215,8 +216,43 @@ pub(crate) fn sort_writes(writes: &mut [PendingWrite]) {
     writes.sort_by(|a, b| (&a.task_path, &a.task_id, a.idx).cmp(&(&b.task_path, &b.task_id, b.idx)));
 }
 
+/// A stored blob: what it extends, and its bytes.
+pub(crate) type Link = (Option<String>, Vec<u8>);
+
+/// Value chains per channel, as in [`Loaded::values`](super::Loaded).
+pub(crate) type Values = Vec<(String, Vec<Vec<u8>>)>;
+
+/// Rebuilds the value chains of `record`'s channels, as [`Loaded::values`](super::Loaded) holds
+/// them, fetching each blob by `(checkpoint id, channel)`; a missing link is corruption. Every
+/// saver's `get` goes through it.
+pub(crate) fn assemble(
+    record: &CheckpointRecord,
+    mut fetch: impl FnMut(&str, &str) -> Result<Option<Link>, SaverError>,
+) -> Result<Values, SaverError> {
+    let mut values = Vec::new();
+    for c in &record.channels {
+        let Some(mut at) = c.blob.as_deref().map(str::to_owned) else {
+            continue;
+        };
+        let mut chain = Vec::new();
+        loop {
+            let Some((delta_of, bytes)) = fetch(&at, &c.channel)? else {
+                return Err(broken_chain(&record.thread_id, &record.id, &c.channel, &at));
+            };
+            chain.push(bytes);
+            match delta_of {
+                Some(base) => at = base,
+                None => break,
+            }
+        }
+        chain.reverse();
+        values.push((c.channel.to_string(), chain));
+    }
+    Ok(values)
+}
+
 /// The error for a channel whose blob chain is broken.
-pub(crate) fn broken_chain(thread: &str, checkpoint: &str, channel: &str, missing: &str) -> SaverError {
+fn broken_chain(thread: &str, checkpoint: &str, channel: &str, missing: &str) -> SaverError {
     SaverError::corrupt(
         thread,
         checkpoint,

@@ -125,25 +125,11 @@ impl MemorySaver {
         let Some(record) = space.checkpoint(id) else {
             return Ok(None);
         };
-        let mut values = Vec::new();
-        for c in &record.channels {
-            let Some(mut at) = c.blob.clone() else {
-                continue;
-            };
-            let mut chain = Vec::new();
-            loop {
-                let Some(blob) = space.blob(&at, &c.channel) else {
-                    return Err(check::broken_chain(thread_id, id, &c.channel, &at));
-                };
-                chain.push(blob.bytes.clone());
-                match &blob.delta_of {
-                    Some(base) => at = base.clone(),
-                    None => break,
-                }
-            }
-            chain.reverse();
-            values.push((c.channel.to_string(), chain));
-        }
+        let values = check::assemble(record, |at, channel| {
+            Ok(space
+                .blob(at, channel)
+                .map(|b| (b.delta_of.as_deref().map(str::to_owned), b.bytes.clone())))
+        })?;
         let mut pending_writes: Vec<PendingWrite> = space
             .writes
             .get(id)

@@ -11,7 +11,8 @@
 //! `UPDATE heads … WHERE head = $expected` (or an insert that does nothing when a head exists),
 //! first in its transaction: a second writer waits on the row lock, then finds the head moved.
 
-use super::sql::{self, Link, Row};
+use super::check::Link;
+use super::sql::{self, Row};
 use super::{check, CheckpointRecord, Checkpointer, Loaded, PendingWrite, SaverError, Usage};
 use futures::future::{BoxFuture, FutureExt};
 use std::collections::HashMap;
@@ -595,7 +596,7 @@ impl PostgresSaver {
                 let (channel, checkpoint): (String, String) = (row.get(0), row.get(1));
                 links.insert((checkpoint, channel), (row.get(2), row.get(3)));
             }
-            let values = sql::assemble(&record, |at, channel| {
+            let values = check::assemble(&record, |at, channel| {
                 Ok(links.remove(&(at.to_owned(), channel.to_owned())))
             })?;
             let pending_writes = tx

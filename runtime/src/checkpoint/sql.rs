@@ -1,10 +1,10 @@
-//! What the SQL savers share: the row format of a checkpoint and the rebuilding of value chains.
+//! What the SQL savers share: the row format of a checkpoint.
 //!
 //! A checkpoint row keeps `writes` and `metadata` as JSON text (so a later `list` filter can use
 //! the database's JSON functions) and `channels` as a compact JSON array of
 //! `[channel, version, blob]` triples; `body` and blob bytes are stored as they are.
 
-use super::{check, ChannelRef, CheckpointRecord, SaverError, Source};
+use super::{ChannelRef, CheckpointRecord, SaverError, Source};
 use std::collections::BTreeMap;
 
 /// The text columns of a checkpoint row, in one buffer.
@@ -145,40 +145,6 @@ pub(crate) fn decode(row: Row) -> Result<CheckpointRecord, SaverError> {
         body: row.body,
         blobs: Vec::new(),
     })
-}
-
-/// A stored blob: what it extends, and its bytes.
-pub(crate) type Link = (Option<String>, Vec<u8>);
-
-/// Value chains per channel, as in [`Loaded::values`](super::Loaded).
-pub(crate) type Values = Vec<(String, Vec<Vec<u8>>)>;
-
-/// Rebuilds the value chains of `record`'s channels, fetching each blob by
-/// `(checkpoint id, channel)`; a missing link is corruption.
-pub(crate) fn assemble(
-    record: &CheckpointRecord,
-    mut fetch: impl FnMut(&str, &str) -> Result<Option<Link>, SaverError>,
-) -> Result<Values, SaverError> {
-    let mut values = Vec::new();
-    for c in &record.channels {
-        let Some(mut at) = c.blob.as_deref().map(str::to_owned) else {
-            continue;
-        };
-        let mut chain = Vec::new();
-        loop {
-            let Some((delta_of, bytes)) = fetch(&at, &c.channel)? else {
-                return Err(check::broken_chain(&record.thread_id, &record.id, &c.channel, &at));
-            };
-            chain.push(bytes);
-            match delta_of {
-                Some(base) => at = base,
-                None => break,
-            }
-        }
-        chain.reverse();
-        values.push((c.channel.to_string(), chain));
-    }
-    Ok(values)
 }
 
 #[cfg(test)]

@@ -835,7 +835,7 @@ fn find_blob(
     at: &str,
     (index, bytes): &BlobColumns,
     channel: &str,
-) -> Result<Option<sql::Link>, SaverError> {
+) -> Result<Option<check::Link>, SaverError> {
     let entries = row_index(thread, checkpoint, at, index, bytes.len())?;
     Ok(entries
         .into_iter()
@@ -877,7 +877,7 @@ fn get_now(
         // The rows read so far (`None`: no such checkpoint): a checkpoint's unchanged channels
         // often point at one older row.
         let mut rows: Vec<(Arc<str>, Option<BlobColumns>)> = vec![(record.id.clone(), Some(own))];
-        sql::assemble(&record, |at, channel| {
+        check::assemble(&record, |at, channel| {
             let i = match rows.iter().position(|(id, _)| **id == *at) {
                 Some(i) => i,
                 None => {
