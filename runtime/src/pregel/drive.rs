@@ -61,16 +61,19 @@ pub(crate) async fn load<S: State>(g: &Arc<GraphInner<S>>, config: &RunConfig) -
     let Some(p) = &mut run.persist else {
         return Ok((run, false));
     };
-    let (saver, thread, ns) = (p.info.saver.clone(), p.info.thread.clone(), p.info.ns.clone());
-    p.head = saver
-        .head(&thread, &ns)
+    let info = p.info.clone();
+    let (thread, ns) = (&*info.thread, &*info.ns);
+    p.head = info
+        .saver
+        .head(thread, ns)
         .await
-        .map_err(|e| saver_error(&thread, e))?
+        .map_err(|e| saver_error(thread, e))?
         .map(Into::into);
-    let loaded = saver
-        .get(&thread, &ns, config.checkpoint_id.as_deref())
+    let loaded = info
+        .saver
+        .get(thread, ns, config.checkpoint_id.as_deref())
         .await
-        .map_err(|e| saver_error(&thread, e))?;
+        .map_err(|e| saver_error(thread, e))?;
     match loaded {
         Some(l) => {
             run.restore(l)?;
@@ -78,7 +81,7 @@ pub(crate) async fn load<S: State>(g: &Arc<GraphInner<S>>, config: &RunConfig) -
         }
         None => match &config.checkpoint_id {
             Some(id) => Err(Error::checkpoint(
-                &thread,
+                thread,
                 format!("no checkpoint `{id}` in this thread"),
             )),
             None => Ok((run, false)),
