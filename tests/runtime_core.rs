@@ -6,7 +6,7 @@ mod common;
 use common::{add, append, Log};
 use std::time::Duration;
 use weir::channel::{BinaryOperatorAggregate, EphemeralValue, LastValue, ReducerWrite, Topic};
-use weir::{ChannelKind, Command, Context, DrainHandle, GraphBuilder, RunConfig, END, START};
+use weir::{ChannelKind, Command, Context, DrainHandle, GraphBuilder, NodeHandle, RunConfig, END, START};
 
 type Append = BinaryOperatorAggregate<Vec<String>, Vec<String>>;
 type Add = BinaryOperatorAggregate<i64, i64>;
@@ -23,6 +23,18 @@ hand_state! {
 
 fn log(x: &str) -> FlowUpdate {
     FlowUpdate::default().log(ReducerWrite::Reduce(vec![x.to_owned()]))
+}
+
+/// `START -> plan`, whose router sends `worker` one task per payload `0..n`.
+fn plan_sends(g: &mut GraphBuilder<Flow>, worker: &NodeHandle<Flow, u32>, n: u32) {
+    g.add_node("plan", |_: &Flow| ());
+    g.add_edge(START, "plan");
+    let w = worker.clone();
+    g.add_router(
+        "plan",
+        move |_: &Flow| (0..n).map(|i| w.send(i)).collect::<Vec<_>>(),
+        [worker],
+    );
 }
 
 fn cfg() -> RunConfig {
@@ -306,14 +318,7 @@ fn a_wide_step_runs_its_tasks_together_and_applies_them_in_order() {
                     log(&n.to_string())
                 }
             });
-            g.add_node("plan", |_: &Flow| ());
-            g.add_edge(START, "plan");
-            let w = worker.clone();
-            g.add_router(
-                "plan",
-                move |_: &Flow| (0..W).map(|n| w.send(n)).collect::<Vec<_>>(),
-                [&worker],
-            );
+            plan_sends(&mut g, &worker, W);
             let app = g.compile().unwrap();
             // Tasks polled one after another would wait at the barrier for ever.
             let out = rt
@@ -364,14 +369,7 @@ async fn send_with_100_payloads_runs_100_tasks_in_one_step() {
         r.push(c.step(), "worker");
         log(&n.to_string())
     });
-    g.add_node("plan", |_: &Flow| ());
-    g.add_edge(START, "plan");
-    let w = worker.clone();
-    g.add_router(
-        "plan",
-        move |_: &Flow| (0..100).map(|i| w.send(i)).collect::<Vec<_>>(),
-        [&worker],
-    );
+    plan_sends(&mut g, &worker, 100);
     let out = g.compile().unwrap().invoke(Flow::default(), &cfg()).await.unwrap();
     let expected: Vec<String> = (0..100).map(|i| i.to_string()).collect();
     assert_eq!(out.log, expected, "every result, in Send order");
