@@ -748,7 +748,13 @@ fn pack_bytes(blobs: &[Blob]) -> Cow<'_, [u8]> {
     match blobs {
         [] => Cow::Borrowed(&[]),
         [one] => Cow::Borrowed(&one.bytes),
-        many => Cow::Owned(many.iter().flat_map(|b| b.bytes.iter().copied()).collect()),
+        many => {
+            let mut out = Vec::with_capacity(many.iter().map(|b| b.bytes.len()).sum());
+            for b in many {
+                out.extend_from_slice(&b.bytes);
+            }
+            Cow::Owned(out)
+        }
     }
 }
 
