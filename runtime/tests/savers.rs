@@ -858,6 +858,28 @@ async fn delete_thread_removes_every_namespace_and_nothing_else(saver: Arc<dyn C
     s.delete_thread("never-existed").await.unwrap();
 }
 
+/// A put checks the head it expects against the thread's head now, even when the saver's own
+/// last put left that head and the thread was deleted since.
+async fn a_put_after_its_thread_was_deleted_finds_no_head(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    s.put(record("t", "", "cp-1", None, -1, &[], vec![]), None)
+        .await
+        .unwrap();
+    s.delete_thread("t").await.unwrap();
+    let err = s
+        .put(record("t", "", "cp-2", Some("cp-1"), 0, &[], vec![]), Some("cp-1"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "checkpoint conflict on thread `t`: expected head `cp-1`, found none; another writer is running this thread"
+    );
+    s.put(record("t", "", "cp-3", None, -1, &[], vec![]), None)
+        .await
+        .unwrap();
+    assert_eq!(s.head("t", "").await.unwrap().as_deref(), Some("cp-3"));
+}
+
 async fn two_writers_with_one_expected_head_exactly_one_wins(saver: Arc<dyn Checkpointer>) {
     let s = &*saver;
     s.put(record("t-1", "", "cp-1", None, -1, &[], vec![]), None)
@@ -1009,6 +1031,7 @@ macro_rules! suite {
                 put_many_of_a_long_run_stores_each_record_and_names_a_repeated_id
                 put_writes_replaces_a_tasks_writes_and_orders_by_path_task_idx
                 delete_thread_removes_every_namespace_and_nothing_else
+                a_put_after_its_thread_was_deleted_finds_no_head
                 two_writers_with_one_expected_head_exactly_one_wins
                 many_threads_put_concurrently_keep_complete_ordered_histories
             );
@@ -1647,6 +1670,42 @@ mod sqlite_file {
             assert_eq!(two.head("t", "").await.unwrap(), Some(winner));
         }
         assert_eq!(two.list("t", "", None, None).await.unwrap().len(), 21);
+    }
+
+    /// A saver whose last put left a thread's head does not take it for the head still once
+    /// another process has moved it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_head_another_saver_moved_since_this_savers_last_put_is_seen() {
+        let dir = TempDir::new();
+        let path = dir.path().join("shared.db");
+        let (one, two) = (SqliteSaver::open(&path).unwrap(), SqliteSaver::open(&path).unwrap());
+        async fn put(
+            saver: &SqliteSaver,
+            id: &str,
+            parent: Option<&str>,
+        ) -> Result<(), weir_runtime::checkpoint::SaverError> {
+            let step = id[3..].parse::<i64>().unwrap();
+            saver.put(record("t", "", id, parent, step, &[], vec![]), parent).await
+        }
+        put(&one, "cp-1", None).await.unwrap();
+        put(&two, "cp-2", Some("cp-1")).await.unwrap();
+        let err = put(&one, "cp-3", Some("cp-1")).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "checkpoint conflict on thread `t`: expected head `cp-1`, found `cp-2`; another writer is running this thread"
+        );
+        put(&one, "cp-3", Some("cp-2")).await.unwrap();
+        let err = put(&two, "cp-4", Some("cp-2")).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "checkpoint conflict on thread `t`: expected head `cp-2`, found `cp-3`; another writer is running this thread"
+        );
+        put(&two, "cp-4", Some("cp-3")).await.unwrap();
+        put(&two, "cp-5", Some("cp-4")).await.unwrap();
+        assert_eq!(
+            ids(&one.list("t", "", None, None).await.unwrap()),
+            ["cp-5", "cp-4", "cp-3", "cp-2", "cp-1"]
+        );
     }
 }
 

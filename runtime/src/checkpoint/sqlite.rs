@@ -14,7 +14,8 @@
 //! table and its key index) holding the record and the blobs stored under it ([`pack_index`]).
 //! A thread has no head row to move: ids increase (see [`Checkpointer::put`]), so the head is
 //! the greatest id, and a put's `BEGIN IMMEDIATE` keeps another writer out between the read and
-//! the insert.
+//! the insert. A put that follows one to the same thread skips the read while the file's data
+//! version says nothing has been written since ([`put_batch`]).
 //!
 //! The schema's version is the file's `PRAGMA user_version`; [`MIGRATIONS`] lists the steps from
 //! each version to the next. A file with a newer version than this weir knows is refused and left
@@ -272,7 +273,10 @@ impl SqliteOptions {
         let inner = Inner {
             path,
             options: self.clone(),
-            writer: Arc::new(AsyncMutex::new(writer)),
+            writer: Arc::new(AsyncMutex::new(Writer {
+                conn: writer,
+                last_put: None,
+            })),
             readers: Mutex::new(Vec::new()),
             read_permits: Arc::new(Semaphore::new(self.readers)),
         };
@@ -397,7 +401,7 @@ struct Inner {
     options: SqliteOptions,
     /// The one connection that writes, so a process's writes queue here rather than on
     /// SQLite's busy handler.
-    writer: Arc<AsyncMutex<Connection>>,
+    writer: Arc<AsyncMutex<Writer>>,
     /// Idle read connections.
     readers: Mutex<Vec<Connection>>,
     read_permits: Arc<Semaphore>,
@@ -432,7 +436,7 @@ impl SqliteSaver {
     /// Runs `f` on the writer connection, on the blocking pool.
     async fn write<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Connection) -> Result<T, Failure> + Send + 'static,
+        f: impl FnOnce(&mut Writer) -> Result<T, Failure> + Send + 'static,
     ) -> Result<T, SaverError> {
         let mut conn = self.inner.writer.clone().lock_owned().await;
         let path = self.inner.path.clone();
@@ -492,6 +496,48 @@ impl SqliteSaver {
         .await;
         flatten(&self.inner.path, joined)
     }
+}
+
+/// The connection that writes, and what its last put left: the head it wrote, while nothing
+/// else has written the file since.
+struct Writer {
+    conn: Connection,
+    last_put: Option<LastPut>,
+}
+
+/// The thread, namespace and head of a put, and the file's data version after its commit.
+struct LastPut {
+    thread: Arc<str>,
+    ns: Arc<str>,
+    head: Arc<str>,
+    version: u32,
+}
+
+impl std::ops::Deref for Writer {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for Writer {
+    fn deref_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+}
+
+/// The data version of `conn`'s file: it changes with every commit to the file, this
+/// connection's and other processes' alike (SQLite's `SQLITE_FCNTL_DATA_VERSION`; another
+/// process's commit shows once a transaction of this connection has begun). `None` when SQLite
+/// cannot tell.
+fn data_version(conn: &Connection) -> Option<u32> {
+    let mut version = 0;
+    conn.file_control(
+        Some(rusqlite::MAIN_DB),
+        rusqlite::FileControl::DataVersion(&mut version),
+    )
+    .ok()
+    .map(|()| version)
 }
 
 /// An error inside a blocking call: a saver error, or SQLite's (named with the file afterwards).
@@ -587,12 +633,22 @@ impl Drop for WriteTx<'_> {
 }
 
 /// Stores `records` in one transaction, as successive heads: all of them or none.
-fn put_batch(conn: &mut Connection, records: &[CheckpointRecord], expected: Option<&str>) -> Result<(), Failure> {
+///
+/// The head is looked up in the file unless the writer's last put was to the same thread and
+/// namespace and the file's data version is still the one that put's commit left (nothing has
+/// been written since, by this connection or another): then it is the head that put stored.
+fn put_batch(writer: &mut Writer, records: &[CheckpointRecord], expected: Option<&str>) -> Result<(), Failure> {
     let needed = check::batch(records, expected)?;
     let Some(first) = records.first() else { return Ok(()) };
     let (thread, ns) = (&first.thread_id, &first.ns);
-    let tx = WriteTx::begin(conn)?;
-    let head = head_now(&tx, thread, ns)?;
+    let last_put = writer.last_put.take();
+    let tx = WriteTx::begin(&writer.conn)?;
+    let head: Option<Arc<str>> = match last_put {
+        Some(last) if last.thread == *thread && last.ns == *ns && data_version(&tx) == Some(last.version) => {
+            Some(last.head)
+        }
+        _ => head_now(&tx, thread, ns)?.map(Arc::from),
+    };
     if head.as_deref() != expected {
         return Err(SaverError::head_moved(thread, ns, expected, head.as_deref()).into());
     }
@@ -622,6 +678,13 @@ fn put_batch(conn: &mut Connection, records: &[CheckpointRecord], expected: Opti
     drop(index_of);
     insert_checkpoints(&tx, records)?;
     tx.commit()?;
+    let last = records.last().expect("not empty");
+    writer.last_put = data_version(&writer.conn).map(|version| LastPut {
+        thread: thread.clone(),
+        ns: ns.clone(),
+        head: last.id.clone(),
+        version,
+    });
     Ok(())
 }
 
@@ -1116,11 +1179,18 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("weir-sqlite-unit-{}", crate::checkpoint::new_checkpoint_id()));
         std::fs::create_dir_all(&dir).unwrap();
         let saver = SqliteSaver::open(dir.join("weir.db")).unwrap();
-        let mut head: Option<Arc<str>> = None;
-        for step in 0..5 {
+        let mut heads: [Option<Arc<str>>; 2] = [None, None];
+        for step in 0..10 {
+            // Two threads in turn: no put follows one to the same thread, so each looks its
+            // head up.
+            let (thread, head) = if step % 2 == 0 {
+                ("t", &mut heads[0])
+            } else {
+                ("u", &mut heads[1])
+            };
             let id: Arc<str> = crate::checkpoint::new_checkpoint_id().into();
             let record = CheckpointRecord {
-                thread_id: "t".into(),
+                thread_id: thread.into(),
                 ns: "".into(),
                 id: id.clone(),
                 parent_id: head.clone(),
@@ -1143,7 +1213,7 @@ mod tests {
                 }],
             };
             saver.put(record, head.as_deref()).await.unwrap();
-            head = Some(id);
+            *head = Some(id);
         }
         let conn = saver.inner.writer.lock().await;
         let compiled_again = |sql: &str| {
