@@ -627,7 +627,7 @@ impl<S: State> Loop<S> {
                     None => task.job,
                 };
                 let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
-                groups[i % n_groups].push(run_task(job, state, ctx, policy, span));
+                groups[i % n_groups].push((job, state, ctx, policy, span));
                 meta.push((task.node, task.push, task.saved, task.scratch, task.cache_key));
             }
             let handles: Vec<_> = groups
@@ -1180,9 +1180,16 @@ async fn run_task<S: State>(
 /// (callgrind, fanout 1000).
 const GROUP_MAX: usize = 30;
 
-/// Runs a group of tasks together, their outputs in order. The joining is set up inside the
-/// spawned task, on its worker, not on the loop's.
-async fn join_group<F: std::future::Future>(tasks: Vec<F>) -> Vec<F::Output> {
+/// What a task of a wide step runs: its job, the state, its context, its node's policy and its
+/// span.
+type TaskInput<S> = (Job<S>, Arc<S>, Context, NodePolicy, tracing::Span);
+
+/// Runs a group of tasks together, their outputs in order. The tasks' futures (over a kilobyte
+/// each) are made and joined inside the spawned task, on its worker, not on the loop's.
+async fn join_group<S: State>(tasks: Vec<TaskInput<S>>) -> Vec<(Result<Command<S>, Failure>, Duration)> {
+    let tasks = tasks
+        .into_iter()
+        .map(|(job, state, ctx, policy, span)| run_task(job, state, ctx, policy, span));
     futures::future::join_all(tasks).await
 }
 
