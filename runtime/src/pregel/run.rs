@@ -608,10 +608,11 @@ impl<S: State> Loop<S> {
             let timed = (result, started.elapsed());
             results.push((task.node, task.push, task.saved, task.scratch, task.cache_key, timed));
         } else {
-            // A few spawned groups per worker, each polling its tasks together: parallel across
-            // workers, concurrent within a group (a node awaiting I/O lets its group's others
-            // run), one spawn per group instead of one per task. Tasks are dealt round-robin and
-            // groups outnumber workers, so that idle workers steal groups when costs differ.
+            // A few spawned groups per worker (more when a group would hold over `GROUP_MAX`
+            // tasks), each polling its tasks together: parallel across workers, concurrent within
+            // a group (a node awaiting I/O lets its group's others run), one spawn per group
+            // instead of one per task. Tasks are dealt round-robin and groups outnumber workers,
+            // so that idle workers steal groups when costs differ.
             let workers = tokio::runtime::Handle::current().metrics().num_workers();
             let n_groups = (4 * workers).max(n_tasks.div_ceil(GROUP_MAX)).clamp(1, n_tasks);
             let mut groups: Vec<Vec<_>> = (0..n_groups)
