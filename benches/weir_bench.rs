@@ -9,7 +9,8 @@
 //!
 //! Prints `workload=… size=… median_ms=… min_ms=… per_unit_us=… …` per workload (the SQLite
 //! workloads add a `sqlite_floor` line: bare inserts of the same bytes per step on the same file
-//! settings), then `peak_rss_kb=…`. Exits non-zero when an output check fails.
+//! settings, one run after each invocation), then `peak_rss_kb=…`. Exits non-zero when an output
+//! check fails.
 
 mod workloads;
 

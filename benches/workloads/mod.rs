@@ -800,6 +800,9 @@ fn sqlite_loop(h: &Harness, name: &str, m: usize, grow: bool) -> Result<Vec<Repo
     let last =
         std::cell::RefCell::new(None::<(Option<CompiledGraph<Count>>, Option<CompiledGraph<Grow>>, SqliteSaver)>);
     let mut bytes_per_step = 0.0;
+    // The floor runs once after each invocation, on the bytes it stored: the two alternate, so
+    // that both see the box as it is at the time.
+    let mut floor_runs = Vec::new();
     let mut report = h.measure(
         name,
         m,
@@ -830,7 +833,7 @@ fn sqlite_loop(h: &Harness, name: &str, m: usize, grow: bool) -> Result<Vec<Repo
                 }))
             }
         },
-        |_, (count, items)| {
+        |r, (count, items)| {
             check(count == m as i64, || format!("count = {count}, want {m}"))?;
             let (loop_app, grow_app, saver) = last.borrow_mut().take().expect("prepared");
             if let Some(items) = items {
@@ -860,6 +863,13 @@ fn sqlite_loop(h: &Harness, name: &str, m: usize, grow: bool) -> Result<Vec<Repo
             drop(saver);
             let f = file_facts(&path)?;
             bytes_per_step = f.row_bytes as f64 / m as f64;
+            if verifier.opts.floor {
+                let bytes = bytes_per_step.round().max(1.0) as usize;
+                let ms = floor_run(sync, m, bytes, &dir.join(format!("floor{r}.sqlite")))?;
+                if r > 0 {
+                    floor_runs.push(ms);
+                }
+            }
             Ok(facts(&[
                 ("durability", durability_name(durability).into()),
                 ("sqlite_synchronous", synchronous_name(sync).into()),
@@ -878,7 +888,7 @@ fn sqlite_loop(h: &Harness, name: &str, m: usize, grow: bool) -> Result<Vec<Repo
     let mut out = Vec::new();
     if h.opts.floor {
         let bytes = bytes_per_step.round().max(1.0) as usize;
-        let floor = sqlite_floor(h, m, bytes, &dir)?;
+        let floor = floor_report(h, m, bytes, floor_runs);
         let ratio = report.per_unit_us() / floor.per_unit_us();
         report
             .extra
@@ -898,50 +908,60 @@ fn sqlite_loop(h: &Harness, name: &str, m: usize, grow: bool) -> Result<Vec<Repo
 // ---------------------------------------------------------------------------------------------
 
 fn sqlite_floor(h: &Harness, m: usize, bytes: usize, dir: &Path) -> Result<Report, String> {
-    let sync = h.opts.synchronous;
-    let payload = vec![b'x'; bytes];
     let mut runs = Vec::new();
     for r in 0..=h.opts.repeat {
-        let path = dir.join(format!("floor{r}.sqlite"));
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
-        let conn = rusqlite::Connection::open(&path).map_err(|e| e.to_string())?;
-        conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
-            .map_err(|e| e.to_string())?;
-        conn.pragma_update(None, "synchronous", synchronous_name(sync))
-            .map_err(|e| e.to_string())?;
-        conn.execute_batch("CREATE TABLE t (thread_id TEXT NOT NULL, step INTEGER NOT NULL, v BLOB NOT NULL)")
-            .map_err(|e| e.to_string())?;
-        let mut stmt = conn
-            .prepare("INSERT INTO t (thread_id, step, v) VALUES (?1, ?2, ?3)")
-            .map_err(|e| e.to_string())?;
-        let t0 = Instant::now();
-        for step in 0..m {
-            stmt.execute(rusqlite::params![THREAD, step as i64, payload])
-                .map_err(|e| e.to_string())?;
-        }
-        let dt = t0.elapsed();
-        drop(stmt);
-        let rows: i64 = conn
-            .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
-            .map_err(|e| e.to_string())?;
-        check(rows == m as i64, || format!("floor: {rows} rows, want {m}"))?;
+        let ms = floor_run(h.opts.synchronous, m, bytes, &dir.join(format!("floor{r}.sqlite")))?;
         if r > 0 {
-            runs.push(dt.as_secs_f64() * 1000.0);
+            runs.push(ms);
         }
     }
-    Ok(Report {
+    Ok(floor_report(h, m, bytes, runs))
+}
+
+/// One run of the floor: `m` inserts of `bytes` bytes into a fresh file at `path`; returns the
+/// milliseconds they took.
+fn floor_run(sync: Synchronous, m: usize, bytes: usize, path: &Path) -> Result<f64, String> {
+    let payload = vec![b'x'; bytes];
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    let conn = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
+    conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+        .map_err(|e| e.to_string())?;
+    conn.pragma_update(None, "synchronous", synchronous_name(sync))
+        .map_err(|e| e.to_string())?;
+    conn.execute_batch("CREATE TABLE t (thread_id TEXT NOT NULL, step INTEGER NOT NULL, v BLOB NOT NULL)")
+        .map_err(|e| e.to_string())?;
+    let mut stmt = conn
+        .prepare("INSERT INTO t (thread_id, step, v) VALUES (?1, ?2, ?3)")
+        .map_err(|e| e.to_string())?;
+    let t0 = Instant::now();
+    for step in 0..m {
+        stmt.execute(rusqlite::params![THREAD, step as i64, payload])
+            .map_err(|e| e.to_string())?;
+    }
+    let dt = t0.elapsed();
+    drop(stmt);
+    let rows: i64 = conn
+        .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+        .map_err(|e| e.to_string())?;
+    check(rows == m as i64, || format!("floor: {rows} rows, want {m}"))?;
+    Ok(dt.as_secs_f64() * 1000.0)
+}
+
+/// The `sqlite_floor` line of timed floor runs.
+fn floor_report(h: &Harness, m: usize, bytes: usize, runs_ms: Vec<f64>) -> Report {
+    Report {
         name: "sqlite_floor".into(),
         size: m,
         unit: "insert",
         units: m,
-        runs_ms: runs,
+        runs_ms,
         extra: facts(&[
             ("bytes_per_insert", bytes.to_string()),
-            ("sqlite_synchronous", synchronous_name(sync).into()),
+            ("sqlite_synchronous", synchronous_name(h.opts.synchronous).into()),
             ("sqlite_journal_mode", "wal".into()),
         ]),
         invoke_peak_rss_kb: None,
-    })
+    }
 }
