@@ -799,9 +799,9 @@ fn sqlite_loop(h: &Harness, name: &str, m: usize, grow: bool) -> Result<Vec<Repo
     let verifier = h;
     let last =
         std::cell::RefCell::new(None::<(Option<CompiledGraph<Count>>, Option<CompiledGraph<Grow>>, SqliteSaver)>);
-    let mut bytes_per_step = 0.0;
-    // The floor runs once after each invocation, on the bytes it stored: the two alternate, so
-    // that both see the box as it is at the time.
+    // The floor runs once after each invocation, on the bytes it stored per step: the two
+    // alternate, so that both see the box as it is at the time.
+    let mut floor_bytes = 0;
     let mut floor_runs = Vec::new();
     let mut report = h.measure(
         name,
@@ -862,10 +862,9 @@ fn sqlite_loop(h: &Harness, name: &str, m: usize, grow: bool) -> Result<Vec<Repo
             let path = saver.path().to_path_buf();
             drop(saver);
             let f = file_facts(&path)?;
-            bytes_per_step = f.row_bytes as f64 / m as f64;
+            floor_bytes = (f.row_bytes as f64 / m as f64).round().max(1.0) as usize;
             if verifier.opts.floor {
-                let bytes = bytes_per_step.round().max(1.0) as usize;
-                let ms = floor_run(sync, m, bytes, &dir.join(format!("floor{r}.sqlite")))?;
+                let ms = floor_run(sync, m, floor_bytes, &dir.join(format!("floor{r}.sqlite")))?;
                 if r > 0 {
                     floor_runs.push(ms);
                 }
@@ -887,8 +886,7 @@ fn sqlite_loop(h: &Harness, name: &str, m: usize, grow: bool) -> Result<Vec<Repo
     )?;
     let mut out = Vec::new();
     if h.opts.floor {
-        let bytes = bytes_per_step.round().max(1.0) as usize;
-        let floor = floor_report(h, m, bytes, floor_runs);
+        let floor = floor_report(h, m, floor_bytes, floor_runs);
         let ratio = report.per_unit_us() / floor.per_unit_us();
         report
             .extra
