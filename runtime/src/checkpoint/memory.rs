@@ -79,10 +79,16 @@ impl MemorySaver {
         self.store.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Stores `records` as successive heads: all of them or none.
-    fn put_batch(&self, records: Vec<CheckpointRecord>, expected_head: Option<&str>) -> Result<(), SaverError> {
-        let needed = check::batch(&records, expected_head)?;
-        let Some(first) = records.first() else { return Ok(()) };
+    /// Stores `records` as successive heads: all of them or none. A lone record comes as an
+    /// array, with no vector allocated for it.
+    fn put_batch<R>(&self, records: R, expected_head: Option<&str>) -> Result<(), SaverError>
+    where
+        R: AsRef<[CheckpointRecord]> + IntoIterator<Item = CheckpointRecord>,
+    {
+        let needed = check::batch(records.as_ref(), expected_head)?;
+        let Some(first) = records.as_ref().first() else {
+            return Ok(());
+        };
         let mut store = self.lock();
         let space = store.get(&*first.thread_id).and_then(|t| t.get(&*first.ns));
         let head = space.and_then(Namespace::head);
@@ -90,7 +96,7 @@ impl MemorySaver {
             return Err(SaverError::head_moved(&first.thread_id, &first.ns, expected_head, head));
         }
         // The head is where the batch expects it, so every stored id is less than the batch's.
-        for (record, needed) in records.iter().zip(&needed) {
+        for (record, needed) in records.as_ref().iter().zip(&needed) {
             for (channel, base) in needed {
                 if space.and_then(|s| s.blob(base, channel)).is_none() {
                     return Err(check::missing_base(record, channel, base));
@@ -173,7 +179,7 @@ impl Checkpointer for MemorySaver {
         record: CheckpointRecord,
         expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
-        async move { self.put_batch(vec![record], expected_head) }.boxed()
+        async move { self.put_batch([record], expected_head) }.boxed()
     }
 
     fn put_many<'a>(

@@ -97,6 +97,12 @@ impl<S: State> GraphInner<S> {
         self.names[..self.n_user].iter().map(|n| &**n).collect()
     }
 
+    /// Node `n`'s name, owned: copied as bytes (`to_string` on an `Arc<str>` goes through the
+    /// formatter, several times the cost, and names are copied on every checkpointed step).
+    pub(crate) fn node_name(&self, n: u32) -> String {
+        String::from(&*self.names[n as usize])
+    }
+
     /// Node `n`'s name as a JSON string.
     pub(crate) fn quoted_node(&self, n: usize) -> &str {
         &self.quoted()[n]

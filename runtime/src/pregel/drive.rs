@@ -148,7 +148,7 @@ async fn report<S: State>(run: &mut Loop<S>, step: i64, values: bool) {
         if Some(r.node) == run.g.start {
             continue;
         }
-        let node = run.g.names[r.node as usize].to_string();
+        let node = run.g.node_name(r.node);
         if let Some(update) = r.update {
             sink.send(Event::Update {
                 step,
@@ -179,16 +179,12 @@ async fn report<S: State>(run: &mut Loop<S>, step: i64, values: bool) {
 async fn announce<S: State>(run: &Loop<S>, checkpoint: Option<(String, i64, Source)>) {
     let Some(sink) = &run.sink else { return };
     if let Some((id, step, source)) = checkpoint {
-        let next = run
-            .tasks
-            .iter()
-            .map(|t| run.g.names[t.node as usize].to_string())
-            .collect();
+        let next = run.tasks.iter().map(|t| run.g.node_name(t.node)).collect();
         sink.send(Event::Checkpoint { step, id, source, next }).await;
     }
     if sink.wants(StreamMode::TASKS) {
         for t in run.tasks.iter().filter(|t| Some(t.node) != run.g.start) {
-            let (id, node) = (run.task_id(t.node, t.push), run.g.names[t.node as usize].to_string());
+            let (id, node) = (run.task_id(t.node, t.push), run.g.node_name(t.node));
             sink.send(Event::TaskStart {
                 step: run.step(),
                 id,

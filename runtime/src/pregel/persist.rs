@@ -439,7 +439,7 @@ impl<S: State> Loop<S> {
         }
         let mut sends = Vec::new();
         for s in &self.sends {
-            let node = g.names[s.node.index()].to_string();
+            let node = g.node_name(s.node.index() as u32);
             let payload = s
                 .job
                 .encode()
@@ -599,11 +599,11 @@ impl<S: State> Loop<S> {
         let mut goto = Vec::new();
         for g in &command.goto {
             goto.push(match g {
-                Goto::Node(id) => SavedGoto::Node(self.g.names[id.index()].to_string()),
+                Goto::Node(id) => SavedGoto::Node(self.g.node_name(id.index() as u32)),
                 Goto::End => SavedGoto::End,
                 Goto::Named(n) => SavedGoto::Node(n.clone()),
                 Goto::Send(p) => {
-                    let node = self.g.names[p.node.index()].to_string();
+                    let node = self.g.node_name(p.node.index() as u32);
                     let payload = p
                         .job
                         .encode()
@@ -680,7 +680,7 @@ impl Control {
     /// The bookkeeping of an internal channel, with node ids written as names.
     pub(crate) fn save(&self, names: &[Arc<str>]) -> Option<serde_json::Value> {
         use crate::channel::Channel;
-        let name = |i: &u32| names[*i as usize].to_string();
+        let name = |i: &u32| String::from(&*names[*i as usize]);
         match self {
             Self::Branch(c) => Channel::<()>::checkpoint(c, &()).map(|()| serde_json::Value::Bool(true)),
             Self::Deferred(c) => Channel::<()>::checkpoint(c, &()).map(serde_json::Value::Bool),
@@ -720,7 +720,7 @@ impl Control {
 
 /// The node names of a step's tasks, for a checkpoint's metadata.
 pub(crate) fn writers<S: State>(g: &GraphInner<S>, nodes: impl Iterator<Item = u32>) -> Vec<String> {
-    let mut out: Vec<String> = nodes.map(|n| g.names[n as usize].to_string()).collect();
+    let mut out: Vec<String> = nodes.map(|n| g.node_name(n)).collect();
     out.dedup();
     out
 }

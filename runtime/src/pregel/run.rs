@@ -444,7 +444,7 @@ impl<S: State> Loop<S> {
         nodes
             .filter(|(n, _)| mask.get(*n as usize).copied().unwrap_or(false))
             .map(|(n, push)| Paused {
-                node: self.g.names[n as usize].to_string(),
+                node: self.g.node_name(n),
                 id: self.task_id(n, push),
                 question: None,
                 kind,
@@ -755,7 +755,7 @@ impl<S: State> Loop<S> {
             let pauses = paused
                 .into_iter()
                 .map(|(node, push, question, _)| Paused {
-                    node: self.g.names[node as usize].to_string(),
+                    node: self.g.node_name(node),
                     id: self.task_id(node, push),
                     question: Some(question),
                     kind: PauseKind::Interrupt,
@@ -902,7 +902,7 @@ impl<S: State> Loop<S> {
                     Goto::Send(_) | Goto::Named(_) => continue,
                 };
                 if !router.targets.contains(&target) {
-                    let what = target.map_or_else(|| "END".to_owned(), |t| self.g.names[t as usize].to_string());
+                    let what = target.map_or_else(|| "END".to_owned(), |t| self.g.node_name(t));
                     return Err(Error::unknown_target(&self.g.names[node as usize], what, self.step));
                 }
             }
@@ -1209,7 +1209,7 @@ fn field_error<S: State>(e: FieldError, writers: &[u32], g: &GraphInner<S>, step
         .writers
         .iter()
         .filter_map(|w| writers.get(*w))
-        .map(|n| g.names[*n as usize].to_string())
+        .map(|n| g.node_name(*n))
         .collect();
     Error::invalid_update(g.fields[e.field].name, nodes, step, e.error)
 }

@@ -75,7 +75,7 @@ pub(crate) async fn get_state<S: State>(
         let id = run.task_id(node, push);
         let p = pending.get(&id);
         let pause = p.and_then(|p| p.question.clone()).map(|q| Paused {
-            node: g.names[node as usize].to_string(),
+            node: g.node_name(node),
             id: id.clone(),
             question: Some(q),
             kind: PauseKind::Interrupt,
@@ -83,7 +83,7 @@ pub(crate) async fn get_state<S: State>(
         pauses.extend(pause.clone());
         tasks.push(TaskSnapshot {
             id,
-            name: g.names[node as usize].to_string(),
+            name: g.node_name(node),
             error: p.and_then(|p| p.error.clone()),
             pause,
             done: saved,
@@ -179,13 +179,7 @@ pub(crate) async fn update_state<S: State>(
         routed: false,
         handled: false,
     }])?;
-    save(
-        &mut run,
-        Durability::Sync,
-        Source::Update,
-        vec![g.names[node as usize].to_string()],
-    )
-    .await?;
+    save(&mut run, Durability::Sync, Source::Update, vec![g.node_name(node)]).await?;
     Ok(run
         .persist
         .as_ref()
