@@ -1,11 +1,16 @@
 //! Storage growth: a run that appends one item per step stores, per step, about the same bytes
-//! at 10,000 items as at 1,000 — the append field's new items, not the whole list.
+//! at 10,000 items as at 1,000 — the append field's new items, not the whole list. And memory: a
+//! run whose saver falls behind holds a bounded number of bytes of checkpoints, not every step's.
 
 use crate::support::{thread, TempDir};
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
-use weir::checkpoint::{Checkpointer, SqliteSaver};
+use std::time::{Duration, Instant};
+use weir::checkpoint::{
+    CheckpointRecord, Checkpointer, Loaded, MemorySaver, PendingWrite, SaverError, SqliteSaver, Usage,
+};
 use weir::prelude::*;
 use weir::NodeRef;
 
@@ -73,4 +78,176 @@ async fn stored_bytes_per_step_stay_flat_while_an_append_field_grows_to_10000_it
     // And the state still loads whole.
     let st = app.get_state(&cfg).await.unwrap().unwrap();
     assert_eq!(st.values.items, (0..10_000).collect::<Vec<u64>>());
+}
+
+#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+struct Pages {
+    /// A large value rewritten every step.
+    page: String,
+    steps: u64,
+}
+
+/// A saver whose puts wait until the test opens its gate; a `MemorySaver` stores them, or, when
+/// `fails`, refuses them (a head that moved). Not `puts_in_place`: a run hands its checkpoints to
+/// a background writer, as with SQLite.
+#[derive(Debug)]
+struct Gated {
+    inner: MemorySaver,
+    gate: tokio::sync::watch::Receiver<bool>,
+    fails: bool,
+}
+
+impl Checkpointer for Gated {
+    fn put<'a>(&'a self, record: CheckpointRecord, expected: Option<&'a str>) -> BoxFuture<'a, Result<(), SaverError>> {
+        Box::pin(async move {
+            let _ = self.gate.clone().wait_for(|open| *open).await;
+            let expected = if self.fails { Some("moved-elsewhere") } else { expected };
+            self.inner.put(record, expected).await
+        })
+    }
+    fn get<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
+        self.inner.get(thread_id, ns, id)
+    }
+    fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>> {
+        self.inner.head(thread_id, ns)
+    }
+    fn list<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        before: Option<&'a str>,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, SaverError>> {
+        self.inner.list(thread_id, ns, before, limit)
+    }
+    fn put_writes<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        checkpoint_id: &'a str,
+        task_id: &'a str,
+        writes: Vec<PendingWrite>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.inner.put_writes(thread_id, ns, checkpoint_id, task_id, writes)
+    }
+    fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.inner.delete_thread(thread_id)
+    }
+    fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>> {
+        self.inner.threads()
+    }
+    fn usage<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Usage, SaverError>> {
+        self.inner.usage(thread_id)
+    }
+}
+
+/// A run of [`PAGES_STEPS`] steps that each rewrite an 8 MB page, on a [`Gated`] saver: the
+/// run's task, the gate's handle, the saver, and the count of steps run.
+fn run_pages(
+    fails: bool,
+) -> (
+    RunPages,
+    tokio::sync::watch::Sender<bool>,
+    Arc<Gated>,
+    Arc<AtomicUsize>,
+    String,
+) {
+    const PAGE: usize = 8 << 20;
+    let (open, gate) = tokio::sync::watch::channel(false);
+    let saver = Arc::new(Gated {
+        inner: MemorySaver::new(),
+        gate,
+        fails,
+    });
+    let ran = Arc::new(AtomicUsize::new(0));
+    let mut g = GraphBuilder::<Pages>::new();
+    let counted = ran.clone();
+    let write = g.add_node("write", move |s: &Pages| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        let letter = char::from(b'a' + (s.steps % 26) as u8);
+        PagesUpdate::default()
+            .page(letter.to_string().repeat(PAGE))
+            .steps(s.steps + 1)
+    });
+    let again = write.id();
+    g.add_edge(START, &write);
+    g.add_router(
+        &write,
+        move |s: &Pages| {
+            if s.steps < PAGES_STEPS {
+                Goto::from(again)
+            } else {
+                Goto::End
+            }
+        },
+        [NodeRef::from(again), NodeRef::End],
+    );
+    g.set_checkpointer(saver.clone());
+    let app = g.compile().unwrap();
+    let id = thread("stuck");
+    let cfg = RunConfig::thread(id.clone());
+    let run = tokio::spawn(async move { app.invoke(PagesUpdate::default(), &cfg).await });
+    (run, open, saver, ran, id)
+}
+
+const PAGES_STEPS: u64 = 12;
+
+type RunPages = tokio::task::JoinHandle<Result<Pages, weir::Error>>;
+
+/// Waits until the run has stopped running steps; how many it ran.
+async fn stalled(ran: &AtomicUsize) -> usize {
+    let mut seen = usize::MAX;
+    while ran.load(Ordering::SeqCst) != seen {
+        seen = ran.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_saver_is_stuck_stops_once_its_queued_checkpoints_reach_the_byte_bound() {
+    const STEPS: u64 = PAGES_STEPS;
+    let (run, open, saver, ran, id) = run_pages(false);
+    // The writer's queue holds 32 MB of checkpoints: three of 8 MB and the put under way (the
+    // input's, small), then the fourth step's waits. Counted in checkpoints alone (1,024), every
+    // step would have run.
+    let seen = stalled(&ran).await;
+    assert!(
+        (1..=5).contains(&seen),
+        "{seen} steps of {STEPS} ran while the saver stored nothing"
+    );
+    assert!(!run.is_finished());
+
+    open.send(true).unwrap();
+    let out = run.await.unwrap().unwrap();
+    assert_eq!(out.steps, STEPS);
+    assert_eq!(ran.load(Ordering::SeqCst), STEPS as usize);
+    // Every step's checkpoint was stored, in order: the input, the start, then one per step.
+    let usage = saver.usage(&id).await.unwrap();
+    assert_eq!(usage.checkpoints, STEPS + 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waiting_for_room_in_the_queue_fails_with_the_saver_error_when_a_put_fails() {
+    let (run, open, _saver, ran, id) = run_pages(true);
+    let seen = stalled(&ran).await;
+    assert!(
+        (1..=5).contains(&seen),
+        "{seen} steps ran while the saver stored nothing"
+    );
+    // The put under way fails: the writer stops, and the step waiting for room gets its error
+    // instead of waiting for bytes that will not be given back.
+    open.send(true).unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .expect("the run ends")
+        .unwrap()
+        .unwrap_err();
+    assert!(err.to_string().contains(&id), "{err}");
+    assert!(ran.load(Ordering::SeqCst) < PAGES_STEPS as usize);
 }
