@@ -12,7 +12,7 @@ use weir::checkpoint::{
     CheckpointRecord, Checkpointer, Loaded, MemorySaver, PendingWrite, SaverError, SqliteSaver, Usage,
 };
 use weir::prelude::*;
-use weir::NodeRef;
+use weir::{NodeId, NodeRef};
 
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
 struct Grow {
@@ -20,6 +20,16 @@ struct Grow {
     items: Vec<u64>,
     /// Where the loop stops.
     target: u64,
+}
+
+/// Makes `node` the whole graph: run from the start, then again while `more` holds.
+fn repeat<S: State>(g: &mut GraphBuilder<S>, node: NodeId, more: impl Fn(&S) -> bool + Send + Sync + 'static) {
+    g.add_edge(START, node);
+    g.add_router(
+        node,
+        move |s: &S| if more(s) { Goto::from(node) } else { Goto::End },
+        [NodeRef::from(node), NodeRef::End],
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -30,19 +40,7 @@ async fn stored_bytes_per_step_stay_flat_while_an_append_field_grows_to_10000_it
     let add = g.add_node("add", |s: &Grow| {
         GrowUpdate::default().items(vec![s.items.len() as u64])
     });
-    let again = add.id();
-    g.add_edge(START, &add);
-    g.add_router(
-        &add,
-        move |s: &Grow| {
-            if (s.items.len() as u64) < s.target {
-                Goto::from(again)
-            } else {
-                Goto::End
-            }
-        },
-        [NodeRef::from(again), NodeRef::End],
-    );
+    repeat(&mut g, add.id(), |s: &Grow| (s.items.len() as u64) < s.target);
     g.set_checkpointer(saver.clone());
     let app = g.compile().unwrap();
     let id = thread("growth");
@@ -174,19 +172,7 @@ fn run_pages(
             .page(letter.to_string().repeat(PAGE))
             .steps(s.steps + 1)
     });
-    let again = write.id();
-    g.add_edge(START, &write);
-    g.add_router(
-        &write,
-        move |s: &Pages| {
-            if s.steps < PAGES_STEPS {
-                Goto::from(again)
-            } else {
-                Goto::End
-            }
-        },
-        [NodeRef::from(again), NodeRef::End],
-    );
+    repeat(&mut g, write.id(), |s: &Pages| s.steps < PAGES_STEPS);
     g.set_checkpointer(saver.clone());
     let app = g.compile().unwrap();
     let id = thread("stuck");
