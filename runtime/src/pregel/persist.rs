@@ -260,12 +260,12 @@ impl Persist {
         // Waits while the queue holds its share of bytes; the writer gives them back as it stores
         // (and closes the semaphore when it stops, which sends this put to `flush` for the error).
         let bytes = queued_bytes(&record);
-        let taken = match writer.room.try_acquire_many(bytes) {
-            Ok(permit) => Some(permit),
-            Err(_) => writer.room.acquire_many(bytes).await.ok(),
-        }
-        .map(SemaphorePermit::forget)
-        .is_some();
+        let taken = writer
+            .room
+            .acquire_many(bytes)
+            .await
+            .map(SemaphorePermit::forget)
+            .is_ok();
         if !taken {
             return self.flush().await;
         }
@@ -495,7 +495,7 @@ impl<S: State> Loop<S> {
         }
         let mut sends = Vec::new();
         for s in &self.sends {
-            let node = g.node_name(s.node.index() as u32);
+            let node = g.node_name(s.node.0);
             let payload = s
                 .job
                 .encode()
@@ -655,11 +655,11 @@ impl<S: State> Loop<S> {
         let mut goto = Vec::new();
         for g in &command.goto {
             goto.push(match g {
-                Goto::Node(id) => SavedGoto::Node(self.g.node_name(id.index() as u32)),
+                Goto::Node(id) => SavedGoto::Node(self.g.node_name(id.0)),
                 Goto::End => SavedGoto::End,
                 Goto::Named(n) => SavedGoto::Node(n.clone()),
                 Goto::Send(p) => {
-                    let node = self.g.node_name(p.node.index() as u32);
+                    let node = self.g.node_name(p.node.0);
                     let payload = p
                         .job
                         .encode()
