@@ -4,11 +4,23 @@
 use super::{CheckpointRecord, PendingWrite, SaverError};
 use std::collections::HashSet;
 
-/// Checks that `record` holds together on its own, and returns the stored blobs it builds on, as
-/// `(channel, checkpoint id)`: the bases of its deltas and the blobs of its unchanged channels.
-/// The saver checks, in its transaction, that each is stored, so a stored checkpoint can always
-/// be rebuilt.
-pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, SaverError> {
+/// A stored blob a record of a batch builds on: the base of one of its deltas or the blob of one
+/// of its unchanged channels. The saver checks, in its transaction, that each is stored, so a
+/// stored checkpoint can always be rebuilt.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Base<'r> {
+    /// The record's index in the batch.
+    pub(crate) record: usize,
+    /// The channel.
+    pub(crate) channel: &'r str,
+    /// The checkpoint the blob is stored under.
+    pub(crate) at: &'r str,
+}
+
+/// Checks that `record` holds together on its own, and hands `need` the stored blobs it builds
+/// on, as `(channel, checkpoint id)`: the bases of its deltas, then the blobs of its unchanged
+/// channels.
+fn record<'r>(record: &'r CheckpointRecord, mut need: impl FnMut(&'r str, &'r str)) -> Result<(), SaverError> {
     let thread = &*record.thread_id;
     if record.id.is_empty() {
         return Err(SaverError::invalid(thread, "the checkpoint id is empty"));
@@ -42,7 +54,6 @@ pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, Sav
             format!("two blobs for channel `{twice}` in checkpoint `{}`", record.id),
         ));
     }
-    let mut needed = Vec::new();
     for b in &record.blobs {
         let referenced = record
             .channels
@@ -67,31 +78,28 @@ pub(crate) fn record(record: &CheckpointRecord) -> Result<Vec<(&str, &str)>, Sav
                     ),
                 ));
             }
-            needed.push((&*b.channel, &**base));
+            need(&b.channel, base);
         }
     }
     for c in &record.channels {
         match c.blob.as_deref() {
-            Some(at) if at != &*record.id => needed.push((&*c.channel, at)),
+            Some(at) if at != &*record.id => need(&c.channel, at),
             _ => {}
         }
     }
-    Ok(needed)
+    Ok(())
 }
 
 /// Checks a batch for [`Checkpointer::put_many`](super::Checkpointer::put_many) that is to follow
 /// `expected` (the head the caller saw): every record holds together ([`record`]), all are of
 /// the first one's thread and namespace, no id comes twice (a conflict, as for an id already
 /// stored) and each id is greater than the one it follows (`expected`, then the record before
-/// it). Returns, per record, the blobs it builds on that the batch does not store itself: those
-/// must be stored already.
+/// it). Returns the blobs the records build on that the batch does not store itself, in record
+/// order: those must be stored already.
 ///
 /// A saver that then finds its head at `expected` knows every stored id is less than the
 /// batch's: none is taken, and the head stays the greatest id.
-pub(crate) fn batch<'r>(
-    records: &'r [CheckpointRecord],
-    expected: Option<&str>,
-) -> Result<Vec<Vec<(&'r str, &'r str)>>, SaverError> {
+pub(crate) fn batch<'r>(records: &'r [CheckpointRecord], expected: Option<&str>) -> Result<Vec<Base<'r>>, SaverError> {
     let Some(first) = records.first() else {
         return Ok(Vec::new());
     };
@@ -110,24 +118,24 @@ pub(crate) fn batch<'r>(
             ),
         ));
     }
-    records
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            if r.thread_id != first.thread_id || r.ns != first.ns {
-                return Err(SaverError::invalid(
-                    &first.thread_id,
-                    format!(
-                        "checkpoint `{}` of thread `{}` (namespace `{}`) was handed in with checkpoints of thread `{}` (namespace `{}`)",
-                        r.id, r.thread_id, r.ns, first.thread_id, first.ns
-                    ),
-                ));
+    let mut needed = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        if r.thread_id != first.thread_id || r.ns != first.ns {
+            return Err(SaverError::invalid(
+                &first.thread_id,
+                format!(
+                    "checkpoint `{}` of thread `{}` (namespace `{}`) was handed in with checkpoints of thread `{}` (namespace `{}`)",
+                    r.id, r.thread_id, r.ns, first.thread_id, first.ns
+                ),
+            ));
+        }
+        record(r, |channel, at| {
+            if !stored_earlier(&records[..i], channel, at) {
+                needed.push(Base { record: i, channel, at });
             }
-            let mut needed = record(r)?;
-            needed.retain(|&(channel, base)| !stored_earlier(&records[..i], channel, base));
-            Ok(needed)
-        })
-        .collect()
+        })?;
+    }
+    Ok(needed)
 }
 
 /// Whether `base`'s blob for `channel` is one of the blobs of `earlier`, the records stored

@@ -96,11 +96,13 @@ impl MemorySaver {
             return Err(SaverError::head_moved(&first.thread_id, &first.ns, expected_head, head));
         }
         // The head is where the batch expects it, so every stored id is less than the batch's.
-        for (record, needed) in records.as_ref().iter().zip(&needed) {
-            for (channel, base) in needed {
-                if space.and_then(|s| s.blob(base, channel)).is_none() {
-                    return Err(check::missing_base(record, channel, base));
-                }
+        for base in &needed {
+            if space.and_then(|s| s.blob(base.at, base.channel)).is_none() {
+                return Err(check::missing_base(
+                    &records.as_ref()[base.record],
+                    base.channel,
+                    base.at,
+                ));
             }
         }
         drop(needed);

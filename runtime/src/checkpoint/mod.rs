@@ -46,7 +46,7 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 mod check;
 mod error;
@@ -98,31 +98,47 @@ pub fn new_checkpoint_id() -> String {
 /// assert!(new_checkpoint_id_after(Some(far)).as_str() > far);
 /// ```
 pub fn new_checkpoint_id_after(after: Option<&str>) -> String {
-    checkpoint_id_after(after).to_string()
+    checkpoint_id_after(after).0.to_string()
 }
 
 /// [`new_checkpoint_id_after`] as the runtime keeps it: one allocation, shared by the record, the
-/// head and the channels that point at the checkpoint's blobs.
-pub(crate) fn checkpoint_id_after(after: Option<&str>) -> Arc<str> {
+/// head and the channels that point at the checkpoint's blobs; with the reading of the clock it
+/// was made at (since the epoch), which is also the checkpoint's creation time.
+pub(crate) fn checkpoint_id_after(after: Option<&str>) -> (Arc<str>, Duration) {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let mut id = [0u8; 32];
+    write_id(&mut id, next_micros(now.as_micros() as u64, 0));
+    // Most heads were made by this process just before, and the id is already greater. Only
+    // when it is not are the head's microseconds read (another id, say a test's, counts as none).
+    if let Some(after) = after.filter(|after| after.as_bytes() >= &id[..]) {
+        let floor = Some(after)
+            .filter(|after| after.len() == 32)
+            .and_then(|after| u64::from_str_radix(after.get(..16)?, 16).ok())
+            .unwrap_or(0);
+        if floor > 0 {
+            write_id(&mut id, next_micros(0, floor));
+        }
+    }
+    (Arc::from(std::str::from_utf8(&id).expect("hex digits")), now)
+}
+
+/// The microseconds of the next id: `now`, unless that is not past the last id this process made
+/// or past `floor`.
+fn next_micros(now: u64, floor: u64) -> u64 {
     static LAST: AtomicU64 = AtomicU64::new(0);
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64);
-    // The microseconds of an id of this format; another id (say a test's) counts as none.
-    let floor = after
-        .filter(|id| id.len() == 32)
-        .and_then(|id| u64::from_str_radix(id.get(..16)?, 16).ok())
-        .unwrap_or(0);
     let mut last = LAST.load(Ordering::Relaxed);
-    let micros = loop {
+    loop {
         let next = now.max(last + 1).max(floor.saturating_add(1));
         match LAST.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => break next,
+            Ok(_) => return next,
             Err(seen) => last = seen,
         }
-    };
-    // A random seed per process, drawn once, mixed with the time: ids of two processes never
-    // collide, and no id costs a system call.
+    }
+}
+
+/// Writes the id of `micros`: their 16 hex digits, then 16 drawn from them and a random seed
+/// drawn once per process, so ids of two processes never collide and no id costs a system call.
+fn write_id(id: &mut [u8; 32], micros: u64) {
     static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     let seed = *SEED.get_or_init(|| {
         getrandom::u64().unwrap_or_else(|_| {
@@ -133,10 +149,8 @@ pub(crate) fn checkpoint_id_after(after: Option<&str>) -> Arc<str> {
             h.finish()
         })
     });
-    let mut id = [0u8; 32];
     write_hex(&mut id[..16], micros);
     write_hex(&mut id[16..], splitmix64(seed ^ micros));
-    Arc::from(std::str::from_utf8(&id).expect("hex digits"))
 }
 
 /// Writes `x` as 16 lower-case hex digits into `out`.
@@ -170,7 +184,7 @@ pub fn now_rfc3339() -> String {
 }
 
 /// [`rfc3339`] of a time since the epoch.
-fn stamp(d: std::time::Duration) -> String {
+pub(crate) fn stamp(d: Duration) -> String {
     // Checkpoints come many a second: the date and time up to the second are formatted once per
     // second and thread, the microseconds each time.
     thread_local! {
@@ -459,11 +473,27 @@ mod tests {
 
     #[test]
     fn stamps_reuse_the_second_and_match_the_full_format() {
-        use std::time::Duration;
         for (secs, micros) in [(5, 0), (5, 999_999), (5, 42), (6, 7), (1_793_531_103, 120_034), (0, 1)] {
             let d = Duration::from_secs(secs) + Duration::from_micros(micros);
             assert_eq!(stamp(d), rfc3339(secs as i64, micros as u32));
         }
+    }
+
+    #[test]
+    fn an_id_follows_a_head_whose_clock_runs_ahead_and_ignores_a_head_of_another_format() {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let ahead = format!("{:016x}{}", now.as_micros() as u64 + 60_000_000, "f".repeat(16));
+        let (id, made) = checkpoint_id_after(Some(&ahead));
+        assert!(*id > *ahead, "{id} after {ahead}");
+        assert_eq!(
+            u64::from_str_radix(&id[..16], 16),
+            u64::from_str_radix(&ahead[..16], 16).map(|m| m + 1)
+        );
+        assert!(made >= now, "the clock's reading, not the head's");
+        let (next, _) = checkpoint_id_after(Some(&id));
+        assert!(next > id);
+        let (other, _) = checkpoint_id_after(Some("zzz"));
+        assert!(u64::from_str_radix(&other[..16], 16).is_ok_and(|m| m > 0));
     }
 
     #[test]

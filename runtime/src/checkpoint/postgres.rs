@@ -485,10 +485,7 @@ impl PostgresSaver {
 
     /// Stores `records` in one transaction, as successive heads: all of them or none.
     async fn put_batch(&self, records: Vec<CheckpointRecord>, expected: Option<&str>) -> Result<(), SaverError> {
-        let needed: Vec<(Vec<&str>, Vec<&str>)> = check::batch(&records, expected)?
-            .into_iter()
-            .map(|n| n.into_iter().unzip())
-            .collect();
+        let needed = check::batch(&records, expected)?;
         let Some(last) = records.last() else { return Ok(()) };
         let (thread, ns, last_id) = (&*last.thread_id, &*last.ns, &*last.id);
         let mut pooled = self.conn().await?;
@@ -510,7 +507,7 @@ impl PostgresSaver {
                 let found: Option<String> = tx.query_opt(&select_head, &[&thread, &ns]).await?.map(|row| row.get(0));
                 return Err(SaverError::head_moved(thread, ns, expected, found.as_deref()).into());
             }
-            for (r, needed) in records.iter().zip(&needed) {
+            for (i, r) in records.iter().enumerate() {
                 let text = sql::encode(r);
                 let inserted = tx
                     .execute(
@@ -535,10 +532,13 @@ impl PostgresSaver {
                     let detail = format!("checkpoint `{}` already exists", r.id);
                     return Err(SaverError::conflict(thread, ns, detail).into());
                 }
-                if !needed.0.is_empty() {
-                    let missing = tx
-                        .query_opt(&missing_bases, &[&thread, &ns, &needed.0, &needed.1])
-                        .await?;
+                let (channels, bases): (Vec<&str>, Vec<&str>) = needed
+                    .iter()
+                    .filter(|b| b.record == i)
+                    .map(|b| (b.channel, b.at))
+                    .unzip();
+                if !channels.is_empty() {
+                    let missing = tx.query_opt(&missing_bases, &[&thread, &ns, &channels, &bases]).await?;
                     if let Some(row) = missing {
                         let (channel, base): (String, String) = (row.get(0), row.get(1));
                         return Err(check::missing_base(r, &channel, &base).into());

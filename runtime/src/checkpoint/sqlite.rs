@@ -655,24 +655,23 @@ fn put_batch(writer: &mut Writer, records: &[CheckpointRecord], expected: Option
     // Every base the batch does not store itself must be stored already: checked before
     // anything is written.
     let mut index_of = None;
-    for (record, needed) in records.iter().zip(&needed) {
-        for &(channel, base) in needed {
-            if index_of.is_none() {
-                index_of = Some(tx.prepare_cached(BLOB_INDEX_OF)?);
+    for &check::Base { record, channel, at } in &needed {
+        let record = &records[record];
+        if index_of.is_none() {
+            index_of = Some(tx.prepare_cached(BLOB_INDEX_OF)?);
+        }
+        let index_of = index_of.as_mut().expect("prepared above");
+        let mut rows = index_of.query(params![thread, ns, at])?;
+        let stored = match rows.next()? {
+            None => false,
+            Some(row) => {
+                let (index, bytes) = (row.get_ref(0)?.as_blob()?, row.get::<_, i64>(1)? as usize);
+                let entries = row_index(thread, &record.id, at, index, bytes)?;
+                entries.iter().any(|e| e.channel == channel)
             }
-            let index_of = index_of.as_mut().expect("prepared above");
-            let mut rows = index_of.query(params![thread, ns, base])?;
-            let stored = match rows.next()? {
-                None => false,
-                Some(row) => {
-                    let (index, bytes) = (row.get_ref(0)?.as_blob()?, row.get::<_, i64>(1)? as usize);
-                    let entries = row_index(thread, &record.id, base, index, bytes)?;
-                    entries.iter().any(|e| e.channel == channel)
-                }
-            };
-            if !stored {
-                return Err(check::missing_base(record, channel, base).into());
-            }
+        };
+        if !stored {
+            return Err(check::missing_base(record, channel, at).into());
         }
     }
     drop(index_of);

@@ -14,7 +14,7 @@ use super::compile::GraphInner;
 use super::config::RunInfo;
 use super::run::{Control, Loop};
 use crate::checkpoint::{
-    checkpoint_id_after, now_rfc3339, Blob, ChannelRef, CheckpointRecord, Checkpointer, Loaded, PendingWrite, Source,
+    checkpoint_id_after, stamp, Blob, ChannelRef, CheckpointRecord, Checkpointer, Loaded, PendingWrite, Source,
 };
 use crate::error::Error;
 use crate::graph::{Command, Goto, NodeId};
@@ -422,7 +422,7 @@ impl<S: State> Loop<S> {
         let n_fields = g.n_fields();
         let p = self.persist.as_ref().expect("a checkpointed run");
         // Greater than the head this record will follow, as savers require.
-        let id = checkpoint_id_after(p.head.as_deref());
+        let (id, now) = checkpoint_id_after(p.head.as_deref());
         let thread = p.info.thread.clone();
         let mut channels = Vec::with_capacity(self.versions.len());
         let mut blobs = Vec::new();
@@ -531,7 +531,7 @@ impl<S: State> Loop<S> {
             source,
             writes,
             metadata: BTreeMap::new(),
-            created_at: now_rfc3339(),
+            created_at: stamp(now),
             channels,
             body: bytes,
             blobs,
