@@ -165,6 +165,8 @@ pub(crate) struct Loop<S: State> {
     marked: Vec<bool>,
     changed: Vec<bool>,
     updates: Vec<S::Update>,
+    /// Where a lone task's routers write, when its command has no destinations of its own.
+    gotos: Vec<Goto<S>>,
     branch_writes: Vec<usize>,
     join_writes: Vec<Vec<u32>>,
     /// Internal channels written this step, and those available after the last one: the only
@@ -261,6 +263,7 @@ impl<S: State> Loop<S> {
             marked: vec![false; n_nodes],
             changed: vec![false; g.n_fields()],
             updates: Vec::new(),
+            gotos: Vec::new(),
             branch_writes: vec![0; n_controls],
             join_writes: vec![Vec::new(); n_controls],
             touched: Vec::new(),
@@ -945,6 +948,10 @@ impl<S: State> Loop<S> {
         bumped |= self.record_changed_fields(next);
         if routed_alone && !g.nodes[done[0].node as usize].routers.is_empty() {
             done[0].routed = true;
+            if done[0].command.goto.is_empty() {
+                // No allocation per routed step: the buffer comes back below, drained.
+                std::mem::swap(&mut done[0].command.goto, &mut self.gotos);
+            }
             // One task: the state after the step is the state with its own writes applied.
             self.route(done[0].node, &self.state, &mut done[0].command.goto)?;
         }
@@ -975,6 +982,9 @@ impl<S: State> Loop<S> {
                     Goto::Send(p) => sends.push(p),
                 }
             }
+        }
+        if routed_alone && self.gotos.capacity() == 0 {
+            self.gotos = std::mem::take(&mut done[0].command.goto);
         }
         // Visit the internal channels written this step, and those still available from the
         // last one (an ephemeral branch clears itself), in channel order.
