@@ -489,7 +489,7 @@ impl<S: State> Loop<S> {
                     blob: None,
                 });
             }
-            if let Some(v) = control.save(&g.names) {
+            if let Some(v) = control.save(&g) {
                 controls.push((cid, v));
             }
         }
@@ -734,9 +734,9 @@ impl<S: State> Loop<S> {
 
 impl Control {
     /// The bookkeeping of an internal channel, with node ids written as names.
-    pub(crate) fn save(&self, names: &[Arc<str>]) -> Option<serde_json::Value> {
+    pub(crate) fn save<S: State>(&self, g: &GraphInner<S>) -> Option<serde_json::Value> {
         use crate::channel::Channel;
-        let name = |i: &u32| String::from(&*names[*i as usize]);
+        let name = |i: &u32| g.node_name(*i);
         match self {
             Self::Branch(c) => Channel::<()>::checkpoint(c, &()).map(|()| serde_json::Value::Bool(true)),
             Self::Deferred(c) => Channel::<()>::checkpoint(c, &()).map(serde_json::Value::Bool),
