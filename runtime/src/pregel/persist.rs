@@ -329,33 +329,22 @@ impl Writer {
         tokio::spawn(async move {
             // Grown as batches come, not made for the largest: most runs are short.
             let mut queued = Vec::new();
-            let mut batch = Vec::new();
-            // The bytes of the batch's checkpoints, given back when the batch is stored.
-            let mut held = 0;
+            let mut batch = Batch::default();
             while rx.recv_many(&mut queued, QUEUE).await > 0 {
-                let mut expected = None;
                 for job in queued.drain(..) {
                     match job {
-                        Job::Put(record, head, bytes) => {
-                            if batch.is_empty() {
-                                expected = head;
-                            }
-                            batch.push(*record);
-                            held += bytes as usize;
-                        }
+                        Job::Put(record, head, bytes) => batch.push(*record, head, bytes),
                         Job::Flush(done) => {
-                            if !put(&*saver, &mut batch, expected.take(), &thread, &failure).await {
+                            if !batch.store(&*saver, &gives_back.0, &thread, &failure).await {
                                 return;
                             }
-                            gives_back.0.add_permits(std::mem::take(&mut held));
                             let _ = done.send(());
                         }
                     }
                 }
-                if !put(&*saver, &mut batch, expected, &thread, &failure).await {
+                if !batch.store(&*saver, &gives_back.0, &thread, &failure).await {
                     return;
                 }
-                gives_back.0.add_permits(std::mem::take(&mut held));
             }
         });
         Self { jobs, room, failed }
@@ -372,23 +361,46 @@ impl Drop for Closing {
     }
 }
 
-/// Puts the batch, if any; on failure records why and returns false: later checkpoints would not
-/// chain onto these.
-async fn put(
-    saver: &dyn Checkpointer,
-    batch: &mut Vec<CheckpointRecord>,
+/// The checkpoints the writer stores together: the head the first follows, and their bytes'
+/// share of the queue, given back once they are stored.
+#[derive(Default)]
+struct Batch {
+    records: Vec<CheckpointRecord>,
     expected: Option<Arc<str>>,
-    thread: &str,
-    failure: &std::sync::Mutex<Option<Error>>,
-) -> bool {
-    if batch.is_empty() {
-        return true;
+    bytes: usize,
+}
+
+impl Batch {
+    fn push(&mut self, record: CheckpointRecord, head: Option<Arc<str>>, bytes: u32) {
+        if self.records.is_empty() {
+            self.expected = head;
+        }
+        self.records.push(record);
+        self.bytes += bytes as usize;
     }
-    match saver.put_many(std::mem::take(batch), expected.as_deref()).await {
-        Ok(()) => true,
-        Err(e) => {
-            *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(saver_error(thread, e));
-            false
+
+    /// Puts the batch, if any, and gives its bytes back to `room`; on failure records why and
+    /// returns false: later checkpoints would not chain onto these.
+    async fn store(
+        &mut self,
+        saver: &dyn Checkpointer,
+        room: &Semaphore,
+        thread: &str,
+        failure: &std::sync::Mutex<Option<Error>>,
+    ) -> bool {
+        if self.records.is_empty() {
+            return true;
+        }
+        let records = std::mem::take(&mut self.records);
+        match saver.put_many(records, self.expected.take().as_deref()).await {
+            Ok(()) => {
+                room.add_permits(std::mem::take(&mut self.bytes));
+                true
+            }
+            Err(e) => {
+                *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(saver_error(thread, e));
+                false
+            }
         }
     }
 }
