@@ -303,11 +303,11 @@ async fn drive_in_span<S: State>(
                 announce(&run, fresh_checkpoint(&run, &mut announced)).await;
                 let span = tracing::info_span!("weir.step", step, tasks = run.tasks.len());
                 let end = tracing::Instrument::instrument(run.run_step(), span).await;
-                report(&mut run, step, matches!(end, Ok(StepEnd::Applied { .. }))).await;
+                report(&mut run, step, matches!(end, Ok(StepEnd::Applied))).await;
                 match end {
-                    Ok(StepEnd::Applied { writers }) => {
+                    Ok(StepEnd::Applied) => {
                         if run.persist.is_some() {
-                            let names = super::persist::writers(g, writers.iter().copied());
+                            let names = super::persist::writers(g, run.writers.iter().copied());
                             if durability == Durability::Exit {
                                 // Only the last step's checkpoint is written, when the run settles.
                                 last_writers = names;
@@ -316,8 +316,8 @@ async fn drive_in_span<S: State>(
                                 save(&mut run, durability, Source::Loop, names).await?;
                             }
                         }
-                        if run.interrupt_after(&writers) {
-                            let pauses = run.static_pauses(PauseKind::After, writers.iter().map(|n| (*n, None)));
+                        if run.interrupt_after(&run.writers) {
+                            let pauses = run.static_pauses(PauseKind::After, run.writers.iter().map(|n| (*n, None)));
                             break Ok(pauses);
                         }
                     }

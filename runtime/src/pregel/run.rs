@@ -167,6 +167,11 @@ pub(crate) struct Loop<S: State> {
     updates: Vec<S::Update>,
     /// Where a lone task's routers write, when its command has no destinations of its own.
     gotos: Vec<Goto<S>>,
+    /// The outcomes of a step's tasks, then the finished ones: emptied by each step.
+    results: Vec<TaskResult<S>>,
+    done: Vec<Done<S>>,
+    /// The nodes whose writes the last applied step applied, in task order.
+    pub(crate) writers: Vec<u32>,
     branch_writes: Vec<usize>,
     join_writes: Vec<Vec<u32>>,
     /// Internal channels written this step, and those available after the last one: the only
@@ -184,10 +189,21 @@ pub(crate) struct TaskReport<S: State> {
     pub(crate) update: Option<S::Update>,
 }
 
+/// What a task of a step came to: its node, push index, whether its writes were saved, its
+/// scratch, its cache key, and its command or failure with how long it ran.
+type TaskResult<S> = (
+    u32,
+    Option<usize>,
+    bool,
+    Option<Arc<Scratch>>,
+    Option<String>,
+    (Result<Command<S>, Failure>, Duration),
+);
+
 /// How a step ended.
 pub(crate) enum StepEnd {
-    /// Its writes were applied.
-    Applied { writers: Vec<u32> },
+    /// Its writes were applied; [`Loop::writers`] names the nodes that wrote.
+    Applied,
     /// Nodes paused: nothing was applied; the step runs again on resume.
     Paused(Vec<Paused>),
 }
@@ -264,6 +280,9 @@ impl<S: State> Loop<S> {
             changed: vec![false; g.n_fields()],
             updates: Vec::new(),
             gotos: Vec::new(),
+            results: Vec::new(),
+            done: Vec::new(),
+            writers: Vec::new(),
             branch_writes: vec![0; n_controls],
             join_writes: vec![Vec::new(); n_controls],
             touched: Vec::new(),
@@ -590,7 +609,9 @@ impl<S: State> Loop<S> {
         let step = self.step;
         self.look_up_cache(&mut tasks).await?;
         let n_tasks = tasks.len();
-        let mut results = Vec::with_capacity(n_tasks);
+        // The buffers of the last step, empty: no allocation per step.
+        let mut results = std::mem::take(&mut self.results);
+        results.reserve(n_tasks);
         if n_tasks == 1 {
             // One task: run it in place, no spawn.
             let task = tasks.pop().expect("one task");
@@ -667,13 +688,14 @@ impl<S: State> Loop<S> {
 
         // The task list is empty again: keep its allocation for the next step.
         self.tasks = tasks;
-        let mut done = Vec::with_capacity(n_tasks);
+        let mut done = std::mem::take(&mut self.done);
+        done.reserve(n_tasks);
         let mut failure: Option<(Error, u32, Option<usize>)> = None;
         let mut paused = Vec::new();
         let mut unsaved = Vec::new();
         self.report.clear();
         let streaming = self.sink.as_ref().is_some_and(|s| s.wants(StreamMode::UPDATES));
-        for (node, push, saved, scratch, cache_key, (result, duration)) in results {
+        for (node, push, saved, scratch, cache_key, (result, duration)) in results.drain(..) {
             if let Some((question, answers)) = scratch.as_ref().and_then(|s| s.paused()) {
                 paused.push((node, push, question, answers));
                 continue;
@@ -766,9 +788,11 @@ impl<S: State> Loop<S> {
                 .collect();
             return Ok(StepEnd::Paused(pauses));
         }
-        let writers = done.iter().map(|d| d.node).collect();
+        self.results = results;
+        self.writers.clear();
+        self.writers.extend(done.iter().map(|d| d.node));
         self.after_tick(done)?;
-        Ok(StepEnd::Applied { writers })
+        Ok(StepEnd::Applied)
     }
 
     /// The context of a task of step `step`.
@@ -1045,6 +1069,8 @@ impl<S: State> Loop<S> {
             self.max_version = next;
         }
         self.step += 1;
+        done.clear();
+        self.done = done;
         Ok(())
     }
 
