@@ -180,7 +180,7 @@ fn random_checkpoint(u: &mut Unstructured<'_>, s: &Seeds) -> arbitrary::Result<L
         parent_id: Option::<String>::arbitrary(u)?.map(Into::into),
         step: i64::arbitrary(u)?,
         source: *u.choose(&[Source::Input, Source::Loop, Source::Update, Source::Fork])?,
-        writes: Vec::<String>::arbitrary(u)?,
+        writes: Vec::<String>::arbitrary(u)?.into_iter().map(Into::into).collect(),
         metadata: BTreeMap::new(),
         created_at: String::new(),
         channels,

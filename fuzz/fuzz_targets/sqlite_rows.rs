@@ -100,7 +100,7 @@ fn record(ns: &str, id: &str, parent: Option<&str>, step: i64, channels: &[(&str
         parent_id: parent.map(Into::into),
         step,
         source: if step < 0 { Source::Input } else { Source::Loop },
-        writes: vec![format!("node-{step}")],
+        writes: vec![format!("node-{step}").into()],
         metadata: [("user".to_owned(), "ada".to_owned())].into(),
         created_at: "2026-11-30T10:00:00.000000Z".into(),
         channels: channels

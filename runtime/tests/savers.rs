@@ -32,7 +32,7 @@ fn record(
         parent_id: parent.map(Into::into),
         step,
         source: if step < 0 { Source::Input } else { Source::Loop },
-        writes: vec![format!("node-{step}")],
+        writes: vec![format!("node-{step}").into()],
         metadata: BTreeMap::from([
             ("step".to_owned(), step.to_string()),
             ("user".to_owned(), "ada".to_owned()),

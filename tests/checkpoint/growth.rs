@@ -86,8 +86,8 @@ struct Pages {
 }
 
 /// A saver whose puts wait until the test opens its gate; a `MemorySaver` stores them, or, when
-/// `fails`, refuses them (a head that moved). Not `puts_in_place`: a run hands its checkpoints to
-/// a background writer, as with SQLite.
+/// `fails`, refuses them (a head that moved). It stores nothing in place (`try_put_in_place`):
+/// a run hands its checkpoints to a background writer, as with SQLite.
 #[derive(Debug)]
 struct Gated {
     inner: MemorySaver,

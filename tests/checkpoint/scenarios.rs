@@ -731,7 +731,10 @@ pub async fn g30_checkpoint_layout_after_a_two_node_run(saver: Arc<dyn Checkpoin
         ),
     ];
     assert_eq!(rows, expected);
-    let writes: Vec<Vec<String>> = records.iter().map(|r| r.writes.clone()).collect();
+    let writes: Vec<Vec<String>> = records
+        .iter()
+        .map(|r| r.writes.iter().map(|w| w.to_string()).collect())
+        .collect();
     assert_eq!(
         writes,
         [vec![], strings(&["__start__"]), strings(&["x"]), strings(&["y"])]

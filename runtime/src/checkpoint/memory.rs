@@ -192,8 +192,12 @@ impl Checkpointer for MemorySaver {
         async move { self.put_batch(records, expected_head) }.boxed()
     }
 
-    fn puts_in_place(&self) -> bool {
-        true
+    fn try_put_in_place(
+        &self,
+        record: CheckpointRecord,
+        expected_head: Option<&str>,
+    ) -> Result<Result<(), SaverError>, CheckpointRecord> {
+        Ok(self.put_batch([record], expected_head))
     }
 
     fn get<'a>(

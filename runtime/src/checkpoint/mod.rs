@@ -311,7 +311,7 @@ pub struct CheckpointRecord {
     /// What made this checkpoint.
     pub source: Source,
     /// Names of the nodes whose writes this checkpoint applied.
-    pub writes: Vec<String>,
+    pub writes: Vec<Arc<str>>,
     /// Extra user metadata.
     pub metadata: BTreeMap<String, String>,
     /// When the checkpoint was made, RFC 3339 UTC (see [`now_rfc3339`]).
@@ -408,12 +408,21 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
         })
     }
 
-    /// Whether [`put`](Self::put) finishes at once, waiting on nothing (no I/O, no other
-    /// process): a run with asynchronous durability then stores its checkpoints in place, as a
-    /// hand-over to a background writer would cost more than the put itself. `false` unless a
-    /// saver says otherwise; [`MemorySaver`] does.
-    fn puts_in_place(&self) -> bool {
-        false
+    /// Stores `record` as [`put`](Self::put) would, at once, when this saver can do so without
+    /// waiting on anything (no I/O, no other process); otherwise hands the record back
+    /// (`Err(record)`) untouched, for `put`.
+    ///
+    /// A run tries this first, whatever its durability: a checkpoint stored in place needs no
+    /// future, and with asynchronous durability no hand-over to a background writer, which
+    /// would cost more than the put itself. The default hands every record back;
+    /// [`MemorySaver`] stores in place.
+    fn try_put_in_place(
+        &self,
+        record: CheckpointRecord,
+        expected_head: Option<&str>,
+    ) -> Result<Result<(), SaverError>, CheckpointRecord> {
+        let _ = expected_head;
+        Err(record)
     }
 
     /// The checkpoint `id` of the thread and namespace, or its head when `id` is `None`; `None`

@@ -6,6 +6,7 @@
 
 use super::{ChannelRef, CheckpointRecord, SaverError, Source};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The text columns of a checkpoint row, in one buffer.
 pub(crate) struct Encoded {
@@ -119,7 +120,7 @@ pub(crate) fn decode(row: Row) -> Result<CheckpointRecord, SaverError> {
         SaverError::corrupt(&row.thread_id, &row.id, format!("cannot decode its {what}: {e}"))
     };
     let source = Source::from_name(&row.source).ok_or_else(|| corrupt("source", &format!("`{}`", row.source)))?;
-    let writes: Vec<String> = serde_json::from_str(&row.writes).map_err(|e| corrupt("writes", &e))?;
+    let writes: Vec<Arc<str>> = serde_json::from_str(&row.writes).map_err(|e| corrupt("writes", &e))?;
     let metadata: BTreeMap<String, String> =
         serde_json::from_str(&row.metadata).map_err(|e| corrupt("metadata", &e))?;
     let channels: Vec<(String, u64, Option<String>)> =
@@ -173,7 +174,7 @@ mod tests {
             parent_id: None,
             step: 0,
             source: Source::Loop,
-            writes: names.iter().map(|n| n.to_string()).collect(),
+            writes: names.iter().map(|&n| n.into()).collect(),
             metadata: names
                 .iter()
                 .enumerate()

@@ -94,7 +94,7 @@ pub(crate) async fn save<S: State>(
     run: &mut Loop<S>,
     durability: Durability,
     source: Source,
-    writers: Vec<String>,
+    writers: Vec<Arc<str>>,
 ) -> Result<(), Error> {
     if run.persist.is_none() {
         return Ok(());
@@ -113,7 +113,16 @@ async fn put<S: State>(run: &mut Loop<S>, record: CheckpointRecord, durability: 
     let expected = p.head.replace(record.id.clone());
     p.current = Some(record.id.clone());
     p.dirty = false;
-    if durability == Durability::Async && !p.info.saver.puts_in_place() {
+    // A saver that stores in place goes first, unless puts handed to the writer are still ahead.
+    let record = if p.writer.is_none() {
+        match p.info.saver.try_put_in_place(record, expected.as_deref()) {
+            Ok(stored) => return stored.map_err(|e| saver_error(&p.info.thread, e)),
+            Err(record) => record,
+        }
+    } else {
+        record
+    };
+    if durability == Durability::Async {
         return p.put_later(record, expected).await;
     }
     p.flush().await?;
@@ -126,7 +135,7 @@ async fn put<S: State>(run: &mut Loop<S>, record: CheckpointRecord, durability: 
 
 /// Ends a checkpointed run: the last checkpoint (exit durability), the pending writes of an
 /// incomplete step, and every put under way.
-async fn settle<S: State>(run: &mut Loop<S>, durability: Durability, writers: Vec<String>) -> Result<(), Error> {
+async fn settle<S: State>(run: &mut Loop<S>, durability: Durability, writers: Vec<Arc<str>>) -> Result<(), Error> {
     let Some(p) = &mut run.persist else { return Ok(()) };
     if p.dirty || (durability == Durability::Exit && p.current.is_none()) {
         let record = run.record(Source::Loop, writers)?;

@@ -429,7 +429,7 @@ impl<S: State> Loop<S> {
     }
 
     /// The record of the loop's state as it is now (after `self.step - 1` was applied).
-    pub(crate) fn record(&mut self, source: Source, writes: Vec<String>) -> Result<CheckpointRecord, Error> {
+    pub(crate) fn record(&mut self, source: Source, writes: Vec<Arc<str>>) -> Result<CheckpointRecord, Error> {
         let g = self.g.clone();
         let n_fields = g.n_fields();
         let p = self.persist.as_ref().expect("a checkpointed run");
@@ -787,8 +787,8 @@ impl Control {
 }
 
 /// The node names of a step's tasks, for a checkpoint's metadata.
-pub(crate) fn writers<S: State>(g: &GraphInner<S>, nodes: impl Iterator<Item = u32>) -> Vec<String> {
-    let mut out: Vec<String> = nodes.map(|n| g.node_name(n)).collect();
+pub(crate) fn writers<S: State>(g: &GraphInner<S>, nodes: impl Iterator<Item = u32>) -> Vec<Arc<str>> {
+    let mut out: Vec<Arc<str>> = nodes.map(|n| g.names[n as usize].clone()).collect();
     out.dedup();
     out
 }
