@@ -170,6 +170,8 @@ pub(crate) struct Loop<S: State> {
     /// The outcomes of a step's tasks, then the finished ones: emptied by each step.
     results: Vec<TaskResult<S>>,
     done: Vec<Done<S>>,
+    /// The finished tasks whose writes are not saved yet (their index in `done`, push index).
+    unsaved: Vec<(usize, Option<usize>)>,
     /// The nodes whose writes the last applied step applied, in task order.
     pub(crate) writers: Vec<u32>,
     branch_writes: Vec<usize>,
@@ -282,6 +284,7 @@ impl<S: State> Loop<S> {
             gotos: Vec::new(),
             results: Vec::new(),
             done: Vec::new(),
+            unsaved: Vec::new(),
             writers: Vec::new(),
             branch_writes: vec![0; n_controls],
             join_writes: vec![Vec::new(); n_controls],
@@ -621,7 +624,8 @@ impl<S: State> Loop<S> {
                 Some(e) => Job::Failed(e.clone()),
                 None => task.job,
             };
-            let started = Instant::now();
+            // Durations go to a stream only: a run without one reads no clock.
+            let started = self.sink.is_some().then(Instant::now);
             let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
             // Not `run_task`: one more future around the job is a copy of it per step (callgrind,
             // loop 2000: 17.8 M -> 18.7 M instructions).
@@ -629,7 +633,7 @@ impl<S: State> Loop<S> {
                 .catch_unwind()
                 .await;
             let result = result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p))));
-            let timed = (result, started.elapsed());
+            let timed = (result, started.map_or(Duration::ZERO, |s| s.elapsed()));
             results.push((task.node, task.push, task.saved, task.scratch, task.cache_key, timed));
         } else {
             // A few spawned groups per worker (more when a group would hold over `GROUP_MAX`
@@ -638,6 +642,7 @@ impl<S: State> Loop<S> {
             // instead of one per task. Tasks are dealt round-robin and groups outnumber workers,
             // so that idle workers steal groups when costs differ.
             let workers = tokio::runtime::Handle::current().metrics().num_workers();
+            let timed = self.sink.is_some();
             let n_groups = (4 * workers).max(n_tasks.div_ceil(GROUP_MAX)).clamp(1, n_tasks);
             let mut groups: Vec<Vec<_>> = (0..n_groups)
                 .map(|_| Vec::with_capacity(n_tasks.div_ceil(n_groups)))
@@ -657,7 +662,7 @@ impl<S: State> Loop<S> {
             }
             let handles: Vec<_> = groups
                 .into_iter()
-                .map(|group| (group.len(), tokio::spawn(join_group(group))))
+                .map(|group| (group.len(), tokio::spawn(join_group(group, timed))))
                 .collect();
             // Wait for every group, then report the first failure in task order: the same
             // failure whatever order the tasks finished in.
@@ -692,7 +697,8 @@ impl<S: State> Loop<S> {
         done.reserve(n_tasks);
         let mut failure: Option<(Error, u32, Option<usize>)> = None;
         let mut paused = Vec::new();
-        let mut unsaved = Vec::new();
+        let mut unsaved = std::mem::take(&mut self.unsaved);
+        unsaved.clear();
         self.report.clear();
         let streaming = self.sink.as_ref().is_some_and(|s| s.wants(StreamMode::UPDATES));
         for (node, push, saved, scratch, cache_key, (result, duration)) in results.drain(..) {
@@ -789,6 +795,7 @@ impl<S: State> Loop<S> {
             return Ok(StepEnd::Paused(pauses));
         }
         self.results = results;
+        self.unsaved = unsaved;
         self.writers.clear();
         self.writers.extend(done.iter().map(|d| d.node));
         self.after_tick(done)?;
@@ -1194,21 +1201,18 @@ async fn run_job<S: State>(
     }
 }
 
-/// Runs a task of a wide step in its span, timed. A panicking node fails its task, never the
-/// other tasks of its group.
+/// Runs a task of a wide step in its span, timed when `timed` (else its duration is zero). A
+/// panicking node fails its task, never the other tasks of its group.
 async fn run_task<S: State>(
-    job: Job<S>,
-    state: Arc<S>,
-    ctx: Context,
-    policy: NodePolicy,
-    span: tracing::Span,
+    (job, state, ctx, policy, span): TaskInput<S>,
+    timed: bool,
 ) -> (Result<Command<S>, Failure>, Duration) {
-    let started = Instant::now();
+    let started = timed.then(Instant::now);
     let result = AssertUnwindSafe(run_job(job, state, ctx, policy).instrument(span))
         .catch_unwind()
         .await;
     let result = result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p))));
-    (result, started.elapsed())
+    (result, started.map_or(Duration::ZERO, |s| s.elapsed()))
 }
 
 /// The most tasks a spawned group polls together: `join_all` polls up to 30 futures in place,
@@ -1223,10 +1227,8 @@ type TaskInput<S> = (Job<S>, Arc<S>, Context, NodePolicy, tracing::Span);
 
 /// Runs a group of tasks together, their outputs in order. The tasks' futures (over a kilobyte
 /// each) are made and joined inside the spawned task, on its worker, not on the loop's.
-async fn join_group<S: State>(tasks: Vec<TaskInput<S>>) -> Vec<(Result<Command<S>, Failure>, Duration)> {
-    let tasks = tasks
-        .into_iter()
-        .map(|(job, state, ctx, policy, span)| run_task(job, state, ctx, policy, span));
+async fn join_group<S: State>(tasks: Vec<TaskInput<S>>, timed: bool) -> Vec<(Result<Command<S>, Failure>, Duration)> {
+    let tasks = tasks.into_iter().map(|task| run_task(task, timed));
     futures::future::join_all(tasks).await
 }
 
