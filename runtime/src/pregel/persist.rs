@@ -90,7 +90,8 @@ struct SavedSend {
 struct BodyRef<'a, S: State> {
     g: &'a GraphInner<S>,
     seen: &'a [Vec<u64>],
-    controls: Vec<(usize, serde_json::Value)>,
+    /// The internal channels, saved as they are written (channel `n_fields + i` is the `i`th).
+    controls: &'a [Control],
     sends: Vec<SavedSend>,
     input: Option<serde_json::Value>,
     interrupt_seen: &'a [u64],
@@ -117,11 +118,12 @@ impl<S: State> BodyRef<'_, S> {
         }
         out.extend_from_slice(b"},\"controls\":{");
         let mut controls = 0;
-        for (c, value) in &self.controls {
+        for (c, control) in self.controls.iter().enumerate() {
+            let Some(value) = control.save(g) else { continue };
             comma(out, &mut controls);
-            out.extend_from_slice(g.quoted_channel(*c).as_bytes());
+            out.extend_from_slice(g.quoted_channel(g.n_fields() + c).as_bytes());
             out.push(b':');
-            serde_json::to_writer(&mut *out, value)?;
+            serde_json::to_writer(&mut *out, &value)?;
         }
         out.extend_from_slice(b"},\"sends\":");
         serde_json::to_writer(&mut *out, &self.sends)?;
@@ -491,18 +493,13 @@ impl<S: State> Loop<S> {
                 blob: p.blobs[f].clone(),
             });
         }
-        let mut controls = Vec::with_capacity(self.controls.len());
-        for (c, control) in self.controls.iter().enumerate() {
-            let cid = n_fields + c;
+        for cid in n_fields..n_fields + self.controls.len() {
             if self.versions[cid] > 0 {
                 channels.push(ChannelRef {
                     channel: g.channel_names[cid].clone(),
                     version: self.versions[cid],
                     blob: None,
                 });
-            }
-            if let Some(v) = control.save(&g) {
-                controls.push((cid, v));
             }
         }
         let mut sends = Vec::new();
@@ -523,7 +520,7 @@ impl<S: State> Loop<S> {
         let body = BodyRef {
             g: &g,
             seen: &self.seen,
-            controls,
+            controls: &self.controls,
             sends,
             input,
             interrupt_seen: &p.interrupt_seen,
