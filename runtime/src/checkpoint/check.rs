@@ -3,6 +3,7 @@
 
 use super::{CheckpointRecord, PendingWrite, SaverError};
 use std::collections::HashSet;
+use std::sync::Arc;
 
 /// A stored blob a record of a batch builds on: the base of one of its deltas or the blob of one
 /// of its unchanged channels. The saver checks, in its transaction, that each is stored, so a
@@ -38,7 +39,8 @@ fn record<'r>(record: &'r CheckpointRecord, mut need: impl FnMut(&'r str, &'r st
         ));
     }
     for c in &record.channels {
-        if c.blob.as_deref() == Some(&*record.id) && !record.blobs.iter().any(|b| b.channel == c.channel) {
+        let here = c.blob.as_ref().is_some_and(|at| same(at, &record.id));
+        if here && !record.blobs.iter().any(|b| same(&b.channel, &c.channel)) {
             return Err(SaverError::invalid(
                 thread,
                 format!(
@@ -58,7 +60,7 @@ fn record<'r>(record: &'r CheckpointRecord, mut need: impl FnMut(&'r str, &'r st
         let referenced = record
             .channels
             .iter()
-            .any(|c| c.channel == b.channel && c.blob.as_deref() == Some(&*record.id));
+            .any(|c| same(&c.channel, &b.channel) && c.blob.as_ref().is_some_and(|at| same(at, &record.id)));
         if !referenced {
             return Err(SaverError::invalid(
                 thread,
@@ -69,7 +71,7 @@ fn record<'r>(record: &'r CheckpointRecord, mut need: impl FnMut(&'r str, &'r st
             ));
         }
         if let Some(base) = &b.delta_of {
-            if *base == record.id {
+            if same(base, &record.id) {
                 return Err(SaverError::invalid(
                     thread,
                     format!(
@@ -82,8 +84,8 @@ fn record<'r>(record: &'r CheckpointRecord, mut need: impl FnMut(&'r str, &'r st
         }
     }
     for c in &record.channels {
-        match c.blob.as_deref() {
-            Some(at) if at != &*record.id => need(&c.channel, at),
+        match &c.blob {
+            Some(at) if !same(at, &record.id) => need(&c.channel, at),
             _ => {}
         }
     }
@@ -120,7 +122,7 @@ pub(crate) fn batch<'r>(records: &'r [CheckpointRecord], expected: Option<&str>)
     }
     let mut needed = Vec::new();
     for (i, r) in records.iter().enumerate() {
-        if r.thread_id != first.thread_id || r.ns != first.ns {
+        if !same(&r.thread_id, &first.thread_id) || !same(&r.ns, &first.ns) {
             return Err(SaverError::invalid(
                 &first.thread_id,
                 format!(
@@ -146,6 +148,12 @@ fn stored_earlier(earlier: &[CheckpointRecord], channel: &str, base: &str) -> bo
         .rev()
         .find(|r| &*r.id == base)
         .is_some_and(|r| r.blobs.iter().any(|b| &*b.channel == channel))
+}
+
+/// Whether two names or ids are the same: at once when they share their allocation (a runtime's
+/// record shares its id and channel names), else by their text.
+fn same(a: &Arc<str>, b: &Arc<str>) -> bool {
+    Arc::ptr_eq(a, b) || a == b
 }
 
 /// A name that comes twice, if any: pairwise for a few names (no allocation), sorted for more.
