@@ -624,8 +624,8 @@ impl<S: State> Loop<S> {
                 Some(e) => Job::Failed(e.clone()),
                 None => task.job,
             };
-            // Durations go to a stream only: a run without one reads no clock.
-            let started = self.sink.is_some().then(Instant::now);
+            // Durations go to a stream's task events only: a run without them reads no clock.
+            let started = self.times_tasks().then(Instant::now);
             let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
             // Not `run_task`: one more future around the job is a copy of it per step (callgrind,
             // loop 2000: 17.8 M -> 18.7 M instructions).
@@ -642,7 +642,7 @@ impl<S: State> Loop<S> {
             // instead of one per task. Tasks are dealt round-robin and groups outnumber workers,
             // so that idle workers steal groups when costs differ.
             let workers = tokio::runtime::Handle::current().metrics().num_workers();
-            let timed = self.sink.is_some();
+            let timed = self.times_tasks();
             let n_groups = (4 * workers).max(n_tasks.div_ceil(GROUP_MAX)).clamp(1, n_tasks);
             let mut groups: Vec<Vec<_>> = (0..n_groups)
                 .map(|_| Vec::with_capacity(n_tasks.div_ceil(n_groups)))
@@ -800,6 +800,11 @@ impl<S: State> Loop<S> {
         self.writers.extend(done.iter().map(|d| d.node));
         self.after_tick(done)?;
         Ok(StepEnd::Applied)
+    }
+
+    /// Whether the run reports its tasks' durations (a stream of task events).
+    fn times_tasks(&self) -> bool {
+        self.sink.as_ref().is_some_and(|s| s.wants(StreamMode::TASKS))
     }
 
     /// The context of a task of step `step`.

@@ -110,7 +110,7 @@ pub(crate) async fn get_state<S: State>(
         step: record.step,
         source: record.source,
         created_at: record.created_at,
-        writes: record.writes.iter().map(|w| w.to_string()).collect(),
+        writes: record.writes.iter().map(|w| String::from(&**w)).collect(),
     }))
 }
 
@@ -179,7 +179,13 @@ pub(crate) async fn update_state<S: State>(
         routed: false,
         handled: false,
     }])?;
-    save(&mut run, Durability::Sync, Source::Update, vec![g.names[node as usize].clone()]).await?;
+    save(
+        &mut run,
+        Durability::Sync,
+        Source::Update,
+        vec![g.names[node as usize].clone()],
+    )
+    .await?;
     Ok(run
         .persist
         .as_ref()
