@@ -96,6 +96,35 @@ async fn a_fan_out_step_streams_each_nodes_update_exactly_once() {
     assert_eq!(updates, ["b", "c", "d"], "one update per node, in task order");
 }
 
+/// A task's end reports how long the task ran, whether it ran alone in its step or beside others.
+#[tokio::test]
+async fn task_ends_report_how_long_each_task_ran() {
+    let mut g = GraphBuilder::<S>::new();
+    for (name, ms) in [("alone", 20), ("b", 20), ("c", 0)] {
+        g.add_node(name, move |_: &S| async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            SUpdate::default().log(vec![name.into()])
+        });
+    }
+    g.add_edge(START, "alone").add_edge("alone", "b").add_edge("alone", "c");
+    let app = g.compile().unwrap();
+    let ends: Vec<(String, Duration)> = app
+        .stream(S::default(), &RunConfig::default(), StreamMode::TASKS)
+        .filter_map(|e| async move {
+            match e.unwrap() {
+                Event::TaskEnd { node, duration, .. } => Some((node, duration)),
+                _ => None,
+            }
+        })
+        .collect()
+        .await;
+    let took = |name: &str| ends.iter().find(|(n, _)| n == name).map(|(_, d)| *d);
+    for name in ["alone", "b"] {
+        assert!(took(name) >= Some(Duration::from_millis(20)), "{name}: {ends:?}");
+    }
+    assert!(took("c").is_some(), "{ends:?}");
+}
+
 // G32: a node's custom events arrive before its update.
 #[tokio::test]
 async fn g32_custom_events_come_before_the_nodes_update() {
