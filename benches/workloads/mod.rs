@@ -192,7 +192,7 @@ impl Harness {
             }
             let out = out.map_err(|e| format!("{name}: invocation {r} failed: {e}"))?;
             extra = verify(r, out).map_err(|e| format!("{name}: {e}"))?;
-            if r > 0 {
+            if timed(r) {
                 runs.push(dt.as_secs_f64() * 1000.0);
             }
         }
@@ -206,6 +206,11 @@ impl Harness {
             invoke_peak_rss_kb: peak,
         })
     }
+}
+
+/// Whether run `r` counts: run 0 is the warm-up, verified but not timed.
+fn timed(r: usize) -> bool {
+    r > 0
 }
 
 fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
@@ -865,7 +870,7 @@ fn sqlite_loop(h: &Harness, name: &str, m: usize, grow: bool) -> Result<Vec<Repo
             floor_bytes = (f.row_bytes as f64 / m as f64).round().max(1.0) as usize;
             if verifier.opts.floor {
                 let ms = floor_run(sync, m, floor_bytes, &dir.join(format!("floor{r}.sqlite")))?;
-                if r > 0 {
+                if timed(r) {
                     floor_runs.push(ms);
                 }
             }
@@ -909,7 +914,7 @@ fn sqlite_floor(h: &Harness, m: usize, bytes: usize, dir: &Path) -> Result<Repor
     let mut runs = Vec::new();
     for r in 0..=h.opts.repeat {
         let ms = floor_run(h.opts.synchronous, m, bytes, &dir.join(format!("floor{r}.sqlite")))?;
-        if r > 0 {
+        if timed(r) {
             runs.push(ms);
         }
     }
