@@ -507,7 +507,12 @@ impl PostgresSaver {
                 let found: Option<String> = tx.query_opt(&select_head, &[&thread, &ns]).await?.map(|row| row.get(0));
                 return Err(SaverError::head_moved(thread, ns, expected, found.as_deref()).into());
             }
+            // The bases come in record order: each record takes its own off the front.
+            let mut bases_left = &needed[..];
             for (i, r) in records.iter().enumerate() {
+                let own = bases_left.partition_point(|b| b.record <= i);
+                let (own, later) = bases_left.split_at(own);
+                bases_left = later;
                 let text = sql::encode(r);
                 let inserted = tx
                     .execute(
@@ -532,11 +537,7 @@ impl PostgresSaver {
                     let detail = format!("checkpoint `{}` already exists", r.id);
                     return Err(SaverError::conflict(thread, ns, detail).into());
                 }
-                let (channels, bases): (Vec<&str>, Vec<&str>) = needed
-                    .iter()
-                    .filter(|b| b.record == i)
-                    .map(|b| (b.channel, b.at))
-                    .unzip();
+                let (channels, bases): (Vec<&str>, Vec<&str>) = own.iter().map(|b| (b.channel, b.at)).unzip();
                 if !channels.is_empty() {
                     let missing = tx.query_opt(&missing_bases, &[&thread, &ns, &channels, &bases]).await?;
                     if let Some(row) = missing {
