@@ -179,13 +179,8 @@ pub(crate) async fn update_state<S: State>(
         routed: false,
         handled: false,
     }])?;
-    save(
-        &mut run,
-        Durability::Sync,
-        Source::Update,
-        vec![g.names[node as usize].clone()],
-    )
-    .await?;
+    let writers = super::persist::writers(g, std::iter::once(node));
+    save(&mut run, Durability::Sync, Source::Update, writers).await?;
     Ok(run
         .persist
         .as_ref()
