@@ -19,7 +19,9 @@ use libfuzzer_sys::fuzz_target;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
-use weir::checkpoint::{ChannelRef, CheckpointRecord, Checkpointer, Loaded, MemorySaver, PendingWrite, Source};
+use weir::checkpoint::{
+    ChannelRef, CheckpointRecord, Checkpointer, Loaded, MemorySaver, PendingWrite, Source, Timestamp,
+};
 use weir::prelude::*;
 
 fn keep_max(best: &mut i64, score: i64) {
@@ -182,7 +184,7 @@ fn random_checkpoint(u: &mut Unstructured<'_>, s: &Seeds) -> arbitrary::Result<L
         source: *u.choose(&[Source::Input, Source::Loop, Source::Update, Source::Fork])?,
         writes: Vec::<String>::arbitrary(u)?.into_iter().map(Into::into).collect(),
         metadata: BTreeMap::new(),
-        created_at: String::new(),
+        created_at: Timestamp::from_unix_micros(u64::arbitrary(u)?),
         channels,
         body: Vec::<u8>::arbitrary(u)?,
         blobs: Vec::new(),

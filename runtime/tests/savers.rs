@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use weir_runtime::checkpoint::{
     new_checkpoint_id, Blob, ChannelRef, CheckpointRecord, Checkpointer, Loaded, MemorySaver, PendingWrite, Source,
-    Usage,
+    Timestamp, Usage,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -32,12 +32,12 @@ fn record(
         parent_id: parent.map(Into::into),
         step,
         source: if step < 0 { Source::Input } else { Source::Loop },
-        writes: vec![format!("node-{step}").into()],
+        writes: [Arc::from(format!("node-{step}"))].into(),
         metadata: BTreeMap::from([
             ("step".to_owned(), step.to_string()),
             ("user".to_owned(), "ada".to_owned()),
         ]),
-        created_at: format!("2026-11-01T10:00:{:02}.000000Z", step + 1),
+        created_at: Timestamp::from_unix_micros((1_793_527_201 + step) as u64 * 1_000_000),
         channels: channels
             .iter()
             .map(|&(channel, version, blob)| ChannelRef {

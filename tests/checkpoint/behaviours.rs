@@ -242,6 +242,44 @@ pub async fn a_checkpoint_of_an_incompatible_state_fails_naming_the_field(saver:
     assert!(err.to_string().contains("field `count`"), "{err}");
 }
 
+#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+struct Tally {
+    #[reducer(add)]
+    n: i64,
+}
+
+pub async fn each_checkpoint_names_the_nodes_that_wrote_it_once(saver: Arc<dyn Checkpointer>) {
+    let mut g = GraphBuilder::<Tally>::new();
+    g.add_node("a", |_: &Tally| TallyUpdate::default().n(1));
+    g.add_node("b", |_: &Tally| TallyUpdate::default().n(10));
+    let worker = g.add_send_node("w", |k: &i64| TallyUpdate::default().n(*k * 100));
+    g.add_edge(START, "a")
+        .add_edge(START, "b")
+        .add_edge("a", END)
+        .add_edge("w", END);
+    let w = worker.clone();
+    g.add_router(
+        "b",
+        move |_: &Tally| (1..=3).map(|k| w.send(k)).collect::<Vec<_>>(),
+        [&worker],
+    );
+    g.set_checkpointer(saver.clone());
+    let app = g.compile().unwrap();
+    let id = thread("writers");
+    let cfg = RunConfig::thread(id.clone());
+    assert_eq!(app.invoke(TallyUpdate::default(), &cfg).await.unwrap().n, 611);
+    let mut records = saver.list(&id, "", None, None).await.unwrap();
+    records.reverse();
+    let writes: Vec<Vec<&str>> = records
+        .iter()
+        .map(|r| r.writes.iter().map(|w| &**w).collect())
+        .collect();
+    // The input, START, two nodes side by side, three tasks of one node.
+    assert_eq!(writes, [vec![], vec!["__start__"], vec!["a", "b"], vec!["w"]]);
+    let last = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(last.writes, ["w"]);
+}
+
 // Found by the fuzz target: a body naming a field among its internal channels, and a step at
 // the end of the range, made decoding panic (a subtraction and an addition that overflowed).
 #[tokio::test]

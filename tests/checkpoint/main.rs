@@ -36,6 +36,7 @@ macro_rules! suite {
                 two_runs_of_one_thread_at_once_one_proceeds_the_other_conflicts
                 many_threads_run_concurrently_on_one_saver
                 a_checkpoint_of_an_incompatible_state_fails_naming_the_field
+                each_checkpoint_names_the_nodes_that_wrote_it_once
             );
         }
     };

@@ -60,7 +60,7 @@ fn bare(record: &CheckpointRecord) -> CheckpointRecord {
         source: record.source,
         writes: record.writes.clone(),
         metadata: record.metadata.clone(),
-        created_at: record.created_at.clone(),
+        created_at: record.created_at,
         channels: record.channels.clone(),
         body: record.body.clone(),
         blobs: Vec::new(),

@@ -46,7 +46,7 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 mod check;
 mod error;
@@ -57,6 +57,7 @@ mod postgres;
 mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod time;
 
 pub use error::SaverError;
 pub use memory::MemorySaver;
@@ -64,6 +65,7 @@ pub use memory::MemorySaver;
 pub use postgres::{PostgresOptions, PostgresSaver};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteSaver, Synchronous};
+pub use time::Timestamp;
 
 /// A new checkpoint id: 32 lower-case hex digits that compare, as strings, in creation order.
 ///
@@ -103,8 +105,8 @@ pub fn new_checkpoint_id_after(after: Option<&str>) -> String {
 
 /// [`new_checkpoint_id_after`] as the runtime keeps it: one allocation, shared by the record, the
 /// head and the channels that point at the checkpoint's blobs; with the reading of the clock it
-/// was made at (since the epoch), which is also the checkpoint's creation time.
-pub(crate) fn checkpoint_id_after(after: Option<&str>) -> (Arc<str>, Duration) {
+/// was made at, which is also the checkpoint's creation time.
+pub(crate) fn checkpoint_id_after(after: Option<&str>) -> (Arc<str>, Timestamp) {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     let mut id = [0u8; 32];
     write_id(&mut id, next_micros(now.as_micros() as u64, 0));
@@ -119,7 +121,10 @@ pub(crate) fn checkpoint_id_after(after: Option<&str>) -> (Arc<str>, Duration) {
             write_id(&mut id, next_micros(0, floor));
         }
     }
-    (Arc::from(std::str::from_utf8(&id).expect("hex digits")), now)
+    (
+        Arc::from(std::str::from_utf8(&id).expect("hex digits")),
+        Timestamp::from(now),
+    )
 }
 
 /// The microseconds of the next id: `now`, unless that is not past the last id this process made
@@ -153,11 +158,21 @@ fn write_id(id: &mut [u8; 32], micros: u64) {
     write_hex(&mut id[16..], splitmix64(seed ^ micros));
 }
 
-/// Writes `x` as 16 lower-case hex digits into `out`.
+/// Writes `x` as 16 lower-case hex digits into `out`, a byte (two digits) at a time.
 fn write_hex(out: &mut [u8], x: u64) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for (i, digit) in out.iter_mut().enumerate() {
-        *digit = DIGITS[(x >> ((15 - i) * 4)) as usize & 0xf];
+    /// The two digits of every byte.
+    const PAIRS: [[u8; 2]; 256] = {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut pairs = [[0; 2]; 256];
+        let mut b = 0;
+        while b < 256 {
+            pairs[b] = [DIGITS[b >> 4], DIGITS[b & 0xf]];
+            b += 1;
+        }
+        pairs
+    };
+    for (pair, byte) in out.chunks_exact_mut(2).zip(x.to_be_bytes()) {
+        pair.copy_from_slice(&PAIRS[usize::from(byte)]);
     }
 }
 
@@ -167,66 +182,6 @@ fn splitmix64(x: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
-}
-
-/// The current time as an RFC 3339 UTC timestamp with microseconds, e.g.
-/// `2026-11-01T09:05:03.000042Z`: the format of [`CheckpointRecord::created_at`].
-///
-/// # Examples
-///
-/// ```
-/// let ts = weir_runtime::checkpoint::now_rfc3339();
-/// assert_eq!(ts.len(), 27);
-/// assert!(ts.ends_with('Z'));
-/// ```
-pub fn now_rfc3339() -> String {
-    stamp(SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default())
-}
-
-/// [`rfc3339`] of a time since the epoch.
-pub(crate) fn stamp(d: Duration) -> String {
-    // Checkpoints come many a second: the date and time up to the second are formatted once per
-    // second and thread, the microseconds each time.
-    thread_local! {
-        static SECOND: std::cell::RefCell<(i64, String)> = const { std::cell::RefCell::new((-1, String::new())) };
-    }
-    let secs = d.as_secs() as i64;
-    SECOND.with_borrow_mut(|(at, prefix)| {
-        if *at != secs {
-            *prefix = rfc3339(secs, 0);
-            prefix.truncate(prefix.len() - "000000Z".len());
-            *at = secs;
-        }
-        let mut out = String::with_capacity(prefix.len() + 7);
-        out.push_str(prefix);
-        let micros = d.subsec_micros();
-        for div in [100_000, 10_000, 1_000, 100, 10, 1] {
-            out.push(char::from(b'0' + (micros / div % 10) as u8));
-        }
-        out.push('Z');
-        out
-    })
-}
-
-/// Formats seconds since the epoch (UTC) as RFC 3339 (days-to-civil after Howard Hinnant).
-fn rfc3339(secs: i64, micros: u32) -> String {
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}Z",
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60
-    )
 }
 
 /// What made a checkpoint (LangGraph's `metadata.source`).
@@ -310,12 +265,13 @@ pub struct CheckpointRecord {
     pub step: i64,
     /// What made this checkpoint.
     pub source: Source,
-    /// Names of the nodes whose writes this checkpoint applied.
-    pub writes: Vec<Arc<str>>,
+    /// Names of the nodes whose writes this checkpoint applied (`vec![…].into()` makes one;
+    /// the runtime shares one list among the checkpoints of steps of the same lone node).
+    pub writes: Arc<[Arc<str>]>,
     /// Extra user metadata.
     pub metadata: BTreeMap<String, String>,
-    /// When the checkpoint was made, RFC 3339 UTC (see [`now_rfc3339`]).
-    pub created_at: String,
+    /// When the checkpoint was made.
+    pub created_at: Timestamp,
     /// Every channel with a version, and where its value is.
     pub channels: Vec<ChannelRef>,
     /// Opaque runtime state (versions seen per node, pending sends, …).
@@ -477,21 +433,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rfc3339_formats_known_instants() {
-        assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00.000000Z");
-        assert_eq!(rfc3339(951_782_400, 7), "2000-02-29T00:00:00.000007Z");
-        assert_eq!(rfc3339(1_793_531_103, 42), "2026-11-01T11:05:03.000042Z");
-    }
-
-    #[test]
-    fn stamps_reuse_the_second_and_match_the_full_format() {
-        for (secs, micros) in [(5, 0), (5, 999_999), (5, 42), (6, 7), (1_793_531_103, 120_034), (0, 1)] {
-            let d = Duration::from_secs(secs) + Duration::from_micros(micros);
-            assert_eq!(stamp(d), rfc3339(secs as i64, micros as u32));
-        }
-    }
-
-    #[test]
     fn an_id_follows_a_head_whose_clock_runs_ahead_and_ignores_a_head_of_another_format() {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         let ahead = format!("{:016x}{}", now.as_micros() as u64 + 60_000_000, "f".repeat(16));
@@ -501,7 +442,7 @@ mod tests {
             u64::from_str_radix(&id[..16], 16),
             u64::from_str_radix(&ahead[..16], 16).map(|m| m + 1)
         );
-        assert!(made >= now, "the clock's reading, not the head's");
+        assert!(made >= Timestamp::from(now), "the clock's reading, not the head's");
         let (next, _) = checkpoint_id_after(Some(&id));
         assert!(next > id);
         let (other, _) = checkpoint_id_after(Some("zzz"));

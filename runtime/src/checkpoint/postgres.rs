@@ -526,7 +526,7 @@ impl PostgresSaver {
                             &r.source.as_str(),
                             &text.writes(),
                             &text.metadata(),
-                            &r.created_at,
+                            &text.created_at(),
                             &text.channels(),
                             &r.body,
                         ],

@@ -4,15 +4,16 @@
 //! the database's JSON functions) and `channels` as a compact JSON array of
 //! `[channel, version, blob]` triples; `body` and blob bytes are stored as they are.
 
-use super::{ChannelRef, CheckpointRecord, SaverError, Source};
+use super::{ChannelRef, CheckpointRecord, SaverError, Source, Timestamp};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The text columns of a checkpoint row, in one buffer.
 pub(crate) struct Encoded {
     text: String,
-    /// Where `metadata` and `channels` start; `writes` starts at 0.
+    /// Where `metadata`, `created_at` and `channels` start; `writes` starts at 0.
     metadata: usize,
+    created_at: usize,
     channels: usize,
 }
 
@@ -21,7 +22,10 @@ impl Encoded {
         &self.text[..self.metadata]
     }
     pub(crate) fn metadata(&self) -> &str {
-        &self.text[self.metadata..self.channels]
+        &self.text[self.metadata..self.created_at]
+    }
+    pub(crate) fn created_at(&self) -> &str {
+        &self.text[self.created_at..self.channels]
     }
     pub(crate) fn channels(&self) -> &str {
         &self.text[self.channels..]
@@ -30,9 +34,10 @@ impl Encoded {
 
 /// The text columns of `record`: the JSON that `serde_json` makes of `writes` (an array of
 /// strings), `metadata` (an object) and the channels as `[channel, version, blob]` arrays,
-/// written here without its serializer (a put's largest cost after SQLite's own).
+/// written here without its serializer (a put's largest cost after SQLite's own), and the
+/// creation time as RFC 3339.
 pub(crate) fn encode(record: &CheckpointRecord) -> Encoded {
-    let mut text = String::with_capacity(64 + 64 * record.channels.len());
+    let mut text = String::with_capacity(96 + 64 * record.channels.len());
     text.push('[');
     for (i, w) in record.writes.iter().enumerate() {
         if i > 0 {
@@ -52,6 +57,8 @@ pub(crate) fn encode(record: &CheckpointRecord) -> Encoded {
         push_str(&mut text, v);
     }
     text.push('}');
+    let created_at = text.len();
+    text.push_str(record.created_at.text().as_str());
     let channels = text.len();
     text.push('[');
     let mut number = itoa::Buffer::new();
@@ -74,6 +81,7 @@ pub(crate) fn encode(record: &CheckpointRecord) -> Encoded {
     Encoded {
         text,
         metadata,
+        created_at,
         channels,
     }
 }
@@ -120,11 +128,13 @@ pub(crate) fn decode(row: Row) -> Result<CheckpointRecord, SaverError> {
         SaverError::corrupt(&row.thread_id, &row.id, format!("cannot decode its {what}: {e}"))
     };
     let source = Source::from_name(&row.source).ok_or_else(|| corrupt("source", &format!("`{}`", row.source)))?;
-    let writes: Vec<Arc<str>> = serde_json::from_str(&row.writes).map_err(|e| corrupt("writes", &e))?;
+    let writes: Arc<[Arc<str>]> = serde_json::from_str(&row.writes).map_err(|e| corrupt("writes", &e))?;
     let metadata: BTreeMap<String, String> =
         serde_json::from_str(&row.metadata).map_err(|e| corrupt("metadata", &e))?;
     let channels: Vec<(String, u64, Option<String>)> =
         serde_json::from_str(&row.channels).map_err(|e| corrupt("channels", &e))?;
+    let created_at =
+        Timestamp::parse(&row.created_at).ok_or_else(|| corrupt("creation time", &format!("`{}`", row.created_at)))?;
     Ok(CheckpointRecord {
         thread_id: row.thread_id.into(),
         ns: row.ns.into(),
@@ -134,7 +144,7 @@ pub(crate) fn decode(row: Row) -> Result<CheckpointRecord, SaverError> {
         source,
         writes,
         metadata,
-        created_at: row.created_at,
+        created_at,
         channels: channels
             .into_iter()
             .map(|(channel, version, blob)| ChannelRef {
@@ -180,7 +190,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, n)| (format!("{n}{i}"), format!("{i}{n}")))
                 .collect(),
-            created_at: String::new(),
+            created_at: Timestamp::from_unix_micros(1_793_531_103_000_042),
             channels: names
                 .iter()
                 .enumerate()
@@ -230,11 +240,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn text_columns_decode_to_what_was_encoded() {
-        let r = record(&["count", "say \"hi\"", "tab\t", "漢字"]);
-        let text = encode(&r);
-        let row = Row {
+    /// The row `encode` makes of `r`.
+    fn row(r: &CheckpointRecord) -> Row {
+        let text = encode(r);
+        Row {
             thread_id: r.thread_id.to_string(),
             ns: r.ns.to_string(),
             id: r.id.to_string(),
@@ -243,10 +252,28 @@ mod tests {
             source: r.source.as_str().to_owned(),
             writes: text.writes().to_owned(),
             metadata: text.metadata().to_owned(),
-            created_at: r.created_at.clone(),
+            created_at: text.created_at().to_owned(),
             channels: text.channels().to_owned(),
             body: r.body.clone(),
-        };
-        assert_eq!(decode(row).unwrap(), r);
+        }
+    }
+
+    #[test]
+    fn text_columns_decode_to_what_was_encoded() {
+        let r = record(&["count", "say \"hi\"", "tab\t", "漢字"]);
+        assert_eq!(encode(&r).created_at(), "2026-11-01T11:05:03.000042Z");
+        assert_eq!(decode(row(&r)).unwrap(), r);
+    }
+
+    #[test]
+    fn a_row_whose_creation_time_is_not_a_timestamp_is_corrupt() {
+        let mut bad = row(&record(&["count"]));
+        bad.created_at = "2026-02-30T00:00:00.000000Z".into();
+        let e = decode(bad).unwrap_err().to_string();
+        assert!(e.contains("creation time") && e.contains("2026-02-30"), "{e}");
+        assert!(
+            e.contains("`t`") && e.contains("`cp`"),
+            "names the thread and checkpoint: {e}"
+        );
     }
 }

@@ -767,7 +767,7 @@ fn bind_checkpoint(
     insert.raw_bind_parameter(at + 3, record.source.as_str())?;
     insert.raw_bind_parameter(at + 4, text.writes())?;
     insert.raw_bind_parameter(at + 5, text.metadata())?;
-    insert.raw_bind_parameter(at + 6, &record.created_at)?;
+    insert.raw_bind_parameter(at + 6, text.created_at())?;
     insert.raw_bind_parameter(at + 7, text.channels())?;
     insert.raw_bind_parameter(at + 8, &record.body)?;
     insert.raw_bind_parameter(at + 9, pack_index(&record.blobs))?;
@@ -1195,9 +1195,9 @@ mod tests {
                 parent_id: head.clone(),
                 step: step as i64,
                 source: Source::Loop,
-                writes: vec![],
+                writes: Arc::default(),
                 metadata: Default::default(),
-                created_at: crate::checkpoint::now_rfc3339(),
+                created_at: crate::checkpoint::Timestamp::now(),
                 channels: vec![ChannelRef {
                     channel: "n".into(),
                     version: step + 1,

@@ -65,6 +65,9 @@ pub(crate) struct GraphInner<S: State> {
     pub(crate) prototype: (S, S::Channels),
     pub(crate) fields: Vec<FieldInfo>,
     pub(crate) names: Vec<Arc<str>>,
+    /// Per node, the list of one name a checkpoint of a step only that node wrote carries:
+    /// shared by those checkpoints rather than made for each.
+    pub(crate) lone_writers: Vec<Arc<[Arc<str>]>>,
     pub(crate) n_user: usize,
     pub(crate) start: Option<u32>,
     /// Each node's position in name order: LangGraph applies pull tasks' writes in that order.
@@ -444,6 +447,7 @@ impl<S: State> GraphInner<S> {
             fields,
             interrupt_before,
             interrupt_after,
+            lone_writers: all_names.iter().map(|n| Arc::from([n.clone()])).collect(),
             names: all_names,
             n_user,
             start,

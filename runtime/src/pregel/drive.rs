@@ -94,7 +94,7 @@ pub(crate) async fn save<S: State>(
     run: &mut Loop<S>,
     durability: Durability,
     source: Source,
-    writers: Vec<Arc<str>>,
+    writers: Arc<[Arc<str>]>,
 ) -> Result<(), Error> {
     if run.persist.is_none() {
         return Ok(());
@@ -135,7 +135,7 @@ async fn put<S: State>(run: &mut Loop<S>, record: CheckpointRecord, durability: 
 
 /// Ends a checkpointed run: the last checkpoint (exit durability), the pending writes of an
 /// incomplete step, and every put under way.
-async fn settle<S: State>(run: &mut Loop<S>, durability: Durability, writers: Vec<Arc<str>>) -> Result<(), Error> {
+async fn settle<S: State>(run: &mut Loop<S>, durability: Durability, writers: Arc<[Arc<str>]>) -> Result<(), Error> {
     let Some(p) = &mut run.persist else { return Ok(()) };
     if p.dirty || (durability == Durability::Exit && p.current.is_none()) {
         let record = run.record(Source::Loop, writers)?;
@@ -263,7 +263,7 @@ async fn drive_in_span<S: State>(
                 run.discard_pending()?;
             }
             run.input(update)?;
-            save(&mut run, durability, Source::Input, Vec::new()).await?;
+            save(&mut run, durability, Source::Input, Arc::default()).await?;
         }
         Start::Resume(answer) => {
             if !loaded {
@@ -278,7 +278,7 @@ async fn drive_in_span<S: State>(
                 if let Some(p) = &mut run.persist {
                     p.pending.clear();
                 }
-                save(&mut run, Durability::Sync, Source::Fork, Vec::new()).await?;
+                save(&mut run, Durability::Sync, Source::Fork, Arc::default()).await?;
             }
             if let Some((id, value)) = answer {
                 let before = run.pending().cloned().unwrap_or_default();
@@ -299,7 +299,7 @@ async fn drive_in_span<S: State>(
             }
         }
     }
-    let mut last_writers = Vec::new();
+    let mut last_writers = Arc::default();
     let result = loop {
         // A dropped stream stops the run between two steps, like a drain.
         let status = match run.tick()? {
@@ -320,7 +320,7 @@ async fn drive_in_span<S: State>(
                             if durability == Durability::Exit {
                                 // Only the last step's checkpoint is written, when the run settles.
                                 last_writers = names;
-                                save(&mut run, durability, Source::Loop, Vec::new()).await?;
+                                save(&mut run, durability, Source::Loop, Arc::default()).await?;
                             } else {
                                 save(&mut run, durability, Source::Loop, names).await?;
                             }

@@ -14,7 +14,7 @@ use super::compile::GraphInner;
 use super::config::RunInfo;
 use super::run::{Control, Loop};
 use crate::checkpoint::{
-    checkpoint_id_after, stamp, Blob, ChannelRef, CheckpointRecord, Checkpointer, Loaded, PendingWrite, Source,
+    checkpoint_id_after, Blob, ChannelRef, CheckpointRecord, Checkpointer, Loaded, PendingWrite, Source,
 };
 use crate::error::Error;
 use crate::graph::{Command, Goto, NodeId};
@@ -431,12 +431,12 @@ impl<S: State> Loop<S> {
     }
 
     /// The record of the loop's state as it is now (after `self.step - 1` was applied).
-    pub(crate) fn record(&mut self, source: Source, writes: Vec<Arc<str>>) -> Result<CheckpointRecord, Error> {
+    pub(crate) fn record(&mut self, source: Source, writes: Arc<[Arc<str>]>) -> Result<CheckpointRecord, Error> {
         let g = self.g.clone();
         let n_fields = g.n_fields();
         let p = self.persist.as_ref().expect("a checkpointed run");
         // Greater than the head this record will follow, as savers require.
-        let (id, now) = checkpoint_id_after(p.head.as_deref());
+        let (id, created_at) = checkpoint_id_after(p.head.as_deref());
         let thread = p.info.thread.clone();
         let mut channels = Vec::with_capacity(self.versions.len());
         let mut blobs = Vec::new();
@@ -540,7 +540,7 @@ impl<S: State> Loop<S> {
             source,
             writes,
             metadata: BTreeMap::new(),
-            created_at: stamp(now),
+            created_at,
             channels,
             body: bytes,
             blobs,
@@ -783,9 +783,17 @@ impl Control {
     }
 }
 
-/// The node names of a step's tasks, for a checkpoint's metadata.
-pub(crate) fn writers<S: State>(g: &GraphInner<S>, nodes: impl Iterator<Item = u32>) -> Vec<Arc<str>> {
-    let mut out: Vec<Arc<str>> = nodes.map(|n| g.names[n as usize].clone()).collect();
-    out.dedup();
-    out
+/// The node names of a step's tasks, for a checkpoint's metadata, a run of one node named once.
+/// A step of one node (every step of a sequence or a loop) shares the graph's list for it.
+pub(crate) fn writers<S: State>(g: &GraphInner<S>, nodes: impl Iterator<Item = u32> + Clone) -> Arc<[Arc<str>]> {
+    let mut rest = nodes.clone();
+    match rest.next() {
+        None => Arc::default(),
+        Some(n) if rest.all(|m| m == n) => g.lone_writers[n as usize].clone(),
+        Some(_) => {
+            let mut out: Vec<Arc<str>> = nodes.map(|n| g.names[n as usize].clone()).collect();
+            out.dedup();
+            out.into()
+        }
+    }
 }

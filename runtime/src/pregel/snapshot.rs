@@ -109,7 +109,7 @@ pub(crate) async fn get_state<S: State>(
         parent_id: record.parent_id.as_deref().map(str::to_owned),
         step: record.step,
         source: record.source,
-        created_at: record.created_at,
+        created_at: record.created_at.to_string(),
         writes: record.writes.iter().map(|w| String::from(&**w)).collect(),
     }))
 }
