@@ -89,15 +89,16 @@ impl MemorySaver {
         let Some(first) = records.as_ref().first() else {
             return Ok(());
         };
+        let (thread, ns) = (&first.thread_id, &first.ns);
         let mut store = self.lock();
-        let space = store.get(&*first.thread_id).and_then(|t| t.get(&*first.ns));
-        let head = space.and_then(Namespace::head);
+        let space = store.get_mut(&**thread).and_then(|t| t.get_mut(&**ns));
+        let head = space.as_deref().and_then(Namespace::head);
         if head != expected_head {
-            return Err(SaverError::head_moved(&first.thread_id, &first.ns, expected_head, head));
+            return Err(SaverError::head_moved(thread, ns, expected_head, head));
         }
         // The head is where the batch expects it, so every stored id is less than the batch's.
         for base in &needed {
-            if space.and_then(|s| s.blob(base.at, base.channel)).is_none() {
+            if space.as_deref().and_then(|s| s.blob(base.at, base.channel)).is_none() {
                 return Err(check::missing_base(
                     &records.as_ref()[base.record],
                     base.channel,
@@ -106,18 +107,14 @@ impl MemorySaver {
             }
         }
         drop(needed);
-        let (thread, ns) = (&first.thread_id, &first.ns);
-        if space.is_none() {
-            store
+        let space = match space {
+            Some(space) => space,
+            None => store
                 .entry(thread.to_string())
                 .or_default()
                 .entry(ns.to_string())
-                .or_default();
-        }
-        let space = store
-            .get_mut(&**thread)
-            .and_then(|t| t.get_mut(&**ns))
-            .expect("made above");
+                .or_default(),
+        };
         space.checkpoints.extend(records);
         Ok(())
     }

@@ -143,6 +143,7 @@ impl<S: State> BodyRef<'_, S> {
 }
 
 /// A comma before every entry of a JSON object but the first.
+#[inline]
 fn comma(out: &mut Vec<u8>, entries: &mut usize) {
     if *entries > 0 {
         out.push(b',');
