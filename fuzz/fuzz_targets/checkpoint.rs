@@ -19,9 +19,7 @@ use libfuzzer_sys::fuzz_target;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
-use weir::checkpoint::{
-    ChannelRef, CheckpointRecord, Checkpointer, Loaded, MemorySaver, PendingWrite, Source, Timestamp,
-};
+use weir::checkpoint::{ChannelRef, CheckpointRecord, Checkpointer, Loaded, MemorySaver, PendingWrite, Source, Timestamp};
 use weir::prelude::*;
 
 fn keep_max(best: &mut i64, score: i64) {

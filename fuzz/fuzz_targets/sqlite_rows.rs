@@ -17,9 +17,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use weir::checkpoint::{
-    Blob, ChannelRef, CheckpointRecord, Checkpointer, PendingWrite, Source, SqliteSaver, Timestamp,
-};
+use weir::checkpoint::{Blob, ChannelRef, CheckpointRecord, Checkpointer, PendingWrite, Source, SqliteSaver, Timestamp};
 
 /// The checkpoint row's columns, the blob ones first: they are what weir parses itself.
 const COLUMNS: &[&str] = &[
@@ -94,14 +92,7 @@ fn blob(channel: &str, delta_of: Option<&str>, bytes: &[u8]) -> Blob {
     }
 }
 
-fn record(
-    ns: &str,
-    id: &str,
-    parent: Option<&str>,
-    step: i64,
-    channels: &[(&str, u64, Option<&str>)],
-    blobs: Vec<Blob>,
-) -> CheckpointRecord {
+fn record(ns: &str, id: &str, parent: Option<&str>, step: i64, channels: &[(&str, u64, Option<&str>)], blobs: Vec<Blob>) -> CheckpointRecord {
     CheckpointRecord {
         thread_id: "t".into(),
         ns: ns.into(),
@@ -137,11 +128,7 @@ fn template() -> &'static [u8] {
                 "cp-1",
                 None,
                 -1,
-                &[
-                    ("notes", 1, Some("cp-1")),
-                    ("name", 1, Some("cp-1")),
-                    ("empty", 1, None),
-                ],
+                &[("notes", 1, Some("cp-1")), ("name", 1, Some("cp-1")), ("empty", 1, None)],
                 vec![blob("notes", None, b"[\"a\"]"), blob("name", None, b"\"ada\"")],
             );
             let second = record(
@@ -157,29 +144,15 @@ fn template() -> &'static [u8] {
                 "cp-3",
                 Some("cp-2"),
                 1,
-                &[
-                    ("notes", 3, Some("cp-3")),
-                    ("name", 2, Some("cp-3")),
-                    ("n", 1, Some("cp-3")),
-                ],
+                &[("notes", 3, Some("cp-3")), ("name", 2, Some("cp-3")), ("n", 1, Some("cp-3"))],
                 vec![
                     blob("notes", Some("cp-2"), b"[\"c\"]"),
                     blob("name", None, &[b'x'; 300]),
                     blob("n", None, b"3"),
                 ],
             );
-            saver
-                .put_many(vec![first, second, third], None)
-                .await
-                .expect("the template's puts");
-            let sub = record(
-                "inner:1",
-                "cp-0",
-                None,
-                -1,
-                &[("q", 1, Some("cp-0"))],
-                vec![blob("q", None, b"1")],
-            );
+            saver.put_many(vec![first, second, third], None).await.expect("the template's puts");
+            let sub = record("inner:1", "cp-0", None, -1, &[("q", 1, Some("cp-0"))], vec![blob("q", None, b"1")]);
             saver.put(sub, None).await.expect("the subgraph's put");
             let writes = (0..2)
                 .map(|idx| PendingWrite {
@@ -190,10 +163,7 @@ fn template() -> &'static [u8] {
                     bytes: b"[\"w\"]".to_vec(),
                 })
                 .collect();
-            saver
-                .put_writes("t", "", "cp-3", "task-b", writes)
-                .await
-                .expect("the writes");
+            saver.put_writes("t", "", "cp-3", "task-b", writes).await.expect("the writes");
         });
         drop(saver);
         let conn = rusqlite::Connection::open(&path).expect("the template reopens");
@@ -262,10 +232,7 @@ fn damage(conn: &rusqlite::Connection, d: &Damage) {
             rusqlite::types::Value::Blob(b)
         }
     };
-    let _ = conn.execute(
-        &format!("UPDATE {table} SET {column} = ?1 WHERE rowid = ?2"),
-        rusqlite::params![value, rowid],
-    );
+    let _ = conn.execute(&format!("UPDATE {table} SET {column} = ?1 WHERE rowid = ?2"), rusqlite::params![value, rowid]);
 }
 
 async fn read_everything(saver: &SqliteSaver) {
@@ -287,9 +254,7 @@ async fn read_everything(saver: &SqliteSaver) {
 
 fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
-    let Ok(damages) = Vec::<Damage>::arbitrary(&mut u) else {
-        return;
-    };
+    let Ok(damages) = Vec::<Damage>::arbitrary(&mut u) else { return };
     if damages.is_empty() || damages.len() > 4 {
         return;
     }

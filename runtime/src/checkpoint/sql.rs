@@ -1,8 +1,9 @@
 //! What the SQL savers share: the row format of a checkpoint.
 //!
 //! A checkpoint row keeps `writes` and `metadata` as JSON text (so a later `list` filter can use
-//! the database's JSON functions) and `channels` as a compact JSON array of
-//! `[channel, version, blob]` triples; `body` and blob bytes are stored as they are.
+//! the database's JSON functions), `channels` as a compact JSON array of
+//! `[channel, version, blob]` triples and `created_at` as RFC 3339 text (the [`Timestamp`]'s
+//! `Display`); `body` and blob bytes are stored as they are.
 
 use super::{ChannelRef, CheckpointRecord, SaverError, Source, Timestamp};
 use std::collections::BTreeMap;
