@@ -46,7 +46,6 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 mod check;
 mod error;
@@ -107,9 +106,9 @@ pub fn new_checkpoint_id_after(after: Option<&str>) -> String {
 /// head and the channels that point at the checkpoint's blobs; with the reading of the clock it
 /// was made at, which is also the checkpoint's creation time.
 pub(crate) fn checkpoint_id_after(after: Option<&str>) -> (Arc<str>, Timestamp) {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let now = Timestamp::now();
     let mut id = [0u8; 32];
-    write_id(&mut id, next_micros(now.as_micros() as u64, 0));
+    write_id(&mut id, next_micros(now.unix_micros(), 0));
     // Most heads were made by this process just before, and the id is already greater. Only
     // when it is not are the head's microseconds read (another id, say a test's, counts as none).
     if let Some(after) = after.filter(|after| after.as_bytes() >= &id[..]) {
@@ -121,10 +120,7 @@ pub(crate) fn checkpoint_id_after(after: Option<&str>) -> (Arc<str>, Timestamp) 
             write_id(&mut id, next_micros(0, floor));
         }
     }
-    (
-        Arc::from(std::str::from_utf8(&id).expect("hex digits")),
-        Timestamp::from(now),
-    )
+    (Arc::from(std::str::from_utf8(&id).expect("hex digits")), now)
 }
 
 /// The microseconds of the next id: `now`, unless that is not past the last id this process made
@@ -434,15 +430,15 @@ mod tests {
 
     #[test]
     fn an_id_follows_a_head_whose_clock_runs_ahead_and_ignores_a_head_of_another_format() {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-        let ahead = format!("{:016x}{}", now.as_micros() as u64 + 60_000_000, "f".repeat(16));
+        let now = Timestamp::now();
+        let ahead = format!("{:016x}{}", now.unix_micros() + 60_000_000, "f".repeat(16));
         let (id, made) = checkpoint_id_after(Some(&ahead));
         assert!(*id > *ahead, "{id} after {ahead}");
         assert_eq!(
             u64::from_str_radix(&id[..16], 16),
             u64::from_str_radix(&ahead[..16], 16).map(|m| m + 1)
         );
-        assert!(made >= Timestamp::from(now), "the clock's reading, not the head's");
+        assert!(made >= now, "the clock's reading, not the head's");
         let (next, _) = checkpoint_id_after(Some(&id));
         assert!(next > id);
         let (other, _) = checkpoint_id_after(Some("zzz"));
