@@ -304,3 +304,48 @@ async fn a_body_naming_a_field_as_an_internal_channel_or_a_step_out_of_range_is_
     let err = app.decode_checkpoint(bad).unwrap_err();
     assert!(err.to_string().contains("out of range"), "{err}");
 }
+
+/// A join that has seen one of its two branches when the run pauses keeps, in the checkpoint,
+/// the branch it saw, by name (a deferred join also whether the run was finishing); resuming
+/// runs the joined node once, after the other branch. `START -> a`, `START -> b -> c`,
+/// `join(a, c) -> j`, paused after `b`.
+pub async fn a_half_seen_join_is_saved_by_name_and_resumed(saver: Arc<dyn Checkpointer>) {
+    for deferred in [false, true] {
+        let mut g = GraphBuilder::<Steps>::new();
+        let mut j = None;
+        for n in ["a", "b", "c", "j"] {
+            let node = g.add_node(n, move |_: &Steps| StepsUpdate::default().steps(vec![n.to_owned()]));
+            j = Some(node);
+        }
+        let j = j.expect("four nodes");
+        g.add_edge(START, "a")
+            .add_edge(START, "b")
+            .add_edge("b", "c")
+            .add_join(["a", "c"], &j)
+            .add_edge(&j, END);
+        if deferred {
+            g.defer(&j);
+        }
+        g.interrupt_after("b");
+        g.set_checkpointer(saver.clone());
+        let app = g.compile().unwrap();
+        let id = thread(if deferred { "half-join-deferred" } else { "half-join" });
+        let cfg = RunConfig::thread(id.clone());
+        let out = app.run(StepsUpdate::default(), &cfg).await.unwrap();
+        assert!(out.is_paused());
+        assert_eq!(out.state().steps, ["a", "b"]);
+
+        let loaded = saver.get(&id, "", None).await.unwrap().unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&loaded.record.body).unwrap();
+        let want = if deferred {
+            serde_json::json!([["a"], false])
+        } else {
+            serde_json::json!(["a"])
+        };
+        assert_eq!(body["controls"]["join:a+c:j"], want, "{body}");
+
+        let out = app.resume(&cfg).await.unwrap();
+        assert!(!out.is_paused());
+        assert_eq!(out.state().steps, ["a", "b", "c", "j"]);
+    }
+}

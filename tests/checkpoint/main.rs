@@ -37,6 +37,7 @@ macro_rules! suite {
                 many_threads_run_concurrently_on_one_saver
                 a_checkpoint_of_an_incompatible_state_fails_naming_the_field
                 each_checkpoint_names_the_nodes_that_wrote_it_once
+                a_half_seen_join_is_saved_by_name_and_resumed
             );
         }
     };

@@ -157,8 +157,8 @@ fn same(a: &Arc<str>, b: &Arc<str>) -> bool {
 }
 
 /// A name that comes twice, if any: pairwise for a few names (no allocation), sorted for more.
-fn repeated<'a>(names: impl Iterator<Item = &'a str> + Clone) -> Option<&'a str> {
-    if names.clone().nth(16).is_none() {
+fn repeated<'a>(names: impl ExactSizeIterator<Item = &'a str> + Clone) -> Option<&'a str> {
+    if names.len() <= 16 {
         return names
             .clone()
             .enumerate()

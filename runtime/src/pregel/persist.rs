@@ -119,11 +119,11 @@ impl<S: State> BodyRef<'_, S> {
         out.extend_from_slice(b"},\"controls\":{");
         let mut controls = 0;
         for (c, control) in self.controls.iter().enumerate() {
-            let Some(value) = control.save(g) else { continue };
+            let Some(saved) = control.saved() else { continue };
             comma(out, &mut controls);
             out.extend_from_slice(g.quoted_channel(g.n_fields() + c).as_bytes());
             out.push(b':');
-            serde_json::to_writer(&mut *out, &value)?;
+            saved.write(g, out);
         }
         out.extend_from_slice(b"},\"sends\":");
         serde_json::to_writer(&mut *out, &self.sends)?;
@@ -742,20 +742,53 @@ impl<S: State> Loop<S> {
     }
 }
 
-impl Control {
-    /// The bookkeeping of an internal channel, with node ids written as names.
-    pub(crate) fn save<S: State>(&self, g: &GraphInner<S>) -> Option<serde_json::Value> {
-        use crate::channel::Channel;
-        let name = |i: &u32| g.node_name(*i);
+/// What a checkpoint keeps of an internal channel ([`Control::saved`]).
+pub(crate) enum SavedControl {
+    /// A branch's or deferred node's flag.
+    Flag(bool),
+    /// The nodes a join has seen, and a deferred join's flag.
+    Seen(Vec<u32>, Option<bool>),
+}
+
+impl SavedControl {
+    /// Writes it as JSON, nodes by name, as [`Control::restore`] reads it: `true`, `["a","b"]`
+    /// or `[["a","b"],true]`.
+    fn write<S: State>(&self, g: &GraphInner<S>, out: &mut Vec<u8>) {
+        let flag = |out: &mut Vec<u8>, on: bool| out.extend_from_slice(if on { b"true" } else { b"false" });
         match self {
-            Self::Branch(c) => Channel::<()>::checkpoint(c, &()).map(|()| serde_json::Value::Bool(true)),
-            Self::Deferred(c) => Channel::<()>::checkpoint(c, &()).map(serde_json::Value::Bool),
-            Self::Join(c) => c
-                .checkpoint(&())
-                .map(|seen| serde_json::json!(seen.iter().map(name).collect::<Vec<_>>())),
+            Self::Flag(on) => flag(out, *on),
+            Self::Seen(seen, finished) => {
+                if finished.is_some() {
+                    out.push(b'[');
+                }
+                out.push(b'[');
+                let mut entries = 0;
+                for &n in seen {
+                    comma(out, &mut entries);
+                    out.extend_from_slice(g.quoted_node(n as usize).as_bytes());
+                }
+                out.push(b']');
+                if let Some(finished) = finished {
+                    out.push(b',');
+                    flag(out, *finished);
+                    out.push(b']');
+                }
+            }
+        }
+    }
+}
+
+impl Control {
+    /// The bookkeeping of an internal channel, if it holds any.
+    pub(crate) fn saved(&self) -> Option<SavedControl> {
+        use crate::channel::Channel;
+        match self {
+            Self::Branch(c) => Channel::<()>::checkpoint(c, &()).map(|()| SavedControl::Flag(true)),
+            Self::Deferred(c) => Channel::<()>::checkpoint(c, &()).map(SavedControl::Flag),
+            Self::Join(c) => c.checkpoint(&()).map(|seen| SavedControl::Seen(seen, None)),
             Self::DeferredJoin(c) => c
                 .checkpoint(&())
-                .map(|(seen, finished)| serde_json::json!([seen.iter().map(name).collect::<Vec<_>>(), finished])),
+                .map(|(seen, finished)| SavedControl::Seen(seen, Some(finished))),
         }
     }
 
