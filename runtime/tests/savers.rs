@@ -191,6 +191,40 @@ async fn list_is_newest_first_with_limit_and_before(saver: Arc<dyn Checkpointer>
     );
 }
 
+/// A history of 1,000 checkpoints (the memory saver keeps them in blocks of 256): each is found
+/// by id, `list` pages through it from any point, ids between and past the stored ones find
+/// nothing.
+async fn a_long_history_is_found_by_id_and_listed_from_anywhere(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    let id = |i: usize| format!("cp-{i:04}");
+    let step = |i: usize| {
+        let parent = i.checked_sub(1).map(id);
+        record("t", "", &id(i), parent.as_deref(), i as i64 - 1, &[], vec![])
+    };
+    for run in (0..1000).collect::<Vec<usize>>().chunks(100) {
+        let expected = run[0].checked_sub(1).map(id);
+        s.put_many(run.iter().map(|&i| step(i)).collect(), expected.as_deref())
+            .await
+            .unwrap();
+    }
+    assert_eq!(s.head("t", "").await.unwrap(), Some(id(999)));
+    for i in [0, 1, 254, 255, 256, 257, 511, 512, 767, 768, 998, 999] {
+        let loaded = s.get("t", "", Some(&id(i))).await.unwrap().unwrap();
+        assert_eq!(loaded.record, step(i), "{i}");
+        let page = s.list("t", "", Some(&id(i)), Some(3)).await.unwrap();
+        let want: Vec<String> = (i.saturating_sub(3)..i).rev().map(id).collect();
+        assert_eq!(ids(&page), want, "{i}");
+        // An id just after this one's, stored or not, lists from this one.
+        let after = format!("{}~", id(i));
+        assert_eq!(s.get("t", "", Some(&after)).await.unwrap(), None, "{i}");
+        assert_eq!(ids(&s.list("t", "", Some(&after), Some(1)).await.unwrap()), [id(i)]);
+    }
+    assert_eq!(s.get("t", "", Some("cp-")).await.unwrap(), None);
+    let all = s.list("t", "", None, None).await.unwrap();
+    assert_eq!(ids(&all), (0..1000).rev().map(id).collect::<Vec<_>>());
+    assert_eq!(s.usage("t").await.unwrap().checkpoints, 1000);
+}
+
 async fn unchanged_channel_points_at_an_older_blob_and_is_not_rewritten(saver: Arc<dyn Checkpointer>) {
     let s = &*saver;
     let big = "x".repeat(1000);
@@ -1066,6 +1100,7 @@ macro_rules! suite {
             suite!(@tests $harness;
                 put_then_get_latest_and_by_id
                 list_is_newest_first_with_limit_and_before
+                a_long_history_is_found_by_id_and_listed_from_anywhere
                 unchanged_channel_points_at_an_older_blob_and_is_not_rewritten
                 delta_chains_rebuild_in_order_and_forks_do_not_mix
                 invalid_records_are_refused_and_store_nothing

@@ -28,9 +28,66 @@ pub struct MemorySaver {
 struct Namespace {
     /// The records, each with the blobs stored under it, in id order: ids increase (every put
     /// follows the head with greater ids), so a put appends and the head is the last.
-    checkpoints: Vec<CheckpointRecord>,
+    checkpoints: Records,
     /// checkpoint id → `(task_id, idx)` → write.
     writes: HashMap<String, BTreeMap<(String, i64), PendingWrite>>,
+}
+
+/// Records in blocks of [`BLOCK`], every block full but the last: a put appends to the last
+/// block and never moves the records stored before it (a vector that doubles copies them all
+/// each time it grows; a record is some 200 bytes).
+#[derive(Debug, Default)]
+struct Records {
+    blocks: Vec<Vec<CheckpointRecord>>,
+}
+
+/// Records per block of [`Records`].
+const BLOCK: usize = 256;
+
+impl Records {
+    fn len(&self) -> usize {
+        self.blocks
+            .last()
+            .map_or(0, |last| (self.blocks.len() - 1) * BLOCK + last.len())
+    }
+
+    /// The `k`th record, for `k < self.len()`.
+    fn at(&self, k: usize) -> &CheckpointRecord {
+        &self.blocks[k / BLOCK][k % BLOCK]
+    }
+
+    fn last(&self) -> Option<&CheckpointRecord> {
+        self.blocks.last()?.last()
+    }
+
+    fn push(&mut self, record: CheckpointRecord) {
+        match self.blocks.last_mut() {
+            Some(last) if last.len() < BLOCK => last.push(record),
+            _ => {
+                let mut block = Vec::with_capacity(BLOCK);
+                block.push(record);
+                self.blocks.push(block);
+            }
+        }
+    }
+
+    /// How many records have ids less than `id` (records are in id order).
+    fn count_before(&self, id: &str) -> usize {
+        let (mut low, mut high) = (0, self.len());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if &*self.at(mid).id < id {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        low
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &CheckpointRecord> + Clone {
+        self.blocks.iter().flatten()
+    }
 }
 
 impl Namespace {
@@ -39,8 +96,11 @@ impl Namespace {
     }
 
     fn checkpoint(&self, id: &str) -> Option<&CheckpointRecord> {
-        let at = self.checkpoints.binary_search_by(|r| (*r.id).cmp(id)).ok()?;
-        Some(&self.checkpoints[at])
+        let at = self.checkpoints.count_before(id);
+        Some(at)
+            .filter(|&at| at < self.checkpoints.len())
+            .map(|at| self.checkpoints.at(at))
+            .filter(|r| &*r.id == id)
     }
 
     /// The blob of `channel` stored under checkpoint `at`.
@@ -115,7 +175,9 @@ impl MemorySaver {
                 .entry(ns.to_string())
                 .or_default(),
         };
-        space.checkpoints.extend(records);
+        for record in records {
+            space.checkpoints.push(record);
+        }
         Ok(())
     }
 
@@ -229,14 +291,12 @@ impl Checkpointer for MemorySaver {
             let records = match store.get(thread_id).and_then(|t| t.get(ns)) {
                 None => Vec::new(),
                 Some(space) => {
-                    let end = before.map_or(space.checkpoints.len(), |before| {
-                        space.checkpoints.partition_point(|r| &*r.id < before)
-                    });
-                    space.checkpoints[..end]
-                        .iter()
+                    let records = &space.checkpoints;
+                    let end = before.map_or(records.len(), |before| records.count_before(before));
+                    (0..end)
                         .rev()
                         .take(limit.unwrap_or(usize::MAX))
-                        .map(bare)
+                        .map(|k| bare(records.at(k)))
                         .collect()
                 }
             };

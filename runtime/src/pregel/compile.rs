@@ -81,8 +81,8 @@ pub(crate) struct GraphInner<S: State> {
     /// Every channel's name, by channel id: the field names, then `branch:to:<node>` (for the
     /// start node, `__start__`) and `join:<a>+<b>:<node>`, as LangGraph names them.
     pub(crate) channel_names: Vec<Arc<str>>,
-    /// Node names, then channel names, as JSON strings (quoted and escaped): made on the first
-    /// checkpoint, whose body names them.
+    /// Node names as JSON strings (quoted and escaped), then channel names as JSON object keys
+    /// (the same, then `:`): made on the first checkpoint, whose body names them.
     pub(crate) quoted: std::sync::OnceLock<Vec<Box<str>>>,
     /// Channel ids by name and node ids by name: for reading checkpoints, never while running.
     pub(crate) channel_ids: HashMap<String, u32>,
@@ -111,21 +111,17 @@ impl<S: State> GraphInner<S> {
         &self.quoted()[n]
     }
 
-    /// Channel `c`'s name as a JSON string.
-    pub(crate) fn quoted_channel(&self, c: usize) -> &str {
+    /// Channel `c`'s name as the key of a JSON object: a JSON string, then `:`.
+    pub(crate) fn channel_key(&self, c: usize) -> &str {
         &self.quoted()[self.names.len() + c]
     }
 
     fn quoted(&self) -> &[Box<str>] {
         self.quoted.get_or_init(|| {
-            let names = self
-                .names
-                .iter()
-                .map(|n| &**n)
-                .chain(self.channel_names.iter().map(|n| &**n));
-            names
-                .map(|n| serde_json::to_string(n).expect("a string serializes").into_boxed_str())
-                .collect()
+            let quote = |n: &str| serde_json::to_string(n).expect("a string serializes");
+            let nodes = self.names.iter().map(|n| quote(n));
+            let keys = self.channel_names.iter().map(|n| quote(n) + ":");
+            nodes.chain(keys).map(String::into_boxed_str).collect()
         })
     }
 

@@ -110,8 +110,7 @@ impl<S: State> BodyRef<'_, S> {
             let mut triggers = 0;
             for (t, v) in g.nodes[n].triggers.iter().zip(seen).filter(|(_, v)| **v > 0) {
                 comma(out, &mut triggers);
-                out.extend_from_slice(g.quoted_channel(*t as usize).as_bytes());
-                out.push(b':');
+                out.extend_from_slice(g.channel_key(*t as usize).as_bytes());
                 out.extend_from_slice(number.format(*v).as_bytes());
             }
             out.push(b'}');
@@ -121,20 +120,23 @@ impl<S: State> BodyRef<'_, S> {
         for (c, control) in self.controls.iter().enumerate() {
             let Some(saved) = control.saved() else { continue };
             comma(out, &mut controls);
-            out.extend_from_slice(g.quoted_channel(g.n_fields() + c).as_bytes());
-            out.push(b':');
+            out.extend_from_slice(g.channel_key(g.n_fields() + c).as_bytes());
             saved.write(g, out);
         }
-        out.extend_from_slice(b"},\"sends\":");
-        serde_json::to_writer(&mut *out, &self.sends)?;
-        out.extend_from_slice(b",\"input\":");
-        serde_json::to_writer(&mut *out, &self.input)?;
-        out.extend_from_slice(b",\"interrupt_seen\":{");
+        // Most steps have no `Send`s and no input to keep: one piece of text for all three.
+        if self.sends.is_empty() && self.input.is_none() {
+            out.extend_from_slice(b"},\"sends\":[],\"input\":null,\"interrupt_seen\":{");
+        } else {
+            out.extend_from_slice(b"},\"sends\":");
+            serde_json::to_writer(&mut *out, &self.sends)?;
+            out.extend_from_slice(b",\"input\":");
+            serde_json::to_writer(&mut *out, &self.input)?;
+            out.extend_from_slice(b",\"interrupt_seen\":{");
+        }
         let mut seen = 0;
         for (c, v) in self.interrupt_seen.iter().enumerate().filter(|(_, v)| **v > 0) {
             comma(out, &mut seen);
-            out.extend_from_slice(g.quoted_channel(c).as_bytes());
-            out.push(b':');
+            out.extend_from_slice(g.channel_key(c).as_bytes());
             out.extend_from_slice(number.format(*v).as_bytes());
         }
         out.extend_from_slice(b"}}");
@@ -439,15 +441,19 @@ impl<S: State> Loop<S> {
         // Greater than the head this record will follow, as savers require.
         let (id, created_at) = checkpoint_id_after(p.head.as_deref());
         let thread = p.info.thread.clone();
-        let mut channels = Vec::with_capacity(self.versions.len());
-        let mut blobs = Vec::new();
+        // A field is saved when it has a value its last checkpoint did not store.
+        let changed =
+            |f: usize, saved: &[u64]| self.versions[f] != 0 && (self.versions[f] != saved[f] || saved[f] == 0);
+        // Both lists at their length: the record keeps them as long as it is stored.
+        let mut channels = Vec::with_capacity(self.versions.iter().filter(|v| **v > 0).count());
+        let mut blobs = Vec::with_capacity((0..n_fields).filter(|&f| changed(f, &p.saved_versions)).count());
         for f in 0..n_fields {
             let version = self.versions[f];
             if version == 0 {
                 continue;
             }
             let p = self.persist.as_mut().expect("a checkpointed run");
-            if version != p.saved_versions[f] || p.saved_versions[f] == 0 {
+            if changed(f, &p.saved_versions) {
                 p.saved_versions[f] = version;
                 let mark = self.state.append_mark(&self.channels, f);
                 let name = &g.channel_names[f];
