@@ -442,8 +442,7 @@ impl<S: State> Loop<S> {
         let (id, created_at) = checkpoint_id_after(p.head.as_deref());
         let thread = p.info.thread.clone();
         // A field is saved when it has a value its last checkpoint did not store.
-        let changed =
-            |f: usize, saved: &[u64]| self.versions[f] != 0 && (self.versions[f] != saved[f] || saved[f] == 0);
+        let changed = |f: usize, saved: &[u64]| self.versions[f] != 0 && self.versions[f] != saved[f];
         // Both lists at their length: the record keeps them as long as it is stored.
         let mut channels = Vec::with_capacity(self.versions.iter().filter(|v| **v > 0).count());
         let mut blobs = Vec::with_capacity((0..n_fields).filter(|&f| changed(f, &p.saved_versions)).count());
