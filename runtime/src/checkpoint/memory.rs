@@ -71,18 +71,15 @@ impl Records {
         }
     }
 
-    /// How many records have ids less than `id` (records are in id order).
+    /// How many records have ids less than `id` (records are in id order): the blocks whose
+    /// last id is less, then the records of the next block that are.
     fn count_before(&self, id: &str) -> usize {
-        let (mut low, mut high) = (0, self.len());
-        while low < high {
-            let mid = low + (high - low) / 2;
-            if &*self.at(mid).id < id {
-                low = mid + 1;
-            } else {
-                high = mid;
-            }
+        let less = |r: &CheckpointRecord| &*r.id < id;
+        let full = self.blocks.partition_point(|block| block.last().is_some_and(less));
+        match self.blocks.get(full) {
+            Some(block) => full * BLOCK + block.partition_point(less),
+            None => self.len(),
         }
-        low
     }
 
     fn iter(&self) -> impl Iterator<Item = &CheckpointRecord> + Clone {
