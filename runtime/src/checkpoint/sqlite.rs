@@ -21,9 +21,12 @@
 //! each version to the next. A file with a newer version than this weir knows is refused and left
 //! untouched.
 
+mod held;
+
 use super::sql::{self, Row};
 use super::{check, Blob, CheckpointRecord, Checkpointer, Loaded, PendingWrite, SaverError, Usage};
 use futures::future::{BoxFuture, FutureExt};
+use held::{Held, WriteConn};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use std::borrow::Cow;
 use std::fmt;
@@ -270,6 +273,7 @@ impl SqliteOptions {
         let path = path.as_ref().to_path_buf();
         let mut writer = Connection::open(&path).map_err(|e| backend(&path, e))?;
         migrate(&mut writer, &path, &self).map_err(|e| e.into_saver_error(&path))?;
+        let writer = WriteConn::new(writer, &held_sql()).map_err(|e| backend(&path, e))?;
         let inner = Inner {
             path,
             options: self.clone(),
@@ -498,11 +502,28 @@ impl SqliteSaver {
     }
 }
 
-/// The connection that writes, and what its last put left: the head it wrote, while nothing
-/// else has written the file since.
+/// The connection that writes, with the statements of [`held_sql`] compiled for its life, and
+/// what its last put left: the head it wrote, while nothing else has written the file since.
 struct Writer {
-    conn: Connection,
+    conn: WriteConn,
     last_put: Option<LastPut>,
+}
+
+/// `BEGIN IMMEDIATE`, a held statement of the writer.
+const BEGIN: usize = 0;
+/// `COMMIT`, a held statement of the writer.
+const COMMIT: usize = 1;
+/// The insert of one checkpoint row, a held statement of the writer.
+const INSERT_ONE: usize = 2;
+/// The insert of [`CHUNK`] checkpoint rows, a held statement of the writer.
+const INSERT_CHUNK: usize = 3;
+
+/// The statements the writer holds, in the order of [`BEGIN`], [`COMMIT`], [`INSERT_ONE`] and
+/// [`INSERT_CHUNK`].
+fn held_sql() -> [&'static str; 4] {
+    static INSERTS: std::sync::OnceLock<[String; 2]> = std::sync::OnceLock::new();
+    let [one, chunk] = INSERTS.get_or_init(|| [insert_sql(1), insert_sql(CHUNK)]);
+    ["BEGIN IMMEDIATE", "COMMIT", one, chunk]
 }
 
 /// The thread, namespace and head of a put, and the file's data version after its commit.
@@ -514,15 +535,9 @@ struct LastPut {
 }
 
 impl std::ops::Deref for Writer {
-    type Target = Connection;
-    fn deref(&self) -> &Connection {
+    type Target = WriteConn;
+    fn deref(&self) -> &WriteConn {
         &self.conn
-    }
-}
-
-impl std::ops::DerefMut for Writer {
-    fn deref_mut(&mut self) -> &mut Connection {
-        &mut self.conn
     }
 }
 
@@ -595,30 +610,30 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     })
 }
 
-/// A write transaction whose `BEGIN` and `COMMIT` are cached statements (rusqlite's
-/// `Transaction` prepares both anew each time, which costs as much as an insert): rolled back
-/// when dropped uncommitted, a panic included.
+/// A write transaction of the writer, whose `BEGIN IMMEDIATE` and `COMMIT` are held statements
+/// (rusqlite's `Transaction` compiles both anew each time, which costs as much as an insert):
+/// rolled back when dropped uncommitted, a panic included.
 struct WriteTx<'c> {
-    conn: &'c Connection,
+    conn: &'c WriteConn,
     done: bool,
 }
 
 impl<'c> WriteTx<'c> {
-    fn begin(conn: &'c Connection) -> rusqlite::Result<Self> {
-        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+    fn begin(conn: &'c WriteConn) -> rusqlite::Result<Self> {
+        conn.statement(BEGIN).execute()?;
         Ok(Self { conn, done: false })
     }
 
     fn commit(mut self) -> rusqlite::Result<()> {
-        self.conn.prepare_cached("COMMIT")?.execute([])?;
+        self.conn.statement(COMMIT).execute()?;
         self.done = true;
         Ok(())
     }
 }
 
 impl std::ops::Deref for WriteTx<'_> {
-    type Target = Connection;
-    fn deref(&self) -> &Connection {
+    type Target = WriteConn;
+    fn deref(&self) -> &WriteConn {
         self.conn
     }
 }
@@ -729,23 +744,25 @@ fn insert_sql(rows: usize) -> String {
 
 /// Inserts the checkpoint rows of `records` (one thread and namespace), [`CHUNK`] at a time,
 /// then the rest one by one.
-fn insert_checkpoints(tx: &Connection, records: &[CheckpointRecord]) -> rusqlite::Result<()> {
-    static SQL: std::sync::OnceLock<[String; 2]> = std::sync::OnceLock::new();
+fn insert_checkpoints(tx: &WriteConn, records: &[CheckpointRecord]) -> rusqlite::Result<()> {
     let Some(first) = records.first() else { return Ok(()) };
-    let [one, chunk] = SQL.get_or_init(|| [insert_sql(1), insert_sql(CHUNK)]);
     let split = records.len() - records.len() % CHUNK;
-    for (sql, per, part) in [(chunk, CHUNK, &records[..split]), (one, 1, &records[split..])] {
+    for (statement, per, part) in [
+        (INSERT_CHUNK, CHUNK, &records[..split]),
+        (INSERT_ONE, 1, &records[split..]),
+    ] {
         if part.is_empty() {
             continue;
         }
-        let mut insert = tx.prepare_cached(sql)?;
-        insert.raw_bind_parameter(1, &first.thread_id)?;
-        insert.raw_bind_parameter(2, &first.ns)?;
+        let mut insert = tx.statement(statement);
         for rows in part.chunks(per) {
+            // A run clears what was bound (see `Held::execute`).
+            insert.text(1, &first.thread_id)?;
+            insert.text(2, &first.ns)?;
             for (row, record) in rows.iter().enumerate() {
                 bind_checkpoint(&mut insert, row, record)?;
             }
-            insert.raw_execute()?;
+            insert.execute()?;
         }
     }
     Ok(())
@@ -753,25 +770,21 @@ fn insert_checkpoints(tx: &Connection, records: &[CheckpointRecord]) -> rusqlite
 
 /// Binds `record`'s columns besides the thread and namespace as row `row` of a checkpoint
 /// insert.
-fn bind_checkpoint(
-    insert: &mut rusqlite::Statement<'_>,
-    row: usize,
-    record: &CheckpointRecord,
-) -> rusqlite::Result<()> {
+fn bind_checkpoint(insert: &mut Held<'_>, row: usize, record: &CheckpointRecord) -> rusqlite::Result<()> {
     // SQLite copies what is bound: the text columns need not outlive this call.
     let text = sql::encode(record);
     let at = 3 + row * CHECKPOINT_PARAMS;
-    insert.raw_bind_parameter(at, &record.id)?;
-    insert.raw_bind_parameter(at + 1, &record.parent_id)?;
-    insert.raw_bind_parameter(at + 2, record.step)?;
-    insert.raw_bind_parameter(at + 3, record.source.as_str())?;
-    insert.raw_bind_parameter(at + 4, text.writes())?;
-    insert.raw_bind_parameter(at + 5, text.metadata())?;
-    insert.raw_bind_parameter(at + 6, text.created_at())?;
-    insert.raw_bind_parameter(at + 7, text.channels())?;
-    insert.raw_bind_parameter(at + 8, &record.body)?;
-    insert.raw_bind_parameter(at + 9, pack_index(&record.blobs))?;
-    insert.raw_bind_parameter(at + 10, pack_bytes(&record.blobs).as_ref())
+    insert.text(at, &record.id)?;
+    insert.text_or_null(at + 1, record.parent_id.as_deref())?;
+    insert.int(at + 2, record.step)?;
+    insert.text(at + 3, record.source.as_str())?;
+    insert.text(at + 4, text.writes())?;
+    insert.text(at + 5, text.metadata())?;
+    insert.text(at + 6, text.created_at())?;
+    insert.text(at + 7, text.channels())?;
+    insert.blob(at + 8, &record.body)?;
+    insert.blob(at + 9, &pack_index(&record.blobs))?;
+    insert.blob(at + 10, &pack_bytes(&record.blobs))
 }
 
 /// The `blob_index` column of a checkpoint row with `blobs`: for each blob, the channel (its
@@ -1006,7 +1019,7 @@ fn list_now(
 }
 
 fn put_writes_now(
-    conn: &mut Connection,
+    conn: &WriteConn,
     thread_id: &str,
     ns: &str,
     checkpoint_id: &str,
@@ -1014,7 +1027,7 @@ fn put_writes_now(
     writes: Vec<PendingWrite>,
 ) -> Result<(), Failure> {
     check::writes(thread_id, checkpoint_id, task_id, &writes)?;
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = WriteTx::begin(conn)?;
     let exists = tx
         .prepare_cached("SELECT 1 FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3")?
         .exists(params![thread_id, ns, checkpoint_id])?;
@@ -1110,7 +1123,7 @@ impl Checkpointer for SqliteSaver {
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
         let thread_id = thread_id.to_owned();
         self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = WriteTx::begin(conn)?;
             for table in ["writes", "checkpoints"] {
                 tx.prepare_cached(&format!("DELETE FROM {table} WHERE thread_id = ?1"))?
                     .execute([&thread_id])?;
@@ -1222,9 +1235,16 @@ mod tests {
         };
         assert_eq!(compiled_again(HEAD), 0);
         assert_eq!(compiled_again(BLOB_INDEX_OF), 0);
-        assert_eq!(compiled_again(&insert_sql(1)), 0);
+        // Every put ran the held statements, compiled when the file was opened.
+        for (held, runs) in [(BEGIN, 10), (INSERT_ONE, 10), (COMMIT, 10), (INSERT_CHUNK, 0)] {
+            assert_eq!(conn.statement(held).runs(), runs, "held statement {held}");
+            assert_eq!(conn.statement(held).recompiled(), 0, "held statement {held}");
+        }
         drop(conn);
         drop(saver);
+        // Every connection closed, its statements finalized first: the last one to close
+        // removed the write-ahead log.
+        assert!(!dir.join("weir.db-wal").exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
