@@ -26,7 +26,7 @@ mod held;
 use super::sql::{self, Row};
 use super::{check, Blob, CheckpointRecord, Checkpointer, Loaded, PendingWrite, SaverError, Usage};
 use futures::future::{BoxFuture, FutureExt};
-use held::{Held, WriteConn};
+use held::{Binder, WriteConn};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use std::borrow::Cow;
 use std::fmt;
@@ -620,12 +620,12 @@ struct WriteTx<'c> {
 
 impl<'c> WriteTx<'c> {
     fn begin(conn: &'c WriteConn) -> rusqlite::Result<Self> {
-        conn.statement(BEGIN).execute()?;
+        conn.run(BEGIN, |_| Ok(()))?;
         Ok(Self { conn, done: false })
     }
 
     fn commit(mut self) -> rusqlite::Result<()> {
-        self.conn.statement(COMMIT).execute()?;
+        self.conn.run(COMMIT, |_| Ok(()))?;
         self.done = true;
         Ok(())
     }
@@ -751,40 +751,55 @@ fn insert_checkpoints(tx: &WriteConn, records: &[CheckpointRecord]) -> rusqlite:
         (INSERT_CHUNK, CHUNK, &records[..split]),
         (INSERT_ONE, 1, &records[split..]),
     ] {
-        if part.is_empty() {
-            continue;
-        }
-        let mut insert = tx.statement(statement);
         for rows in part.chunks(per) {
-            // A run clears what was bound (see `Held::execute`).
-            insert.text(1, &first.thread_id)?;
-            insert.text(2, &first.ns)?;
-            for (row, record) in rows.iter().enumerate() {
-                bind_checkpoint(&mut insert, row, record)?;
-            }
-            insert.execute()?;
+            // SQLite reads what is bound in place: the encoded columns outlive the run.
+            let columns: Vec<Columns<'_>> = rows.iter().map(Columns::of).collect();
+            tx.run(statement, |insert| {
+                insert.text(1, &first.thread_id)?;
+                insert.text(2, &first.ns)?;
+                for (row, columns) in columns.iter().enumerate() {
+                    columns.bind(insert, row)?;
+                }
+                Ok(())
+            })?;
         }
     }
     Ok(())
 }
 
-/// Binds `record`'s columns besides the thread and namespace as row `row` of a checkpoint
-/// insert.
-fn bind_checkpoint(insert: &mut Held<'_>, row: usize, record: &CheckpointRecord) -> rusqlite::Result<()> {
-    // SQLite copies what is bound: the text columns need not outlive this call.
-    let text = sql::encode(record);
-    let at = 3 + row * CHECKPOINT_PARAMS;
-    insert.text(at, &record.id)?;
-    insert.text_or_null(at + 1, record.parent_id.as_deref())?;
-    insert.int(at + 2, record.step)?;
-    insert.text(at + 3, record.source.as_str())?;
-    insert.text(at + 4, text.writes())?;
-    insert.text(at + 5, text.metadata())?;
-    insert.text(at + 6, text.created_at())?;
-    insert.text(at + 7, text.channels())?;
-    insert.blob(at + 8, &record.body)?;
-    insert.blob(at + 9, &pack_index(&record.blobs))?;
-    insert.blob(at + 10, &pack_bytes(&record.blobs))
+/// A checkpoint row's columns besides the thread and namespace, encoded.
+struct Columns<'r> {
+    record: &'r CheckpointRecord,
+    text: sql::Encoded,
+    blob_index: Vec<u8>,
+    blob_bytes: Cow<'r, [u8]>,
+}
+
+impl<'r> Columns<'r> {
+    fn of(record: &'r CheckpointRecord) -> Self {
+        Columns {
+            record,
+            text: sql::encode(record),
+            blob_index: pack_index(&record.blobs),
+            blob_bytes: pack_bytes(&record.blobs),
+        }
+    }
+
+    /// Binds the columns as row `row` of a checkpoint insert.
+    fn bind<'v>(&'v self, insert: &mut Binder<'_, 'v>, row: usize) -> rusqlite::Result<()> {
+        let (record, at) = (self.record, 3 + row * CHECKPOINT_PARAMS);
+        insert.text(at, &record.id)?;
+        insert.text_or_null(at + 1, record.parent_id.as_deref())?;
+        insert.int(at + 2, record.step)?;
+        insert.text(at + 3, record.source.as_str())?;
+        insert.text(at + 4, self.text.writes())?;
+        insert.text(at + 5, self.text.metadata())?;
+        insert.text(at + 6, self.text.created_at())?;
+        insert.text(at + 7, self.text.channels())?;
+        insert.blob(at + 8, &record.body)?;
+        insert.blob(at + 9, &self.blob_index)?;
+        insert.blob(at + 10, &self.blob_bytes)
+    }
 }
 
 /// The `blob_index` column of a checkpoint row with `blobs`: for each blob, the channel (its
@@ -1237,8 +1252,7 @@ mod tests {
         assert_eq!(compiled_again(BLOB_INDEX_OF), 0);
         // Every put ran the held statements, compiled when the file was opened.
         for (held, runs) in [(BEGIN, 10), (INSERT_ONE, 10), (COMMIT, 10), (INSERT_CHUNK, 0)] {
-            assert_eq!(conn.statement(held).runs(), runs, "held statement {held}");
-            assert_eq!(conn.statement(held).recompiled(), 0, "held statement {held}");
+            assert_eq!(conn.runs_and_recompiles(held), (runs, 0), "held statement {held}");
         }
         drop(conn);
         drop(saver);

@@ -6,12 +6,13 @@
 //! `COMMIT`; see `docs/benchmarks.md`). A rusqlite `Statement` borrows its `Connection`, so the
 //! two cannot live side by side in one struct; this module keeps SQLite's own statement handles
 //! next to the connection they belong to instead, and is the crate's only `unsafe` code. Its
-//! interface is safe: a [`Held`] statement exists only while its [`WriteConn`] does, and the
-//! statements are finalized before the connection closes.
+//! interface is safe: the statements live and die with their [`WriteConn`] (finalized before
+//! the connection closes), and a [`Binder`] takes only values that outlive the run it binds.
 #![allow(unsafe_code)]
 
 use rusqlite::{ffi, Connection};
 use std::ffi::{c_int, CStr};
+use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 
 /// A connection and statements compiled on it, which live and die with it.
@@ -29,7 +30,7 @@ pub(super) struct WriteConn {
 unsafe impl Send for WriteConn {}
 
 impl WriteConn {
-    /// Compiles `sql`, one statement each, on `conn`; [`statement(i)`](Self::statement) is the
+    /// Compiles `sql`, one statement each, on `conn`; [`run(i, …)`](Self::run) runs the
     /// `i`-th.
     pub(super) fn new(conn: Connection, sql: &[&str]) -> rusqlite::Result<Self> {
         let mut held = WriteConn {
@@ -78,12 +79,54 @@ impl WriteConn {
         Ok(stmt)
     }
 
-    /// The `i`-th statement given to [`new`](Self::new), with no values bound.
-    pub(super) fn statement(&self, i: usize) -> Held<'_> {
-        Held {
-            conn: self,
-            stmt: self.statements[i],
+    /// Runs the `i`-th statement given to [`new`](Self::new) once, with the values `bind`
+    /// binds. SQLite reads them where they are, without a copy: they outlive the run (`'v`),
+    /// and the statement forgets them when the run ends, whether it ran, failed, or `bind` did.
+    /// A statement that returns rows is an error here: these statements only write.
+    pub(super) fn run<'v>(
+        &self,
+        i: usize,
+        bind: impl FnOnce(&mut Binder<'_, 'v>) -> rusqlite::Result<()>,
+    ) -> rusqlite::Result<()> {
+        /// Resets the statement and clears what was bound, on every way out of `run`.
+        struct Forget(NonNull<ffi::sqlite3_stmt>);
+        impl Drop for Forget {
+            fn drop(&mut self) {
+                // SAFETY: a live statement of the connection `run` borrows. After a failed
+                // step, reset reports the same error again (taken from the step already).
+                unsafe {
+                    ffi::sqlite3_reset(self.0.as_ptr());
+                    ffi::sqlite3_clear_bindings(self.0.as_ptr());
+                }
+            }
         }
+        let stmt = self.statements[i];
+        let _forget = Forget(stmt);
+        bind(&mut Binder {
+            conn: self,
+            stmt,
+            values: PhantomData,
+        })?;
+        // SAFETY: a live statement of this connection; what is bound outlives this call.
+        match unsafe { ffi::sqlite3_step(stmt.as_ptr()) } {
+            ffi::SQLITE_DONE => Ok(()),
+            ffi::SQLITE_ROW => Err(rusqlite::Error::ExecuteReturnedResults),
+            rc => Err(self.error(rc)),
+        }
+    }
+
+    /// How many times the `i`-th statement has run, and how many times SQLite has compiled it
+    /// again since it was first compiled (after a schema change, say).
+    #[cfg(test)]
+    pub(super) fn runs_and_recompiles(&self, i: usize) -> (i32, i32) {
+        let status = |op| {
+            // SAFETY: a live statement of this connection.
+            unsafe { ffi::sqlite3_stmt_status(self.statements[i].as_ptr(), op, 0) }
+        };
+        (
+            status(ffi::SQLITE_STMTSTATUS_RUN),
+            status(ffi::SQLITE_STMTSTATUS_REPREPARE),
+        )
     }
 
     /// The error SQLite reported on this connection for result code `rc`.
@@ -113,64 +156,42 @@ impl Drop for WriteConn {
     }
 }
 
-/// A statement of a [`WriteConn`]: bind its parameters (numbered from 1), then
-/// [`execute`](Self::execute). Every call is on SQLite's statement, which stays valid while the
-/// connection it borrows does; SQLite itself refuses a bind while the statement runs.
-pub(super) struct Held<'c> {
+/// Binds the parameters of a [`WriteConn::run`] (numbered from 1) to values that live for `'v`,
+/// longer than the run.
+pub(super) struct Binder<'c, 'v> {
     conn: &'c WriteConn,
     stmt: NonNull<ffi::sqlite3_stmt>,
+    /// Invariant in `'v`: a binder cannot be made to accept values that live less.
+    values: PhantomData<fn(&'v ()) -> &'v ()>,
 }
 
-impl Held<'_> {
-    /// Binds text, which SQLite copies.
-    pub(super) fn text(&mut self, at: usize, value: &str) -> rusqlite::Result<()> {
-        // An empty value still needs a pointer: a null one would bind NULL.
-        let (bytes, destructor) = if value.is_empty() {
-            ("".as_ptr(), ffi::SQLITE_STATIC())
+impl<'v> Binder<'_, 'v> {
+    /// Binds text.
+    pub(super) fn text(&mut self, at: usize, value: &'v str) -> rusqlite::Result<()> {
+        // Empty text points at a real byte: an empty `str` may dangle, and a null pointer
+        // would bind NULL.
+        let bytes = if value.is_empty() {
+            NOTHING.as_ptr()
         } else {
-            (value.as_ptr(), ffi::SQLITE_TRANSIENT())
+            value.as_ptr()
         };
-        // SAFETY: `bytes` is valid for `value.len()` bytes of UTF-8 for the call, and SQLite
-        // copies them (the empty text is static).
+        // SAFETY: a live statement of this connection; `bytes` is valid UTF-8 for
+        // `value.len()` bytes and stays valid and unchanged until the run clears it from the
+        // statement (`SQLITE_STATIC`: no copy).
         self.check(unsafe {
             ffi::sqlite3_bind_text64(
                 self.stmt.as_ptr(),
                 index(at),
                 bytes.cast(),
                 value.len() as u64,
-                destructor,
+                ffi::SQLITE_STATIC(),
                 ffi::SQLITE_UTF8 as u8,
             )
         })
     }
 
-    /// Binds a blob, which SQLite copies.
-    pub(super) fn blob(&mut self, at: usize, value: &[u8]) -> rusqlite::Result<()> {
-        // SAFETY: `value` is valid for its length for the call, and SQLite copies it; an
-        // empty blob is bound as a zero-length blob, with no pointer.
-        self.check(unsafe {
-            if value.is_empty() {
-                ffi::sqlite3_bind_zeroblob(self.stmt.as_ptr(), index(at), 0)
-            } else {
-                ffi::sqlite3_bind_blob64(
-                    self.stmt.as_ptr(),
-                    index(at),
-                    value.as_ptr().cast(),
-                    value.len() as u64,
-                    ffi::SQLITE_TRANSIENT(),
-                )
-            }
-        })
-    }
-
-    /// Binds an integer.
-    pub(super) fn int(&mut self, at: usize, value: i64) -> rusqlite::Result<()> {
-        // SAFETY: a live statement of this connection.
-        self.check(unsafe { ffi::sqlite3_bind_int64(self.stmt.as_ptr(), index(at), value) })
-    }
-
     /// Binds text, or NULL for `None`.
-    pub(super) fn text_or_null(&mut self, at: usize, value: Option<&str>) -> rusqlite::Result<()> {
+    pub(super) fn text_or_null(&mut self, at: usize, value: Option<&'v str>) -> rusqlite::Result<()> {
         match value {
             Some(value) => self.text(at, value),
             // SAFETY: a live statement of this connection.
@@ -178,38 +199,31 @@ impl Held<'_> {
         }
     }
 
-    /// Runs the statement to its end, then resets it and clears its bindings for the next run:
-    /// it keeps no copy of a checkpoint's bytes in between. A statement that returns rows is an
-    /// error here: these statements only write.
-    pub(super) fn execute(&mut self) -> rusqlite::Result<()> {
-        // SAFETY: a live statement of this connection, stepped then reset by this thread.
-        let rc = unsafe { ffi::sqlite3_step(self.stmt.as_ptr()) };
-        let outcome = match rc {
-            ffi::SQLITE_DONE => Ok(()),
-            ffi::SQLITE_ROW => Err(rusqlite::Error::ExecuteReturnedResults),
-            rc => Err(self.conn.error(rc)),
+    /// Binds a blob (an empty one as a zero-length blob, not NULL).
+    pub(super) fn blob(&mut self, at: usize, value: &'v [u8]) -> rusqlite::Result<()> {
+        let rc = if value.is_empty() {
+            // SAFETY: a live statement of this connection; an empty blob takes no pointer.
+            unsafe { ffi::sqlite3_bind_zeroblob(self.stmt.as_ptr(), index(at), 0) }
+        } else {
+            // SAFETY: a live statement of this connection; `value` stays valid and unchanged
+            // until the run clears it from the statement (`SQLITE_STATIC`: no copy).
+            unsafe {
+                ffi::sqlite3_bind_blob64(
+                    self.stmt.as_ptr(),
+                    index(at),
+                    value.as_ptr().cast(),
+                    value.len() as u64,
+                    ffi::SQLITE_STATIC(),
+                )
+            }
         };
-        // SAFETY: as above. After a failed step, reset reports the same error again.
-        unsafe {
-            ffi::sqlite3_reset(self.stmt.as_ptr());
-            ffi::sqlite3_clear_bindings(self.stmt.as_ptr());
-        }
-        outcome
+        self.check(rc)
     }
 
-    /// How many times SQLite has compiled this statement again since it was first compiled
-    /// (after a schema change, say).
-    #[cfg(test)]
-    pub(super) fn recompiled(&self) -> i32 {
+    /// Binds an integer.
+    pub(super) fn int(&mut self, at: usize, value: i64) -> rusqlite::Result<()> {
         // SAFETY: a live statement of this connection.
-        unsafe { ffi::sqlite3_stmt_status(self.stmt.as_ptr(), ffi::SQLITE_STMTSTATUS_REPREPARE, 0) }
-    }
-
-    /// How many times the statement has run.
-    #[cfg(test)]
-    pub(super) fn runs(&self) -> i32 {
-        // SAFETY: a live statement of this connection.
-        unsafe { ffi::sqlite3_stmt_status(self.stmt.as_ptr(), ffi::SQLITE_STMTSTATUS_RUN, 0) }
+        self.check(unsafe { ffi::sqlite3_bind_int64(self.stmt.as_ptr(), index(at), value) })
     }
 
     /// `Ok` for SQLite's `SQLITE_OK`, else the connection's error.
@@ -220,6 +234,9 @@ impl Held<'_> {
         }
     }
 }
+
+/// What empty text is bound to.
+static NOTHING: [u8; 1] = [0];
 
 /// A parameter's number as SQLite takes it (a statement has at most 32,766).
 fn index(at: usize) -> c_int {
