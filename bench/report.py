@@ -141,6 +141,9 @@ def facts(order, rows, floors) -> str:
             blob = int(last.get("checkpoint_blob_bytes", 0) or 0)
             db = f"{int(last['db_file_bytes']):,}" if "db_file_bytes" in last else "–"
             vs = f"{step / fl:.2f}×" if fl and step else "–"
+            paired = med(recs, "vs_floor_paired")
+            if paired and impl == "weir":
+                vs += f" ({paired:.2f}× paired)"
             out.append(
                 f"| {workload} | {size:,} | {settings(workload, flags)} | {impl} | {last.get('checkpoints', '–')} "
                 f"| {blob:,} | {db} | {fmt_us(step)} | {fmt_us(fl)} | {vs} |"

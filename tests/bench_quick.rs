@@ -6,7 +6,7 @@ mod workloads;
 
 use weir::checkpoint::Synchronous;
 use weir::Durability;
-use workloads::{Opts, WORKLOADS};
+use workloads::{median, Opts, WORKLOADS};
 
 fn quick_opts() -> Opts {
     Opts {
@@ -43,6 +43,11 @@ fn the_sqlite_workloads_report_the_bare_insert_floor() {
     let extra = |key: &str| reports[0].extra.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
     assert_eq!(extra("checkpoints").as_deref(), Some("12"));
     assert!(extra("vs_floor").is_some());
+    // The paired ratio: each invocation against the floor run right after it.
+    let (runs, floors) = (&reports[0].runs_ms, &reports[1].runs_ms);
+    assert_eq!(runs.len(), floors.len());
+    let pairs: Vec<f64> = runs.iter().zip(floors).map(|(w, f)| w / f).collect();
+    assert_eq!(extra("vs_floor_paired"), Some(format!("{:.2}", median(&pairs))));
 }
 
 #[test]

@@ -891,12 +891,18 @@ fn sqlite_loop(h: &Harness, name: &str, m: usize, grow: bool) -> Result<Vec<Repo
     )?;
     let mut out = Vec::new();
     if h.opts.floor {
+        // Each invocation against the floor run right after it, too: when the box changes speed
+        // between the two medians' runs, the pairs still compare like with like.
+        let paired: Vec<f64> = report.runs_ms.iter().zip(&floor_runs).map(|(w, f)| w / f).collect();
         let floor = floor_report(h, m, floor_bytes, floor_runs);
         let ratio = report.per_unit_us() / floor.per_unit_us();
         report
             .extra
             .push(("floor_insert_us".into(), format!("{:.3}", floor.per_unit_us())));
         report.extra.push(("vs_floor".into(), format!("{ratio:.2}")));
+        report
+            .extra
+            .push(("vs_floor_paired".into(), format!("{:.2}", median(&paired))));
         out.push(report);
         out.push(floor);
     } else {
