@@ -1346,6 +1346,70 @@ mod sqlite_file {
         assert!(!err.is_schema_too_new() && !err.is_conflict());
     }
 
+    /// A put SQLite refuses (here a trigger another connection added) fails naming the file,
+    /// with SQLite's own words as its source; nothing of it is stored, what was stored before
+    /// stays, and the saver goes on once the cause is gone.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_put_sqlite_refuses_fails_naming_the_file_and_keeps_what_was_stored() {
+        let dir = TempDir::new();
+        let path = dir.path().join("weir.db");
+        let saver = SqliteSaver::open(&path).unwrap();
+        let first = record(
+            "t",
+            "",
+            "cp-1",
+            None,
+            -1,
+            &[("a", 1, Some("cp-1"))],
+            vec![full("a", "v")],
+        );
+        saver.put(first.clone(), None).await.unwrap();
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TRIGGER refuse BEFORE INSERT ON checkpoints BEGIN SELECT RAISE(ABORT, 'no more checkpoints here'); END;",
+        )
+        .unwrap();
+        // `n` records after cp-1, each after the one before: one insert, or 16-row ones too.
+        let run = |n: usize| -> Vec<CheckpointRecord> {
+            let ids: Vec<String> = (0..n).map(|k| format!("cp-2-{k:02}")).collect();
+            (0..n)
+                .map(|k| {
+                    let parent = if k == 0 { "cp-1" } else { &ids[k - 1] };
+                    let id = &ids[k];
+                    record(
+                        "t",
+                        "",
+                        id,
+                        Some(parent),
+                        k as i64,
+                        &[("a", k as u64 + 2, Some(id))],
+                        vec![full("a", "w")],
+                    )
+                })
+                .collect()
+        };
+        for batch in [run(1), run(17)] {
+            let err = saver.put_many(batch, Some("cp-1")).await.unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("sqlite checkpoint store `{}` failed", path.display())
+            );
+            let source = std::error::Error::source(&err).expect("SQLite's error").to_string();
+            assert!(source.contains("no more checkpoints here"), "{source}");
+            assert_eq!(saver.head("t", "").await.unwrap().as_deref(), Some("cp-1"));
+        }
+        conn.execute_batch("DROP TRIGGER refuse").unwrap();
+        saver.put_many(run(17), Some("cp-1")).await.unwrap();
+        let listed = saver.list("t", "", None, None).await.unwrap();
+        assert_eq!(listed.len(), 18);
+        assert_eq!(&*listed[0].id, "cp-2-16");
+        assert_eq!(&*listed[17].id, "cp-1");
+        assert_eq!(
+            saver.get("t", "", Some("cp-1")).await.unwrap().unwrap().record.body,
+            first.body
+        );
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_checkpoint_whose_blob_was_removed_behind_its_back_is_corrupt() {
         let dir = TempDir::new();
