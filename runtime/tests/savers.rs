@@ -1208,6 +1208,19 @@ mod sqlite_file {
     use super::*;
     use weir_runtime::checkpoint::{SqliteSaver, Synchronous};
 
+    /// Thread `t`'s first checkpoint, `cp-1`: channel `a` with the value `v`.
+    fn first_of_t() -> CheckpointRecord {
+        record(
+            "t",
+            "",
+            "cp-1",
+            None,
+            -1,
+            &[("a", 1, Some("cp-1"))],
+            vec![full("a", "v")],
+        )
+    }
+
     /// A put tries in place first, without waiting for the file's lock: when another process
     /// holds it, the put waits for it (up to the busy timeout) instead of failing, and the busy
     /// timeout of later puts is the configured one again.
@@ -1354,15 +1367,7 @@ mod sqlite_file {
         let dir = TempDir::new();
         let path = dir.path().join("weir.db");
         let saver = SqliteSaver::open(&path).unwrap();
-        let first = record(
-            "t",
-            "",
-            "cp-1",
-            None,
-            -1,
-            &[("a", 1, Some("cp-1"))],
-            vec![full("a", "v")],
-        );
+        let first = first_of_t();
         saver.put(first.clone(), None).await.unwrap();
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
@@ -1415,15 +1420,7 @@ mod sqlite_file {
         let dir = TempDir::new();
         let path = dir.path().join("weir.db");
         let saver = SqliteSaver::open(&path).unwrap();
-        let r = record(
-            "t",
-            "",
-            "cp-1",
-            None,
-            -1,
-            &[("a", 1, Some("cp-1"))],
-            vec![full("a", "v")],
-        );
+        let r = first_of_t();
         saver.put(r, None).await.unwrap();
         let conn = rusqlite::Connection::open(&path).unwrap();
         let update = "UPDATE checkpoints SET blob_index = ?1, blob_bytes = ?2";
