@@ -20,7 +20,7 @@ pub(super) struct WriteConn {
     conn: Connection,
     /// Every statement is one of `conn`'s, compiled by [`WriteConn::new`] and finalized only
     /// in `drop`.
-    statements: Box<[NonNull<ffi::sqlite3_stmt>]>,
+    statements: Vec<NonNull<ffi::sqlite3_stmt>>,
 }
 
 // SAFETY: rusqlite's `Connection` is `Send`: SQLite (built thread-safe, opened without shared
@@ -35,19 +35,13 @@ impl WriteConn {
     pub(super) fn new(conn: Connection, sql: &[&str]) -> rusqlite::Result<Self> {
         let mut held = WriteConn {
             conn,
-            statements: Box::default(),
+            statements: Vec::with_capacity(sql.len()),
         };
-        let mut statements = Vec::with_capacity(sql.len());
         for text in sql {
-            match held.prepare(text) {
-                Ok(s) => statements.push(s),
-                Err(e) => {
-                    held.statements = statements.into();
-                    return Err(e);
-                }
-            }
+            // On an error, dropping `held` finalizes the statements compiled so far.
+            let stmt = held.prepare(text)?;
+            held.statements.push(stmt);
         }
-        held.statements = statements.into();
         Ok(held)
     }
 
