@@ -93,10 +93,9 @@ impl Namespace {
     }
 
     fn checkpoint(&self, id: &str) -> Option<&CheckpointRecord> {
-        let at = self.checkpoints.count_before(id);
-        Some(at)
-            .filter(|&at| at < self.checkpoints.len())
-            .map(|at| self.checkpoints.at(at))
+        let k = self.checkpoints.count_before(id);
+        (k < self.checkpoints.len())
+            .then(|| self.checkpoints.at(k))
             .filter(|r| &*r.id == id)
     }
 
