@@ -1051,48 +1051,6 @@ async fn many_threads_put_concurrently_keep_complete_ordered_histories(saver: Ar
     }
 }
 
-/// `try_put_in_place` either stores a record as `put` does, refusing what `put` refuses (a head
-/// that moved, an invalid record) and storing nothing then, or hands the record back untouched
-/// without storing it.
-async fn a_put_in_place_stores_as_put_does_or_hands_the_record_back(saver: Arc<dyn Checkpointer>) {
-    let first = record(
-        "t",
-        "",
-        "cp-1",
-        None,
-        -1,
-        &[("a", 1, Some("cp-1"))],
-        vec![full("a", "1")],
-    );
-    match saver.try_put_in_place(first.clone(), None) {
-        Err(back) => {
-            assert_eq!(back, first);
-            assert_eq!(saver.head("t", "").await.unwrap(), None);
-        }
-        Ok(stored) => {
-            stored.unwrap();
-            let loaded = saver.get("t", "", None).await.unwrap().unwrap();
-            assert_eq!(loaded.record, without_blobs(first));
-            assert_eq!(chains(&loaded), [("a".to_owned(), vec!["1".to_owned()])]);
-            let second = record(
-                "t",
-                "",
-                "cp-2",
-                Some("cp-1"),
-                0,
-                &[("a", 2, Some("cp-2"))],
-                vec![full("a", "2")],
-            );
-            let err = saver.try_put_in_place(second, None).unwrap().unwrap_err();
-            assert!(err.is_conflict(), "{err}");
-            let blobless = record("t", "", "cp-3", Some("cp-1"), 0, &[("a", 2, Some("cp-3"))], vec![]);
-            let err = saver.try_put_in_place(blobless, Some("cp-1")).unwrap().unwrap_err();
-            assert!(err.is_invalid(), "{err}");
-            assert_eq!(saver.head("t", "").await.unwrap().as_deref(), Some("cp-1"));
-        }
-    }
-}
-
 /// Generates one test per behaviour for a saver, given an async constructor of a [`Harness`].
 macro_rules! suite {
     ($saver:ident: $harness:path) => {
@@ -1111,7 +1069,6 @@ macro_rules! suite {
                 a_put_after_its_thread_was_deleted_finds_no_head
                 two_writers_with_one_expected_head_exactly_one_wins
                 many_threads_put_concurrently_keep_complete_ordered_histories
-                a_put_in_place_stores_as_put_does_or_hands_the_record_back
             );
         }
     };
@@ -1140,25 +1097,6 @@ async fn memory_harness() -> Option<Harness> {
 }
 
 suite!(memory: super::memory_harness);
-
-/// The in-memory saver stores in place: a run hands it its checkpoints with no future and no
-/// background writer.
-#[test]
-fn the_memory_saver_stores_in_place() {
-    let saver = MemorySaver::new();
-    let first = record(
-        "t",
-        "",
-        "cp-1",
-        None,
-        -1,
-        &[("a", 1, Some("cp-1"))],
-        vec![full("a", "1")],
-    );
-    assert!(matches!(saver.try_put_in_place(first, None), Ok(Ok(()))));
-    let head = futures::executor::block_on(saver.head("t", "")).unwrap();
-    assert_eq!(head.as_deref(), Some("cp-1"));
-}
 
 // ---------------------------------------------------------------------------------------------
 // SQLite

@@ -1,7 +1,7 @@
 //! The checks every saver makes before storing anything, so all of them refuse the same input,
 //! and the rebuilding of value chains every saver's `get` shares.
 
-use super::{CheckpointRecord, PendingWrite, SaverError};
+use super::{CheckpointRecord, MadeByRun, PendingWrite, SaverError};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -18,10 +18,9 @@ pub(crate) struct Base<'r> {
     pub(crate) at: &'r str,
 }
 
-/// Checks that `record` holds together on its own, and hands `need` the stored blobs it builds
-/// on, as `(channel, checkpoint id)`: the bases of its deltas, then the blobs of its unchanged
-/// channels.
-fn record<'r>(record: &'r CheckpointRecord, mut need: impl FnMut(&'r str, &'r str)) -> Result<(), SaverError> {
+/// Checks that `record` holds together on its own: its ids, its channels' blob references, its
+/// blobs and deltas.
+fn holds_together(record: &CheckpointRecord) -> Result<(), SaverError> {
     let thread = &*record.thread_id;
     if record.id.is_empty() {
         return Err(SaverError::invalid(thread, "the checkpoint id is empty"));
@@ -80,6 +79,16 @@ fn record<'r>(record: &'r CheckpointRecord, mut need: impl FnMut(&'r str, &'r st
                     ),
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Hands `need` the stored blobs `record` builds on, as `(channel, checkpoint id)`: the bases of
+/// its deltas, then the blobs of its unchanged channels.
+fn bases<'r>(record: &'r CheckpointRecord, mut need: impl FnMut(&'r str, &'r str)) {
+    for b in &record.blobs {
+        if let Some(base) = &b.delta_of {
             need(&b.channel, base);
         }
     }
@@ -89,7 +98,6 @@ fn record<'r>(record: &'r CheckpointRecord, mut need: impl FnMut(&'r str, &'r st
             _ => {}
         }
     }
-    Ok(())
 }
 
 /// Checks a batch for [`Checkpointer::put_many`](super::Checkpointer::put_many) that is to follow
@@ -109,17 +117,7 @@ pub(crate) fn batch<'r>(records: &'r [CheckpointRecord], expected: Option<&str>)
         let detail = format!("checkpoint `{twice}` already exists");
         return Err(SaverError::conflict(&first.thread_id, &first.ns, detail));
     }
-    let before = expected.into_iter().chain(records.iter().map(|r| &*r.id));
-    let after = records.iter().skip(usize::from(expected.is_none()));
-    if let Some((before, r)) = before.zip(after).find(|(before, r)| &*r.id <= *before) {
-        return Err(SaverError::invalid(
-            &r.thread_id,
-            format!(
-                "checkpoint `{}` is not newer than `{before}`, the checkpoint it follows (ids of a thread increase)",
-                r.id
-            ),
-        ));
-    }
+    follows(records, expected)?;
     let mut needed = Vec::new();
     for (i, r) in records.iter().enumerate() {
         if !same(&r.thread_id, &first.thread_id) || !same(&r.ns, &first.ns) {
@@ -131,13 +129,49 @@ pub(crate) fn batch<'r>(records: &'r [CheckpointRecord], expected: Option<&str>)
                 ),
             ));
         }
-        record(r, |channel, at| {
+        holds_together(r)?;
+        bases(r, |channel, at| {
             if !stored_earlier(&records[..i], channel, at) {
                 needed.push(Base { record: i, channel, at });
             }
-        })?;
+        });
     }
     Ok(needed)
+}
+
+/// [`batch`] for a lone record a run made ([`MadeByRun`]): it holds together by construction, so
+/// only its place after `expected` is checked, and the stored blobs it builds on returned.
+pub(crate) fn made<'r>(
+    record: &'r CheckpointRecord,
+    _: MadeByRun,
+    expected: Option<&str>,
+) -> Result<Vec<Base<'r>>, SaverError> {
+    debug_assert!(
+        holds_together(record).is_ok(),
+        "a run made a record that does not hold together: {record:?}"
+    );
+    let records = std::slice::from_ref(record);
+    follows(records, expected)?;
+    let mut needed = Vec::new();
+    bases(record, |channel, at| needed.push(Base { record: 0, channel, at }));
+    Ok(needed)
+}
+
+/// Checks that each id of `records` is greater than the one it follows: `expected`, then the
+/// record before it.
+fn follows(records: &[CheckpointRecord], expected: Option<&str>) -> Result<(), SaverError> {
+    let before = expected.into_iter().chain(records.iter().map(|r| &*r.id));
+    let after = records.iter().skip(usize::from(expected.is_none()));
+    match before.zip(after).find(|(before, r)| &*r.id <= *before) {
+        Some((before, r)) => Err(SaverError::invalid(
+            &r.thread_id,
+            format!(
+                "checkpoint `{}` is not newer than `{before}`, the checkpoint it follows (ids of a thread increase)",
+                r.id
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Whether `base`'s blob for `channel` is one of the blobs of `earlier`, the records stored

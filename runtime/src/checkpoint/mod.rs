@@ -276,6 +276,20 @@ pub struct CheckpointRecord {
     pub blobs: Vec<Blob>,
 }
 
+/// Proof that a run built a record, for [`Checkpointer::try_put_in_place`]: a record a run
+/// builds holds together by construction (its ids, each channel's blob reference, its blobs and
+/// deltas), which a saver then need not check again, as it must for a record from anywhere else.
+/// Only the runtime makes one.
+#[derive(Debug, Clone, Copy)]
+pub struct MadeByRun(());
+
+impl MadeByRun {
+    /// For a record the run has just built.
+    pub(crate) fn new() -> Self {
+        Self(())
+    }
+}
+
 /// A write of a task that finished, kept against the checkpoint the task started from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PendingWrite {
@@ -364,10 +378,13 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
     /// waiting on anything (no I/O, no other process); otherwise hands the record back
     /// (`Err(record)`) untouched, for `put`.
     ///
-    /// A run tries this first, whatever its durability: a checkpoint stored in place needs no
-    /// future, and with asynchronous durability no hand-over to a background writer, which
-    /// would cost more than the put itself. The default hands every record back;
-    /// [`MemorySaver`] stores in place.
+    /// A run calls this first with each checkpoint it makes, whatever its durability: a
+    /// checkpoint stored in place needs no future, and with asynchronous durability no hand-over
+    /// to a background writer, which would cost more than the put itself. Only a run can call
+    /// it: `made` ([`MadeByRun`]) vouches that the run built the record, so it holds together by
+    /// construction, and a saver need check only what depends on its store (the head, the stored
+    /// blobs the record builds on). The default hands every record back; [`MemorySaver`] stores
+    /// in place.
     // The record comes back by move when the saver declines; a box would cost an allocation a
     // checkpoint, which storing in place is there to save.
     #[allow(clippy::result_large_err)]
@@ -375,8 +392,9 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
         &self,
         record: CheckpointRecord,
         expected_head: Option<&str>,
+        made: MadeByRun,
     ) -> Result<Result<(), SaverError>, CheckpointRecord> {
-        let _ = expected_head;
+        let _ = (expected_head, made);
         Err(record)
     }
 

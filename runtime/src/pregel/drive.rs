@@ -7,7 +7,7 @@ use super::persist::{saver_error, Pending, ERROR, INTERRUPT, RESUME};
 use super::run::{Loop, StepEnd};
 use super::stream::{Event, Sink, StreamMode};
 use super::{Durability, RunConfig, Status};
-use crate::checkpoint::{CheckpointRecord, Source};
+use crate::checkpoint::{CheckpointRecord, MadeByRun, Source};
 use crate::error::Error;
 use crate::state::State;
 use std::sync::Arc;
@@ -115,7 +115,11 @@ async fn put<S: State>(run: &mut Loop<S>, record: CheckpointRecord, durability: 
     p.dirty = false;
     // A saver that stores in place goes first, unless puts handed to the writer are still ahead.
     let record = if p.writer.is_none() {
-        match p.info.saver.try_put_in_place(record, expected.as_deref()) {
+        match p
+            .info
+            .saver
+            .try_put_in_place(record, expected.as_deref(), MadeByRun::new())
+        {
             Ok(stored) => return stored.map_err(|e| saver_error(&p.info.thread, e)),
             Err(record) => record,
         }
