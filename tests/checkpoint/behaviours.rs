@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use weir::checkpoint::{Checkpointer, Source};
 use weir::prelude::*;
+use weir::NodeRef;
 
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
 struct Steps {
@@ -278,6 +279,51 @@ pub async fn each_checkpoint_names_the_nodes_that_wrote_it_once(saver: Arc<dyn C
     assert_eq!(writes, [vec![], vec!["__start__"], vec!["a", "b"], vec!["w"]]);
     let last = app.get_state(&cfg).await.unwrap().unwrap();
     assert_eq!(last.writes, ["w"]);
+}
+
+/// Each checkpoint's body records, per node, the version of each trigger the node last consumed:
+/// for the node that ran in the step, the trigger's version in the checkpoint the step started
+/// from; for the others, what the checkpoint before said. `a` and `b` take turns eight times, so
+/// each node's entry changes again and again (the runtime rewrites only the entries that
+/// changed since its last checkpoint).
+pub async fn each_checkpoint_says_what_each_node_has_seen(saver: Arc<dyn Checkpointer>) {
+    let mut g = GraphBuilder::<Tally>::new();
+    let a = g.add_node("a", |_: &Tally| TallyUpdate::default().n(1));
+    let b = g.add_node("b", |_: &Tally| TallyUpdate::default().n(1));
+    g.add_edge(START, &a);
+    g.add_router(&a, |_: &Tally| Goto::from("b"), [NodeRef::from(&b)]);
+    g.add_router(
+        &b,
+        |s: &Tally| if s.n < 16 { Goto::from("a") } else { Goto::End },
+        [NodeRef::from(&a), NodeRef::End],
+    );
+    g.set_checkpointer(saver.clone());
+    let app = g.compile().unwrap();
+    let id = thread("seen");
+    let cfg = RunConfig::thread(id.clone());
+    assert_eq!(app.invoke(TallyUpdate::default(), &cfg).await.unwrap().n, 16);
+    let mut records = saver.list(&id, "", None, None).await.unwrap();
+    records.reverse();
+    assert_eq!(records.len(), 2 + 16, "the input, START, then a and b eight times each");
+    let seen = |body: &[u8]| serde_json::from_slice::<serde_json::Value>(body).unwrap()["seen"].clone();
+    for pair in records.windows(2) {
+        let (parent, r) = (&pair[0], &pair[1]);
+        let mut want = seen(&parent.body);
+        for node in r.writes.iter() {
+            let trigger = if &**node == "__start__" {
+                "__start__".to_owned()
+            } else {
+                format!("branch:to:{node}")
+            };
+            let version = parent
+                .channels
+                .iter()
+                .find(|c| *c.channel == *trigger)
+                .map(|c| c.version);
+            want[&**node] = serde_json::json!({ trigger: version.expect("the trigger has a version") });
+        }
+        assert_eq!(seen(&r.body), want, "checkpoint of step {}", r.step);
+    }
 }
 
 // Found by the fuzz target: a body naming a field among its internal channels, and a step at

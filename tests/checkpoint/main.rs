@@ -38,6 +38,7 @@ macro_rules! suite {
                 a_checkpoint_of_an_incompatible_state_fails_naming_the_field
                 each_checkpoint_names_the_nodes_that_wrote_it_once
                 a_half_seen_join_is_saved_by_name_and_resumed
+                each_checkpoint_says_what_each_node_has_seen
             );
         }
     };

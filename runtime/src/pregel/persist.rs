@@ -90,6 +90,8 @@ struct SavedSend {
 struct BodyRef<'a, S: State> {
     g: &'a GraphInner<S>,
     seen: &'a [Vec<u64>],
+    /// The entries of `seen` as the last body wrote them, per node.
+    seen_entries: &'a mut Vec<SeenEntry>,
     /// The internal channels, saved as they are written (channel `n_fields + i` is the `i`th).
     controls: &'a [Control],
     sends: Vec<SavedSend>,
@@ -97,23 +99,40 @@ struct BodyRef<'a, S: State> {
     interrupt_seen: &'a [u64],
 }
 
+/// A node's entry of a body's `seen` object (`"node":{…}`) as last written, and the versions it
+/// was written from. A step changes the entries of the nodes that ran; the others are copied.
+#[derive(Debug, Default)]
+pub(crate) struct SeenEntry {
+    versions: Vec<u64>,
+    text: Vec<u8>,
+}
+
 impl<S: State> BodyRef<'_, S> {
-    fn write(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    fn write(&mut self, out: &mut Vec<u8>) -> serde_json::Result<()> {
         let g = self.g;
         let mut number = itoa::Buffer::new();
         out.extend_from_slice(b"{\"seen\":{");
         let mut nodes = 0;
+        self.seen_entries.resize_with(self.seen.len(), SeenEntry::default);
         for (n, seen) in self.seen.iter().enumerate().filter(|(_, s)| s.iter().any(|v| *v > 0)) {
             comma(out, &mut nodes);
-            out.extend_from_slice(g.quoted_node(n).as_bytes());
-            out.extend_from_slice(b":{");
-            let mut triggers = 0;
-            for (t, v) in g.nodes[n].triggers.iter().zip(seen).filter(|(_, v)| **v > 0) {
-                comma(out, &mut triggers);
-                out.extend_from_slice(g.channel_key(*t as usize).as_bytes());
-                out.extend_from_slice(number.format(*v).as_bytes());
+            let entry = &mut self.seen_entries[n];
+            // Element by element: a node has a few triggers, fewer than a call to `memcmp` costs.
+            if !entry.versions.iter().eq(seen) {
+                entry.versions.clone_from(seen);
+                let text = &mut entry.text;
+                text.clear();
+                text.extend_from_slice(g.quoted_node(n).as_bytes());
+                text.extend_from_slice(b":{");
+                let mut triggers = 0;
+                for (t, v) in g.nodes[n].triggers.iter().zip(seen).filter(|(_, v)| **v > 0) {
+                    comma(text, &mut triggers);
+                    text.extend_from_slice(g.channel_key(*t as usize).as_bytes());
+                    text.extend_from_slice(number.format(*v).as_bytes());
+                }
+                text.push(b'}');
             }
-            out.push(b'}');
+            out.extend_from_slice(&entry.text);
         }
         out.extend_from_slice(b"},\"controls\":{");
         let mut controls = 0;
@@ -209,6 +228,8 @@ pub(crate) struct Persist {
     pub(crate) last_source: Source,
     /// The length of the last checkpoint's body.
     pub(crate) body_bytes: usize,
+    /// The last body's entries of `seen`, per node.
+    pub(crate) seen_entries: Vec<SeenEntry>,
 }
 
 impl Persist {
@@ -228,6 +249,7 @@ impl Persist {
             record: None,
             last_source: Source::Input,
             body_bytes: 0,
+            seen_entries: Vec::new(),
         }
     }
 
@@ -522,17 +544,18 @@ impl<S: State> Loop<S> {
             Some(input) => Some(serde_json::to_value(input).map_err(|e| Error::checkpoint(&thread, e.to_string()))?),
             None => None,
         };
-        let p = self.persist.as_ref().expect("a checkpointed run");
-        let body = BodyRef {
+        let p = self.persist.as_mut().expect("a checkpointed run");
+        // Room for a body as long as the last one: one allocation, no growing.
+        let mut bytes = Vec::with_capacity(p.body_bytes);
+        let mut body = BodyRef {
             g: &g,
             seen: &self.seen,
+            seen_entries: &mut p.seen_entries,
             controls: &self.controls,
             sends,
             input,
             interrupt_seen: &p.interrupt_seen,
         };
-        // Room for a body as long as the last one: one allocation, no growing.
-        let mut bytes = Vec::with_capacity(p.body_bytes);
         body.write(&mut bytes)
             .map_err(|e| Error::checkpoint(&thread, e.to_string()))?;
         let p = self.persist.as_mut().expect("a checkpointed run");
