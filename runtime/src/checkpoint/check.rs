@@ -100,16 +100,28 @@ fn bases<'r>(record: &'r CheckpointRecord, mut need: impl FnMut(&'r str, &'r str
     }
 }
 
+/// The checks of a put of `records`: [`batch`], or [`made`] when a run made them.
+pub(crate) fn put<'r>(
+    records: &'r [CheckpointRecord],
+    expected: Option<&str>,
+    made: Option<MadeByRun>,
+) -> Result<Vec<Base<'r>>, SaverError> {
+    match made {
+        Some(proof) => self::made(records, proof, expected),
+        None => batch(records, expected),
+    }
+}
+
 /// Checks a batch for [`Checkpointer::put_many`](super::Checkpointer::put_many) that is to follow
-/// `expected` (the head the caller saw): every record holds together ([`record`]), all are of
-/// the first one's thread and namespace, no id comes twice (a conflict, as for an id already
-/// stored) and each id is greater than the one it follows (`expected`, then the record before
-/// it). Returns the blobs the records build on that the batch does not store itself, in record
-/// order: those must be stored already.
+/// `expected` (the head the caller saw): every record holds together ([`holds_together`]), all
+/// are of the first one's thread and namespace, no id comes twice (a conflict, as for an id
+/// already stored) and each id is greater than the one it follows (`expected`, then the record
+/// before it). Returns the blobs the records build on that the batch does not store itself, in
+/// record order: those must be stored already.
 ///
 /// A saver that then finds its head at `expected` knows every stored id is less than the
 /// batch's: none is taken, and the head stays the greatest id.
-pub(crate) fn batch<'r>(records: &'r [CheckpointRecord], expected: Option<&str>) -> Result<Vec<Base<'r>>, SaverError> {
+fn batch<'r>(records: &'r [CheckpointRecord], expected: Option<&str>) -> Result<Vec<Base<'r>>, SaverError> {
     let Some(first) = records.first() else {
         return Ok(Vec::new());
     };
@@ -118,8 +130,7 @@ pub(crate) fn batch<'r>(records: &'r [CheckpointRecord], expected: Option<&str>)
         return Err(SaverError::conflict(&first.thread_id, &first.ns, detail));
     }
     follows(records, expected)?;
-    let mut needed = Vec::new();
-    for (i, r) in records.iter().enumerate() {
+    for r in records {
         if !same(&r.thread_id, &first.thread_id) || !same(&r.ns, &first.ns) {
             return Err(SaverError::invalid(
                 &first.thread_id,
@@ -130,31 +141,38 @@ pub(crate) fn batch<'r>(records: &'r [CheckpointRecord], expected: Option<&str>)
             ));
         }
         holds_together(r)?;
+    }
+    Ok(needed(records))
+}
+
+/// [`batch`] for records a run made ([`MadeByRun`]): they hold together and share a thread and
+/// namespace by construction, so only their places after `expected` are checked (a debug build
+/// checks the rest too, and fails loudly), and the stored blobs they build on returned.
+fn made<'r>(
+    records: &'r [CheckpointRecord],
+    _: MadeByRun,
+    expected: Option<&str>,
+) -> Result<Vec<Base<'r>>, SaverError> {
+    follows(records, expected)?;
+    debug_assert!(
+        batch(records, expected).is_ok(),
+        "a run made records that do not hold together: {:?}",
+        batch(records, expected)
+    );
+    Ok(needed(records))
+}
+
+/// The stored blobs `records` build on that they do not store themselves, in record order.
+fn needed(records: &[CheckpointRecord]) -> Vec<Base<'_>> {
+    let mut needed = Vec::new();
+    for (i, r) in records.iter().enumerate() {
         bases(r, |channel, at| {
             if !stored_earlier(&records[..i], channel, at) {
                 needed.push(Base { record: i, channel, at });
             }
         });
     }
-    Ok(needed)
-}
-
-/// [`batch`] for a lone record a run made ([`MadeByRun`]): it holds together by construction, so
-/// only its place after `expected` is checked, and the stored blobs it builds on returned.
-pub(crate) fn made<'r>(
-    record: &'r CheckpointRecord,
-    _: MadeByRun,
-    expected: Option<&str>,
-) -> Result<Vec<Base<'r>>, SaverError> {
-    debug_assert!(
-        holds_together(record).is_ok(),
-        "a run made a record that does not hold together: {record:?}"
-    );
-    let records = std::slice::from_ref(record);
-    follows(records, expected)?;
-    let mut needed = Vec::new();
-    bases(record, |channel, at| needed.push(Base { record: 0, channel, at }));
-    Ok(needed)
+    needed
 }
 
 /// Checks that each id of `records` is greater than the one it follows: `expected`, then the

@@ -136,18 +136,12 @@ impl MemorySaver {
     }
 
     /// Stores `records` as successive heads: all of them or none. A lone record comes as an
-    /// array, with no vector allocated for it. `check` is [`check::batch`], or less for a record
-    /// a run made.
-    fn put_batch<R>(
-        &self,
-        records: R,
-        expected_head: Option<&str>,
-        check: impl for<'r> FnOnce(&'r [CheckpointRecord], Option<&str>) -> Result<Vec<check::Base<'r>>, SaverError>,
-    ) -> Result<(), SaverError>
+    /// array, with no vector allocated for it.
+    fn put_batch<R>(&self, records: R, expected_head: Option<&str>, made: Option<MadeByRun>) -> Result<(), SaverError>
     where
         R: AsRef<[CheckpointRecord]> + IntoIterator<Item = CheckpointRecord>,
     {
-        let needed = check(records.as_ref(), expected_head)?;
+        let needed = check::put(records.as_ref(), expected_head, made)?;
         let Some(first) = records.as_ref().first() else {
             return Ok(());
         };
@@ -242,7 +236,7 @@ impl Checkpointer for MemorySaver {
         record: CheckpointRecord,
         expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
-        async move { self.put_batch([record], expected_head, check::batch) }.boxed()
+        async move { self.put_batch([record], expected_head, None) }.boxed()
     }
 
     fn put_many<'a>(
@@ -250,7 +244,16 @@ impl Checkpointer for MemorySaver {
         records: Vec<CheckpointRecord>,
         expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
-        async move { self.put_batch(records, expected_head, check::batch) }.boxed()
+        async move { self.put_batch(records, expected_head, None) }.boxed()
+    }
+
+    fn put_made<'a>(
+        &'a self,
+        records: Vec<CheckpointRecord>,
+        expected_head: Option<&'a str>,
+        made: MadeByRun,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        async move { self.put_batch(records, expected_head, Some(made)) }.boxed()
     }
 
     fn try_put_in_place(
@@ -259,9 +262,7 @@ impl Checkpointer for MemorySaver {
         expected_head: Option<&str>,
         made: MadeByRun,
     ) -> Result<Result<(), SaverError>, CheckpointRecord> {
-        Ok(self.put_batch([record], expected_head, |r, expected| {
-            check::made(&r[0], made, expected)
-        }))
+        Ok(self.put_batch([record], expected_head, Some(made)))
     }
 
     fn get<'a>(
@@ -436,7 +437,7 @@ mod tests {
     /// tests') still checks it: a run that made a record that does not hold together fails there.
     #[test]
     #[cfg(debug_assertions)]
-    #[should_panic(expected = "a run made a record that does not hold together")]
+    #[should_panic(expected = "a run made records that do not hold together")]
     fn a_run_made_record_that_does_not_hold_together_fails_a_debug_build() {
         let blobless = record("cp-1", None, 1, Err("cp-1"));
         let _ = put_in_place(&MemorySaver::new(), blobless, None);

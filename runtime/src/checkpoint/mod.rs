@@ -276,10 +276,10 @@ pub struct CheckpointRecord {
     pub blobs: Vec<Blob>,
 }
 
-/// Proof that a run built a record, for [`Checkpointer::try_put_in_place`]: a record a run
-/// builds holds together by construction (its ids, each channel's blob reference, its blobs and
-/// deltas), which a saver then need not check again, as it must for a record from anywhere else.
-/// Only the runtime makes one.
+/// Proof that a run built a record, for [`Checkpointer::try_put_in_place`] and
+/// [`Checkpointer::put_made`]: a record a run builds holds together by construction (its ids,
+/// each channel's blob reference, its blobs and deltas), which a saver then need not check
+/// again, as it must for a record from anywhere else. Only the runtime makes one.
 #[derive(Debug, Clone, Copy)]
 pub struct MadeByRun(());
 
@@ -372,6 +372,21 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
             }
             Ok(())
         })
+    }
+
+    /// Stores `records`, which a run made, as [`put_many`](Self::put_many) would: a run's
+    /// checkpoints that are not stored in place come here, one at a time or, from its background
+    /// writer, as many as piled up. As for [`try_put_in_place`](Self::try_put_in_place), `made`
+    /// vouches that they hold together, and a saver need check only what depends on its store.
+    /// The default is `put_many`, which checks everything.
+    fn put_made<'a>(
+        &'a self,
+        records: Vec<CheckpointRecord>,
+        expected_head: Option<&'a str>,
+        made: MadeByRun,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        let _ = made;
+        self.put_many(records, expected_head)
     }
 
     /// Stores `record` as [`put`](Self::put) would, at once, when this saver can do so without

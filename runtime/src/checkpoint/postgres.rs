@@ -13,7 +13,7 @@
 
 use super::check::Link;
 use super::sql::{self, Row};
-use super::{check, CheckpointRecord, Checkpointer, Loaded, PendingWrite, SaverError, Usage};
+use super::{check, CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, SaverError, Usage};
 use futures::future::{BoxFuture, FutureExt};
 use std::collections::HashMap;
 use std::fmt;
@@ -484,8 +484,13 @@ impl PostgresSaver {
     }
 
     /// Stores `records` in one transaction, as successive heads: all of them or none.
-    async fn put_batch(&self, records: Vec<CheckpointRecord>, expected: Option<&str>) -> Result<(), SaverError> {
-        let needed = check::batch(&records, expected)?;
+    async fn put_batch(
+        &self,
+        records: Vec<CheckpointRecord>,
+        expected: Option<&str>,
+        made: Option<MadeByRun>,
+    ) -> Result<(), SaverError> {
+        let needed = check::put(&records, expected, made)?;
         let Some(last) = records.last() else { return Ok(()) };
         let (thread, ns, last_id) = (&*last.thread_id, &*last.ns, &*last.id);
         let mut pooled = self.conn().await?;
@@ -690,7 +695,16 @@ impl Checkpointer for PostgresSaver {
         records: Vec<CheckpointRecord>,
         expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
-        self.put_batch(records, expected_head).boxed()
+        self.put_batch(records, expected_head, None).boxed()
+    }
+
+    fn put_made<'a>(
+        &'a self,
+        records: Vec<CheckpointRecord>,
+        expected_head: Option<&'a str>,
+        made: MadeByRun,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.put_batch(records, expected_head, Some(made)).boxed()
     }
 
     fn get<'a>(

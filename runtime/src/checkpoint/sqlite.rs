@@ -24,7 +24,7 @@
 mod held;
 
 use super::sql::{self, Row};
-use super::{check, Blob, CheckpointRecord, Checkpointer, Loaded, PendingWrite, SaverError, Usage};
+use super::{check, Blob, CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, SaverError, Usage};
 use futures::future::{BoxFuture, FutureExt};
 use held::{Binder, WriteConn};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
@@ -450,21 +450,26 @@ impl SqliteSaver {
 
     /// Stores `records` as successive heads of a thread: in place when that is quick (see the
     /// [module docs](self)), else on the blocking pool.
-    async fn put_records(&self, records: Vec<CheckpointRecord>, expected: Option<String>) -> Result<(), SaverError> {
+    async fn put_records(
+        &self,
+        records: Vec<CheckpointRecord>,
+        expected: Option<String>,
+        made: Option<MadeByRun>,
+    ) -> Result<(), SaverError> {
         let quick = records.len() == 1 && self.inner.options.synchronous != Synchronous::Full;
         if let Some(mut conn) = quick.then(|| self.inner.writer.clone().try_lock_owned().ok()).flatten() {
             // Not waiting for another process's lock: that wait belongs on the blocking pool.
             let attempt = conn
                 .busy_timeout(Duration::ZERO)
                 .map_err(Failure::from)
-                .and_then(|()| put_batch(&mut conn, &records, expected.as_deref()));
+                .and_then(|()| put_batch(&mut conn, &records, expected.as_deref(), made));
             let restored = conn.busy_timeout(self.inner.options.busy_timeout);
             match attempt {
                 Err(Failure::Sqlite(e)) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => {}
                 attempt => return flatten(&self.inner.path, Ok(attempt.and(restored.map_err(Failure::from)))),
             }
         }
-        self.write(move |conn| put_batch(conn, &records, expected.as_deref()))
+        self.write(move |conn| put_batch(conn, &records, expected.as_deref(), made))
             .await
     }
 
@@ -652,8 +657,13 @@ impl Drop for WriteTx<'_> {
 /// The head is looked up in the file unless the writer's last put was to the same thread and
 /// namespace and the file's data version is still the one that put's commit left (nothing has
 /// been written since, by this connection or another): then it is the head that put stored.
-fn put_batch(writer: &mut Writer, records: &[CheckpointRecord], expected: Option<&str>) -> Result<(), Failure> {
-    let needed = check::batch(records, expected)?;
+fn put_batch(
+    writer: &mut Writer,
+    records: &[CheckpointRecord],
+    expected: Option<&str>,
+    made: Option<MadeByRun>,
+) -> Result<(), Failure> {
+    let needed = check::put(records, expected, made)?;
     let Some(first) = records.first() else { return Ok(()) };
     let (thread, ns) = (&first.thread_id, &first.ns);
     let last_put = writer.last_put.take();
@@ -1087,7 +1097,18 @@ impl Checkpointer for SqliteSaver {
         records: Vec<CheckpointRecord>,
         expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
-        self.put_records(records, expected_head.map(str::to_owned)).boxed()
+        self.put_records(records, expected_head.map(str::to_owned), None)
+            .boxed()
+    }
+
+    fn put_made<'a>(
+        &'a self,
+        records: Vec<CheckpointRecord>,
+        expected_head: Option<&'a str>,
+        made: MadeByRun,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.put_records(records, expected_head.map(str::to_owned), Some(made))
+            .boxed()
     }
 
     fn get<'a>(

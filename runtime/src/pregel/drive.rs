@@ -132,7 +132,7 @@ async fn put<S: State>(run: &mut Loop<S>, record: CheckpointRecord, durability: 
     p.flush().await?;
     let info = p.info.clone();
     info.saver
-        .put(record, expected.as_deref())
+        .put_made(vec![record], expected.as_deref(), MadeByRun::new())
         .await
         .map_err(|e| saver_error(&info.thread, e))
 }

@@ -14,7 +14,7 @@ use super::compile::GraphInner;
 use super::config::RunInfo;
 use super::run::{Control, Loop};
 use crate::checkpoint::{
-    checkpoint_id_after, Blob, ChannelRef, CheckpointRecord, Checkpointer, Loaded, PendingWrite, Source,
+    checkpoint_id_after, Blob, ChannelRef, CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, Source,
 };
 use crate::error::Error;
 use crate::graph::{Command, Goto, NodeId};
@@ -419,7 +419,11 @@ impl Batch {
             return true;
         }
         let records = std::mem::take(&mut self.records);
-        match saver.put_many(records, self.expected.take().as_deref()).await {
+        // Every record of the batch is one this run made.
+        match saver
+            .put_made(records, self.expected.take().as_deref(), MadeByRun::new())
+            .await
+        {
             Ok(()) => {
                 room.add_permits(std::mem::take(&mut self.bytes));
                 true
