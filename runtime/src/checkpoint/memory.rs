@@ -247,15 +247,6 @@ impl Checkpointer for MemorySaver {
         async move { self.put_batch(records, expected_head, None) }.boxed()
     }
 
-    fn put_made<'a>(
-        &'a self,
-        records: Vec<CheckpointRecord>,
-        expected_head: Option<&'a str>,
-        made: MadeByRun,
-    ) -> BoxFuture<'a, Result<(), SaverError>> {
-        async move { self.put_batch(records, expected_head, Some(made)) }.boxed()
-    }
-
     fn try_put_in_place(
         &self,
         record: CheckpointRecord,
