@@ -223,7 +223,7 @@ fn repeated<'a>(names: impl ExactSizeIterator<Item = &'a str> + Clone) -> Option
 }
 
 /// The error for a record that builds on a blob that is not stored: `(channel, at)` came from
-/// [`record`].
+/// [`bases`].
 pub(crate) fn missing_base(record: &CheckpointRecord, channel: &str, at: &str) -> SaverError {
     let is_delta = record
         .blobs
