@@ -1282,4 +1282,42 @@ mod tests {
         assert!(!dir.join("weir.db-wal").exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// A put waits on the file, so the SQLite saver stores nothing in place: it hands a run's
+    /// record back untouched, for `put_made`, and the thread stays without a head.
+    #[tokio::test]
+    async fn a_run_s_record_is_handed_back_untouched_and_nothing_is_stored_in_place() {
+        let dir = std::env::temp_dir().join(format!("weir-sqlite-unit-{}", crate::checkpoint::new_checkpoint_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let saver = SqliteSaver::open(dir.join("weir.db")).unwrap();
+        let record = CheckpointRecord {
+            thread_id: "t".into(),
+            ns: "".into(),
+            id: "cp-1".into(),
+            parent_id: None,
+            step: -1,
+            source: Source::Input,
+            writes: Arc::default(),
+            metadata: Default::default(),
+            created_at: crate::checkpoint::Timestamp::now(),
+            channels: vec![ChannelRef {
+                channel: "a".into(),
+                version: 1,
+                blob: Some("cp-1".into()),
+            }],
+            body: b"{}".to_vec(),
+            blobs: vec![Blob {
+                channel: "a".into(),
+                delta_of: None,
+                bytes: b"1".to_vec(),
+            }],
+        };
+        match saver.try_put_in_place(record.clone(), None, MadeByRun::new()) {
+            Err(back) => assert_eq!(back, record),
+            Ok(stored) => panic!("stored in place: {stored:?}"),
+        }
+        assert_eq!(saver.head("t", "").await.unwrap(), None);
+        drop(saver);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
