@@ -332,6 +332,7 @@ pub mod __private {
 
     /// What `graph!` expansions call: spanned assertions whose failures name the problem.
     mod graph_macro {
+        use std::borrow::Cow;
         use weir_runtime::graph::{IntoNode, NodeHandle};
         use weir_runtime::{Goto, GraphBuilder, State};
 
@@ -419,8 +420,12 @@ pub mod __private {
             let fields = S::FIELDS;
             let mut i = 0;
             while i < fields.len() {
-                if str_eq(fields[i].name, name) {
-                    return Some(i);
+                // A constant's names are borrowed (`FieldInfo::new`); an owned one cannot be read
+                // in a `const fn`, and a constant cannot own a non-empty `String`.
+                if let Cow::Borrowed(field) = &fields[i].name {
+                    if str_eq(field, name) {
+                        return Some(i);
+                    }
                 }
                 i += 1;
             }

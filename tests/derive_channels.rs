@@ -69,7 +69,7 @@ fn saw(line: String) -> FlowUpdate {
 
 #[test]
 fn channel_attributes_choose_the_channel_kind() {
-    let kinds: Vec<(&str, ChannelKind)> = Flow::FIELDS.iter().map(|f| (f.name, f.kind)).collect();
+    let kinds: Vec<(&str, ChannelKind)> = Flow::FIELDS.iter().map(|f| (f.name(), f.kind)).collect();
     assert_eq!(
         kinds,
         [

@@ -57,7 +57,7 @@ fn strings(items: &[&str]) -> Vec<String> {
 
 #[test]
 fn fields_table_lists_every_field_in_declaration_order() {
-    let fields: Vec<(&str, ChannelKind)> = Research::FIELDS.iter().map(|f| (f.name, f.kind)).collect();
+    let fields: Vec<(&str, ChannelKind)> = Research::FIELDS.iter().map(|f| (f.name(), f.kind)).collect();
     assert_eq!(
         fields,
         [

@@ -14,27 +14,11 @@
 use crate::format::{FieldType, ReducerKind, StateSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::collections::HashMap;
+use std::sync::Arc;
 use weir_runtime::channel::{BinaryOperatorAggregate, Channel, LastValue, ReducerWrite};
 use weir_runtime::state::{apply_field, FieldError};
 use weir_runtime::{ChannelKind, CodecError, FieldInfo, State, Update, Writes};
-
-/// Field names as the runtime's [`FieldInfo`] wants them, `&'static str`: each distinct name
-/// is leaked once, so memory grows with the names ever loaded, not with the loads.
-fn intern(name: &str) -> &'static str {
-    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
-    let mut names = NAMES
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    if let Some(n) = names.get(name) {
-        return n;
-    }
-    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
-    names.insert(leaked);
-    leaked
-}
 
 /// The hidden field counting how many times each node ran in the run (for `max_steps`).
 pub(crate) const STEPS_FIELD: &str = "__steps";
@@ -111,7 +95,7 @@ impl FieldDef {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schema {
     pub(crate) fields: Vec<Arc<FieldDef>>,
-    infos: Arc<[FieldInfo]>,
+    pub(crate) infos: Arc<[FieldInfo]>,
     by_name: HashMap<String, usize>,
 }
 
@@ -144,13 +128,14 @@ impl Schema {
         }));
         let infos = fields
             .iter()
-            .map(|f| FieldInfo {
-                name: intern(&f.name),
-                kind: if f.reducer == Reduce::Last {
+            .map(|f| {
+                let kind = if f.reducer == Reduce::Last {
                     ChannelKind::LastValue
                 } else {
                     ChannelKind::Reducer
-                },
+                };
+                // Owned by the schema, and freed with the flow: nothing is leaked per load.
+                FieldInfo::owned(f.name.clone(), kind)
             })
             .collect();
         let by_name = fields.iter().enumerate().map(|(i, f)| (f.name.clone(), i)).collect();
@@ -429,7 +414,7 @@ impl State for FlowState {
     }
 
     fn load_field(&mut self, channels: &mut FlowChannels, index: usize, chain: &[Vec<u8>]) -> Result<(), CodecError> {
-        let slot_name = self.fields.get(index).map_or("?", |f| f.name);
+        let slot_name = self.fields.get(index).map_or("?", FieldInfo::name);
         let restored = match chain {
             [] => None,
             [bytes] => Some(serde_json::from_slice::<SavedField>(bytes).map_err(|e| CodecError::new(slot_name, e))?),
@@ -530,3 +515,6 @@ fn count(v: &mut Value, w: Value) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -33,10 +33,8 @@ macro_rules! __doc_state {
         impl $crate::State for Doc {
             type Update = DocUpdate;
             type Channels = ($crate::channel::LastValue,);
-            const FIELDS: &'static [$crate::FieldInfo] = &[$crate::FieldInfo {
-                name: "text",
-                kind: $crate::ChannelKind::LastValue,
-            }];
+            const FIELDS: &'static [$crate::FieldInfo] =
+                &[$crate::FieldInfo::new("text", $crate::ChannelKind::LastValue)];
             fn empty() -> (Self, Self::Channels) {
                 (Self::default(), ($crate::channel::LastValue::new(),))
             }

@@ -1,6 +1,7 @@
 //! The errors of building and running a graph.
 
 use crate::channel::UpdateError;
+use std::borrow::Cow;
 use std::fmt;
 
 /// A boxed error from a user's node or router.
@@ -27,14 +28,14 @@ enum ErrorKind {
         message: String,
     },
     InvalidUpdate {
-        field: &'static str,
+        field: Cow<'static, str>,
         nodes: Vec<String>,
         step: i64,
         source: UpdateError,
     },
     UndeclaredWrite {
         node: String,
-        field: &'static str,
+        field: Cow<'static, str>,
         step: i64,
     },
     RecursionLimit {
@@ -102,7 +103,7 @@ impl Error {
             },
         }
     }
-    pub(crate) fn invalid_update(field: &'static str, nodes: Vec<String>, step: i64, source: UpdateError) -> Self {
+    pub(crate) fn invalid_update(field: Cow<'static, str>, nodes: Vec<String>, step: i64, source: UpdateError) -> Self {
         Self {
             kind: ErrorKind::InvalidUpdate {
                 field,
@@ -112,7 +113,7 @@ impl Error {
             },
         }
     }
-    pub(crate) fn undeclared_write(node: &str, field: &'static str, step: i64) -> Self {
+    pub(crate) fn undeclared_write(node: &str, field: Cow<'static, str>, step: i64) -> Self {
         Self {
             kind: ErrorKind::UndeclaredWrite {
                 node: node.to_owned(),
@@ -287,7 +288,7 @@ impl Error {
         }
     }
     /// The field at fault, for an invalid or undeclared write.
-    pub fn field(&self) -> Option<&'static str> {
+    pub fn field(&self) -> Option<&str> {
         match &self.kind {
             ErrorKind::InvalidUpdate { field, .. } | ErrorKind::UndeclaredWrite { field, .. } => Some(field),
             _ => None,

@@ -4,6 +4,7 @@
 
 use crate::channel::{BinaryOperatorAggregate, Channel, UpdateError};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use std::borrow::Cow;
 use std::fmt;
 
 /// What kind of channel a field is, for display and for the graph checks.
@@ -36,13 +37,57 @@ impl ChannelKind {
     }
 }
 
-/// Static description of one field of a state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Description of one field of a state: its name and channel kind.
+///
+/// A struct's fields are described once, in a constant ([`State::FIELDS`]), with names borrowed
+/// from the program ([`FieldInfo::new`]); a state whose fields are read at run time (a workflow
+/// loaded from JSON) owns its names ([`FieldInfo::owned`]), and they are freed with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldInfo {
     /// The field's name.
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// Its channel kind.
     pub kind: ChannelKind,
+}
+
+impl FieldInfo {
+    /// A field whose name is a constant, as `#[derive(State)]` writes it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use weir_runtime::{ChannelKind, FieldInfo};
+    /// const NOTES: FieldInfo = FieldInfo::new("notes", ChannelKind::Reducer);
+    /// assert_eq!(NOTES.name(), "notes");
+    /// ```
+    pub const fn new(name: &'static str, kind: ChannelKind) -> Self {
+        Self {
+            name: Cow::Borrowed(name),
+            kind,
+        }
+    }
+
+    /// A field whose name is known only at run time; the name is owned, not leaked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use weir_runtime::{ChannelKind, FieldInfo};
+    /// let read = String::from("topic");
+    /// let field = FieldInfo::owned(read, ChannelKind::LastValue);
+    /// assert_eq!(field.name(), "topic");
+    /// ```
+    pub fn owned(name: impl Into<String>, kind: ChannelKind) -> Self {
+        Self {
+            name: Cow::Owned(name.into()),
+            kind,
+        }
+    }
+
+    /// The field's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
 }
 
 /// The writes one task makes to one field: none, one or several (in the order made).
@@ -243,7 +288,7 @@ pub trait State: Clone + fmt::Debug + Send + Sync + Sized + 'static {
     /// When the items cannot be serialized, or the field is not append-only.
     fn save_items(&self, index: usize, from: usize) -> Result<Vec<u8>, CodecError> {
         let _ = from;
-        let name = self.fields().get(index).map_or("?", |f| f.name);
+        let name = self.fields().get(index).map_or("?", FieldInfo::name);
         Err(CodecError::new(name, "the field is not append-only"))
     }
 }

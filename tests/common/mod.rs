@@ -55,7 +55,7 @@ macro_rules! hand_state {
             type Update = $upd;
             type Channels = $chans;
             const FIELDS: &'static [::weir::FieldInfo] = &[
-                $( ::weir::FieldInfo { name: stringify!($field), kind: $kind }, )*
+                $( ::weir::FieldInfo::new(stringify!($field), $kind), )*
             ];
             fn empty() -> (Self, $chans) {
                 (Self::default(), $chans { $( $field: $init, )* })

@@ -519,7 +519,7 @@ pub(crate) fn expand(input: &Input<'_>) -> TokenStream {
                 type Update = #update #ty_generics;
                 type Channels = #channels #ty_generics;
                 const FIELDS: &'static [#p::FieldInfo] = &[
-                    #( #p::FieldInfo { name: #name_strs, kind: #kinds }, )*
+                    #( #p::FieldInfo::new(#name_strs, #kinds), )*
                 ];
 
                 fn empty() -> (Self, Self::Channels) {

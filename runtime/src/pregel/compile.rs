@@ -392,7 +392,7 @@ impl<S: State> GraphInner<S> {
                 trigger_to_nodes[t as usize].push(i as u32);
             }
         }
-        let mut channel_names: Vec<String> = fields.iter().map(|f| f.name.to_owned()).collect();
+        let mut channel_names: Vec<String> = fields.iter().map(|f| f.name().to_owned()).collect();
         for c in &controls {
             channel_names.push(match c {
                 ControlSpec::Branch { .. } if channel_names.len() - n_fields == n_user => START_NAME.to_owned(),
@@ -483,7 +483,7 @@ fn topology_of<S: State>(b: &GraphBuilder<S>, fields: &[FieldInfo]) -> Topology 
             decl = decl.deferred();
         }
         if let Some(w) = &n.writes {
-            decl = decl.writes(w.iter().filter_map(|f| fields.get(*f)).map(|f| (f.name, 0)));
+            decl = decl.writes(w.iter().filter_map(|f| fields.get(*f)).map(|f| (f.name(), 0)));
         }
         t = t.node(decl);
     }
@@ -509,7 +509,7 @@ fn topology_of<S: State>(b: &GraphBuilder<S>, fields: &[FieldInfo]) -> Topology 
         t = t.route(route);
     }
     for f in fields.iter().filter(|f| f.kind.takes_one_write()) {
-        t = t.single_write_field(f.name);
+        t = t.single_write_field(f.name());
     }
     t
 }

@@ -833,7 +833,7 @@ impl<S: State> Loop<S> {
         };
         if let Some(allowed) = &self.g.nodes[node as usize].writes {
             if let Some(f) = (0..self.g.n_fields()).find(|&f| !allowed[f] && command.update.is_written(f)) {
-                return Err(Error::undeclared_write(name, self.g.fields[f].name, self.step));
+                return Err(Error::undeclared_write(name, self.g.fields[f].name.clone(), self.step));
             }
         }
         Ok(Done {
@@ -1254,5 +1254,5 @@ fn field_error<S: State>(e: FieldError, writers: &[u32], g: &GraphInner<S>, step
         .filter_map(|w| writers.get(*w))
         .map(|n| g.node_name(*n))
         .collect();
-    Error::invalid_update(g.fields[e.field].name, nodes, step, e.error)
+    Error::invalid_update(g.fields[e.field].name.clone(), nodes, step, e.error)
 }
