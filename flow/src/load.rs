@@ -6,7 +6,7 @@ use crate::error::{Diagnostic, LoadError};
 use crate::format::{FieldType, FlowFile};
 use crate::nodes::Brancher;
 use crate::registry::{NodeImpl, Registry, Role};
-use crate::run::{Hub, NodeRuntime};
+use crate::run::NodeRuntime;
 use crate::state::{FieldDef, FlowState, Reduce, Schema};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -54,7 +54,6 @@ impl LoadOptions {
 pub struct Flow {
     pub(crate) graph: CompiledGraph<FlowState>,
     pub(crate) schema: Arc<Schema>,
-    pub(crate) hub: Arc<Hub>,
     topology: Topology,
     recursion_limit: usize,
     joins: Vec<(String, Vec<String>)>,
@@ -249,8 +248,7 @@ impl<'a> Loader<'a> {
         }
 
         let schema = Arc::new(schema);
-        let hub = Arc::new(Hub::default());
-        let graph = build(&nodes, &edges, &joins, &schema, &hub, self.options.checkpointer.clone()).map_err(|e| {
+        let graph = build(&nodes, &edges, &joins, &schema, self.options.checkpointer.clone()).map_err(|e| {
             LoadError::new(
                 e.problems()
                     .iter()
@@ -269,7 +267,6 @@ impl<'a> Loader<'a> {
         Ok(Flow {
             graph,
             schema,
-            hub,
             topology: topo,
             recursion_limit,
             joins,
@@ -821,7 +818,6 @@ fn build(
     edges: &[LEdge],
     joins: &[(usize, Vec<usize>)],
     schema: &Arc<Schema>,
-    hub: &Arc<Hub>,
     saver: Option<Arc<dyn Checkpointer>>,
 ) -> Result<CompiledGraph<FlowState>, weir_runtime::BuildError> {
     let (state, channels) = FlowState::prototype(schema);
@@ -846,7 +842,6 @@ fn build(
             &n.imp,
             n.max_steps,
             schema.clone(),
-            hub.clone(),
             gotos,
         ));
         g.add_node(n.id.clone(), rt.clone().node_fn());

@@ -7,16 +7,16 @@ use crate::nodes::{Brancher, Choice, Message};
 use crate::registry::{Fields, NodeImpl, Role, RunFn};
 use crate::state::{FlowState, FlowUpdate, Schema, ROUTE_FIELD, STEPS_FIELD};
 use futures::future::BoxFuture;
+use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
-use weir_runtime::{BoxError, Command, Context, NodeId, RunConfig};
+use std::sync::Arc;
+use weir_runtime::{BoxError, Command, Context, NodeId, RunConfig, RunStream, StreamMode};
 
 /// Something that happened during a run, in the order it happened.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Event {
@@ -38,7 +38,7 @@ pub enum Event {
         /// The rendered message.
         text: String,
         /// The choices offered with it, if any.
-        #[serde(skip_serializing_if = "Vec::is_empty")]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         choices: Vec<ChoiceOption>,
     },
 }
@@ -155,31 +155,6 @@ impl Snapshot {
     }
 }
 
-/// Where the nodes of a loaded flow send their events: the run under way's receiver.
-///
-/// The runtime's `Context` has no stream writer yet, so events go through the flow; two runs of
-/// one loaded flow at once would see each other's events.
-#[derive(Debug, Default)]
-pub(crate) struct Hub {
-    sink: Mutex<Option<mpsc::UnboundedSender<Event>>>,
-}
-
-impl Hub {
-    fn emit(&self, e: Event) {
-        if let Some(tx) = &*self.sink.lock().unwrap_or_else(|p| p.into_inner()) {
-            let _ = tx.send(e);
-        }
-    }
-    fn attach(&self) -> mpsc::UnboundedReceiver<Event> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        *self.sink.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
-        rx
-    }
-    fn detach(&self) {
-        *self.sink.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    }
-}
-
 /// One flow node as the loop runs it.
 pub(crate) struct NodeRuntime {
     id: String,
@@ -188,7 +163,6 @@ pub(crate) struct NodeRuntime {
     message: Option<Arc<Message>>,
     max_steps: u32,
     schema: Arc<Schema>,
-    hub: Arc<Hub>,
     /// Per handle (`""` for a plain node), the nodes its edges lead to.
     gotos: HashMap<String, Vec<NodeId>>,
     steps_slot: usize,
@@ -201,7 +175,6 @@ impl NodeRuntime {
         imp: &NodeImpl,
         max_steps: u32,
         schema: Arc<Schema>,
-        hub: Arc<Hub>,
         gotos: HashMap<String, Vec<NodeId>>,
     ) -> Self {
         let steps_slot = schema.index(STEPS_FIELD).expect("the schema has the hidden fields");
@@ -216,7 +189,6 @@ impl NodeRuntime {
             message: imp.message.clone(),
             max_steps,
             schema,
-            hub,
             gotos,
             steps_slot,
             route_slot,
@@ -260,8 +232,9 @@ impl NodeRuntime {
                     Err(e) => return Box::pin(async move { Err(e) }),
                 }
             }
-            let step = cx.step();
-            Box::pin(async move { me.call(state, choice, step).await })
+            // Events go to this run's own stream, when somebody streams it.
+            let events = cx.is_streaming().then(|| cx.clone());
+            Box::pin(async move { me.call(state, choice, events).await })
         }
     }
 
@@ -277,7 +250,13 @@ impl NodeRuntime {
         }
     }
 
-    async fn call(&self, state: Fields, choice: Option<Value>, step: i64) -> Result<Command<FlowState>, BoxError> {
+    /// Runs the node on `state`; `events` is the run's context when the run is streamed.
+    async fn call(
+        &self,
+        state: Fields,
+        choice: Option<Value>,
+        events: Option<Context>,
+    ) -> Result<Command<FlowState>, BoxError> {
         let mut writes = match &self.run {
             Some(f) => f(state.clone()).await?,
             None => Fields::new(),
@@ -287,12 +266,15 @@ impl NodeRuntime {
             if let Some(to) = &m.to {
                 writes.insert(to.clone(), Value::String(text.clone()));
             }
-            self.hub.emit(Event::Message {
-                node: self.id.clone(),
-                step,
-                text,
-                choices: options(m),
-            });
+            if let Some(cx) = &events {
+                cx.emit(Event::Message {
+                    node: self.id.clone(),
+                    step: cx.step(),
+                    text,
+                    choices: options(m),
+                })
+                .await;
+            }
         }
         let mut update = FlowUpdate::new(&self.schema);
         for (field, value) in &writes {
@@ -324,11 +306,14 @@ impl NodeRuntime {
             // The node's router follows the handle (so the runtime knows the targets too).
             update.push(self.route_slot, json!({ &self.id: handle }));
         }
-        self.hub.emit(Event::Node {
-            node: self.id.clone(),
-            step,
-            writes,
-        });
+        if let Some(cx) = &events {
+            cx.emit(Event::Node {
+                node: self.id.clone(),
+                step: cx.step(),
+                writes,
+            })
+            .await;
+        }
         Ok(Command::new().update(update))
     }
 }
@@ -415,10 +400,8 @@ impl Flow {
         on_event: impl FnMut(Event),
     ) -> Result<Outcome, RunError> {
         let update = self.input_update(&input)?;
-        let config = self.config(thread);
-        let graph = self.graph.clone();
-        self.stream(async move { graph.run(update, &config).await }, on_event)
-            .await
+        let run = self.graph.stream(update, &self.config(thread), StreamMode::CUSTOM);
+        Self::stream(run, on_event).await
     }
 
     /// Goes on with `thread` from its latest checkpoint: answers the paused `output` node with
@@ -432,19 +415,11 @@ impl Flow {
         choice: Option<&str>,
         on_event: impl FnMut(Event),
     ) -> Result<Outcome, RunError> {
-        let config = self.config(Some(thread));
-        let graph = self.graph.clone();
-        let choice = choice.map(str::to_owned);
-        self.stream(
-            async move {
-                match choice {
-                    Some(c) => graph.resume_with(c, &config).await,
-                    None => graph.resume(&config).await,
-                }
-            },
-            on_event,
-        )
-        .await
+        let run = self
+            .graph
+            .stream_resume(choice, &self.config(Some(thread)), StreamMode::CUSTOM)
+            .map_err(RunError::from_runtime)?;
+        Self::stream(run, on_event).await
     }
 
     /// The thread's state at its latest checkpoint, or `None` for a thread never run.
@@ -481,24 +456,20 @@ impl Flow {
         config.recursion_limit(self.recursion_limit())
     }
 
-    /// Runs `run` while handing the nodes' events to `on_event`.
-    async fn stream(
-        &self,
-        run: impl std::future::Future<Output = Result<weir_runtime::Outcome<FlowState>, weir_runtime::Error>>,
-        mut on_event: impl FnMut(Event),
-    ) -> Result<Outcome, RunError> {
-        let mut rx = self.hub.attach();
-        let run = async {
-            let r = run.await;
-            self.hub.detach();
-            r
-        };
-        let drain = async {
-            while let Some(e) = rx.recv().await {
-                on_event(e);
+    /// Hands the events of `run`, this run's own bounded stream, to `on_event` as they come,
+    /// then returns how the run ended. Another run of the flow streams to its own consumer.
+    async fn stream(mut run: RunStream<FlowState>, mut on_event: impl FnMut(Event)) -> Result<Outcome, RunError> {
+        while let Some(item) = run.next().await {
+            // The nodes' own events; the run's error (its last item) is the outcome's too.
+            if let Ok(weir_runtime::Event::Custom { value, .. }) = item {
+                if let Ok(event) = serde_json::from_value(value) {
+                    on_event(event);
+                }
             }
-        };
-        let (result, ()) = futures::join!(run, drain);
-        result.map(Outcome::from_runtime).map_err(RunError::from_runtime)
+        }
+        run.outcome()
+            .await
+            .map(Outcome::from_runtime)
+            .map_err(RunError::from_runtime)
     }
 }
