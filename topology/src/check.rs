@@ -2,9 +2,10 @@
 
 use std::collections::HashSet;
 
-use crate::graph::{Graph, START};
+use crate::decl::{Ref, Topology};
+use crate::graph::{refs, Graph, START};
 use crate::problem::{ConnectionKind, Problem, ProblemKind};
-use crate::{suggest, Ref, Topology};
+use crate::suggest::suggest;
 
 /// Every problem with the topology's wiring, not just the first.
 ///
@@ -61,34 +62,6 @@ impl Ctxt<'_, '_> {
     fn report(&mut self, problem: Problem) {
         self.problems.push(problem);
     }
-}
-
-/// Every node reference in the topology, with the kind of connection it appears in and whether
-/// it is that connection's source, in declaration order.
-pub(crate) fn refs(t: &Topology) -> impl Iterator<Item = (&Ref, ConnectionKind, bool)> {
-    let edges = t.edges.iter().flat_map(|e| {
-        [
-            (&e.from, ConnectionKind::Edge, true),
-            (&e.to, ConnectionKind::Edge, false),
-        ]
-    });
-    let joins = t.joins.iter().flat_map(|j| {
-        j.from
-            .iter()
-            .map(|r| (r, ConnectionKind::Join, true))
-            .chain([(&j.to, ConnectionKind::Join, false)])
-    });
-    let routes = t.routes.iter().flat_map(|r| {
-        std::iter::once((&r.from, ConnectionKind::Route, true))
-            .chain(r.targets.iter().map(|t| (&t.to, ConnectionKind::Route, false)))
-    });
-    let sends = t.sends.iter().flat_map(|s| {
-        [
-            (&s.from, ConnectionKind::Send, true),
-            (&s.to, ConnectionKind::Send, false),
-        ]
-    });
-    edges.chain(joins).chain(routes).chain(sends)
 }
 
 // Rule: a node may not take the name of START or END (`START`, `END`, `__start__`, `__end__`).

@@ -7,7 +7,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::{Ref, Topology};
+use crate::decl::{NodeDecl, Ref, Topology};
+use crate::problem::ConnectionKind;
+use crate::suggest::suggest;
 
 /// The `START` vertex.
 pub(crate) const START: usize = 0;
@@ -106,10 +108,10 @@ impl<'t> Graph<'t> {
         let mut guesses = HashMap::new();
         if guess {
             let names: Vec<&str> = t.nodes.iter().map(|n| n.name.as_str()).collect();
-            for r in crate::check::refs(t) {
+            for r in refs(t) {
                 if let (Ref::Node(name, _), _, _) = r {
                     if !by_name.contains_key(name.as_str()) {
-                        if let Some(meant) = crate::suggest(name, names.iter().copied()) {
+                        if let Some(meant) = suggest(name, names.iter().copied()) {
                             guesses.insert(name.as_str(), by_name[meant]);
                         }
                     }
@@ -179,7 +181,7 @@ impl<'t> Graph<'t> {
     }
 
     /// The declaration of node vertex `v`.
-    pub(crate) fn decl(&self, v: usize) -> &'t crate::NodeDecl {
+    pub(crate) fn decl(&self, v: usize) -> &'t NodeDecl {
         &self.t.nodes[self.decl[v - 2]]
     }
 
@@ -601,4 +603,32 @@ pub fn back_edges(t: &Topology) -> Vec<BackEdge> {
             via: arc.via,
         })
         .collect()
+}
+
+/// Every node reference in the topology, with the kind of connection it appears in and whether
+/// it is that connection's source, in declaration order.
+pub(crate) fn refs(t: &Topology) -> impl Iterator<Item = (&Ref, ConnectionKind, bool)> {
+    let edges = t.edges.iter().flat_map(|e| {
+        [
+            (&e.from, ConnectionKind::Edge, true),
+            (&e.to, ConnectionKind::Edge, false),
+        ]
+    });
+    let joins = t.joins.iter().flat_map(|j| {
+        j.from
+            .iter()
+            .map(|r| (r, ConnectionKind::Join, true))
+            .chain([(&j.to, ConnectionKind::Join, false)])
+    });
+    let routes = t.routes.iter().flat_map(|r| {
+        std::iter::once((&r.from, ConnectionKind::Route, true))
+            .chain(r.targets.iter().map(|t| (&t.to, ConnectionKind::Route, false)))
+    });
+    let sends = t.sends.iter().flat_map(|s| {
+        [
+            (&s.from, ConnectionKind::Send, true),
+            (&s.to, ConnectionKind::Send, false),
+        ]
+    });
+    edges.chain(joins).chain(routes).chain(sends)
 }

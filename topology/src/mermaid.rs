@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
-use crate::{Ref, Topology};
+use crate::decl::{Ref, Topology};
 
 /// A Mermaid `graph TD` drawing of the topology, in the style of LangGraph's `draw_mermaid`.
 ///

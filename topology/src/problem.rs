@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::Site;
+use crate::decl::Site;
 
 /// One problem with a graph's wiring, at the site of the token at fault.
 ///
