@@ -86,7 +86,7 @@ pub struct RunError {
     message: String,
     node: Option<String>,
     recursion_limit: bool,
-    pause: Option<Box<crate::run::Pause>>,
+    pause: Option<Box<crate::event::Pause>>,
     source: Option<Box<weir_runtime::Error>>,
 }
 
@@ -101,7 +101,7 @@ impl RunError {
         }
     }
 
-    pub(crate) fn paused(pauses: Vec<crate::run::Pause>) -> Self {
+    pub(crate) fn paused(pauses: Vec<crate::event::Pause>) -> Self {
         let first = pauses.into_iter().next();
         Self {
             message: first
@@ -115,7 +115,10 @@ impl RunError {
     }
 
     pub(crate) fn from_runtime(e: weir_runtime::Error) -> Self {
-        let pause = e.pauses().first().map(|p| Box::new(crate::run::Pause::from_runtime(p)));
+        let pause = e
+            .pauses()
+            .first()
+            .map(|p| Box::new(crate::event::Pause::from_runtime(p)));
         Self {
             message: e.to_string(),
             node: e.node_name().map(str::to_owned),
@@ -131,7 +134,7 @@ impl RunError {
     }
 
     /// When the run stopped at an `output` node asking for a choice: the question.
-    pub fn pause(&self) -> Option<&crate::run::Pause> {
+    pub fn pause(&self) -> Option<&crate::event::Pause> {
         self.pause.as_deref()
     }
 
@@ -151,4 +154,13 @@ impl std::error::Error for RunError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.source.as_ref().and_then(|e| std::error::Error::source(&**e))
     }
+}
+
+/// Names in backticks, comma-separated: `` `a`, `b` ``.
+pub(crate) fn ticks<'s>(names: impl IntoIterator<Item = &'s str>) -> String {
+    names
+        .into_iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -36,18 +36,24 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+// In layers, each module importing only those above it: format; state; node; builtins;
+// registry; event; error; schema; runner; load; run.
+mod builtins;
 mod error;
+mod event;
 mod format;
 mod load;
-mod nodes;
+mod node;
 mod registry;
 mod run;
+mod runner;
 mod schema;
 mod state;
 
 pub use error::{Diagnostic, LoadError, RunError};
+pub use event::{ChoiceOption, Event, Outcome, Pause, Snapshot};
 pub use format::{json_schema, EdgeSpec, FieldSpec, FieldType, FlowFile, NodeSpec, ReducerKind, StateSpec};
 pub use load::{Flow, LoadOptions};
-pub use registry::{DataError, Fields, NodeImpl, Registry};
-pub use run::{ChoiceOption, Event, Outcome, Pause, Snapshot};
+pub use node::{DataError, Fields, NodeImpl};
+pub use registry::Registry;
 pub use state::{FlowChannels, FlowState, FlowUpdate, Schema};

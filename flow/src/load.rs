@@ -2,12 +2,12 @@
 //! nodes through the registry, connect START and END, compute each node's level, translate the
 //! plain, condition and output edges, decide what each multi-input node waits for, compile.
 
-use crate::error::{Diagnostic, LoadError};
+use crate::error::{ticks, Diagnostic, LoadError};
 use crate::format::{FieldType, FlowFile};
-use crate::nodes::Brancher;
-use crate::registry::{NodeImpl, Registry, Role};
-use crate::run::NodeRuntime;
-use crate::state::{FieldDef, FlowState, Reduce, Schema};
+use crate::node::{Brancher, NodeImpl, Role};
+use crate::registry::Registry;
+use crate::runner::NodeRuntime;
+use crate::state::{fits, FlowState, Reduce, Schema};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use weir_runtime::checkpoint::Checkpointer;
@@ -174,25 +174,6 @@ fn node_path(i: usize) -> String {
 
 fn edge_path(j: usize) -> String {
     format!("$.edges[{j}]")
-}
-
-/// Names in backticks, comma-separated: `` `a`, `b` ``.
-pub(crate) fn ticks<'s>(names: impl IntoIterator<Item = &'s str>) -> String {
-    names
-        .into_iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// Whether `v` may be written to the field `def`.
-pub(crate) fn fits(def: &FieldDef, v: &serde_json::Value) -> bool {
-    match def.reducer {
-        Reduce::Last => def.ty.admits(v),
-        Reduce::Append => !v.is_null(),
-        Reduce::Add => v.is_number(),
-        Reduce::Merge | Reduce::Count => v.is_object(),
-    }
 }
 
 impl<'a> Loader<'a> {

@@ -162,6 +162,16 @@ impl Schema {
     }
 }
 
+/// Whether `v` may be written to the field `def`.
+pub(crate) fn fits(def: &FieldDef, v: &serde_json::Value) -> bool {
+    match def.reducer {
+        Reduce::Last => def.ty.admits(v),
+        Reduce::Append => !v.is_null(),
+        Reduce::Add => v.is_number(),
+        Reduce::Merge | Reduce::Count => v.is_object(),
+    }
+}
+
 /// The channel of one slot: the runtime's own kinds.
 #[derive(Debug, Clone)]
 enum Chan {

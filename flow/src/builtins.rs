@@ -3,69 +3,39 @@
 //! skips it.
 
 use crate::format::FieldType;
-use crate::registry::{DataError, Fields, NodeImpl, Registry, Role, StaticWrite};
+use crate::node::{Brancher, Choice, DataError, Factory, Fields, Message, NodeImpl, Role, StaticWrite};
 use crate::state::{Reduce, Schema};
 use serde::Deserialize;
 use serde_json::Value;
-use std::fmt;
 use std::sync::Arc;
 use weir_runtime::BoxError;
 
-pub(crate) fn register_builtins(r: &mut Registry) {
-    r.register_raw("start", |_, _| {
+/// The built-in types and their factories.
+pub(crate) fn builtins() -> Vec<(&'static str, Factory)> {
+    let start: Factory = Arc::new(|_, _| {
         Ok(NodeImpl {
             role: Role::Start,
             ..NodeImpl::noop()
         })
     });
-    r.register_raw("end", |_, _| {
+    let end: Factory = Arc::new(|_, _| {
         Ok(NodeImpl {
             role: Role::End,
             ..NodeImpl::noop()
         })
     });
-    r.register_raw("condition", condition);
-    r.register_raw("set", set);
-    r.register_raw("output", output);
+    vec![
+        ("start", start),
+        ("end", end),
+        ("condition", Arc::new(condition)),
+        ("set", Arc::new(set)),
+        ("output", Arc::new(output)),
+    ]
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(data: &Fields) -> Result<T, Vec<DataError>> {
     serde_json::from_value(Value::Object(data.clone()))
         .map_err(|e| vec![DataError::new("", format!("invalid `data`: {e}"))])
-}
-
-/// What a branching node chose after it ran.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Choice {
-    /// Follow the edges of this handle.
-    Handle(String),
-    /// Wait for a person to pick one of the choices.
-    Pause,
-}
-
-type ChooseFn = dyn Fn(&Fields, Option<&Value>) -> Result<Choice, BoxError> + Send + Sync;
-
-/// How a `condition` or `output` node picks among its out-edges.
-pub(crate) struct Brancher {
-    /// `condition` or `output`, for messages.
-    pub(crate) kind: &'static str,
-    /// What a handle is called in messages: `branch` or `choice`.
-    pub(crate) noun: &'static str,
-    /// Each handle, with the path of its declaration below `data`.
-    pub(crate) handles: Vec<(String, String)>,
-    /// A handle that needs no edge (`else`): when it has none, choosing it ends the branch.
-    pub(crate) optional: Option<String>,
-    /// Chooses from the state (and, for an output node, the person's choice).
-    pub(crate) choose: Box<ChooseFn>,
-}
-
-impl fmt::Debug for Brancher {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Brancher")
-            .field("kind", &self.kind)
-            .field("handles", &self.handles)
-            .finish_non_exhaustive()
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -251,35 +221,6 @@ struct ChoiceData {
     id: String,
     #[serde(default)]
     label: Option<String>,
-}
-
-/// An `output` node's message: a template, the field it is also written to, and the choices
-/// offered with it.
-pub(crate) struct Message {
-    env: minijinja::Environment<'static>,
-    pub(crate) to: Option<String>,
-    /// `(id, label)`.
-    pub(crate) choices: Vec<(String, String)>,
-}
-
-impl fmt::Debug for Message {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Message")
-            .field("to", &self.to)
-            .field("choices", &self.choices)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Message {
-    pub(crate) fn render(&self, state: &Fields) -> Result<String, BoxError> {
-        let ctx = minijinja::Value::from(minijinja::value::Serde(state));
-        Ok(self
-            .env
-            .get_template("message")
-            .and_then(|t| t.render(ctx))
-            .map_err(|e| format!("message template failed: {e}"))?)
-    }
 }
 
 /// `output`: `{"message": "Refund {{ amount }} to {{ customer }}?", "to": "transcript",

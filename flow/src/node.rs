@@ -1,0 +1,229 @@
+//! What a flow node is once its type's factory built it: the function it runs, the part it
+//! plays in the wiring (plain, start, end, a branch), what it is known to write, and why its
+//! `data` may be refused. The types below the registry and the built-ins; they import neither.
+
+use crate::state::Schema;
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use weir_runtime::BoxError;
+
+/// A JSON object: a node's view of the state, and the writes it returns (field → value).
+pub type Fields = Map<String, Value>;
+
+pub(crate) type RunFn = Arc<dyn Fn(Fields) -> BoxFuture<'static, Result<Fields, BoxError>> + Send + Sync>;
+
+/// What a node does when it runs, built by its type's factory.
+///
+/// A node reads the state's fields (those that hold a value) as a JSON object and returns the
+/// fields it writes. What runs next is decided by the flow's edges; the built-in `condition` and
+/// `output` types also choose among their out-edges.
+pub struct NodeImpl {
+    pub(crate) run: Option<RunFn>,
+    pub(crate) role: Role,
+    pub(crate) writes: Vec<StaticWrite>,
+    /// An `output` node's message.
+    pub(crate) message: Option<Arc<Message>>,
+}
+
+impl fmt::Debug for NodeImpl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeImpl")
+            .field("role", &self.role)
+            .field("writes", &self.writes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NodeImpl {
+    /// A node that writes what `f` returns.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use weir_flow::NodeImpl;
+    /// let shout = NodeImpl::sync(|state| {
+    ///     let text = state["text"].as_str().unwrap_or_default().to_uppercase();
+    ///     Ok([("text".to_owned(), text.into())].into_iter().collect())
+    /// });
+    /// # let _ = shout;
+    /// ```
+    pub fn sync<F>(f: F) -> Self
+    where
+        F: Fn(&Fields) -> Result<Fields, BoxError> + Send + Sync + 'static,
+    {
+        let f = Arc::new(f);
+        Self::with_run(Arc::new(move |state: Fields| {
+            let out = f(&state);
+            Box::pin(async move { out })
+        }))
+    }
+
+    /// A node that writes what the future `f` returns resolves to (a model call, an HTTP request).
+    pub fn future<F, Fut>(f: F) -> Self
+    where
+        F: Fn(Fields) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Fields, BoxError>> + Send + 'static,
+    {
+        Self::with_run(Arc::new(move |state: Fields| Box::pin(f(state))))
+    }
+
+    /// A node that writes nothing.
+    pub fn noop() -> Self {
+        Self {
+            run: None,
+            role: Role::Plain,
+            writes: Vec::new(),
+            message: None,
+        }
+    }
+
+    /// Declares the fields the node writes: the loader checks they exist, and two nodes that can
+    /// run in the same step must not both write a `last` field.
+    pub fn writes<'a>(mut self, fields: impl IntoIterator<Item = &'a str>) -> Self {
+        self.writes.extend(fields.into_iter().map(|f| StaticWrite {
+            field: f.to_owned(),
+            literal: None,
+            path: String::new(),
+        }));
+        self
+    }
+
+    pub(crate) fn with_run(run: RunFn) -> Self {
+        Self {
+            run: Some(run),
+            role: Role::Plain,
+            writes: Vec::new(),
+            message: None,
+        }
+    }
+}
+
+/// A field a node writes, known when it is loaded: for the type and co-running write checks.
+#[derive(Debug, Clone)]
+pub(crate) struct StaticWrite {
+    pub(crate) field: String,
+    /// The value, when it is a literal known at load time.
+    pub(crate) literal: Option<Value>,
+    /// Where, below the node's `data` (`.assign.count`), empty for the whole node.
+    pub(crate) path: String,
+}
+
+/// What part a node plays in the wiring.
+#[derive(Clone)]
+pub(crate) enum Role {
+    Plain,
+    Start,
+    End,
+    /// Chooses one of its handles after it runs.
+    Branch(Arc<Brancher>),
+}
+
+impl fmt::Debug for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Plain => "Plain",
+            Self::Start => "Start",
+            Self::End => "End",
+            Self::Branch(_) => "Branch",
+        })
+    }
+}
+
+/// Why a node's `data` was refused: a message, and where below `data` (`.branches[1].when`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataError {
+    pub(crate) path: String,
+    pub(crate) message: String,
+}
+
+impl DataError {
+    /// An error about the value at `path` below the node's `data` (`""` for `data` itself,
+    /// `.model` for a key).
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<String> for DataError {
+    fn from(message: String) -> Self {
+        Self::new("", message)
+    }
+}
+
+impl From<&str> for DataError {
+    fn from(message: &str) -> Self {
+        Self::new("", message)
+    }
+}
+
+/// What builds a node of one type from its `data`.
+pub(crate) type Factory = Arc<dyn Fn(&Fields, &Schema) -> Result<NodeImpl, Vec<DataError>> + Send + Sync>;
+
+/// What a branching node chose after it ran.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Choice {
+    /// Follow the edges of this handle.
+    Handle(String),
+    /// Wait for a person to pick one of the choices.
+    Pause,
+}
+
+type ChooseFn = dyn Fn(&Fields, Option<&Value>) -> Result<Choice, BoxError> + Send + Sync;
+
+/// How a `condition` or `output` node picks among its out-edges.
+pub(crate) struct Brancher {
+    /// `condition` or `output`, for messages.
+    pub(crate) kind: &'static str,
+    /// What a handle is called in messages: `branch` or `choice`.
+    pub(crate) noun: &'static str,
+    /// Each handle, with the path of its declaration below `data`.
+    pub(crate) handles: Vec<(String, String)>,
+    /// A handle that needs no edge (`else`): when it has none, choosing it ends the branch.
+    pub(crate) optional: Option<String>,
+    /// Chooses from the state (and, for an output node, the person's choice).
+    pub(crate) choose: Box<ChooseFn>,
+}
+
+impl fmt::Debug for Brancher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Brancher")
+            .field("kind", &self.kind)
+            .field("handles", &self.handles)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An `output` node's message: a template, the field it is also written to, and the choices
+/// offered with it.
+pub(crate) struct Message {
+    pub(crate) env: minijinja::Environment<'static>,
+    pub(crate) to: Option<String>,
+    /// `(id, label)`.
+    pub(crate) choices: Vec<(String, String)>,
+}
+
+impl fmt::Debug for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Message")
+            .field("to", &self.to)
+            .field("choices", &self.choices)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Message {
+    pub(crate) fn render(&self, state: &Fields) -> Result<String, BoxError> {
+        let ctx = minijinja::Value::from(minijinja::value::Serde(state));
+        Ok(self
+            .env
+            .get_template("message")
+            .and_then(|t| t.render(ctx))
+            .map_err(|e| format!("message template failed: {e}"))?)
+    }
+}
