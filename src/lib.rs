@@ -75,7 +75,7 @@
 /// Checked at compile time, each at the token at fault: unknown node (with the closest name),
 /// duplicate node, unreachable node, node with no path to END, edges out of END or into START, a
 /// join naming a node twice, a node function that does not fit the state, an unmapped route
-/// variant, a payload type the `Send` target does not take, an unknown field in `writes(..)`, and
+/// variant, a route value mapped by two arms (one `_` after them is a catch-all), a payload type the `Send` target does not take, an unknown field in `writes(..)`, and
 /// two nodes that can run in the same step both writing a single-value field. A node's writes
 /// outside its `writes(..)` fail the run.
 ///

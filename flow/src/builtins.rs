@@ -94,12 +94,13 @@ fn condition(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
     let fallback = else_handle.clone();
     let choose = move |state: &Fields, _: Option<&Value>| -> Result<Choice, BoxError> {
         let mut ctx = cel::Context::default();
+        let mut all = std::collections::HashMap::with_capacity(state.len());
         for (k, v) in state {
-            ctx.add_variable(k.as_str(), v.clone())
-                .map_err(|e| format!("field `{k}` cannot be read by an expression: {e}"))?;
+            let v = cel_value(v);
+            ctx.add_variable_from_value(k.as_str(), v.clone());
+            all.insert(k.clone(), v);
         }
-        ctx.add_variable("state", Value::Object(state.clone()))
-            .map_err(|e| format!("the state cannot be read by an expression: {e}"))?;
+        ctx.add_variable_from_value("state", all);
         for (id, p) in &programs {
             match p.execute(&ctx) {
                 Ok(cel::Value::Bool(true)) => return Ok(Choice::Handle(id.clone())),
@@ -120,6 +121,30 @@ fn condition(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
         })),
         ..NodeImpl::noop()
     })
+}
+
+/// A state value as an expression sees it. A JSON integer is a CEL `int` when it fits one (a
+/// `uint` only beyond `i64::MAX`), so that `n % 5 == 0` and `n - 1` work on a count: CEL has no
+/// arithmetic between `uint` and an `int` literal, and cel's own conversion makes every
+/// non-negative JSON integer a `uint`.
+fn cel_value(v: &Value) -> cel::Value {
+    match v {
+        Value::Null => cel::Value::Null,
+        Value::Bool(b) => cel::Value::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => cel::Value::Int(i),
+            (None, Some(u)) => cel::Value::UInt(u),
+            (None, None) => cel::Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => cel::Value::from(s.as_str()),
+        Value::Array(items) => cel::Value::List(Arc::new(items.iter().map(cel_value).collect())),
+        Value::Object(fields) => cel::Value::from(
+            fields
+                .iter()
+                .map(|(k, v)| (k.as_str(), cel_value(v)))
+                .collect::<std::collections::HashMap<_, _>>(),
+        ),
+    }
 }
 
 fn one_line(s: &str) -> String {

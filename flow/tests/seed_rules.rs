@@ -142,6 +142,15 @@ async fn a_loops_entry_node_does_not_wait_for_its_back_edge() {
 }
 
 #[tokio::test]
+async fn a_condition_does_integer_arithmetic_on_a_count() {
+    // A count holds non-negative integers: `%` and `-` against `int` literals work on it.
+    let flow = load(refine_loop(None, "n % 5 == 0 && n - 1 > 0 && state.n * 2 == 10"));
+    let out = flow.invoke(json!({})).await.unwrap();
+    assert_eq!(out.get("n"), Some(&json!(5)));
+    assert_eq!(out.get("trace"), Some(&json!([0, 1, 2, 3, 4])));
+}
+
+#[tokio::test]
 async fn max_steps_stops_a_runaway_loop_naming_the_node() {
     let flow = load(refine_loop(Some(4), "false"));
     let err = flow.invoke(json!({})).await.unwrap_err();

@@ -1,12 +1,14 @@
 //! The wiring rules, run at compile time: the graph is handed to `weir_topology::check` (the same
-//! rules the JSON loader runs), and each problem becomes an error at the token it names.
+//! rules the JSON loader runs), and each problem becomes an error at the token it names. One rule
+//! is the macro's own, as it is about Rust patterns: a route's arms map each value once.
 
 use proc_macro2::Span;
 use quote::ToTokens;
 use weir_topology as topo;
 
+use super::expand::tokens_to_string;
 use super::model::{Graph, RouteKind};
-use super::parse::Ref;
+use super::parse::{Arm, Ref};
 use crate::ctxt::Ctxt;
 
 /// What the checks leave for the expansion.
@@ -69,7 +71,97 @@ pub(crate) fn check(cx: &Ctxt, g: &Graph) -> Checked {
             _ => cx.error_at(span, problem.to_string()),
         }
     }
+    for r in &g.routes {
+        if let RouteKind::One(arms) | RouteKind::Many(arms) = &r.kind {
+            each_pattern_once(cx, arms);
+        }
+    }
     Checked { topology, conflicts }
+}
+
+// Rule: a route maps each value once, in `? { .. }` and `? [ .. ]` alike. rustc only warns that
+// a repeated arm is unreachable, and the first arm silently wins. Alternatives of `A | B` count
+// one by one, `Verdict::More` and `More` are one value, and `_` is a catch-all that may follow
+// explicit arms, but not another `_`.
+fn each_pattern_once(cx: &Ctxt, arms: &[Arm]) {
+    let mut seen: Vec<(Key<'_>, &Ref)> = Vec::new();
+    for arm in arms {
+        for alt in alternatives(&arm.pat) {
+            let key = Key::of(alt);
+            let Some((first, first_to)) = seen.iter().find(|(k, _)| k.same(&key)) else {
+                seen.push((key, &arm.to));
+                continue;
+            };
+            let name = tokens_to_string(alt);
+            let (to, first_to) = (ref_name(&arm.to), ref_name(first_to));
+            let targets = if to == first_to {
+                format!("both times to `{to}`")
+            } else {
+                format!("to `{first_to}` and to `{to}`")
+            };
+            cx.error_spanned_by(
+                alt,
+                format!("`{name}` is mapped twice in this route, {targets}; only its first mapping is ever used, so remove one"),
+            );
+            cx.error_spanned_by(first.pat, format!("`{name}` is first mapped here, to `{first_to}`"));
+        }
+    }
+}
+
+/// The alternatives of an arm's pattern: `A | B` is `A` and `B`.
+fn alternatives(pat: &syn::Pat) -> Vec<&syn::Pat> {
+    match pat {
+        syn::Pat::Or(or) => or.cases.iter().flat_map(alternatives).collect(),
+        syn::Pat::Paren(p) => alternatives(&p.pat),
+        _ => vec![pat],
+    }
+}
+
+/// What one alternative matches, compared by token text: a path (`Verdict::More`, `More`) with
+/// what follows it (`(_)`, `{ .. }`), or the whole pattern (`_`, `1..=3`).
+struct Key<'a> {
+    pat: &'a syn::Pat,
+    path: Vec<String>,
+    rest: String,
+}
+
+impl<'a> Key<'a> {
+    fn of(pat: &'a syn::Pat) -> Self {
+        let text = |t: &dyn ToTokens| t.to_token_stream().to_string();
+        let segments = |p: &syn::Path| p.segments.iter().map(|s| text(s)).collect();
+        let (path, rest) = match pat {
+            syn::Pat::Path(p) if p.qself.is_none() => (segments(&p.path), String::new()),
+            syn::Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() && p.mutability.is_none() => {
+                (vec![p.ident.to_string()], String::new())
+            }
+            syn::Pat::TupleStruct(p) if p.qself.is_none() => (segments(&p.path), format!("({})", text(&p.elems))),
+            syn::Pat::Struct(p) if p.qself.is_none() => {
+                let (fields, dots) = (&p.fields, &p.rest);
+                (
+                    segments(&p.path),
+                    format!("{{{}}}", text(&quote::quote!(#fields #dots))),
+                )
+            }
+            _ => (Vec::new(), text(pat)),
+        };
+        Key { pat, path, rest }
+    }
+
+    /// Whether both match the same values: the same text, where one path may be a suffix of the
+    /// other (`More` as imported, `Verdict::More` in full).
+    fn same(&self, other: &Key<'_>) -> bool {
+        self.rest == other.rest
+            && self.path.is_empty() == other.path.is_empty()
+            && (self.path.ends_with(&other.path) || other.path.ends_with(&self.path))
+    }
+}
+
+fn ref_name(r: &Ref) -> String {
+    match r {
+        Ref::Start(_) => "START".to_owned(),
+        Ref::End(_) => "END".to_owned(),
+        Ref::Node(name) => name.to_string(),
+    }
 }
 
 /// The graph's shape over names and sites. Every written field is passed as single-value: the
@@ -152,5 +244,86 @@ fn label(pat: &syn::Pat) -> String {
     match path.and_then(|p| p.segments.last()) {
         Some(seg) => seg.ident.to_string(),
         None => pat.to_token_stream().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::each_pattern_once;
+    use crate::ctxt::Ctxt;
+    use crate::graph::parse::{Arm, Ref};
+    use syn::parse::{ParseStream, Parser};
+    use syn::{Pat, Token};
+
+    /// The errors of `each_pattern_once` over the arms `Pattern => target, ..`.
+    fn errors(arms: proc_macro2::TokenStream) -> Vec<String> {
+        let parser = |input: ParseStream| {
+            syn::punctuated::Punctuated::<Arm, Token![,]>::parse_terminated_with(input, |i| {
+                let pat = Pat::parse_multi_with_leading_vert(i)?;
+                i.parse::<Token![=>]>()?;
+                Ok(Arm {
+                    pat,
+                    to: i.parse::<Ref>()?,
+                })
+            })
+        };
+        let arms: Vec<Arm> = parser.parse2(arms).expect("arms parse").into_iter().collect();
+        let cx = Ctxt::new();
+        each_pattern_once(&cx, &arms);
+        cx.check()
+            .err()
+            .map_or_else(Vec::new, |e| e.into_iter().map(|e| e.to_string()).collect())
+    }
+
+    #[test]
+    fn a_variant_mapped_twice_is_reported_at_both_arms() {
+        let errors = errors(quote::quote!(Verdict::More => search, Verdict::Done => END, Verdict::More => write));
+        assert_eq!(
+            errors,
+            [
+                "`Verdict::More` is mapped twice in this route, to `search` and to `write`; \
+                 only its first mapping is ever used, so remove one",
+                "`Verdict::More` is first mapped here, to `search`",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_full_path_and_an_imported_variant_are_one_value() {
+        let errors = errors(quote::quote!(More => search, Verdict::More => search));
+        assert_eq!(
+            errors,
+            [
+                "`Verdict::More` is mapped twice in this route, both times to `search`; \
+                 only its first mapping is ever used, so remove one",
+                "`Verdict::More` is first mapped here, to `search`",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_alternatives_of_an_or_pattern_count_one_by_one() {
+        let errors = errors(quote::quote!(Go::Web => web, Go::Write | (Go::Docs | Go::Web) => write));
+        assert_eq!(errors.len(), 2);
+        assert!(errors[0].starts_with("`Go::Web` is mapped twice in this route, to `web` and to `write`"));
+    }
+
+    #[test]
+    fn one_wildcard_after_explicit_arms_is_a_catch_all_but_two_are_a_duplicate() {
+        assert_eq!(
+            errors(quote::quote!(Verdict::More => search, _ => END)),
+            Vec::<String>::new()
+        );
+        let errors = errors(quote::quote!(Verdict::More => search, _ => END, _ => write));
+        assert_eq!(errors[1], "`_` is first mapped here, to `END`");
+    }
+
+    #[test]
+    fn distinct_values_are_not_duplicates() {
+        let arms = quote::quote!(
+            A::More => a, B::More => b, Step(1) => a, Step(2) => b, Pair { x: 1, .. } => a,
+            Pair { x: 2, .. } => b, 1..=3 => a, 4 => b, other => END,
+        );
+        assert_eq!(errors(arms), Vec::<String>::new());
     }
 }
