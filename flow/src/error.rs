@@ -80,7 +80,8 @@ impl fmt::Display for LoadError {
 impl std::error::Error for LoadError {}
 
 /// A run of a flow failed: a node failed (its message names it), the recursion limit was reached,
-/// or the input did not fit the state.
+/// the input did not fit the state, or the run stopped before an end node while a join still
+/// waited (the message names the join, what it waited for and what it had).
 #[derive(Debug)]
 pub struct RunError {
     message: String,
@@ -95,6 +96,16 @@ impl RunError {
         Self {
             message: message.into(),
             node: None,
+            recursion_limit: false,
+            pause: None,
+            source: None,
+        }
+    }
+
+    pub(crate) fn stalled(node: &str, message: String) -> Self {
+        Self {
+            message,
+            node: Some(node.to_owned()),
             recursion_limit: false,
             pause: None,
             source: None,

@@ -4,7 +4,7 @@
 use crate::error::{ticks, RunError};
 use crate::event::{Event, Outcome, Snapshot};
 use crate::load::Flow;
-use crate::state::{fits, FlowState, FlowUpdate};
+use crate::state::{fits, FlowState, FlowUpdate, LAST_FIELD, STEPS_FIELD};
 use futures::StreamExt;
 use serde_json::Value;
 use weir_runtime::{RunConfig, RunStream, StreamMode};
@@ -38,6 +38,13 @@ impl Flow {
                 )));
             }
             update.push(self.schema.index(k).expect("declared"), v.clone());
+        }
+        // A new run on a thread counts its nodes' runs afresh.
+        for hidden in [STEPS_FIELD, LAST_FIELD] {
+            update.push(
+                self.schema.index(hidden).expect("the schema has the hidden fields"),
+                Value::Null,
+            );
         }
         for (i, f) in self.schema.fields.iter().enumerate() {
             if let (Some(d), crate::state::Reduce::Last) = (&f.default, f.reducer) {
@@ -82,7 +89,7 @@ impl Flow {
     ) -> Result<Outcome, RunError> {
         let update = self.input_update(&input)?;
         let run = self.graph.stream(update, &self.config(thread), StreamMode::CUSTOM);
-        Self::stream(run, on_event).await
+        self.stream(run, on_event).await
     }
 
     /// Goes on with `thread` from its latest checkpoint: answers the paused `output` node with
@@ -100,7 +107,7 @@ impl Flow {
             .graph
             .stream_resume(choice, &self.config(Some(thread)), StreamMode::CUSTOM)
             .map_err(RunError::from_runtime)?;
-        Self::stream(run, on_event).await
+        self.stream(run, on_event).await
     }
 
     /// The thread's state at its latest checkpoint, or `None` for a thread never run.
@@ -139,7 +146,11 @@ impl Flow {
 
     /// Hands the events of `run`, this run's own bounded stream, to `on_event` as they come,
     /// then returns how the run ended. Another run of the flow streams to its own consumer.
-    async fn stream(mut run: RunStream<FlowState>, mut on_event: impl FnMut(Event)) -> Result<Outcome, RunError> {
+    async fn stream(
+        &self,
+        mut run: RunStream<FlowState>,
+        mut on_event: impl FnMut(Event),
+    ) -> Result<Outcome, RunError> {
         while let Some(item) = run.next().await {
             // The nodes' own events; the run's error (its last item) is the outcome's too.
             if let Ok(weir_runtime::Event::Custom { value, .. }) = item {
@@ -148,9 +159,50 @@ impl Flow {
                 }
             }
         }
-        run.outcome()
+        let outcome = run
+            .outcome()
             .await
             .map(Outcome::from_runtime)
-            .map_err(RunError::from_runtime)
+            .map_err(RunError::from_runtime)?;
+        if let Outcome::Done(state) = &outcome {
+            if let Some(e) = self.stalled(state) {
+                return Err(e);
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// When the run ended without reaching an end node while a join still waited: the error
+    /// naming each such join, what it waited for and what it had. A join waits when one of its
+    /// upstreams ran after it last did (or it never ran) and another did not.
+    fn stalled(&self, state: &FlowState) -> Option<RunError> {
+        let ran = |field: &str, node: &str| state.hidden(field).and_then(|v| v.get(node)).and_then(Value::as_i64);
+        if self.ends.iter().any(|e| ran(STEPS_FIELD, e).is_some()) {
+            return None;
+        }
+        let mut waiting = Vec::new();
+        for (join, sources) in self.joins() {
+            let fired = ran(LAST_FIELD, join);
+            let (had, missing): (Vec<&str>, Vec<&str>) = sources
+                .iter()
+                .map(String::as_str)
+                .partition(|s| ran(LAST_FIELD, s).is_some_and(|at| fired.is_none_or(|f| at > f)));
+            if !had.is_empty() && !missing.is_empty() {
+                waiting.push((
+                    join.as_str(),
+                    format!(
+                        "join `{join}` still waits for {} (it has {})",
+                        ticks(missing),
+                        ticks(had)
+                    ),
+                ));
+            }
+        }
+        let (first, _) = *waiting.first()?;
+        let what: Vec<String> = waiting.into_iter().map(|(_, w)| w).collect();
+        Some(RunError::stalled(
+            first,
+            format!("the run stopped before reaching an end node: {}", what.join("; ")),
+        ))
     }
 }
