@@ -33,6 +33,9 @@ pub struct LoadOptions {
     /// Where runs keep their checkpoints, by thread. Without one, a flow runs to the end in one
     /// go and an `output` node that asks for a choice fails the run.
     pub checkpointer: Option<Arc<dyn Checkpointer>>,
+    /// The most steps a run may take, instead of the seed's formula (see
+    /// [`Flow::recursion_limit`]). `weir run --recursion-limit` sets it.
+    pub recursion_limit: Option<usize>,
 }
 
 impl std::fmt::Debug for LoadOptions {
@@ -40,6 +43,7 @@ impl std::fmt::Debug for LoadOptions {
         f.debug_struct("LoadOptions")
             .field("max_steps", &self.max_steps)
             .field("checkpointer", &self.checkpointer.is_some())
+            .field("recursion_limit", &self.recursion_limit)
             .finish()
     }
 }
@@ -49,6 +53,7 @@ impl Default for LoadOptions {
         Self {
             max_steps: 10,
             checkpointer: None,
+            recursion_limit: None,
         }
     }
 }
@@ -57,6 +62,12 @@ impl LoadOptions {
     /// Keeps the runs' checkpoints with `saver`.
     pub fn checkpointer(mut self, saver: impl Checkpointer) -> Self {
         self.checkpointer = Some(Arc::new(saver));
+        self
+    }
+
+    /// Lets a run take at most `steps` steps, instead of the seed's formula.
+    pub fn recursion_limit(mut self, steps: usize) -> Self {
+        self.recursion_limit = Some(steps);
         self
     }
 }
@@ -131,7 +142,11 @@ impl Flow {
         topology::mermaid(&self.topology)
     }
 
-    /// The recursion limit of a run: max((nodes − ends − 1) × max_steps, 1) + ends + 1.
+    /// The recursion limit of a run: the most steps it may take. Unless
+    /// [`LoadOptions::recursion_limit`] sets it, the seed's max((nodes − ends − 1) × max_steps,
+    /// 1) + ends + 1. A run that reaches it fails with [`RunError::is_recursion_limit`].
+    ///
+    /// [`RunError::is_recursion_limit`]: crate::RunError::is_recursion_limit
     pub fn recursion_limit(&self) -> usize {
         self.recursion_limit
     }
@@ -253,7 +268,10 @@ impl<'a> Loader<'a> {
         let n = nodes.len();
         let ends = nodes.iter().filter(|n| matches!(n.imp.role, Role::End)).count();
         let max_steps = nodes.iter().map(|n| n.max_steps as usize).max().unwrap_or(1);
-        let recursion_limit = (n.saturating_sub(ends + 1) * max_steps).max(1) + ends + 1;
+        let recursion_limit = self
+            .options
+            .recursion_limit
+            .unwrap_or_else(|| (n.saturating_sub(ends + 1) * max_steps).max(1) + ends + 1);
         let joins = joins
             .iter()
             .map(|(t, us)| (nodes[*t].id.clone(), us.iter().map(|u| nodes[*u].id.clone()).collect()))

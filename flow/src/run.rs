@@ -96,18 +96,53 @@ impl Flow {
     /// `choice`, or, without one, re-runs what failed.
     ///
     /// # Errors
-    /// As [`run`](Self::run); also when the thread has no checkpoint or nothing is paused.
+    /// As [`run`](Self::run); also when the thread has no checkpoint or nothing is paused, and
+    /// when `choice` is not one the paused question offers (then nothing runs, and the question
+    /// stays: resume again with one of the choices the message lists).
     pub async fn resume(
         &self,
         thread: &str,
         choice: Option<&str>,
         on_event: impl FnMut(Event),
     ) -> Result<Outcome, RunError> {
+        if let Some(choice) = choice {
+            self.check_choice(thread, choice).await?;
+        }
         let run = self
             .graph
             .stream_resume(choice, &self.config(Some(thread)), StreamMode::CUSTOM)
-            .map_err(RunError::from_runtime)?;
+            .map_err(|e| RunError::from_runtime(e, self.recursion_limit()))?;
         self.stream(run, on_event).await
+    }
+
+    /// A choice that no paused question offers is refused before resuming, so that the question
+    /// stays asked (resuming with it would fail the node and lose the pause).
+    async fn check_choice(&self, thread: &str, choice: &str) -> Result<(), RunError> {
+        let Some(snapshot) = self.state(thread).await? else {
+            return Ok(()); // the runtime says the thread has no checkpoint
+        };
+        let asking: Vec<&crate::event::Pause> = snapshot.pauses.iter().filter(|p| !p.choices.is_empty()).collect();
+        if asking.is_empty() || asking.iter().any(|p| p.choices.iter().any(|c| c.id == choice)) {
+            return Ok(());
+        }
+        let questions: Vec<String> = asking
+            .iter()
+            .map(|p| {
+                format!(
+                    "node `{}` asks \"{}\" and its choices are {}",
+                    p.node,
+                    p.question,
+                    ticks(p.choices.iter().map(|c| c.id.as_str()))
+                )
+            })
+            .collect();
+        Err(RunError::choice(
+            &asking[0].node,
+            format!(
+                "`{choice}` is not a choice of the paused question: {}; the question is still waiting",
+                questions.join("; ")
+            ),
+        ))
     }
 
     /// The thread's state at its latest checkpoint, or `None` for a thread never run.
@@ -119,7 +154,7 @@ impl Flow {
             .graph
             .get_state(&self.config(Some(thread)))
             .await
-            .map_err(RunError::from_runtime)?;
+            .map_err(|e| RunError::from_runtime(e, self.recursion_limit()))?;
         Ok(snap.map(Snapshot::from_runtime))
     }
 
@@ -132,7 +167,7 @@ impl Flow {
             .graph
             .get_state_history(&self.config(Some(thread)), limit)
             .await
-            .map_err(RunError::from_runtime)?;
+            .map_err(|e| RunError::from_runtime(e, self.recursion_limit()))?;
         Ok(h.into_iter().map(Snapshot::from_runtime).collect())
     }
 
@@ -163,7 +198,7 @@ impl Flow {
             .outcome()
             .await
             .map(Outcome::from_runtime)
-            .map_err(RunError::from_runtime)?;
+            .map_err(|e| RunError::from_runtime(e, self.recursion_limit()))?;
         if let Outcome::Done(state) = &outcome {
             if let Some(e) = self.stalled(state) {
                 return Err(e);

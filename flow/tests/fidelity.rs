@@ -265,3 +265,65 @@ async fn max_steps_counts_the_runs_of_a_node_in_one_run_not_on_the_thread() {
         assert_eq!(out.state().get("i"), Some(&json!(4)), "run {lap}");
     }
 }
+
+/// s -> body -> check ? {again -> body, done -> e}, looping while `n < laps`.
+fn endless(laps: u32) -> Value {
+    json!({
+        "nodes": [node("s", "start"), counting("body"), again("check", "again", laps), node("e", "end")],
+        "edges": edges(&[("s", None, "body"), ("body", None, "check"), ("check", Some("again"), "body"),
+                         ("check", Some("done"), "e")]),
+        "state": state()
+    })
+}
+
+#[tokio::test]
+async fn the_recursion_limit_can_be_set_and_its_message_says_how_to_raise_it() {
+    let options = LoadOptions::default().recursion_limit(6);
+    let flow = Flow::from_value(&endless(100), &registry(), options).unwrap();
+    assert_eq!(flow.recursion_limit(), 6);
+    let err = flow.invoke(json!({})).await.unwrap_err();
+    assert!(err.is_recursion_limit());
+    assert_eq!(
+        err.to_string(),
+        "the run reached its recursion limit of 6 steps before an end node; a loop may not stop: \
+         check its condition, or raise the limit with `LoadOptions::recursion_limit`"
+    );
+    // A front end says its own way.
+    let err = err.raise_limit_with("with `--steps`");
+    assert!(err.is_recursion_limit());
+    assert!(err.to_string().ends_with("raise the limit with `--steps`"), "{err}");
+    // Raised enough, a loop of 3 laps ends: start, 2 steps a lap, end.
+    let flow = Flow::from_value(&endless(3), &registry(), LoadOptions::default().recursion_limit(9)).unwrap();
+    let out = flow.invoke(json!({})).await.unwrap();
+    assert_eq!(out.get("n"), Some(&json!(3)));
+}
+
+#[tokio::test]
+async fn a_choice_the_question_does_not_offer_is_refused_and_the_question_stays() {
+    let flow = Flow::from_value(
+        &json!({
+            "nodes": [node("s", "start"),
+                      {"id": "ask", "type": "output", "data": {"message": "Refund?", "choices": [{"id": "yes"}, {"id": "no"}]}},
+                      node("ok", "log"), node("ko", "log"), node("e", "end")],
+            "edges": edges(&[("s", None, "ask"), ("ask", Some("yes"), "ok"), ("ask", Some("no"), "ko"),
+                             ("ok", None, "e"), ("ko", None, "e")]),
+            "state": state()
+        }),
+        &registry(),
+        LoadOptions::default().checkpointer(weir_runtime::checkpoint::MemorySaver::new()),
+    )
+    .unwrap();
+    let out = flow.run(json!({}), Some("t"), |_| {}).await.unwrap();
+    assert!(matches!(out, weir_flow::Outcome::Paused { .. }));
+    let err = flow.resume("t", Some("maybe"), |_| {}).await.unwrap_err();
+    assert_eq!(err.node(), Some("ask"));
+    assert_eq!(
+        err.to_string(),
+        "`maybe` is not a choice of the paused question: node `ask` asks \"Refund?\" and its choices \
+         are `yes`, `no`; the question is still waiting"
+    );
+    let snap = flow.state("t").await.unwrap().unwrap();
+    assert_eq!(snap.pauses.len(), 1);
+    let out = flow.resume("t", Some("no"), |_| {}).await.unwrap();
+    assert_eq!(out.state().get("trace"), Some(&json!(["ko"])));
+}
