@@ -1,6 +1,6 @@
 //! The built-in node types: `start`, `end`, `condition` (CEL expressions), `set` (minijinja
 //! templates), `output` (a message, and a person's choice). `note` has no factory: the loader
-//! skips it.
+//! skips it. An `end` node finishes the run; an edge out of one is a load error.
 
 use crate::format::FieldType;
 use crate::node::{Brancher, Choice, DataError, Factory, Fields, Message, NodeImpl, Role, StaticWrite};
@@ -56,7 +56,8 @@ struct BranchData {
 
 /// `condition`: `{"branches": [{"id": "urgent", "when": "priority == 'high'"}], "else": "other"}`.
 /// Branches are tried in order; the first whose CEL expression is true is taken; when none is,
-/// the `else` handle (default `else`) is, and without an edge from it the branch ends.
+/// the `else` handle (default `else`) is. Every branch, `else` included, needs an edge: a
+/// condition without one for `else` is a load error naming the node and the branch.
 /// Expressions see every field that holds a value by name, and all of them as `state`.
 fn condition(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
     let d: ConditionData = parse(data)?;

@@ -80,12 +80,14 @@ impl fmt::Display for LoadError {
 impl std::error::Error for LoadError {}
 
 /// A run of a flow failed: a node failed (its message names it), the recursion limit was reached,
-/// or the input did not fit the state.
+/// the input did not fit the state, or the run stopped before an end node while a join still
+/// waited (the message names the join, what it waited for and what it had).
 #[derive(Debug)]
 pub struct RunError {
     message: String,
     node: Option<String>,
-    recursion_limit: bool,
+    /// The limit, when the run reached it.
+    recursion_limit: Option<usize>,
     pause: Option<Box<crate::event::Pause>>,
     source: Option<Box<weir_runtime::Error>>,
 }
@@ -95,7 +97,27 @@ impl RunError {
         Self {
             message: message.into(),
             node: None,
-            recursion_limit: false,
+            recursion_limit: None,
+            pause: None,
+            source: None,
+        }
+    }
+
+    /// A run stopped before an end node while the join `node` waited.
+    pub(crate) fn stalled(node: &str, message: String) -> Self {
+        Self::at_node(node, message)
+    }
+
+    /// A resume with a choice the paused `node` does not offer.
+    pub(crate) fn choice(node: &str, message: String) -> Self {
+        Self::at_node(node, message)
+    }
+
+    fn at_node(node: &str, message: String) -> Self {
+        Self {
+            message,
+            node: Some(node.to_owned()),
+            recursion_limit: None,
             pause: None,
             source: None,
         }
@@ -108,21 +130,28 @@ impl RunError {
                 .as_ref()
                 .map_or_else(|| "the run paused".to_owned(), ToString::to_string),
             node: first.as_ref().map(|p| p.node.clone()),
-            recursion_limit: false,
+            recursion_limit: None,
             pause: first.map(Box::new),
             source: None,
         }
     }
 
-    pub(crate) fn from_runtime(e: weir_runtime::Error) -> Self {
+    /// `limit` is the run's recursion limit, for the message.
+    pub(crate) fn from_runtime(e: weir_runtime::Error, limit: usize) -> Self {
         let pause = e
             .pauses()
             .first()
             .map(|p| Box::new(crate::event::Pause::from_runtime(p)));
+        // The runtime's message names its own `RunConfig`, which a flow's user never sees.
+        let recursion_limit = e.is_recursion_limit().then_some(limit);
+        let message = match recursion_limit {
+            Some(limit) => recursion_message(limit, "with `LoadOptions::recursion_limit`"),
+            None => e.to_string(),
+        };
         Self {
-            message: e.to_string(),
+            message,
             node: e.node_name().map(str::to_owned),
-            recursion_limit: e.is_recursion_limit(),
+            recursion_limit,
             pause,
             source: Some(Box::new(e)),
         }
@@ -140,7 +169,17 @@ impl RunError {
 
     /// Whether the run hit its recursion limit.
     pub fn is_recursion_limit(&self) -> bool {
-        self.recursion_limit
+        self.recursion_limit.is_some()
+    }
+
+    /// The same error, with a recursion limit's advice on raising it replaced by `how` (a front
+    /// end's own way, such as a command-line flag); other errors are unchanged.
+    #[must_use]
+    pub fn raise_limit_with(mut self, how: &str) -> Self {
+        if let Some(limit) = self.recursion_limit {
+            self.message = recursion_message(limit, how);
+        }
+        self
     }
 }
 
@@ -154,6 +193,13 @@ impl std::error::Error for RunError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.source.as_ref().and_then(|e| std::error::Error::source(&**e))
     }
+}
+
+fn recursion_message(limit: usize, how: &str) -> String {
+    format!(
+        "the run reached its recursion limit of {limit} steps before an end node; a loop may not \
+         stop: check its condition, or raise the limit {how}"
+    )
 }
 
 /// Names in backticks, comma-separated: `` `a`, `b` ``.

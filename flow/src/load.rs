@@ -1,6 +1,17 @@
 //! Loading a flow file onto the runtime, as the seed's engine does: validate, instantiate the
 //! nodes through the registry, connect START and END, compute each node's level, translate the
 //! plain, condition and output edges, decide what each multi-input node waits for, compile.
+//!
+//! Where weir is stricter than the seed:
+//! - an edge out of an `end` node is a load error (the seed ignores it): nothing runs after an
+//!   end node, so the edge can only be a mistake;
+//! - every branch of a `condition` needs an edge, `else` included (the seed lets a branch
+//!   without one end the run quietly, before any end node);
+//! - a run that stops before any end node while a join still waits fails, naming the join and
+//!   what it waited for, instead of ending as done.
+//!
+//! Levels are the seed's (the longest simple path from the start, see [`topology::levels`]),
+//! so they, and the joins decided from them, do not depend on the order of the file's edges.
 
 use crate::error::{ticks, Diagnostic, LoadError};
 use crate::format::{FieldType, FlowFile};
@@ -12,7 +23,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use weir_runtime::checkpoint::Checkpointer;
 use weir_runtime::{CompiledGraph, GraphBuilder, NodeId, END, START};
-use weir_topology::{self as topology, Ref, Route, Site, Topology, Via};
+use weir_topology::{self as topology, Ref, Route, Site, Topology};
 
 /// Loader settings.
 #[derive(Clone)]
@@ -22,6 +33,9 @@ pub struct LoadOptions {
     /// Where runs keep their checkpoints, by thread. Without one, a flow runs to the end in one
     /// go and an `output` node that asks for a choice fails the run.
     pub checkpointer: Option<Arc<dyn Checkpointer>>,
+    /// The most steps a run may take, instead of the seed's formula (see
+    /// [`Flow::recursion_limit`]). `weir run --recursion-limit` sets it.
+    pub recursion_limit: Option<usize>,
 }
 
 impl std::fmt::Debug for LoadOptions {
@@ -29,6 +43,7 @@ impl std::fmt::Debug for LoadOptions {
         f.debug_struct("LoadOptions")
             .field("max_steps", &self.max_steps)
             .field("checkpointer", &self.checkpointer.is_some())
+            .field("recursion_limit", &self.recursion_limit)
             .finish()
     }
 }
@@ -38,6 +53,7 @@ impl Default for LoadOptions {
         Self {
             max_steps: 10,
             checkpointer: None,
+            recursion_limit: None,
         }
     }
 }
@@ -46,6 +62,12 @@ impl LoadOptions {
     /// Keeps the runs' checkpoints with `saver`.
     pub fn checkpointer(mut self, saver: impl Checkpointer) -> Self {
         self.checkpointer = Some(Arc::new(saver));
+        self
+    }
+
+    /// Lets a run take at most `steps` steps, instead of the seed's formula.
+    pub fn recursion_limit(mut self, steps: usize) -> Self {
+        self.recursion_limit = Some(steps);
         self
     }
 }
@@ -58,6 +80,8 @@ pub struct Flow {
     recursion_limit: usize,
     joins: Vec<(String, Vec<String>)>,
     levels: Vec<(String, Option<usize>)>,
+    /// The ids of the end nodes.
+    pub(crate) ends: Vec<String>,
 }
 
 impl std::fmt::Debug for Flow {
@@ -118,7 +142,11 @@ impl Flow {
         topology::mermaid(&self.topology)
     }
 
-    /// The recursion limit of a run: max((nodes − ends − 1) × max_steps, 1) + ends + 1.
+    /// The recursion limit of a run: the most steps it may take. Unless
+    /// [`LoadOptions::recursion_limit`] sets it, the seed's max((nodes − ends − 1) × max_steps,
+    /// 1) + ends + 1. A run that reaches it fails with [`RunError::is_recursion_limit`].
+    ///
+    /// [`RunError::is_recursion_limit`]: crate::RunError::is_recursion_limit
     pub fn recursion_limit(&self) -> usize {
         self.recursion_limit
     }
@@ -205,19 +233,19 @@ impl<'a> Loader<'a> {
         self.handles_have_edges(&nodes, &edges);
         self.writes_fit(&nodes, &schema);
 
-        // Levels and back edges, on the graph without joins.
-        let (pre, pre_map) = self.topology(&nodes, &edges, &[], &schema);
+        // Levels, on the graph without joins: the longest simple path from START, as the seed.
+        let pre = self.topology(&nodes, &edges, &[], &schema);
         let levels = topology::levels(&pre);
-        let back: HashSet<usize> = topology::back_edges(&pre)
-            .iter()
-            .filter_map(|b| pre_map.edge_of(b.via))
-            .collect();
-        let joins = decide_joins(&nodes, &edges, &levels, &back);
+        let joins = decide_joins(&nodes, &edges, &levels);
 
         // The checks, on the graph as it will run.
-        let (topo, _) = self.topology(&nodes, &edges, &joins, &schema);
+        let topo = self.topology(&nodes, &edges, &joins, &schema);
         let no_start = !nodes.iter().any(|n| matches!(n.imp.role, Role::Start));
-        for p in topology::check(&topo) {
+        // The shared rules, and the joins a loop can starve (the levels should leave none).
+        for p in topology::check(&topo)
+            .into_iter()
+            .chain(topology::starving_joins(&topo))
+        {
             if no_start && matches!(p.kind, topology::ProblemKind::NoEntry) {
                 continue;
             }
@@ -240,7 +268,10 @@ impl<'a> Loader<'a> {
         let n = nodes.len();
         let ends = nodes.iter().filter(|n| matches!(n.imp.role, Role::End)).count();
         let max_steps = nodes.iter().map(|n| n.max_steps as usize).max().unwrap_or(1);
-        let recursion_limit = (n.saturating_sub(ends + 1) * max_steps).max(1) + ends + 1;
+        let recursion_limit = self
+            .options
+            .recursion_limit
+            .unwrap_or_else(|| (n.saturating_sub(ends + 1) * max_steps).max(1) + ends + 1);
         let joins = joins
             .iter()
             .map(|(t, us)| (nodes[*t].id.clone(), us.iter().map(|u| nodes[*u].id.clone()).collect()))
@@ -252,6 +283,11 @@ impl<'a> Loader<'a> {
             recursion_limit,
             joins,
             levels,
+            ends: nodes
+                .iter()
+                .filter(|n| matches!(n.imp.role, Role::End))
+                .map(|n| n.id.clone())
+                .collect(),
         })
     }
 
@@ -553,6 +589,22 @@ impl<'a> Loader<'a> {
                     );
                 }
             }
+            // The fallback (`else`) too: a run that took it with nowhere to go would stop before
+            // an end node and still look done.
+            if let Some(h) = &b.optional {
+                if !edges.iter().any(|e| e.source == k && e.handle.as_deref() == Some(h)) {
+                    let declared = self.file.nodes[n.at].data.contains_key("else");
+                    let path = format!("{}.data{}", node_path(n.at), if declared { ".else" } else { "" });
+                    self.error(
+                        path,
+                        Some(&n.id),
+                        format!(
+                            "{} `{h}` of {} node `{}` has no edge; every {} needs one: connect `{h}` to the node that runs when no other {} is taken",
+                            b.noun, b.kind, n.id, b.noun, b.noun
+                        ),
+                    );
+                }
+            }
         }
     }
 
@@ -610,9 +662,8 @@ impl<'a> Loader<'a> {
         edges: &[LEdge],
         joins: &[(usize, Vec<usize>)],
         schema: &Schema,
-    ) -> (Topology, ConnMap) {
+    ) -> Topology {
         let mut t = Topology::new().at(self.sites_root());
-        let mut map = ConnMap::default();
         for n in nodes {
             let site = self.site(format!("{}.id", node_path(n.at)), &n.id);
             let mut decl = topology::NodeDecl::new(n.id.clone(), site);
@@ -627,11 +678,9 @@ impl<'a> Loader<'a> {
             match n.imp.role {
                 Role::Start => {
                     t = t.edge(Ref::Start(site), Ref::node(n.id.clone(), site));
-                    map.edges.push(None);
                 }
                 Role::End => {
                     t = t.edge(Ref::node(n.id.clone(), site), Ref::End(site));
-                    map.edges.push(None);
                 }
                 _ => {}
             }
@@ -648,23 +697,23 @@ impl<'a> Loader<'a> {
                 }
                 let site = self.site(node_path(n.at), &n.id);
                 let mut r = Route::new(Ref::node(n.id.clone(), site), site);
-                let mut targets = Vec::new();
                 for e in &out {
                     let s = self.site(format!("{}.target", edge_path(e.at)), &e.id);
                     r = r.target(
                         Ref::node(nodes[e.target].id.clone(), s),
                         e.handle.clone().unwrap_or_default(),
                     );
-                    targets.push(Some(edges_index(edges, e)));
                 }
                 let per_handle = |h: &str| out.iter().filter(|e| e.handle.as_deref() == Some(h)).count();
-                let several = b.handles.iter().any(|(h, _)| per_handle(h) > 1);
-                let may_stop = b.optional.as_deref().is_some_and(|h| per_handle(h) == 0);
-                if several || may_stop {
+                if b.handles
+                    .iter()
+                    .map(|(h, _)| h.as_str())
+                    .chain(b.optional.as_deref())
+                    .any(|h| per_handle(h) > 1)
+                {
                     r = r.multi();
                 }
                 t = t.route(r);
-                map.routes.push(targets);
             } else {
                 for e in out {
                     if joined.contains(&(e.source, e.target)) {
@@ -673,7 +722,6 @@ impl<'a> Loader<'a> {
                     let from = self.site(format!("{}.source", edge_path(e.at)), &e.id);
                     let to = self.site(format!("{}.target", edge_path(e.at)), &e.id);
                     t = t.edge(Ref::node(n.id.clone(), from), Ref::node(nodes[e.target].id.clone(), to));
-                    map.edges.push(Some(edges_index(edges, e)));
                 }
             }
         }
@@ -687,20 +735,13 @@ impl<'a> Loader<'a> {
                 t = t.single_write_field(f.name.clone());
             }
         }
-        (t, map)
+        t
     }
 
     fn sites_root(&mut self) -> Site {
         self.sites.push(("$".to_owned(), None));
         self.sites.len() - 1
     }
-}
-
-fn edges_index(edges: &[LEdge], e: &LEdge) -> usize {
-    edges
-        .iter()
-        .position(|x| x.at == e.at)
-        .expect("the edge is in the list")
 }
 
 fn reducer_note(r: Reduce) -> &'static str {
@@ -711,41 +752,19 @@ fn reducer_note(r: Reduce) -> &'static str {
     }
 }
 
-/// Which edge of ours each connection of a topology is.
-#[derive(Default)]
-struct ConnMap {
-    edges: Vec<Option<usize>>,
-    routes: Vec<Vec<Option<usize>>>,
-}
-
-impl ConnMap {
-    fn edge_of(&self, via: Via) -> Option<usize> {
-        match via {
-            Via::Edge(i) => self.edges.get(i).copied().flatten(),
-            Via::Route { route, target } => self.routes.get(route).and_then(|r| r.get(target)).copied().flatten(),
-            _ => None,
-        }
-    }
-}
-
 /// For each multi-input node, whether it waits for all its upstreams on a lower level (a join)
-/// or runs on any: back edges of a loop never make it wait, and neither do upstreams that
-/// exclude each other (they follow different branches of one condition or output) or that
-/// choose a branch themselves.
-fn decide_joins(
-    nodes: &[LNode],
-    edges: &[LEdge],
-    levels: &[(String, Option<usize>)],
-    back: &HashSet<usize>,
-) -> Vec<(usize, Vec<usize>)> {
+/// or runs on any: an edge that re-enters a loop comes from a higher level and never makes it
+/// wait, and neither do upstreams that exclude each other (they follow different branches of
+/// one condition or output) or that choose a branch themselves.
+fn decide_joins(nodes: &[LNode], edges: &[LEdge], levels: &[(String, Option<usize>)]) -> Vec<(usize, Vec<usize>)> {
     let level: HashMap<&str, Option<usize>> = levels.iter().map(|(n, l)| (n.as_str(), *l)).collect();
     let lv = |k: usize| level.get(nodes[k].id.as_str()).copied().flatten();
-    // Forward (non-back) predecessors of each node, with the handle of the edge.
+    // An edge is forward when it climbs a level; the others close a loop.
+    let forward_edge = |e: &LEdge| matches!((lv(e.source), lv(e.target)), (Some(a), Some(b)) if a < b);
+    // Forward predecessors of each node, with the handle of the edge.
     let mut preds: Vec<Vec<(usize, Option<&str>)>> = vec![Vec::new(); nodes.len()];
-    for (i, e) in edges.iter().enumerate() {
-        if !back.contains(&i) {
-            preds[e.target].push((e.source, e.handle.as_deref()));
-        }
+    for e in edges.iter().filter(|e| forward_edge(e)) {
+        preds[e.target].push((e.source, e.handle.as_deref()));
     }
     let is_branch = |k: usize| matches!(nodes[k].imp.role, Role::Branch(_));
     // The branch a node lies on: walking up single-predecessor chains to a branching node.
@@ -765,14 +784,12 @@ fn decide_joins(
     };
     let mut joins = Vec::new();
     for t in 0..nodes.len() {
-        let Some(lt) = lv(t) else { continue };
+        if lv(t).is_none() {
+            continue;
+        }
         let mut forward: Vec<usize> = Vec::new();
-        for (i, e) in edges.iter().enumerate() {
-            if e.target == t
-                && !back.contains(&i)
-                && lv(e.source).is_some_and(|l| l < lt)
-                && !forward.contains(&e.source)
-            {
+        for e in edges {
+            if e.target == t && forward_edge(e) && !forward.contains(&e.source) {
                 forward.push(e.source);
             }
         }

@@ -184,7 +184,8 @@ pub(crate) struct Brancher {
     pub(crate) noun: &'static str,
     /// Each handle, with the path of its declaration below `data`.
     pub(crate) handles: Vec<(String, String)>,
-    /// A handle that needs no edge (`else`): when it has none, choosing it ends the branch.
+    /// The handle taken when no other is (`else`), which the data need not declare; like the
+    /// others it needs an edge.
     pub(crate) optional: Option<String>,
     /// Chooses from the state (and, for an output node, the person's choice).
     pub(crate) choose: Box<ChooseFn>,

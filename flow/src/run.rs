@@ -4,7 +4,7 @@
 use crate::error::{ticks, RunError};
 use crate::event::{Event, Outcome, Snapshot};
 use crate::load::Flow;
-use crate::state::{fits, FlowState, FlowUpdate};
+use crate::state::{fits, FlowState, FlowUpdate, LAST_FIELD, STEPS_FIELD};
 use futures::StreamExt;
 use serde_json::Value;
 use weir_runtime::{RunConfig, RunStream, StreamMode};
@@ -38,6 +38,13 @@ impl Flow {
                 )));
             }
             update.push(self.schema.index(k).expect("declared"), v.clone());
+        }
+        // A new run on a thread counts its nodes' runs afresh.
+        for hidden in [STEPS_FIELD, LAST_FIELD] {
+            update.push(
+                self.schema.index(hidden).expect("the schema has the hidden fields"),
+                Value::Null,
+            );
         }
         for (i, f) in self.schema.fields.iter().enumerate() {
             if let (Some(d), crate::state::Reduce::Last) = (&f.default, f.reducer) {
@@ -82,25 +89,60 @@ impl Flow {
     ) -> Result<Outcome, RunError> {
         let update = self.input_update(&input)?;
         let run = self.graph.stream(update, &self.config(thread), StreamMode::CUSTOM);
-        Self::stream(run, on_event).await
+        self.stream(run, on_event).await
     }
 
     /// Goes on with `thread` from its latest checkpoint: answers the paused `output` node with
     /// `choice`, or, without one, re-runs what failed.
     ///
     /// # Errors
-    /// As [`run`](Self::run); also when the thread has no checkpoint or nothing is paused.
+    /// As [`run`](Self::run); also when the thread has no checkpoint or nothing is paused, and
+    /// when `choice` is not one the paused question offers (then nothing runs, and the question
+    /// stays: resume again with one of the choices the message lists).
     pub async fn resume(
         &self,
         thread: &str,
         choice: Option<&str>,
         on_event: impl FnMut(Event),
     ) -> Result<Outcome, RunError> {
+        if let Some(choice) = choice {
+            self.check_choice(thread, choice).await?;
+        }
         let run = self
             .graph
             .stream_resume(choice, &self.config(Some(thread)), StreamMode::CUSTOM)
-            .map_err(RunError::from_runtime)?;
-        Self::stream(run, on_event).await
+            .map_err(|e| RunError::from_runtime(e, self.recursion_limit()))?;
+        self.stream(run, on_event).await
+    }
+
+    /// A choice that no paused question offers is refused before resuming, so that the question
+    /// stays asked (resuming with it would fail the node and lose the pause).
+    async fn check_choice(&self, thread: &str, choice: &str) -> Result<(), RunError> {
+        let Some(snapshot) = self.state(thread).await? else {
+            return Ok(()); // the runtime says the thread has no checkpoint
+        };
+        let asking: Vec<&crate::event::Pause> = snapshot.pauses.iter().filter(|p| !p.choices.is_empty()).collect();
+        if asking.is_empty() || asking.iter().any(|p| p.choices.iter().any(|c| c.id == choice)) {
+            return Ok(());
+        }
+        let questions: Vec<String> = asking
+            .iter()
+            .map(|p| {
+                format!(
+                    "node `{}` asks \"{}\" and its choices are {}",
+                    p.node,
+                    p.question,
+                    ticks(p.choices.iter().map(|c| c.id.as_str()))
+                )
+            })
+            .collect();
+        Err(RunError::choice(
+            &asking[0].node,
+            format!(
+                "`{choice}` is not a choice of the paused question: {}; the question is still waiting",
+                questions.join("; ")
+            ),
+        ))
     }
 
     /// The thread's state at its latest checkpoint, or `None` for a thread never run.
@@ -112,7 +154,7 @@ impl Flow {
             .graph
             .get_state(&self.config(Some(thread)))
             .await
-            .map_err(RunError::from_runtime)?;
+            .map_err(|e| RunError::from_runtime(e, self.recursion_limit()))?;
         Ok(snap.map(Snapshot::from_runtime))
     }
 
@@ -125,7 +167,7 @@ impl Flow {
             .graph
             .get_state_history(&self.config(Some(thread)), limit)
             .await
-            .map_err(RunError::from_runtime)?;
+            .map_err(|e| RunError::from_runtime(e, self.recursion_limit()))?;
         Ok(h.into_iter().map(Snapshot::from_runtime).collect())
     }
 
@@ -139,7 +181,11 @@ impl Flow {
 
     /// Hands the events of `run`, this run's own bounded stream, to `on_event` as they come,
     /// then returns how the run ended. Another run of the flow streams to its own consumer.
-    async fn stream(mut run: RunStream<FlowState>, mut on_event: impl FnMut(Event)) -> Result<Outcome, RunError> {
+    async fn stream(
+        &self,
+        mut run: RunStream<FlowState>,
+        mut on_event: impl FnMut(Event),
+    ) -> Result<Outcome, RunError> {
         while let Some(item) = run.next().await {
             // The nodes' own events; the run's error (its last item) is the outcome's too.
             if let Ok(weir_runtime::Event::Custom { value, .. }) = item {
@@ -148,9 +194,50 @@ impl Flow {
                 }
             }
         }
-        run.outcome()
+        let outcome = run
+            .outcome()
             .await
             .map(Outcome::from_runtime)
-            .map_err(RunError::from_runtime)
+            .map_err(|e| RunError::from_runtime(e, self.recursion_limit()))?;
+        if let Outcome::Done(state) = &outcome {
+            if let Some(e) = self.stalled(state) {
+                return Err(e);
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// When the run ended without reaching an end node while a join still waited: the error
+    /// naming each such join, what it waited for and what it had. A join waits when one of its
+    /// upstreams ran after it last did (or it never ran) and another did not.
+    fn stalled(&self, state: &FlowState) -> Option<RunError> {
+        let ran = |field: &str, node: &str| state.hidden(field).and_then(|v| v.get(node)).and_then(Value::as_i64);
+        if self.ends.iter().any(|e| ran(STEPS_FIELD, e).is_some()) {
+            return None;
+        }
+        let mut waiting = Vec::new();
+        for (join, sources) in self.joins() {
+            let fired = ran(LAST_FIELD, join);
+            let (had, missing): (Vec<&str>, Vec<&str>) = sources
+                .iter()
+                .map(String::as_str)
+                .partition(|s| ran(LAST_FIELD, s).is_some_and(|at| fired.is_none_or(|f| at > f)));
+            if !had.is_empty() && !missing.is_empty() {
+                waiting.push((
+                    join.as_str(),
+                    format!(
+                        "join `{join}` still waits for {} (it has {})",
+                        ticks(missing),
+                        ticks(had)
+                    ),
+                ));
+            }
+        }
+        let (first, _) = *waiting.first()?;
+        let what: Vec<String> = waiting.into_iter().map(|(_, w)| w).collect();
+        Some(RunError::stalled(
+            first,
+            format!("the run stopped before reaching an end node: {}", what.join("; ")),
+        ))
     }
 }

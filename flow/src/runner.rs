@@ -4,7 +4,7 @@
 use crate::error::ticks;
 use crate::event::{ChoiceOption, Event, Question};
 use crate::node::{Brancher, Choice, Fields, Message, NodeImpl, Role, RunFn};
-use crate::state::{fits, FlowState, FlowUpdate, Schema, ROUTE_FIELD, STEPS_FIELD};
+use crate::state::{fits, FlowState, FlowUpdate, Schema, LAST_FIELD, ROUTE_FIELD, STEPS_FIELD};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -23,6 +23,7 @@ pub(crate) struct NodeRuntime {
     gotos: HashMap<String, Vec<NodeId>>,
     steps_slot: usize,
     route_slot: usize,
+    last_slot: usize,
 }
 
 impl NodeRuntime {
@@ -35,6 +36,7 @@ impl NodeRuntime {
     ) -> Self {
         let steps_slot = schema.index(STEPS_FIELD).expect("the schema has the hidden fields");
         let route_slot = schema.index(ROUTE_FIELD).expect("the schema has the hidden fields");
+        let last_slot = schema.index(LAST_FIELD).expect("the schema has the hidden fields");
         Self {
             id,
             run: imp.run.clone(),
@@ -48,6 +50,7 @@ impl NodeRuntime {
             gotos,
             steps_slot,
             route_slot,
+            last_slot,
         }
     }
 
@@ -90,7 +93,8 @@ impl NodeRuntime {
             }
             // Events go to this run's own stream, when somebody streams it.
             let events = cx.is_streaming().then(|| cx.clone());
-            Box::pin(async move { me.call(state, choice, events).await })
+            let step = cx.step();
+            Box::pin(async move { me.call(state, choice, step, events).await })
         }
     }
 
@@ -111,6 +115,7 @@ impl NodeRuntime {
         &self,
         state: Fields,
         choice: Option<Value>,
+        step: i64,
         events: Option<Context>,
     ) -> Result<Command<FlowState>, BoxError> {
         let mut writes = match &self.run {
@@ -154,6 +159,7 @@ impl NodeRuntime {
             update.push(slot, value.clone());
         }
         update.push(self.steps_slot, json!({ &self.id: 1 }));
+        update.push(self.last_slot, json!({ &self.id: step }));
         if let Some(b) = &self.branch {
             let handle = match (b.choose)(&state, choice.as_ref())? {
                 Choice::Handle(h) => h,

@@ -25,6 +25,9 @@ pub(crate) const STEPS_FIELD: &str = "__steps";
 /// The hidden field where a `condition` or `output` node leaves the handle it chose
 /// (`{node: handle}`), for its router.
 pub(crate) const ROUTE_FIELD: &str = "__route";
+/// The hidden field holding the step each node last ran at in the run (`{node: step}`), to tell
+/// what a join still waits for when a run stops short of an end node.
+pub(crate) const LAST_FIELD: &str = "__last";
 
 /// How a slot combines a step's writes: the declared reducers, and the hidden counter's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,12 +123,14 @@ impl Schema {
             reducer: Reduce::Count,
             default: None,
         }));
-        fields.push(Arc::new(FieldDef {
-            name: ROUTE_FIELD.to_owned(),
-            ty: FieldType::Object,
-            reducer: Reduce::Merge,
-            default: None,
-        }));
+        for name in [ROUTE_FIELD, LAST_FIELD] {
+            fields.push(Arc::new(FieldDef {
+                name: name.to_owned(),
+                ty: FieldType::Object,
+                reducer: Reduce::Merge,
+                default: None,
+            }));
+        }
         let infos = fields
             .iter()
             .map(|f| {
@@ -513,9 +518,10 @@ fn merge(v: &mut Value, w: Value) {
     }
 }
 
-/// The hidden counter: objects of numbers, added key by key.
+/// The hidden counter: objects of numbers, added key by key; `null` starts it again (a run's
+/// input writes it, so that `max_steps` counts per run, not per thread).
 fn count(v: &mut Value, w: Value) {
-    if !v.is_object() {
+    if w.is_null() || !v.is_object() {
         *v = Value::Object(Map::new());
     }
     if let (Value::Object(a), Value::Object(b)) = (v, w) {

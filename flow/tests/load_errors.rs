@@ -131,7 +131,7 @@ fn condition_edges_need_a_known_handle_and_expressions_must_parse() {
                   {"id": "3", "source": "d", "sourceHandle": "b", "target": "e"}],
         "state": {"t": {"type": "number"}}
     }));
-    assert_eq!(got.len(), 5, "{got:#?}");
+    assert_eq!(got.len(), 6, "{got:#?}");
     assert_eq!(got[0].0, "$.nodes[2].data.branches[0].when");
     assert_eq!(
         got[0].2,
@@ -154,6 +154,11 @@ fn condition_edges_need_a_known_handle_and_expressions_must_parse() {
                 "$.nodes[3].data.branches[0]",
                 Some("d"),
                 "branch `a` of condition node `d` has no edge; connect it or remove it"
+            ),
+            p(
+                "$.nodes[3].data",
+                Some("d"),
+                "branch `else` of condition node `d` has no edge; every branch needs one: connect `else` to the node that runs when no other branch is taken"
             ),
             // With both of `d`'s edges refused, nothing leads to `e`.
             p(

@@ -91,7 +91,7 @@ async fn exclusive_branches_merge_without_waiting() {
     // c ? {x -> a, y -> b}; a -> m; b -> m: m runs after whichever branch ran.
     let flow = load(json!({
         "nodes": [node("s", "start"),
-                  {"id": "c", "type": "condition", "data": {"branches": [{"id": "x", "when": "n > 0"}, {"id": "y", "when": "true"}]}},
+                  {"id": "c", "type": "condition", "data": {"branches": [{"id": "x", "when": "n > 0"}], "else": "y"}},
                   node("a", "log"), node("b", "log"), node("m", "log"), node("e", "end")],
         "edges": [edge("1", "s", "c"), {"id": "2", "source": "c", "sourceHandle": "x", "target": "a"},
                   {"id": "3", "source": "c", "sourceHandle": "y", "target": "b"},

@@ -518,52 +518,6 @@ impl<'t> Graph<'t> {
     }
 }
 
-/// Each node's level: the length of the longest path from START to it once back edges (see
-/// [`back_edges`]) are cut, or `None` when START does not lead to it. In declaration order, one
-/// entry per distinct name.
-///
-/// The JSON loader uses it to decide what a multi-input node waits for: its upstreams on a lower
-/// level, not those that reach it through a back edge.
-///
-/// # Examples
-///
-/// ```
-/// use weir_topology::{levels, NodeDecl, Ref, Topology};
-///
-/// // START -> a -> b -> a (a loop), START -> c
-/// let t = Topology::new()
-///     .node(NodeDecl::new("a", 0))
-///     .node(NodeDecl::new("b", 0))
-///     .node(NodeDecl::new("c", 0))
-///     .edge(Ref::Start(0), Ref::node("a", 0))
-///     .edge(Ref::node("a", 0), Ref::node("b", 0))
-///     .edge(Ref::node("b", 0), Ref::node("a", 0));
-/// assert_eq!(
-///     levels(&t),
-///     vec![("a".to_owned(), Some(1)), ("b".to_owned(), Some(2)), ("c".to_owned(), None)]
-/// );
-/// ```
-pub fn levels(t: &Topology) -> Vec<(String, Option<usize>)> {
-    let g = Graph::new(t, false);
-    let (back, finished) = g.dfs();
-    let mut level: Vec<Option<usize>> = vec![None; g.len()];
-    level[START] = Some(0);
-    let mut out = vec![Vec::new(); g.len()];
-    for (arc, is_back) in g.arcs.iter().zip(&back) {
-        if let (Some(from), Some(to), false) = (arc.from, arc.to, *is_back) {
-            out[from].push(to);
-        }
-    }
-    // Reverse finishing order is a topological order of the graph without its back edges.
-    for &v in finished.iter().rev() {
-        let Some(l) = level[v] else { continue };
-        for &w in &out[v] {
-            level[w] = Some(level[w].map_or(l + 1, |lw| lw.max(l + 1)));
-        }
-    }
-    g.node_vertices().map(|v| (g.name(v).to_owned(), level[v])).collect()
-}
-
 /// The arcs that close cycles: those entering a node on the current path of a depth-first search
 /// from START (then from each node not yet visited, in declaration order). Arcs are followed in
 /// a fixed order: edges, joins (source by source), routes (target by target), sends, each in

@@ -9,8 +9,9 @@
 //! - [`check`]: every problem with a graph's wiring (unknown, duplicate, unreachable node, no
 //!   path to END, misuse of START and END, bad joins, nodes that can run in the same step and
 //!   write the same single-value field), all at once, in a deterministic order;
-//! - [`levels`] and [`back_edges`]: the longest-path level of each node and the edges that close
-//!   cycles, which the JSON loader uses to decide what a multi-input node waits for;
+//! - [`levels`]: the longest simple path from START to each node, which the JSON loader uses
+//!   to decide what a multi-input node waits for; [`back_edges`]: the edges a depth-first
+//!   search finds closing cycles; [`starving_joins`]: joins a loop can leave waiting forever;
 //! - [`mermaid`]: a Mermaid drawing of the graph;
 //! - [`suggest`]: the closest declared name to a misspelt one.
 //!
@@ -50,13 +51,15 @@
 mod check;
 mod decl;
 mod graph;
+mod levels;
 mod mermaid;
 mod problem;
 mod suggest;
 
 pub use crate::check::check;
 pub use crate::decl::{Edge, Join, NodeDecl, Ref, Route, RouteTarget, SendRoute, Site, Topology};
-pub use crate::graph::{back_edges, levels, BackEdge, Via};
+pub use crate::graph::{back_edges, BackEdge, Via};
+pub use crate::levels::{levels, starving_joins, PATH_BUDGET};
 pub use crate::mermaid::mermaid;
 pub use crate::problem::{ConnectionKind, Problem, ProblemKind};
 pub use crate::suggest::suggest;

@@ -106,6 +106,16 @@ pub enum ProblemKind {
         /// The field.
         field: String,
     },
+    /// A join whose target a loop leads back to one of its sources but not to another, and
+    /// enters only through the join (see [`starving_joins`](crate::starving_joins)).
+    StarvingJoin {
+        /// The join's target.
+        target: String,
+        /// A source the loop runs again.
+        looped: String,
+        /// A source the loop never runs again.
+        left: String,
+    },
 }
 
 /// The kind of connection a [`ProblemKind::FromEnd`] or [`ProblemKind::IntoStart`] is about.
@@ -202,6 +212,12 @@ impl fmt::Display for ProblemKind {
                 "node `{node}` can run several times in the same step (once per Send) and \
                  writes `{field}`, which takes one value per step; give `{field}` a reducer or \
                  write it from a node that runs once"
+            ),
+            ProblemKind::StarvingJoin { target, looped, left } => write!(
+                f,
+                "join into `{target}` can starve: after `{target}` runs, a loop leads back to \
+                 `{looped}` but never to `{left}`, so the next time `{target}` waits for `{left}` \
+                 forever"
             ),
         }
     }

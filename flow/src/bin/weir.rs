@@ -57,6 +57,23 @@ impl Thread {
     }
 }
 
+#[derive(Args)]
+struct Limit {
+    /// The most steps the run may take (default: max((nodes - ends - 1) * max_steps, 1) + ends
+    /// + 1). Not kept with the thread: give it again to `weir resume`.
+    #[arg(long, value_name = "STEPS", value_parser = clap::value_parser!(u64).range(1..))]
+    recursion_limit: Option<u64>,
+}
+
+impl Limit {
+    fn steps(&self) -> Option<usize> {
+        self.recursion_limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+}
+
+/// How a CLI user raises the recursion limit, for the message of a run that reached it.
+const RAISE_LIMIT: &str = "with `--recursion-limit <STEPS>`";
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Validate a flow: print every problem, with its JSON path; exit 1 if there is any.
@@ -87,6 +104,8 @@ enum Cmd {
         /// The default `max_steps` of nodes that do not set one.
         #[arg(long, default_value_t = 10)]
         max_steps: u32,
+        #[command(flatten)]
+        limit: Limit,
     },
     /// Go on with a thread: answer its question with `--choice`, or re-run what failed.
     Resume {
@@ -98,6 +117,8 @@ enum Cmd {
         /// One JSON object per line instead of text.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        limit: Limit,
     },
     /// Print a thread's latest state as JSON.
     State {
@@ -129,16 +150,22 @@ fn main() -> ExitCode {
             thread,
             json,
             max_steps,
-        } => run(&flow, &input, &thread, json, max_steps),
-        Cmd::Resume { thread, choice, json } => resume(&thread, choice.as_deref(), json),
-        Cmd::State { thread } => open_thread(&thread).and_then(|(flow, rt)| {
+            limit,
+        } => run(&flow, &input, &thread, json, max_steps, limit.steps()),
+        Cmd::Resume {
+            thread,
+            choice,
+            json,
+            limit,
+        } => resume(&thread, choice.as_deref(), json, limit.steps()),
+        Cmd::State { thread } => open_thread(&thread, None).and_then(|(flow, rt)| {
             match rt.block_on(flow.state(&thread.thread)).map_err(run_failed)? {
                 Some(s) => println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default()),
                 None => println!("null"),
             }
             Ok(ExitCode::SUCCESS)
         }),
-        Cmd::History { thread, limit } => open_thread(&thread).and_then(|(flow, rt)| {
+        Cmd::History { thread, limit } => open_thread(&thread, None).and_then(|(flow, rt)| {
             for s in rt.block_on(flow.history(&thread.thread, limit)).map_err(run_failed)? {
                 println!("{}", serde_json::to_string(&s).unwrap_or_default());
             }
@@ -286,9 +313,16 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
     tokio::runtime::Runtime::new().map_err(|e| usage(format!("cannot start the async runtime: {e}")))
 }
 
-fn saved_flow(text: &str, t: &Thread, max_steps: u32, rt: &tokio::runtime::Runtime) -> Result<Flow, ExitCode> {
+fn saved_flow(
+    text: &str,
+    t: &Thread,
+    max_steps: u32,
+    recursion_limit: Option<usize>,
+    rt: &tokio::runtime::Runtime,
+) -> Result<Flow, ExitCode> {
     let options = LoadOptions {
         max_steps,
+        recursion_limit,
         ..LoadOptions::default()
     };
     let cannot = |e: &dyn std::fmt::Display| usage(format!("cannot open {}: {e}", t.store()));
@@ -312,13 +346,20 @@ fn saved_flow(text: &str, t: &Thread, max_steps: u32, rt: &tokio::runtime::Runti
     )
 }
 
-fn open_thread(t: &Thread) -> Result<(Flow, tokio::runtime::Runtime), ExitCode> {
+fn open_thread(t: &Thread, recursion_limit: Option<usize>) -> Result<(Flow, tokio::runtime::Runtime), ExitCode> {
     let rt = runtime()?;
     let (text, max_steps) = Threads::open(t, &rt)?.flow_of(&rt, &t.thread)?;
-    Ok((saved_flow(&text, t, max_steps, &rt)?, rt))
+    Ok((saved_flow(&text, t, max_steps, recursion_limit, &rt)?, rt))
 }
 
-fn run(path: &Path, input: &str, t: &Thread, json: bool, max_steps: u32) -> Result<ExitCode, ExitCode> {
+fn run(
+    path: &Path,
+    input: &str,
+    t: &Thread,
+    json: bool,
+    max_steps: u32,
+    recursion_limit: Option<usize>,
+) -> Result<ExitCode, ExitCode> {
     let text = read(path)?;
     let input: serde_json::Value =
         serde_json::from_str(input).map_err(|e| usage(format!("`--input` is not JSON: {e}")))?;
@@ -332,13 +373,13 @@ fn run(path: &Path, input: &str, t: &Thread, json: bool, max_steps: u32) -> Resu
     )?;
     drop(flow); // checked; now the checkpointed one
     let rt = runtime()?;
-    let flow = saved_flow(&text, t, max_steps, &rt)?;
+    let flow = saved_flow(&text, t, max_steps, recursion_limit, &rt)?;
     Threads::open(t, &rt)?.record(&rt, &t.thread, &text, max_steps)?;
     stream(json, |on_event| rt.block_on(flow.run(input, Some(&t.thread), on_event)))
 }
 
-fn resume(t: &Thread, choice: Option<&str>, json: bool) -> Result<ExitCode, ExitCode> {
-    let (flow, rt) = open_thread(t)?;
+fn resume(t: &Thread, choice: Option<&str>, json: bool, recursion_limit: Option<usize>) -> Result<ExitCode, ExitCode> {
+    let (flow, rt) = open_thread(t, recursion_limit)?;
     stream(json, |on_event| rt.block_on(flow.resume(&t.thread, choice, on_event)))
 }
 
@@ -362,7 +403,7 @@ fn stream(
     if let Some(p) = progress {
         p.finish_and_clear();
     }
-    let code = match result {
+    let code = match result.map_err(|e| e.raise_limit_with(RAISE_LIMIT)) {
         Ok(Outcome::Done(state)) => {
             let state = serde_json::Value::Object(state.to_json());
             if json {
