@@ -13,6 +13,7 @@ pub mod checkpoint;
 mod error;
 pub mod graph;
 mod pregel;
+mod signal;
 pub mod state;
 
 #[doc(hidden)]
@@ -24,7 +25,8 @@ pub use cache::CachePolicy;
 pub use error::{BoxError, BuildError, Error};
 pub use graph::{Command, Goto, GraphBuilder, NodeError, NodeHandle, NodeId, NodeRef, ParentCommand, END, START};
 pub use pregel::{
-    subgraph, CompiledGraph, Context, DrainHandle, Durability, Event, Interrupt, IntoInput, Outcome, PauseKind, Paused,
-    RetryPolicy, RunConfig, RunStream, StateSnapshot, Status, StreamMode, TaskSnapshot,
+    subgraph, CompiledGraph, Context, DrainHandle, Durability, Event, IntoInput, Outcome, RetryPolicy, RunConfig,
+    RunStream, StateSnapshot, Status, StreamMode, TaskSnapshot,
 };
+pub use signal::{Interrupt, PauseKind, Paused};
 pub use state::{AppendMark, ChannelKind, CodecError, FieldInfo, State, Update, Writes};

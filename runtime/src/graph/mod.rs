@@ -6,9 +6,10 @@
 mod builder;
 mod node;
 
+pub use crate::signal::ParentCommand;
 pub use builder::{GraphBuilder, NodeRef, END, START};
 pub use node::{
     AsyncCtxMarker, AsyncFn1, AsyncFn2, AsyncMarker, Command, Goto, IntoGotos, IntoNode, NodeError, NodeFn, NodeHandle,
-    NodeId, NodeOutput, Packet, ParentCommand, SyncCtxMarker, SyncMarker,
+    NodeId, NodeOutput, Packet, SyncCtxMarker, SyncMarker,
 };
 pub(crate) use node::{HandlerFn, PacketDecoder, RouterFn};

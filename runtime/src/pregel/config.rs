@@ -1,6 +1,7 @@
-use super::interrupt::{no_checkpointer, Interrupt, Scratch};
+use super::interrupt::Scratch;
 use super::stream::Emitter;
 use crate::checkpoint::Checkpointer;
+use crate::signal::Interrupt;
 use crate::state::{State, Update};
 use serde::{de::DeserializeOwned, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -171,7 +172,7 @@ impl Context {
     /// an answer that is not an `A` is an error naming the node.
     ///
     /// The first time, this returns the [`Interrupt`] pause: propagate it with `?`. The run stops
-    /// with [`Outcome::Interrupted`](super::Outcome); resuming the thread runs the node again
+    /// with [`Outcome::Paused`](super::Outcome::Paused); resuming the thread runs the node again
     /// from the top, and this call then returns the answer. Several interrupts in one node are
     /// answered in order, one resume each.
     ///
@@ -180,7 +181,7 @@ impl Context {
     pub fn interrupt<Q: Serialize, A: DeserializeOwned>(&self, question: Q) -> Result<A, Interrupt> {
         match &self.scratch {
             Some(s) => s.ask(&self.node, question),
-            None => Err(no_checkpointer()),
+            None => Err(Interrupt::no_checkpointer()),
         }
     }
 }

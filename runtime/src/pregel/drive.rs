@@ -2,13 +2,13 @@
 //! write the checkpoints as the durability says.
 
 use super::compile::GraphInner;
-use super::interrupt::{PauseKind, Paused};
 use super::persist::{saver_error, Pending, ERROR, INTERRUPT, RESUME};
 use super::run::{Loop, StepEnd};
 use super::stream::{Event, Sink, StreamMode};
 use super::{Durability, RunConfig, Status};
 use crate::checkpoint::{CheckpointRecord, MadeByRun, Source};
 use crate::error::Error;
+use crate::signal::{PauseKind, Paused};
 use crate::state::State;
 use std::sync::Arc;
 
@@ -229,8 +229,9 @@ fn keep_question_open<S: State>(run: &mut Loop<S>, task: &str, asked: Pending) {
     let Some((_, rows)) = p.rows.iter_mut().find(|(id, _)| id == task) else {
         return;
     };
-    let question = serde_json::to_vec(&asked.question).unwrap_or_default();
-    let answers = serde_json::to_vec(&asked.answers).unwrap_or_default();
+    // JSON values always serialize: `to_vec` fails only on a writer's I/O.
+    let question = serde_json::to_vec(&asked.question).expect("a JSON value serializes");
+    let answers = serde_json::to_vec(&asked.answers).expect("JSON values serialize");
     rows.retain(|(channel, _)| *channel == ERROR);
     rows.push((INTERRUPT, question));
     rows.push((RESUME, answers));
@@ -244,6 +245,10 @@ pub(crate) async fn drive<S: State>(
     sink: Option<Sink<S>>,
 ) -> Result<Outcome<S>, Error> {
     use tracing::Instrument;
+    // Tasks, timers and background writes run on tokio: say so rather than panic inside it.
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Err(Error::no_runtime());
+    }
     let thread = config.thread_id.as_deref().unwrap_or("");
     let span = tracing::info_span!("weir.run", thread, ns = %config.ns);
     drive_in_span(g, start, config, sink).instrument(span).await
@@ -304,6 +309,8 @@ async fn drive_in_span<S: State>(
         }
     }
     let mut last_writers = Arc::default();
+    // A streamed run watches its stream: once dropped, the step under way is cancelled.
+    let watch = run.sink.as_ref().map(|s| s.tx.clone());
     let result = loop {
         // A dropped stream stops the run between two steps, like a drain.
         let status = match run.tick()? {
@@ -315,7 +322,17 @@ async fn drive_in_span<S: State>(
                 let step = run.step();
                 announce(&run, fresh_checkpoint(&run, &mut announced)).await;
                 let span = tracing::info_span!("weir.step", step, tasks = run.tasks.len());
-                let end = tracing::Instrument::instrument(run.run_step(), span).await;
+                let running = tracing::Instrument::instrument(run.run_step(), span);
+                let end = match &watch {
+                    None => running.await,
+                    // Dropping the step's future aborts its tasks and applies nothing: the run
+                    // stops as a drain does, at the checkpoint before this step.
+                    Some(tx) => tokio::select! {
+                        biased;
+                        end = running => end,
+                        () = tx.closed() => break Err(Error::drained(step)),
+                    },
+                };
                 report(&mut run, step, matches!(end, Ok(StepEnd::Applied))).await;
                 match end {
                     Ok(StepEnd::Applied) => {
@@ -356,8 +373,14 @@ async fn drive_in_span<S: State>(
             keep_question_open(&mut run, &task, asked);
         }
     }
-    settle(&mut run, durability, last_writers).await?;
-    let pauses = result?;
+    // A failure to settle is the run's error only when the run had none: the node's error stays
+    // the error, with the settling failure attached.
+    let pauses = match (result, settle(&mut run, durability, last_writers).await) {
+        (Ok(pauses), Ok(())) => pauses,
+        (Err(e), Ok(())) => return Err(e),
+        (Err(e), Err(later)) => return Err(e.with_secondary(later)),
+        (Ok(_), Err(e)) => return Err(e),
+    };
     if let (Some(sink), false) = (&run.sink, pauses.is_empty()) {
         sink.send(Event::Paused(pauses.clone())).await;
     }

@@ -11,6 +11,7 @@
 mod compile;
 mod config;
 mod drive;
+mod executor;
 mod interrupt;
 mod persist;
 mod policy;
@@ -22,7 +23,6 @@ mod subgraph;
 pub(crate) use compile::{GraphInner, InputMode};
 pub use config::{Context, DrainHandle, Durability, IntoInput, RunConfig};
 pub use drive::Outcome;
-pub use interrupt::{Interrupt, PauseKind, Paused};
 pub(crate) use policy::NodePolicy;
 pub use policy::RetryPolicy;
 pub use run::Status;
@@ -124,8 +124,8 @@ impl<S: State> CompiledGraph<S> {
             let sink = stream::Sink { tx: tx.clone(), modes };
             let outcome = drive::drive(&g, start, &config, Some(sink)).await;
             if let Err(e) = &outcome {
-                // The error is the stream's last item; the outcome keeps a copy of its message.
-                let _ = tx.send(Err(Error::config(e.to_string()))).await;
+                // The error is the stream's last item, and the outcome's: one error, shared.
+                let _ = tx.send(Err(e.clone())).await;
             }
             outcome
         });

@@ -445,12 +445,9 @@ pub(crate) fn task_id(node: &str, push_index: Option<usize>) -> String {
     }
 }
 
+/// A saver's failure on `thread`, kept as the error's source.
 pub(crate) fn saver_error(thread: &str, e: crate::checkpoint::SaverError) -> Error {
-    if e.is_conflict() {
-        Error::conflict(thread, e.to_string())
-    } else {
-        Error::checkpoint(thread, e.to_string())
-    }
+    Error::saver(thread, e.is_conflict(), Box::new(e))
 }
 
 impl<S: State> Loop<S> {
@@ -661,29 +658,32 @@ impl<S: State> Loop<S> {
         }
         p.pending.clear();
         for w in loaded.pending_writes {
+            let undecodable = |what: &str, e: serde_json::Error| {
+                bad(format!(
+                    "checkpoint `{}`: the saved {what} of task `{}` does not decode: {e}",
+                    record.id, w.task_id
+                ))
+            };
             let entry = p.pending.entry(w.task_id.clone()).or_default();
             match &*w.channel {
                 WRITES => entry.writes = Some(w.bytes),
                 ERROR => entry.error = Some(String::from_utf8_lossy(&w.bytes).into_owned()),
-                INTERRUPT => entry.question = serde_json::from_slice(&w.bytes).ok(),
-                RESUME => entry.answers = serde_json::from_slice(&w.bytes).unwrap_or_default(),
+                INTERRUPT => {
+                    entry.question = Some(serde_json::from_slice(&w.bytes).map_err(|e| undecodable("question", e))?);
+                }
+                RESUME => entry.answers = serde_json::from_slice(&w.bytes).map_err(|e| undecodable("answers", e))?,
                 _ => {}
             }
         }
-        let limit = self.stop - -1;
-        let step = record
-            .step
-            .checked_add(1)
-            .filter(|s| s.checked_add(limit).is_some())
-            .ok_or_else(|| {
-                bad(format!(
-                    "checkpoint `{}` has step {}, out of range",
-                    record.id, record.step
-                ))
-            })?;
+        let step = record.step.checked_add(1).ok_or_else(|| {
+            bad(format!(
+                "checkpoint `{}` has step {}, out of range",
+                record.id, record.step
+            ))
+        })?;
         p.current = Some(record.id.clone());
         self.step = step;
-        self.stop = step + limit;
+        self.stop = step.saturating_add(self.limit).saturating_add(1);
         p.record = Some(record);
         // Every node is a candidate on the first tick after a load.
         self.updated = (0..self.versions.len() as u32).collect();

@@ -3,13 +3,14 @@
 
 use super::compile::{ControlSpec, GraphInner, InputMode};
 use super::config::{Context, DrainHandle, RunConfig, RunInfo};
-use super::interrupt::{PauseKind, Paused, Scratch};
+use super::executor::{panic_message, run_job, Executor, Failure, Job, TaskInput, TaskOutput};
+use super::interrupt::Scratch;
 use super::persist::{Pending, Persist, ERROR, INTERRUPT, RESUME, WRITES};
 use super::stream::{Sink, StreamMode};
-use super::NodePolicy;
 use crate::channel::{Channel, EphemeralValue, LastValueAfterFinish, NamedBarrierValue, NamedBarrierValueAfterFinish};
-use crate::error::{BoxError, Error};
-use crate::graph::{Command, Goto, NodeFn, Packet};
+use crate::error::Error;
+use crate::graph::{Command, Goto, Packet};
+use crate::signal::{PauseKind, Paused};
 use crate::state::{FieldError, State, Update};
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -97,15 +98,6 @@ impl Control {
     }
 }
 
-/// What a task runs.
-enum Job<S: State> {
-    Node(NodeFn<S, S>),
-    Packet(Packet<S>),
-    Ready(Command<S>),
-    /// A failure carried over from a step that did not complete (for the node's error handler).
-    Failed(String),
-}
-
 pub(crate) struct Task<S: State> {
     pub(crate) node: u32,
     /// Pull tasks are triggered by channels; push tasks come from a `Send` (their index).
@@ -147,7 +139,10 @@ pub(crate) struct Loop<S: State> {
     /// Channels updated by the last step (and still available).
     pub(crate) updated: Vec<u32>,
     pub(crate) step: i64,
+    /// The last step the run may take, and how many steps it may take from where it starts
+    /// (the recursion limit, saturated: a limit past `i64::MAX` steps is no limit).
     pub(crate) stop: i64,
+    pub(crate) limit: i64,
     pub(crate) input: Option<S::Update>,
     drain: Option<DrainHandle>,
     pub(crate) tasks: Vec<Task<S>>,
@@ -169,6 +164,9 @@ pub(crate) struct Loop<S: State> {
     gotos: Vec<Goto<S>>,
     /// The outcomes of a step's tasks, then the finished ones: emptied by each step.
     results: Vec<TaskResult<S>>,
+    outputs: Vec<TaskOutput<S>>,
+    /// Where wide steps run: their task groups, aborted if the run is dropped.
+    executor: Executor<S>,
     done: Vec<Done<S>>,
     /// The finished tasks whose writes are not saved yet (their index in `done`, push index).
     unsaved: Vec<(usize, Option<usize>)>,
@@ -191,16 +189,36 @@ pub(crate) struct TaskReport<S: State> {
     pub(crate) update: Option<S::Update>,
 }
 
-/// What a task of a step came to: its node, push index, whether its writes were saved, its
-/// scratch, its cache key, and its command or failure with how long it ran.
-type TaskResult<S> = (
-    u32,
-    Option<usize>,
-    bool,
-    Option<Arc<Scratch>>,
-    Option<String>,
-    (Result<Command<S>, Failure>, Duration),
-);
+/// What a task of a step came to, with what the loop needs to take its writes: its node, push
+/// index, whether its writes were saved already, its interrupts, and its key in the node cache.
+struct TaskResult<S: State> {
+    node: u32,
+    push: Option<usize>,
+    saved: bool,
+    scratch: Option<Arc<Scratch>>,
+    cache_key: Option<String>,
+    output: TaskOutput<S>,
+}
+
+impl<S: State> TaskResult<S> {
+    fn new(
+        node: u32,
+        push: Option<usize>,
+        saved: bool,
+        scratch: Option<Arc<Scratch>>,
+        cache_key: Option<String>,
+        output: TaskOutput<S>,
+    ) -> Self {
+        Self {
+            node,
+            push,
+            saved,
+            scratch,
+            cache_key,
+            output,
+        }
+    }
+}
 
 /// How a step ended.
 pub(crate) enum StepEnd {
@@ -258,6 +276,7 @@ impl<S: State> Loop<S> {
         }
         // A new thread: the input checkpoint is step -1.
         let step = -1;
+        let limit = i64::try_from(config.recursion_limit).unwrap_or(i64::MAX);
         Ok(Self {
             state: Arc::new(state),
             channels,
@@ -267,7 +286,8 @@ impl<S: State> Loop<S> {
             sends: Vec::new(),
             updated: Vec::new(),
             step,
-            stop: step + config.recursion_limit as i64 + 1,
+            stop: step.saturating_add(limit).saturating_add(1),
+            limit,
             input: None,
             drain: config.drain.clone(),
             tasks: Vec::new(),
@@ -283,6 +303,8 @@ impl<S: State> Loop<S> {
             updates: Vec::new(),
             gotos: Vec::new(),
             results: Vec::new(),
+            outputs: Vec::new(),
+            executor: Executor::new(),
             done: Vec::new(),
             unsaved: Vec::new(),
             writers: Vec::new(),
@@ -615,6 +637,9 @@ impl<S: State> Loop<S> {
         // The buffers of the last step, empty: no allocation per step.
         let mut results = std::mem::take(&mut self.results);
         results.reserve(n_tasks);
+        let mut outputs = std::mem::take(&mut self.outputs);
+        // Durations go to a stream's task events only: a run without them reads no clock.
+        let timed = self.times_tasks();
         if n_tasks == 1 {
             // One task: run it in place, no spawn.
             let task = tasks.pop().expect("one task");
@@ -624,84 +649,72 @@ impl<S: State> Loop<S> {
                 Some(e) => Job::Failed(e.clone()),
                 None => task.job,
             };
-            // Durations go to a stream's task events only: a run without them reads no clock.
-            let started = self.times_tasks().then(Instant::now);
+            let started = timed.then(Instant::now);
             let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
-            // Not `run_task`: one more future around the job is a copy of it per step (callgrind,
-            // loop 2000: 17.8 M -> 18.7 M instructions).
+            // Not the executor's `run_task`: one more future around the job is a copy of it per
+            // step (callgrind, loop 2000: 17.8 M -> 18.7 M instructions).
             let result = AssertUnwindSafe(run_job(job, self.state.clone(), ctx, policy).instrument(span))
                 .catch_unwind()
                 .await;
-            let result = result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p))));
-            let timed = (result, started.map_or(Duration::ZERO, |s| s.elapsed()));
-            results.push((task.node, task.push, task.saved, task.scratch, task.cache_key, timed));
+            let output = TaskOutput {
+                result: result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p)))),
+                duration: started.map_or(Duration::ZERO, |s| s.elapsed()),
+            };
+            results.push(TaskResult::new(
+                task.node,
+                task.push,
+                task.saved,
+                task.scratch,
+                task.cache_key,
+                output,
+            ));
         } else {
-            // A few spawned groups per worker (more when a group would hold over `GROUP_MAX`
-            // tasks), each polling its tasks together: parallel across workers, concurrent within
-            // a group (a node awaiting I/O lets its group's others run), one spawn per group
-            // instead of one per task. Tasks are dealt round-robin and groups outnumber workers,
-            // so that idle workers steal groups when costs differ.
-            let workers = tokio::runtime::Handle::current().metrics().num_workers();
-            let timed = self.times_tasks();
-            let n_groups = (4 * workers).max(n_tasks.div_ceil(GROUP_MAX)).clamp(1, n_tasks);
-            let mut groups: Vec<Vec<_>> = (0..n_groups)
-                .map(|_| Vec::with_capacity(n_tasks.div_ceil(n_groups)))
-                .collect();
             let mut meta = Vec::with_capacity(n_tasks);
-            for (i, task) in tasks.drain(..).enumerate() {
+            let mut inputs = Vec::with_capacity(n_tasks);
+            for task in tasks.drain(..) {
                 let ctx = self.context(&task, step);
-                let policy = self.g.nodes[task.node as usize].policy.clone();
-                let state = self.state.clone();
                 let job = match &task.failed {
                     Some(e) => Job::Failed(e.clone()),
                     None => task.job,
                 };
-                let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
-                groups[i % n_groups].push((job, state, ctx, policy, span));
+                inputs.push(TaskInput {
+                    job,
+                    state: self.state.clone(),
+                    span: tracing::info_span!("weir.task", node = &*ctx.node, step),
+                    ctx,
+                    policy: self.g.nodes[task.node as usize].policy.clone(),
+                });
                 meta.push((task.node, task.push, task.saved, task.scratch, task.cache_key));
             }
-            let handles: Vec<_> = groups
-                .into_iter()
-                .map(|group| (group.len(), tokio::spawn(join_group(group, timed))))
-                .collect();
-            // Wait for every group, then report the first failure in task order: the same
-            // failure whatever order the tasks finished in.
-            let mut outputs: Vec<Option<_>> = (0..n_tasks).map(|_| None).collect();
-            for (g, (len, handle)) in handles.into_iter().enumerate() {
-                let out = match handle.await {
-                    Ok(out) => out,
-                    // Only a runtime shutting down stops a group: each of its tasks failed.
-                    Err(e) => (0..len)
-                        .map(|_| (Err(Failure::Panic(e.to_string())), Duration::ZERO))
-                        .collect(),
-                };
-                for (k, r) in out.into_iter().enumerate() {
-                    outputs[g + k * n_groups] = Some(r);
-                }
-            }
-            for ((node, push, saved, scratch, cache_key), r) in meta.into_iter().zip(outputs) {
-                results.push((
-                    node,
-                    push,
-                    saved,
-                    scratch,
-                    cache_key,
-                    r.expect("every task has an output"),
-                ));
+            self.executor.run_wide(inputs.into_iter(), timed, &mut outputs).await;
+            for ((node, push, saved, scratch, cache_key), output) in meta.into_iter().zip(outputs.drain(..)) {
+                results.push(TaskResult::new(node, push, saved, scratch, cache_key, output));
             }
         }
+        self.outputs = outputs;
 
         // The task list is empty again: keep its allocation for the next step.
         self.tasks = tasks;
         let mut done = std::mem::take(&mut self.done);
         done.reserve(n_tasks);
         let mut failure: Option<(Error, u32, Option<usize>)> = None;
+        // A cache that could not store a task's writes fails the step, once the writes of every
+        // task that succeeded (that one's too) are kept for a resume.
+        let mut cache_failure: Option<Error> = None;
         let mut paused = Vec::new();
         let mut unsaved = std::mem::take(&mut self.unsaved);
         unsaved.clear();
         self.report.clear();
         let streaming = self.sink.as_ref().is_some_and(|s| s.wants(StreamMode::UPDATES));
-        for (node, push, saved, scratch, cache_key, (result, duration)) in results.drain(..) {
+        for TaskResult {
+            node,
+            push,
+            saved,
+            scratch,
+            cache_key,
+            output: TaskOutput { result, duration },
+        } in results.drain(..)
+        {
             if let Some((question, answers)) = scratch.as_ref().and_then(|s| s.paused()) {
                 paused.push((node, push, question, answers));
                 continue;
@@ -713,8 +726,8 @@ impl<S: State> Loop<S> {
                 }
                 (r, _) => r,
             };
-            if let (Ok(d), Some(key)) = (&result, &cache_key) {
-                self.store_in_cache(node, key, &d.command).await?;
+            if let (Ok(d), Some(key), None) = (&result, &cache_key, &cache_failure) {
+                cache_failure = self.store_in_cache(node, key, &d.command).await.err();
             }
             match result {
                 Ok(d) => {
@@ -760,7 +773,7 @@ impl<S: State> Loop<S> {
         }
         // A step that did not complete keeps the writes of the tasks that succeeded, so a resume
         // does not run them again, and the error or question of the others.
-        let incomplete = failure.is_some() || !paused.is_empty();
+        let incomplete = failure.is_some() || cache_failure.is_some() || !paused.is_empty();
         if incomplete && self.persist.is_some() {
             let mut rows = Vec::new();
             for (i, push) in &unsaved {
@@ -771,15 +784,16 @@ impl<S: State> Loop<S> {
                 rows.push((self.task_id(*node, *push), vec![(ERROR, e.to_string().into_bytes())]));
             }
             for (node, push, question, answers) in &paused {
-                let q = serde_json::to_vec(question).unwrap_or_default();
-                let a = serde_json::to_vec(answers).unwrap_or_default();
+                // JSON values always serialize: `to_vec` fails only on a writer's I/O.
+                let q = serde_json::to_vec(question).expect("a JSON value serializes");
+                let a = serde_json::to_vec(answers).expect("JSON values serialize");
                 rows.push((self.task_id(*node, *push), vec![(INTERRUPT, q), (RESUME, a)]));
             }
             if let Some(p) = &mut self.persist {
                 p.rows = rows;
             }
         }
-        if let Some((e, _, _)) = failure {
+        if let Some(e) = failure.map(|(e, _, _)| e).or(cache_failure) {
             return Err(e);
         }
         if !paused.is_empty() {
@@ -886,10 +900,7 @@ impl<S: State> Loop<S> {
             let user_key = std::panic::catch_unwind(AssertUnwindSafe(|| (policy.key)(&self.state)))
                 .map_err(|p| Error::panic(name, self.step, format!("its cache key panicked: {}", panic_message(p))))?;
             let key = format!("{name}:{user_key}");
-            let hit = cache
-                .get(&key)
-                .await
-                .map_err(|e| Error::config(format!("node cache: {e}")))?;
+            let hit = cache.get(&key).await.map_err(|e| Error::cache(name, self.step, e))?;
             match hit {
                 Some(bytes) => t.job = Job::Ready(self.load_task(&bytes)?),
                 None => t.cache_key = Some(key),
@@ -906,7 +917,7 @@ impl<S: State> Loop<S> {
         cache
             .put(key, bytes, policy.ttl)
             .await
-            .map_err(|e| Error::config(format!("node cache: {e}")))
+            .map_err(|e| Error::cache(&self.g.names[node as usize], self.step, e))
     }
 
     /// Runs a task's routers on the state with its own writes applied, and nobody else's.
@@ -1139,111 +1150,6 @@ impl<S: State> Loop<S> {
             self.touched.push(c as u32);
         }
         self.branch_writes[c] += 1;
-    }
-}
-
-/// Why a task failed.
-enum Failure {
-    Error(BoxError),
-    Timeout(Duration),
-    Panic(String),
-}
-
-/// A node took longer than its timeout (what a retry policy's predicate sees).
-#[derive(Debug)]
-struct TimedOut(Duration);
-
-impl std::fmt::Display for TimedOut {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "timed out after {:?}", self.0)
-    }
-}
-
-impl std::error::Error for TimedOut {}
-
-/// Runs a task's job, with its node's timeout and retry policy.
-async fn run_job<S: State>(
-    job: Job<S>,
-    state: Arc<S>,
-    ctx: Context,
-    policy: NodePolicy,
-) -> Result<Command<S>, Failure> {
-    let job = match job {
-        Job::Ready(c) => return Ok(c),
-        Job::Failed(e) => return Err(Failure::Error(e.into())),
-        job => job,
-    };
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let once = async {
-            match &job {
-                Job::Node(f) => f.call(&state, &ctx).await,
-                Job::Packet(p) => p.job.clone().run(ctx.clone()).await,
-                Job::Ready(_) | Job::Failed(_) => Ok(Command::default()),
-            }
-        };
-        let result = match policy.timeout {
-            Some(limit) => match tokio::time::timeout(limit, once).await {
-                Ok(r) => r,
-                Err(_) => Err(Box::new(TimedOut(limit)) as BoxError),
-            },
-            None => once.await,
-        };
-        let error = match result {
-            Ok(c) => return Ok(c),
-            Err(e) => e,
-        };
-        match &policy.retry {
-            Some(p) if p.should_retry(attempt, &error) => tokio::time::sleep(p.sleep_for(attempt)).await,
-            _ => {
-                return Err(match error.downcast::<TimedOut>() {
-                    Ok(t) => Failure::Timeout(t.0),
-                    Err(e) => Failure::Error(e),
-                })
-            }
-        }
-    }
-}
-
-/// Runs a task of a wide step in its span, timed when `timed` (else its duration is zero). A
-/// panicking node fails its task, never the other tasks of its group.
-async fn run_task<S: State>(
-    (job, state, ctx, policy, span): TaskInput<S>,
-    timed: bool,
-) -> (Result<Command<S>, Failure>, Duration) {
-    let started = timed.then(Instant::now);
-    let result = AssertUnwindSafe(run_job(job, state, ctx, policy).instrument(span))
-        .catch_unwind()
-        .await;
-    let result = result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p))));
-    (result, started.map_or(Duration::ZERO, |s| s.elapsed()))
-}
-
-/// The most tasks a spawned group polls together: `join_all` polls up to 30 futures in place,
-/// in one allocation, and gives each of a larger set an allocation of its own (a
-/// `FuturesOrdered`), which cost a fan-out task more than a third of its instructions
-/// (callgrind, fanout 1000).
-const GROUP_MAX: usize = 30;
-
-/// What a task of a wide step runs: its job, the state, its context, its node's policy and its
-/// span.
-type TaskInput<S> = (Job<S>, Arc<S>, Context, NodePolicy, tracing::Span);
-
-/// Runs a group of tasks together, their outputs in order. The tasks' futures (over a kilobyte
-/// each) are made and joined inside the spawned task, on its worker, not on the loop's.
-async fn join_group<S: State>(tasks: Vec<TaskInput<S>>, timed: bool) -> Vec<(Result<Command<S>, Failure>, Duration)> {
-    let tasks = tasks.into_iter().map(|task| run_task(task, timed));
-    futures::future::join_all(tasks).await
-}
-
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic without a message".to_owned()
     }
 }
 

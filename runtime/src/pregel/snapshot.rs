@@ -2,12 +2,12 @@
 
 use super::compile::GraphInner;
 use super::drive::{load, save};
-use super::interrupt::{PauseKind, Paused};
 use super::run::Done;
 use super::{Durability, RunConfig};
 use crate::checkpoint::Source;
 use crate::error::Error;
 use crate::graph::Command;
+use crate::signal::{PauseKind, Paused};
 use crate::state::State;
 use std::sync::Arc;
 

@@ -3,9 +3,9 @@
 //! between two steps, with its last checkpoint intact.
 
 use super::drive::Outcome;
-use super::interrupt::Paused;
 use crate::checkpoint::Source;
 use crate::error::Error;
+use crate::signal::Paused;
 use crate::state::State;
 use futures::future::BoxFuture;
 use futures::Stream;
@@ -244,9 +244,7 @@ impl<S: State> RunStream<S> {
     pub async fn outcome(mut self) -> Result<Outcome<S>, Error> {
         while self.rx.recv().await.is_some() {}
         let handle = self.outcome.take().expect("the outcome is taken once");
-        handle
-            .await
-            .map_err(|e| Error::config(format!("the run's task failed: {e}")))?
+        handle.await.map_err(|e| Error::run_lost(e.to_string()))?
     }
 }
 
