@@ -1,8 +1,8 @@
 //! Reading a thread's state and history, and writing to it as a node would (`update_state`).
 
+use super::checkpoints::{load, save};
 use super::compile::GraphInner;
-use super::drive::{load, save};
-use super::run::Done;
+use super::task::Finished;
 use super::{Durability, RunConfig};
 use crate::checkpoint::Source;
 use crate::error::Error;
@@ -168,7 +168,7 @@ pub(crate) async fn update_state<S: State>(
     if let Some(p) = &mut run.persist {
         p.pending.clear();
     }
-    run.after_tick(vec![Done {
+    run.after_tick(vec![Finished {
         node,
         pull: false,
         command: Command {

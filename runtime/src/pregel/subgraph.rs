@@ -113,26 +113,3 @@ async fn run_sub<T: State>(sub: &CompiledGraph<T>, input: T::Update, ctx: &Conte
     }
     Ok(sub.run(input, &config).await?)
 }
-
-impl<S: State> CompiledGraph<S> {
-    /// The same graph, saving its checkpoints with `saver` (unless it has a saver of its own).
-    pub(crate) fn with_saver(&self, saver: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
-        if self.inner.saver.is_some() {
-            return self.clone();
-        }
-        self.with_checkpointer_arc(saver)
-    }
-
-    /// The same graph, saving its checkpoints with `saver` instead: for instance to read a
-    /// subgraph's state in its parent's saver ([`get_state`](Self::get_state) with
-    /// [`RunConfig::ns`]).
-    pub fn with_checkpointer(&self, saver: impl crate::checkpoint::Checkpointer) -> Self {
-        self.with_checkpointer_arc(Arc::new(saver))
-    }
-
-    fn with_checkpointer_arc(&self, saver: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
-        let mut inner = (*self.inner).clone();
-        inner.saver = Some(saver);
-        Self { inner: Arc::new(inner) }
-    }
-}

@@ -1,0 +1,74 @@
+//! A step's tasks, from planned to finished: what each runs, what it came to, and what a stream
+//! reports of it.
+
+use super::executor::{Job, TaskOutput};
+use super::interrupt::Scratch;
+use crate::graph::Command;
+use crate::state::State;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub(crate) struct Task<S: State> {
+    pub(crate) node: u32,
+    /// Pull tasks are triggered by channels; push tasks come from a `Send` (their index).
+    pub(crate) push: Option<usize>,
+    pub(crate) job: Job<S>,
+    /// The task's writes come from the pending writes of a step that did not complete.
+    pub(crate) saved: bool,
+    pub(crate) scratch: Option<Arc<Scratch>>,
+    /// The node failed in a step that did not complete, and has an error handler: the handler
+    /// runs, not the node again.
+    pub(crate) failed: Option<String>,
+    /// The task's key in the node cache, when the node is cacheable and missed.
+    pub(crate) cache_key: Option<String>,
+}
+
+/// A finished task: its command, and whether its routers already ran.
+pub(crate) struct Finished<S: State> {
+    pub(crate) node: u32,
+    pub(crate) pull: bool,
+    pub(crate) command: Command<S>,
+    pub(crate) routed: bool,
+    /// An error handler's command: the node's own edges and routers do not fire.
+    pub(crate) handled: bool,
+}
+
+/// What one task of a streamed step did.
+pub(crate) struct TaskReport<S: State> {
+    pub(crate) node: u32,
+    pub(crate) push: Option<usize>,
+    pub(crate) duration: Duration,
+    pub(crate) error: Option<String>,
+    pub(crate) update: Option<S::Update>,
+}
+
+/// What a task of a step came to, with what the loop needs to take its writes: its node, push
+/// index, whether its writes were saved already, its interrupts, and its key in the node cache.
+pub(crate) struct TaskResult<S: State> {
+    pub(crate) node: u32,
+    pub(crate) push: Option<usize>,
+    pub(crate) saved: bool,
+    pub(crate) scratch: Option<Arc<Scratch>>,
+    pub(crate) cache_key: Option<String>,
+    pub(crate) output: TaskOutput<S>,
+}
+
+impl<S: State> TaskResult<S> {
+    pub(crate) fn new(
+        node: u32,
+        push: Option<usize>,
+        saved: bool,
+        scratch: Option<Arc<Scratch>>,
+        cache_key: Option<String>,
+        output: TaskOutput<S>,
+    ) -> Self {
+        Self {
+            node,
+            push,
+            saved,
+            scratch,
+            cache_key,
+            output,
+        }
+    }
+}
