@@ -23,10 +23,14 @@ pub use serde as __serde;
 
 pub use cache::CachePolicy;
 pub use error::{BoxError, BuildError, Error};
-pub use graph::{Command, Goto, GraphBuilder, NodeError, NodeHandle, NodeId, NodeRef, ParentCommand, END, START};
+pub use graph::policy::RetryPolicy;
+pub use graph::{
+    Command, CompiledGraph, Context, Durability, Goto, GraphBuilder, NodeError, NodeHandle, NodeId, NodeRef,
+    ParentCommand, END, START,
+};
 pub use pregel::{
-    subgraph, CompiledGraph, Context, DrainHandle, Durability, Event, IntoInput, Outcome, RetryPolicy, RunConfig,
-    RunStream, StateSnapshot, Status, StreamMode, TaskSnapshot,
+    subgraph, DrainHandle, Event, IntoInput, Outcome, RunConfig, RunStream, StateSnapshot, Status, StreamMode,
+    TaskSnapshot,
 };
 pub use signal::{Interrupt, PauseKind, Paused};
 pub use state::{AppendMark, ChannelKind, CodecError, FieldInfo, State, Update, Writes};

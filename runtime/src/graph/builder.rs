@@ -1,11 +1,13 @@
+use super::compile::{GraphInner, InputMode};
 use super::node::{
     encode_json, packet, EncodeFn, Goto, IntoGotos, IntoNode, NodeFn, NodeHandle, NodeId, PacketDecoder, RouterFn,
 };
 use super::node::{HandlerFn, NodeError, NodeOutput};
+use super::policy::RetryPolicy;
+use super::CompiledGraph;
 use crate::cache::{CachePolicy, NodeCache};
 use crate::checkpoint::Checkpointer;
 use crate::error::BuildError;
-use crate::pregel::{CompiledGraph, GraphInner, InputMode, RetryPolicy};
 use crate::state::State;
 use serde::{de::DeserializeOwned, Serialize};
 use std::borrow::Cow;
@@ -372,7 +374,8 @@ impl<S: State> GraphBuilder<S> {
     /// # Errors
     /// Every problem found: unknown or duplicate nodes, edges out of `END` or into `START`, a
     /// graph without an entry, nodes `START` does not reach, nodes that never reach `END`.
-    pub fn compile(self) -> Result<CompiledGraph<S>, BuildError> {
-        GraphInner::build(self).map(CompiledGraph::from_inner)
+    pub fn compile(mut self) -> Result<CompiledGraph<S>, BuildError> {
+        let saver = self.saver.take();
+        GraphInner::build(self).map(|inner| CompiledGraph::new(inner, saver))
     }
 }

@@ -1,7 +1,7 @@
 //! Nodes, routers and what they return.
 
+use super::Context;
 use crate::error::BoxError;
-use crate::pregel::Context;
 use crate::signal::ParentCommand;
 use crate::state::{State, Update};
 use futures::future::BoxFuture;

@@ -2,8 +2,8 @@
 //! channels, pending `Send`s, the input, the versions interrupts have seen), as JSON written by
 //! hand from names quoted once per graph, and read back with serde.
 
-use super::compile::GraphInner;
 use super::control::Control;
+use crate::graph::compile::GraphInner;
 use crate::state::State;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -2,18 +2,19 @@
 //! step as the durability says, settled as it ends (the last checkpoint, the pending writes of an
 //! incomplete step, every put under way).
 
-use super::compile::GraphInner;
 use super::persist::{saver_error, writers, Pending, ERROR, INTERRUPT, RESUME};
 use super::run::Loop;
-use super::{Durability, RunConfig};
+use super::RunConfig;
 use crate::checkpoint::{CheckpointRecord, MadeByRun, Source};
 use crate::error::Error;
+use crate::graph::CompiledGraph;
+use crate::graph::Durability;
 use crate::state::State;
 use std::sync::Arc;
 
 /// Loads the thread into a new loop; returns whether it had a checkpoint.
-pub(crate) async fn load<S: State>(g: &Arc<GraphInner<S>>, config: &RunConfig) -> Result<(Loop<S>, bool), Error> {
-    let mut run = Loop::new(g.clone(), config)?;
+pub(crate) async fn load<S: State>(graph: &CompiledGraph<S>, config: &RunConfig) -> Result<(Loop<S>, bool), Error> {
+    let mut run = Loop::new(graph.inner.clone(), graph.saver.as_ref(), config)?;
     let Some(p) = &mut run.persist else {
         return Ok((run, false));
     };

@@ -1,43 +1,17 @@
 //! A compiled graph's public face: running it (`invoke`, `run`, `stream`, the resumes), reading
 //! and writing its threads' state, and the same graph on another saver.
 
-use super::compile::GraphInner;
-use super::config::{self, Durability, IntoInput, RunConfig};
+use super::config::{IntoInput, RunConfig};
 use super::outcome::Outcome;
 use super::snapshot::{self, StateSnapshot};
 use super::stream::{self, RunStream, StreamMode};
 use super::{drive, persist, run};
 use crate::error::Error;
+use crate::graph::{CompiledGraph, Durability, RunInfo};
 use crate::state::State;
-use std::fmt;
 use std::sync::Arc;
 
-/// A compiled graph, ready to run. Cheap to clone; runs may go on concurrently.
-pub struct CompiledGraph<S: State> {
-    inner: Arc<GraphInner<S>>,
-}
-
-impl<S: State> Clone for CompiledGraph<S> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-        }
-    }
-}
-
-impl<S: State> fmt::Debug for CompiledGraph<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CompiledGraph")
-            .field("nodes", &self.inner.user_node_names())
-            .finish_non_exhaustive()
-    }
-}
-
 impl<S: State> CompiledGraph<S> {
-    pub(crate) fn from_inner(inner: GraphInner<S>) -> Self {
-        Self { inner: Arc::new(inner) }
-    }
-
     /// The names of the graph's nodes, in the order they were added.
     pub fn node_names(&self) -> Vec<&str> {
         self.inner.user_node_names()
@@ -63,11 +37,11 @@ impl<S: State> CompiledGraph<S> {
     /// # Errors
     /// As [`invoke`](Self::invoke), except that a pause is an [`Outcome::Paused`].
     pub async fn run<M>(&self, input: impl IntoInput<S, M>, config: &RunConfig) -> Result<Outcome<S>, Error> {
-        drive::drive(&self.inner, drive::Start::Input(input.into_update()), config, None).await
+        drive::drive(self, drive::Start::Input(input.into_update()), config, None).await
     }
 
     /// Runs the graph on `input` as [`run`](Self::run) does, reporting what happens as a stream of
-    /// [`Event`]s of the given `modes` (combine with `|`). The stream is bounded: a slow consumer
+    /// [`Event`](crate::Event)s of the given `modes` (combine with `|`). The stream is bounded: a slow consumer
     /// slows the run; dropping the stream stops the run cleanly between two steps, its last
     /// checkpoint intact. An error is the stream's last item.
     ///
@@ -96,7 +70,7 @@ impl<S: State> CompiledGraph<S> {
 
     fn stream_from(&self, start: drive::Start<S>, config: &RunConfig, modes: StreamMode) -> RunStream<S> {
         let (tx, rx) = tokio::sync::mpsc::channel(stream::CAPACITY);
-        let (g, config) = (self.inner.clone(), config.clone());
+        let (g, config) = (self.clone(), config.clone());
         let handle = tokio::spawn(async move {
             let sink = stream::Sink { tx: tx.clone(), modes };
             let outcome = drive::drive(&g, start, &config, Some(sink)).await;
@@ -115,11 +89,11 @@ impl<S: State> CompiledGraph<S> {
     /// # Errors
     /// As [`run`](Self::run); also when the thread has no checkpoint.
     pub async fn resume(&self, config: &RunConfig) -> Result<Outcome<S>, Error> {
-        drive::drive(&self.inner, drive::Start::Resume(None), config, None).await
+        drive::drive(self, drive::Start::Resume(None), config, None).await
     }
 
     /// Answers the thread's paused node with `answer` and goes on: the node runs again from the
-    /// top and its [`Context::interrupt`] call returns `answer`.
+    /// top and its [`Context::interrupt`](crate::Context::interrupt) call returns `answer`.
     ///
     /// # Errors
     /// As [`run`](Self::run); also when no node is paused, or several are (answer each with
@@ -127,10 +101,10 @@ impl<S: State> CompiledGraph<S> {
     pub async fn resume_with<A: serde::Serialize>(&self, answer: A, config: &RunConfig) -> Result<Outcome<S>, Error> {
         let value =
             serde_json::to_value(answer).map_err(|e| Error::config(format!("the answer cannot be saved: {e}")))?;
-        drive::drive(&self.inner, drive::Start::Resume(Some((None, value))), config, None).await
+        drive::drive(self, drive::Start::Resume(Some((None, value))), config, None).await
     }
 
-    /// Answers the paused task `id` (see [`Paused::id`]) and goes on.
+    /// Answers the paused task `id` (see [`Paused::id`](crate::Paused::id)) and goes on.
     ///
     /// # Errors
     /// As [`resume_with`](Self::resume_with); also when no task `id` is paused.
@@ -143,7 +117,7 @@ impl<S: State> CompiledGraph<S> {
         let value =
             serde_json::to_value(answer).map_err(|e| Error::config(format!("the answer cannot be saved: {e}")))?;
         drive::drive(
-            &self.inner,
+            self,
             drive::Start::Resume(Some((Some(id.to_owned()), value))),
             config,
             None,
@@ -158,7 +132,7 @@ impl<S: State> CompiledGraph<S> {
     /// # Errors
     /// When the graph has no checkpointer, or the checkpoint cannot be read.
     pub async fn get_state(&self, config: &RunConfig) -> Result<Option<StateSnapshot<S>>, Error> {
-        snapshot::get_state(&self.inner, config).await
+        snapshot::get_state(self, config).await
     }
 
     /// The thread's checkpoints, newest first, at most `limit`.
@@ -170,7 +144,7 @@ impl<S: State> CompiledGraph<S> {
         config: &RunConfig,
         limit: Option<usize>,
     ) -> Result<Vec<StateSnapshot<S>>, Error> {
-        snapshot::history(&self.inner, config, limit).await
+        snapshot::history(self, config, limit).await
     }
 
     /// Writes `update` to the thread as if node `as_node` had returned it (LangGraph's
@@ -187,7 +161,7 @@ impl<S: State> CompiledGraph<S> {
         update: S::Update,
         as_node: Option<&str>,
     ) -> Result<String, Error> {
-        snapshot::update_state(&self.inner, config, update, as_node).await
+        snapshot::update_state(self, config, update, as_node).await
     }
 
     /// Decodes a checkpoint read from a saver into the state it holds, with typed serde and
@@ -198,10 +172,10 @@ impl<S: State> CompiledGraph<S> {
     /// When the checkpoint does not decode as this graph's state.
     pub fn decode_checkpoint(&self, loaded: crate::checkpoint::Loaded) -> Result<S, Error> {
         let config = RunConfig::thread(&*loaded.record.thread_id);
-        let mut inner = run::Loop::new(self.inner.clone(), &config)?;
+        let mut inner = run::Loop::new(self.inner.clone(), self.saver.as_ref(), &config)?;
         if inner.persist.is_none() {
             let saver: Arc<dyn crate::checkpoint::Checkpointer> = Arc::new(crate::checkpoint::MemorySaver::new());
-            let info = config::RunInfo {
+            let info = RunInfo {
                 saver,
                 thread: loaded.record.thread_id.clone(),
                 ns: loaded.record.ns.clone(),
@@ -222,7 +196,7 @@ impl<S: State> CompiledGraph<S> {
 impl<S: State> CompiledGraph<S> {
     /// The same graph, saving its checkpoints with `saver` (unless it has a saver of its own).
     pub(crate) fn with_saver(&self, saver: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
-        if self.inner.saver.is_some() {
+        if self.saver.is_some() {
             return self.clone();
         }
         self.with_checkpointer_arc(saver)
@@ -235,9 +209,12 @@ impl<S: State> CompiledGraph<S> {
         self.with_checkpointer_arc(Arc::new(saver))
     }
 
+    /// Shares the compiled tables: a subgraph run under a checkpointed parent costs an `Arc`
+    /// clone, not a copy of the graph.
     fn with_checkpointer_arc(&self, saver: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
-        let mut inner = (*self.inner).clone();
-        inner.saver = Some(saver);
-        Self { inner: Arc::new(inner) }
+        Self {
+            inner: self.inner.clone(),
+            saver: Some(saver),
+        }
     }
 }

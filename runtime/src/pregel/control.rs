@@ -3,8 +3,8 @@
 //! join (`join:<a>+<b>:<node>`), and their deferred kinds; what a checkpoint keeps of each.
 
 use super::body::SavedControl;
-use super::compile::ControlSpec;
 use crate::channel::{Channel, EphemeralValue, LastValueAfterFinish, NamedBarrierValue, NamedBarrierValueAfterFinish};
+use crate::graph::compile::ControlSpec;
 
 /// An internal channel's state.
 #[derive(Debug, Clone)]

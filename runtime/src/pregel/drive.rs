@@ -3,14 +3,15 @@
 //! status says stop; then settle the thread and hand back the outcome.
 
 use super::checkpoints::{keep_question_open, load, save, save_step, settle};
-use super::compile::GraphInner;
 use super::outcome::Outcome;
 use super::persist::Pending;
 use super::run::{Loop, StepEnd};
 use super::stream::{announce, fresh_checkpoint, report, Event, Item, Sink, StreamMode};
-use super::{Durability, RunConfig, Status};
+use super::{RunConfig, Status};
 use crate::checkpoint::Source;
 use crate::error::Error;
+use crate::graph::CompiledGraph;
+use crate::graph::Durability;
 use crate::signal::{PauseKind, Paused};
 use crate::state::State;
 use std::sync::Arc;
@@ -30,7 +31,7 @@ type Answered = Option<(String, Pending)>;
 
 /// Runs the loop from `start` until it is done, pauses or fails, in a `weir.run` span.
 pub(crate) async fn drive<S: State>(
-    g: &Arc<GraphInner<S>>,
+    g: &CompiledGraph<S>,
     start: Start<S>,
     config: &RunConfig,
     sink: Option<Sink<S>>,
@@ -45,7 +46,7 @@ pub(crate) async fn drive<S: State>(
 }
 
 async fn drive_in_span<S: State>(
-    g: &Arc<GraphInner<S>>,
+    g: &CompiledGraph<S>,
     start: Start<S>,
     config: &RunConfig,
     sink: Option<Sink<S>>,

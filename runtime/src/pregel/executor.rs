@@ -12,9 +12,9 @@
 //! The groups live in the [`Executor`]'s `JoinSet`: a step whose future is dropped (its caller
 //! gave up on `invoke`, or dropped the stream) aborts them, so no node outlives its run.
 
-use super::config::Context;
-use super::NodePolicy;
 use crate::error::BoxError;
+use crate::graph::policy::NodePolicy;
+use crate::graph::Context;
 use crate::graph::{Command, NodeFn, Packet};
 use crate::state::State;
 use futures::FutureExt;

@@ -7,16 +7,13 @@
 
 mod body;
 mod checkpoints;
-mod compile;
 mod compiled;
 mod config;
 mod control;
 mod drive;
 mod executor;
-mod interrupt;
 mod outcome;
 mod persist;
-mod policy;
 mod restore;
 mod run;
 mod snapshot;
@@ -25,12 +22,8 @@ mod subgraph;
 mod task;
 mod writer;
 
-pub(crate) use compile::{GraphInner, InputMode};
-pub use compiled::CompiledGraph;
-pub use config::{Context, DrainHandle, Durability, IntoInput, RunConfig};
+pub use config::{DrainHandle, IntoInput, RunConfig};
 pub use outcome::Outcome;
-pub(crate) use policy::NodePolicy;
-pub use policy::RetryPolicy;
 pub use run::Status;
 pub use snapshot::{StateSnapshot, TaskSnapshot};
 pub use stream::{Event, RunStream, StreamMode};

@@ -11,12 +11,12 @@
 //! with the square of the run's length.
 
 use super::body::{BodyRef, SavedSend, SeenEntry};
-use super::compile::GraphInner;
-use super::config::RunInfo;
 use super::run::Loop;
 use super::writer::Writer;
 use crate::checkpoint::{checkpoint_id_after, Blob, ChannelRef, CheckpointRecord, PendingWrite, Source};
 use crate::error::Error;
+use crate::graph::compile::GraphInner;
+use crate::graph::RunInfo;
 use crate::graph::{Command, Goto};
 use crate::state::{AppendMark, State};
 use serde::{Deserialize, Serialize};

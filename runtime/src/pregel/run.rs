@@ -6,15 +6,17 @@ mod step;
 
 pub(crate) use step::StepEnd;
 
-use super::compile::{GraphInner, InputMode};
-use super::config::{DrainHandle, RunConfig, RunInfo};
+use super::config::{DrainHandle, RunConfig};
 use super::control::Control;
 use super::executor::{Executor, Job, TaskOutput};
-use super::interrupt::Scratch;
 use super::persist::{Pending, Persist};
 use super::stream::Sink;
 use super::task::{Finished, Task, TaskReport, TaskResult};
+use crate::checkpoint::Checkpointer;
 use crate::error::Error;
+use crate::graph::compile::{GraphInner, InputMode};
+use crate::graph::interrupt::Scratch;
+use crate::graph::RunInfo;
 use crate::graph::{Command, Goto, Packet};
 use crate::signal::{PauseKind, Paused};
 use crate::state::{FieldError, State, Update};
@@ -97,7 +99,11 @@ pub(crate) struct Loop<S: State> {
 }
 
 impl<S: State> Loop<S> {
-    pub(crate) fn new(g: Arc<GraphInner<S>>, config: &RunConfig) -> Result<Self, Error> {
+    pub(crate) fn new(
+        g: Arc<GraphInner<S>>,
+        saver: Option<&Arc<dyn Checkpointer>>,
+        config: &RunConfig,
+    ) -> Result<Self, Error> {
         if config.recursion_limit < 1 {
             return Err(Error::config("recursion limit must be at least 1"));
         }
@@ -120,7 +126,7 @@ impl<S: State> Loop<S> {
                 }
             }
         }
-        let persist = match (&g.saver, &config.thread_id) {
+        let persist = match (saver, &config.thread_id) {
             (Some(saver), Some(thread)) => {
                 let info = RunInfo {
                     saver: saver.clone(),

@@ -6,9 +6,9 @@ use super::outcome::Outcome;
 use super::run::Loop;
 use crate::checkpoint::Source;
 use crate::error::Error;
+use crate::graph::Emitter;
 use crate::signal::Paused;
 use crate::state::State;
-use futures::future::BoxFuture;
 use futures::Stream;
 use std::fmt;
 use std::pin::Pin;
@@ -30,7 +30,7 @@ impl StreamMode {
     pub const TASKS: Self = Self(4);
     /// Each checkpoint written, with the nodes that run next.
     pub const CHECKPOINTS: Self = Self(8);
-    /// The events nodes emit themselves through [`Context::emit`](super::Context::emit).
+    /// The events nodes emit themselves through [`Context::emit`](crate::Context::emit).
     pub const CUSTOM: Self = Self(16);
     /// Every mode.
     pub const ALL: Self = Self(31);
@@ -195,22 +195,6 @@ impl<S: State> Sink<S> {
             let node = node.to_string();
             Box::pin(async move { tx.send(Ok(Event::Custom { step, node, value })).await.is_ok() })
         })))
-    }
-}
-
-/// Sends a node's custom events to the stream.
-#[derive(Clone)]
-pub(crate) struct Emitter(Arc<dyn Fn(serde_json::Value) -> BoxFuture<'static, bool> + Send + Sync>);
-
-impl Emitter {
-    pub(crate) async fn emit(&self, value: serde_json::Value) -> bool {
-        (self.0)(value).await
-    }
-}
-
-impl fmt::Debug for Emitter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Emitter")
     }
 }
 

@@ -1,8 +1,9 @@
 //! Subgraphs: a compiled graph used as a node of another.
 
-use super::{CompiledGraph, Context, Outcome, RunConfig};
+use super::{Outcome, RunConfig};
 use crate::error::{BoxError, Error};
 use crate::graph::{Command, Goto, GraphBuilder, NodeHandle};
+use crate::graph::{CompiledGraph, Context};
 use crate::state::State;
 use futures::future::BoxFuture;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! reports of it.
 
 use super::executor::{Job, TaskOutput};
-use super::interrupt::Scratch;
+use crate::graph::interrupt::Scratch;
 use crate::graph::Command;
 use crate::state::State;
 use std::sync::Arc;

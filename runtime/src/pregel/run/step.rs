@@ -2,13 +2,13 @@
 //! becomes a finished task or a failure, error handlers and cache writes are applied, routers of
 //! a wide step read their own task's writes, and an incomplete step keeps its pending writes.
 
-use super::super::config::Context;
 use super::super::executor::{panic_message, run_job, Failure, Job, TaskInput, TaskOutput};
 use super::super::persist::{ERROR, INTERRUPT, RESUME, WRITES};
 use super::super::stream::StreamMode;
 use super::super::task::{Finished, Task, TaskReport, TaskResult};
 use super::{field_error, Loop};
 use crate::error::Error;
+use crate::graph::Context;
 use crate::graph::{Command, Goto};
 use crate::signal::{PauseKind, Paused};
 use crate::state::{State, Update};
