@@ -74,7 +74,7 @@ enum ErrorKind {
     Checkpoint {
         thread: String,
         message: String,
-        /// The saver's own error, when a saver failed.
+        /// The checkpointer's own error, when a checkpointer failed.
         source: Option<BoxError>,
     },
     Conflict {
@@ -217,8 +217,8 @@ impl Error {
         }
         .into()
     }
-    /// The saver failed on thread `thread` (`conflict`: another run moved the thread on).
-    pub(crate) fn saver(thread: &str, conflict: bool, source: BoxError) -> Self {
+    /// The checkpointer failed on thread `thread` (`conflict`: another run moved the thread on).
+    pub(crate) fn checkpointer(thread: &str, conflict: bool, source: BoxError) -> Self {
         let thread = thread.to_owned();
         if conflict {
             ErrorKind::Conflict { thread, source }.into()

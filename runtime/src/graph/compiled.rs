@@ -1,4 +1,4 @@
-//! A compiled graph: the static tables of [`GraphInner`], shared by every copy, and the saver its
+//! A compiled graph: the static tables of [`GraphInner`], shared by every copy, and the checkpointer its
 //! runs checkpoint with. Running it is the loop's business (`pregel`, which adds the methods).
 
 use super::compile::GraphInner;
@@ -9,16 +9,16 @@ use std::sync::Arc;
 
 /// A compiled graph, ready to run. Cheap to clone; runs may go on concurrently.
 pub struct CompiledGraph<S: State> {
-    /// The compiled tables, shared by every copy of the graph, whatever its saver.
+    /// The compiled tables, shared by every copy of the graph, whatever its checkpointer.
     pub(crate) inner: Arc<GraphInner<S>>,
-    pub(crate) saver: Option<Arc<dyn Checkpointer>>,
+    pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
 }
 
 impl<S: State> Clone for CompiledGraph<S> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
-            saver: self.saver.clone(),
+            checkpointer: self.checkpointer.clone(),
         }
     }
 }
@@ -32,10 +32,10 @@ impl<S: State> fmt::Debug for CompiledGraph<S> {
 }
 
 impl<S: State> CompiledGraph<S> {
-    pub(crate) fn new(inner: GraphInner<S>, saver: Option<Arc<dyn Checkpointer>>) -> Self {
+    pub(crate) fn new(inner: GraphInner<S>, checkpointer: Option<Arc<dyn Checkpointer>>) -> Self {
         Self {
             inner: Arc::new(inner),
-            saver,
+            checkpointer,
         }
     }
 }

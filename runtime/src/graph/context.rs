@@ -1,5 +1,5 @@
 //! What a node sees of the run it is part of: its [`Context`] (node, step, stream writer,
-//! interrupts), and the run's saver, thread and durability that a subgraph saves under.
+//! interrupts), and the run's checkpointer, thread and durability that a subgraph saves under.
 
 use super::interrupt::Scratch;
 use crate::checkpoint::Checkpointer;
@@ -38,7 +38,7 @@ pub struct Context {
 /// shared by its tasks' contexts.
 #[derive(Debug)]
 pub(crate) struct RunInfo {
-    pub(crate) saver: Arc<dyn Checkpointer>,
+    pub(crate) checkpointer: Arc<dyn Checkpointer>,
     pub(crate) thread: Arc<str>,
     pub(crate) ns: Arc<str>,
     pub(crate) durability: Durability,

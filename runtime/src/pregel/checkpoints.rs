@@ -2,7 +2,7 @@
 //! step as the durability says, settled as it ends (the last checkpoint, the pending writes of an
 //! incomplete step, every put under way).
 
-use super::persist::{saver_error, writers, Pending, ERROR, INTERRUPT, RESUME};
+use super::persist::{checkpointer_error, writers, TaskRecord, ERROR, INTERRUPT, RESUME};
 use super::run::Loop;
 use super::RunConfig;
 use crate::checkpoint::{CheckpointRecord, MadeByRun, Source};
@@ -14,23 +14,23 @@ use std::sync::Arc;
 
 /// Loads the thread into a new loop; returns whether it had a checkpoint.
 pub(crate) async fn load<S: State>(graph: &CompiledGraph<S>, config: &RunConfig) -> Result<(Loop<S>, bool), Error> {
-    let mut run = Loop::new(graph.inner.clone(), graph.saver.as_ref(), config)?;
+    let mut run = Loop::new(graph.inner.clone(), graph.checkpointer.as_ref(), config)?;
     let Some(p) = &mut run.persist else {
         return Ok((run, false));
     };
     let info = p.info.clone();
     let (thread, ns) = (&*info.thread, &*info.ns);
     p.head = info
-        .saver
+        .checkpointer
         .head(thread, ns)
         .await
-        .map_err(|e| saver_error(thread, e))?
+        .map_err(|e| checkpointer_error(thread, e))?
         .map(Into::into);
     let loaded = info
-        .saver
+        .checkpointer
         .get(thread, ns, config.checkpoint_id.as_deref())
         .await
-        .map_err(|e| saver_error(thread, e))?;
+        .map_err(|e| checkpointer_error(thread, e))?;
     match loaded {
         Some(l) => {
             run.restore(l)?;
@@ -70,14 +70,14 @@ async fn put<S: State>(run: &mut Loop<S>, record: CheckpointRecord, durability: 
     let expected = p.head.replace(record.id.clone());
     p.current = Some(record.id.clone());
     p.dirty = false;
-    // A saver that stores in place goes first, unless puts handed to the writer are still ahead.
+    // A checkpointer that stores in place goes first, unless puts handed to the writer are still ahead.
     let record = if p.writer.is_none() {
         match p
             .info
-            .saver
+            .checkpointer
             .try_put_in_place(record, expected.as_deref(), MadeByRun::new())
         {
-            Ok(stored) => return stored.map_err(|e| saver_error(&p.info.thread, e)),
+            Ok(stored) => return stored.map_err(|e| checkpointer_error(&p.info.thread, e)),
             Err(record) => record,
         }
     } else {
@@ -88,10 +88,10 @@ async fn put<S: State>(run: &mut Loop<S>, record: CheckpointRecord, durability: 
     }
     p.flush().await?;
     let info = p.info.clone();
-    info.saver
+    info.checkpointer
         .put_made(vec![record], expected.as_deref(), MadeByRun::new())
         .await
-        .map_err(|e| saver_error(&info.thread, e))
+        .map_err(|e| checkpointer_error(&info.thread, e))
 }
 
 /// Ends a checkpointed run: the last checkpoint (exit durability), the pending writes of an
@@ -136,7 +136,7 @@ pub(crate) async fn save_step<S: State>(
 
 /// An answer of the wrong type failed the task that asked: its question stays open, with the
 /// answers it had before, so the thread can be resumed with an answer of the right type.
-pub(crate) fn keep_question_open<S: State>(run: &mut Loop<S>, task: &str, asked: Pending) {
+pub(crate) fn keep_question_open<S: State>(run: &mut Loop<S>, task: &str, asked: TaskRecord) {
     let Some(p) = &mut run.persist else { return };
     let Some((_, rows)) = p.rows.iter_mut().find(|(id, _)| id == task) else {
         return;

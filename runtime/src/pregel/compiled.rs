@@ -1,5 +1,5 @@
 //! A compiled graph's public face: running it (`invoke`, `run`, `stream`, the resumes), reading
-//! and writing its threads' state, and the same graph on another saver.
+//! and writing its threads' state, and the same graph on another checkpointer.
 
 use super::config::{IntoInput, RunConfig};
 use super::outcome::Outcome;
@@ -164,7 +164,7 @@ impl<S: State> CompiledGraph<S> {
         snapshot::update_state(self, config, update, as_node).await
     }
 
-    /// Decodes a checkpoint read from a saver into the state it holds, with typed serde and
+    /// Decodes a checkpoint read from a checkpointer into the state it holds, with typed serde and
     /// nothing else: bytes that do not fit the state give an error naming the thread and the
     /// field, never garbage or a panic (this is what the checkpoint fuzz target drives).
     ///
@@ -172,11 +172,12 @@ impl<S: State> CompiledGraph<S> {
     /// When the checkpoint does not decode as this graph's state.
     pub fn decode_checkpoint(&self, loaded: crate::checkpoint::Loaded) -> Result<S, Error> {
         let config = RunConfig::thread(&*loaded.record.thread_id);
-        let mut inner = run::Loop::new(self.inner.clone(), self.saver.as_ref(), &config)?;
+        let mut inner = run::Loop::new(self.inner.clone(), self.checkpointer.as_ref(), &config)?;
         if inner.persist.is_none() {
-            let saver: Arc<dyn crate::checkpoint::Checkpointer> = Arc::new(crate::checkpoint::MemorySaver::new());
+            let checkpointer: Arc<dyn crate::checkpoint::Checkpointer> =
+                Arc::new(crate::checkpoint::MemorySaver::new());
             let info = RunInfo {
-                saver,
+                checkpointer,
                 thread: loaded.record.thread_id.clone(),
                 ns: loaded.record.ns.clone(),
                 durability: Durability::default(),
@@ -194,27 +195,27 @@ impl<S: State> CompiledGraph<S> {
 }
 
 impl<S: State> CompiledGraph<S> {
-    /// The same graph, saving its checkpoints with `saver` (unless it has a saver of its own).
-    pub(crate) fn with_saver(&self, saver: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
-        if self.saver.is_some() {
+    /// The same graph, saving its checkpoints with `checkpointer` (unless it has a checkpointer of its own).
+    pub(crate) fn with_parent_checkpointer(&self, checkpointer: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
+        if self.checkpointer.is_some() {
             return self.clone();
         }
-        self.with_checkpointer_arc(saver)
+        self.with_checkpointer_arc(checkpointer)
     }
 
-    /// The same graph, saving its checkpoints with `saver` instead: for instance to read a
-    /// subgraph's state in its parent's saver ([`get_state`](Self::get_state) with
+    /// The same graph, saving its checkpoints with `checkpointer` instead: for instance to read a
+    /// subgraph's state in its parent's checkpointer ([`get_state`](Self::get_state) with
     /// [`RunConfig::ns`]).
-    pub fn with_checkpointer(&self, saver: impl crate::checkpoint::Checkpointer) -> Self {
-        self.with_checkpointer_arc(Arc::new(saver))
+    pub fn with_checkpointer(&self, checkpointer: impl crate::checkpoint::Checkpointer) -> Self {
+        self.with_checkpointer_arc(Arc::new(checkpointer))
     }
 
     /// Shares the compiled tables: a subgraph run under a checkpointed parent costs an `Arc`
     /// clone, not a copy of the graph.
-    fn with_checkpointer_arc(&self, saver: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
+    fn with_checkpointer_arc(&self, checkpointer: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
         Self {
             inner: self.inner.clone(),
-            saver: Some(saver),
+            checkpointer: Some(checkpointer),
         }
     }
 }

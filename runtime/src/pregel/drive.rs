@@ -4,7 +4,7 @@
 
 use super::checkpoints::{keep_question_open, load, save, save_step, settle};
 use super::outcome::Outcome;
-use super::persist::Pending;
+use super::persist::TaskRecord;
 use super::run::{Loop, StepEnd};
 use super::stream::{announce, fresh_checkpoint, report, Event, Item, Sink, StreamMode};
 use super::{RunConfig, Status};
@@ -27,7 +27,7 @@ pub(crate) enum Start<S: State> {
 }
 
 /// A paused task this run answered: its id, and its question with the answers it had before.
-type Answered = Option<(String, Pending)>;
+type Answered = Option<(String, TaskRecord)>;
 
 /// Runs the loop from `start` until it is done, pauses or fails, in a `weir.run` span.
 pub(crate) async fn drive<S: State>(
@@ -51,7 +51,7 @@ async fn drive_in_span<S: State>(
     config: &RunConfig,
     sink: Option<Sink<S>>,
 ) -> Result<Outcome<S>, Error> {
-    // Load the thread (when the graph has a saver) and apply the input or the resume.
+    // Load the thread (when the graph has a checkpointer) and apply the input or the resume.
     let (mut run, loaded) = load(g, config).await?;
     run.sink = sink;
     let answered = begin(&mut run, start, loaded, config).await?;

@@ -79,7 +79,7 @@ pub(crate) struct SavedTask<U> {
 
 /// What the pending writes of one task say.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Pending {
+pub(crate) struct TaskRecord {
     pub(crate) writes: Option<Vec<u8>>,
     pub(crate) error: Option<String>,
     pub(crate) question: Option<serde_json::Value>,
@@ -89,9 +89,9 @@ pub(crate) struct Pending {
 /// One task's pending writes: its id, and `(channel, bytes)` rows.
 pub(crate) type TaskRows = (String, Vec<(&'static str, Vec<u8>)>);
 
-/// A run's link to its saver.
+/// A run's link to its checkpointer.
 pub(crate) struct Persist {
-    /// The saver, thread and namespace, shared with the run's tasks' contexts.
+    /// The checkpointer, thread and namespace, shared with the run's tasks' contexts.
     pub(crate) info: Arc<RunInfo>,
     /// The latest checkpoint of the thread as far as this run knows (what `put` expects).
     pub(crate) head: Option<Arc<str>>,
@@ -103,7 +103,7 @@ pub(crate) struct Persist {
     pub(crate) saved_versions: Vec<u64>,
     pub(crate) chains: Vec<Option<Chain>>,
     /// Pending writes of the current checkpoint, by task id.
-    pub(crate) pending: BTreeMap<String, Pending>,
+    pub(crate) pending: BTreeMap<String, TaskRecord>,
     /// Channel versions at the last resume.
     pub(crate) interrupt_seen: Vec<u64>,
     /// The checkpoint put under way in the background (async durability).
@@ -153,9 +153,9 @@ pub(crate) fn task_id(node: &str, push_index: Option<usize>) -> String {
     }
 }
 
-/// A saver's failure on `thread`, kept as the error's source.
-pub(crate) fn saver_error(thread: &str, e: crate::checkpoint::SaverError) -> Error {
-    Error::saver(thread, e.is_conflict(), Box::new(e))
+/// A checkpointer's failure on `thread`, kept as the error's source.
+pub(crate) fn checkpointer_error(thread: &str, e: crate::checkpoint::SaverError) -> Error {
+    Error::checkpointer(thread, e.is_conflict(), Box::new(e))
 }
 
 impl<S: State> Loop<S> {
@@ -169,7 +169,7 @@ impl<S: State> Loop<S> {
         let g = self.g.clone();
         let n_fields = g.n_fields();
         let p = self.persist.as_ref().expect("a checkpointed run");
-        // Greater than the head this record will follow, as savers require.
+        // Greater than the head this record will follow, as checkpointers require.
         let (id, created_at) = checkpoint_id_after(p.head.as_deref());
         let thread = p.info.thread.clone();
         // A field is saved when it has a value its last checkpoint did not store.
@@ -328,10 +328,10 @@ impl<S: State> Loop<S> {
             })
             .collect();
         let info = &p.info;
-        info.saver
+        info.checkpointer
             .put_writes(&info.thread, &info.ns, current, task_id, rows)
             .await
-            .map_err(|e| saver_error(&info.thread, e))
+            .map_err(|e| checkpointer_error(&info.thread, e))
     }
 }
 

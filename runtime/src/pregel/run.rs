@@ -9,7 +9,7 @@ pub(crate) use step::StepEnd;
 use super::config::{DrainHandle, RunConfig};
 use super::control::Control;
 use super::executor::{Executor, Job, TaskOutput};
-use super::persist::{Pending, Persist};
+use super::persist::{Persist, TaskRecord};
 use super::stream::Sink;
 use super::task::{Finished, Task, TaskReport, TaskResult};
 use crate::checkpoint::Checkpointer;
@@ -65,7 +65,7 @@ pub(crate) struct Loop<S: State> {
     drain: Option<DrainHandle>,
     pub(crate) tasks: Vec<Task<S>>,
     status: Status,
-    /// The run's link to its saver, when the graph has one.
+    /// The run's link to its checkpointer, when the graph has one.
     pub(crate) persist: Option<Persist>,
     /// Where a streamed run sends its events, and what each task of the last step did.
     pub(crate) sink: Option<Sink<S>>,
@@ -101,7 +101,7 @@ pub(crate) struct Loop<S: State> {
 impl<S: State> Loop<S> {
     pub(crate) fn new(
         g: Arc<GraphInner<S>>,
-        saver: Option<&Arc<dyn Checkpointer>>,
+        checkpointer: Option<&Arc<dyn Checkpointer>>,
         config: &RunConfig,
     ) -> Result<Self, Error> {
         if config.recursion_limit < 1 {
@@ -126,10 +126,10 @@ impl<S: State> Loop<S> {
                 }
             }
         }
-        let persist = match (saver, &config.thread_id) {
-            (Some(saver), Some(thread)) => {
+        let persist = match (checkpointer, &config.thread_id) {
+            (Some(checkpointer), Some(thread)) => {
                 let info = RunInfo {
-                    saver: saver.clone(),
+                    checkpointer: checkpointer.clone(),
                     thread: thread.as_str().into(),
                     ns: config.ns.as_str().into(),
                     durability: config.durability,
@@ -454,20 +454,20 @@ impl<S: State> Loop<S> {
                     None
                 };
                 let answers = match pending {
-                    Some(Pending {
+                    Some(TaskRecord {
                         writes: Some(bytes), ..
                     }) => {
                         self.tasks[i].job = Job::Ready(self.load_task(&bytes)?);
                         self.tasks[i].saved = true;
                         continue;
                     }
-                    Some(Pending { error: Some(e), .. })
+                    Some(TaskRecord { error: Some(e), .. })
                         if self.g.nodes[self.tasks[i].node as usize].handler.is_some() =>
                     {
                         self.tasks[i].failed = Some(e);
                         continue;
                     }
-                    Some(Pending { answers, .. }) => answers,
+                    Some(TaskRecord { answers, .. }) => answers,
                     None => Vec::new(),
                 };
                 self.tasks[i].scratch = Some(Arc::new(Scratch::with_answers(answers)));
@@ -478,7 +478,7 @@ impl<S: State> Loop<S> {
 
     /// The pending writes of the current checkpoint, for `get_state`: tasks that paused and
     /// their questions, and which tasks already have writes.
-    pub(crate) fn pending(&self) -> Option<&std::collections::BTreeMap<String, Pending>> {
+    pub(crate) fn pending(&self) -> Option<&std::collections::BTreeMap<String, TaskRecord>> {
         self.persist.as_ref().map(|p| &p.pending)
     }
 

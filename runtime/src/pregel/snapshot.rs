@@ -55,7 +55,7 @@ pub(crate) async fn get_state<S: State>(
     graph: &CompiledGraph<S>,
     config: &RunConfig,
 ) -> Result<Option<StateSnapshot<S>>, Error> {
-    if graph.saver.is_none() {
+    if graph.checkpointer.is_none() {
         return Err(Error::config("reading a thread's state needs a checkpointer"));
     }
     let g = &graph.inner;
@@ -120,18 +120,18 @@ pub(crate) async fn history<S: State>(
     config: &RunConfig,
     limit: Option<usize>,
 ) -> Result<Vec<StateSnapshot<S>>, Error> {
-    let saver = graph
-        .saver
+    let checkpointer = graph
+        .checkpointer
         .as_ref()
         .ok_or_else(|| Error::config("reading a thread's history needs a checkpointer"))?;
     let thread = config
         .thread_id
         .clone()
         .ok_or_else(|| Error::config("give the run a thread (`RunConfig::thread`)"))?;
-    let records = saver
+    let records = checkpointer
         .list(&thread, &config.ns, None, limit)
         .await
-        .map_err(|e| super::persist::saver_error(&thread, e))?;
+        .map_err(|e| super::persist::checkpointer_error(&thread, e))?;
     let mut out = Vec::with_capacity(records.len());
     for r in records {
         let at = RunConfig {
@@ -149,7 +149,7 @@ pub(crate) async fn update_state<S: State>(
     update: S::Update,
     as_node: Option<&str>,
 ) -> Result<String, Error> {
-    if graph.saver.is_none() {
+    if graph.checkpointer.is_none() {
         return Err(Error::config("updating a thread's state needs a checkpointer"));
     }
     let g = &graph.inner;

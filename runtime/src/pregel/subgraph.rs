@@ -13,7 +13,7 @@ use std::sync::Arc;
 /// node function goes (`graph! { nodes: [review = (weir::subgraph(sub, into, from))], .. }`), or
 /// through [`GraphBuilder::add_subgraph`].
 ///
-/// When the parent is checkpointed, `sub` saves its checkpoints on the parent's saver, in the
+/// When the parent is checkpointed, `sub` saves its checkpoints on the parent's checkpointer, in the
 /// parent's thread, under a namespace of its own (`<parent ns>|<task>:<step>`; see
 /// [`RunConfig::ns`]); a pause inside `sub` pauses the parent with `sub`'s question, and answering
 /// the parent resumes `sub` where it paused. A node of `sub` returning [`Command::to_parent`] ends
@@ -88,7 +88,7 @@ async fn run_sub<T: State>(sub: &CompiledGraph<T>, input: T::Update, ctx: &Conte
         // The parent is not checkpointed: a plain run.
         return Ok(sub.run(input, &RunConfig::default()).await?);
     };
-    let sub = sub.with_saver(run.saver.clone());
+    let sub = sub.with_parent_checkpointer(run.checkpointer.clone());
     let task = super::persist::task_id(&ctx.node, ctx.push);
     let ns = if run.ns.is_empty() {
         format!("{task}:{}", ctx.step)

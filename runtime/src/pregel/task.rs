@@ -42,33 +42,38 @@ pub(crate) struct TaskReport<S: State> {
     pub(crate) update: Option<S::Update>,
 }
 
-/// What a task of a step came to, with what the loop needs to take its writes: its node, push
-/// index, whether its writes were saved already, its interrupts, and its key in the node cache.
-pub(crate) struct TaskResult<S: State> {
+/// What the loop keeps of a task while its job runs: who it is, and how to take its writes.
+pub(crate) struct Running {
     pub(crate) node: u32,
     pub(crate) push: Option<usize>,
+    /// Its writes were saved already (it does not run again).
     pub(crate) saved: bool,
+    /// Its interrupts: answers given, the question asked.
     pub(crate) scratch: Option<Arc<Scratch>>,
+    /// Its key in the node cache, when the node is cacheable and missed.
     pub(crate) cache_key: Option<String>,
-    pub(crate) output: TaskOutput<S>,
 }
 
-impl<S: State> TaskResult<S> {
-    pub(crate) fn new(
-        node: u32,
-        push: Option<usize>,
-        saved: bool,
-        scratch: Option<Arc<Scratch>>,
-        cache_key: Option<String>,
-        output: TaskOutput<S>,
-    ) -> Self {
-        Self {
-            node,
-            push,
-            saved,
-            scratch,
-            cache_key,
-            output,
-        }
+impl<S: State> Task<S> {
+    /// The job to run (an error handler's failure when the node failed before), and the rest.
+    pub(crate) fn start(self) -> (Job<S>, Running) {
+        let job = match self.failed {
+            Some(e) => Job::Failed(e),
+            None => self.job,
+        };
+        let running = Running {
+            node: self.node,
+            push: self.push,
+            saved: self.saved,
+            scratch: self.scratch,
+            cache_key: self.cache_key,
+        };
+        (job, running)
     }
+}
+
+/// What a task of a step came to.
+pub(crate) struct TaskResult<S: State> {
+    pub(crate) task: Running,
+    pub(crate) output: TaskOutput<S>,
 }

@@ -1,7 +1,7 @@
 //! The background checkpoint writer of a run with asynchronous durability: checkpoints are put
-//! in order while the run goes on, in batches when the saver is slower than the loop.
+//! in order while the run goes on, in batches when the checkpointer is slower than the loop.
 
-use super::persist::{saver_error, Persist};
+use super::persist::{checkpointer_error, Persist};
 use crate::checkpoint::{CheckpointRecord, Checkpointer, MadeByRun};
 use crate::error::Error;
 use std::sync::Arc;
@@ -38,7 +38,7 @@ impl Persist {
     ) -> Result<(), Error> {
         let writer = self
             .writer
-            .get_or_insert_with(|| Writer::start(self.info.saver.clone(), self.info.thread.clone()));
+            .get_or_insert_with(|| Writer::start(self.info.checkpointer.clone(), self.info.thread.clone()));
         // Waits while the queue holds its share of bytes; the writer gives them back as it stores
         // (and closes the semaphore when it stops, which sends this put to `flush` for the error).
         let bytes = queued_bytes(&record);
@@ -78,9 +78,9 @@ pub(crate) enum Job {
 }
 
 /// A run's background checkpoint writer: one task, fed in order through a channel bounded in
-/// checkpoints ([`QUEUE`]) and in bytes ([`QUEUE_BYTES`]), so a slow saver slows the run instead
-/// of queueing without bound. The checkpoints queued while a put was under way go to the saver
-/// together ([`Checkpointer::put_many`]): one transaction for many steps when the saver is slower
+/// checkpoints ([`QUEUE`]) and in bytes ([`QUEUE_BYTES`]), so a slow checkpointer slows the run instead
+/// of queueing without bound. The checkpoints queued while a put was under way go to the checkpointer
+/// together ([`Checkpointer::put_many`]): one transaction for many steps when the checkpointer is slower
 /// than the loop.
 pub(crate) struct Writer {
     jobs: tokio::sync::mpsc::Sender<Job>,
@@ -91,18 +91,18 @@ pub(crate) struct Writer {
 }
 
 /// How many jobs the writer's queue holds, and takes at once. A batch amortizes what a put costs
-/// besides its rows (a transaction, a commit that may wait for the disk, the saver's hand-over to
+/// besides its rows (a transaction, a commit that may wait for the disk, the checkpointer's hand-over to
 /// a blocking thread): with 64, `weir_bench checkpoint_sqlite 1000` took 9.4 ms at
 /// `synchronous=FULL` and 4.3 ms at OFF; with 1,024, 4.8 and 3.4 ms.
 const QUEUE: usize = 1024;
 
 /// How many bytes of checkpoints (bodies and blobs, see [`queued_bytes`]) the writer's queue
-/// holds at most: a run whose steps each write a large value waits for the saver after a few of
+/// holds at most: a run whose steps each write a large value waits for the checkpointer after a few of
 /// them, however many [`QUEUE`] allows.
 const QUEUE_BYTES: u32 = 32 << 20;
 
 impl Writer {
-    fn start(saver: Arc<dyn Checkpointer>, thread: Arc<str>) -> Self {
+    fn start(checkpointer: Arc<dyn Checkpointer>, thread: Arc<str>) -> Self {
         let (jobs, mut rx) = tokio::sync::mpsc::channel::<Job>(QUEUE);
         let failed = Arc::new(std::sync::Mutex::new(None));
         let failure = failed.clone();
@@ -117,14 +117,14 @@ impl Writer {
                     match job {
                         Job::Put(record, head, bytes) => batch.push(*record, head, bytes),
                         Job::Flush(done) => {
-                            if !batch.store(&*saver, &gives_back.0, &thread, &failure).await {
+                            if !batch.store(&*checkpointer, &gives_back.0, &thread, &failure).await {
                                 return;
                             }
                             let _ = done.send(());
                         }
                     }
                 }
-                if !batch.store(&*saver, &gives_back.0, &thread, &failure).await {
+                if !batch.store(&*checkpointer, &gives_back.0, &thread, &failure).await {
                     return;
                 }
             }
@@ -165,7 +165,7 @@ impl Batch {
     /// returns false: later checkpoints would not chain onto these.
     async fn store(
         &mut self,
-        saver: &dyn Checkpointer,
+        checkpointer: &dyn Checkpointer,
         room: &Semaphore,
         thread: &str,
         failure: &std::sync::Mutex<Option<Error>>,
@@ -175,7 +175,7 @@ impl Batch {
         }
         let records = std::mem::take(&mut self.records);
         // Every record of the batch is one this run made.
-        match saver
+        match checkpointer
             .put_made(records, self.expected.take().as_deref(), MadeByRun::new())
             .await
         {
@@ -184,7 +184,7 @@ impl Batch {
                 true
             }
             Err(e) => {
-                *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(saver_error(thread, e));
+                *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(checkpointer_error(thread, e));
                 false
             }
         }

@@ -5,7 +5,8 @@
 use super::super::task::Finished;
 use super::{field_error, Loop};
 use crate::error::Error;
-use crate::graph::Goto;
+use crate::graph::compile::GraphInner;
+use crate::graph::{Goto, Packet};
 use crate::state::State;
 use std::sync::Arc;
 
@@ -13,7 +14,6 @@ impl<S: State> Loop<S> {
     /// LangGraph's `apply_writes` and `after_tick`: the end of a superstep.
     pub(crate) fn after_tick(&mut self, mut done: Vec<Finished<S>>) -> Result<(), Error> {
         let g = self.g.clone();
-        let n_fields = g.n_fields();
         let routed_alone = done.len() == 1 && !done[0].routed && !done[0].handled;
         if done.iter().any(|d| Some(d.node) == g.start) {
             // The start node ran: the input is in the fields now.
@@ -30,19 +30,9 @@ impl<S: State> Loop<S> {
         for d in done.iter().filter(|d| d.pull) {
             bumped |= self.consume_triggers(d.node, next);
         }
-        let state = Arc::make_mut(&mut self.state);
 
         // Apply the fields' writes, in task order.
-        self.updated.clear();
-        self.changed.fill(false);
-        self.updates.clear();
-        self.updates
-            .extend(done.iter_mut().map(|d| std::mem::take(&mut d.command.update)));
-        let step = self.step;
-        state
-            .apply(&mut self.channels, &mut self.updates, true, &mut self.changed)
-            .map_err(|e| field_error(e, &done.iter().map(|d| d.node).collect::<Vec<_>>(), &g, step))?;
-        bumped |= self.record_changed_fields(next);
+        bumped |= self.apply_fields(&g, &mut done, next)?;
         if routed_alone && !g.nodes[done[0].node as usize].routers.is_empty() {
             done[0].routed = true;
             if done[0].command.goto.is_empty() {
@@ -54,8 +44,45 @@ impl<S: State> Loop<S> {
         }
 
         // Apply the internal channels' writes: edges, joins, gotos and sends.
+        self.sends = self.write_controls(&g, &mut done)?;
+        if routed_alone && self.gotos.capacity() == 0 {
+            self.gotos = std::mem::take(&mut done[0].command.goto);
+        }
+        bumped |= self.update_controls(g.n_fields(), next);
+
+        // Nothing will wake a node: finish the channels (deferred nodes wake up).
+        if !self.updated.iter().any(|c| !g.trigger_to_nodes[*c as usize].is_empty()) {
+            bumped |= self.finish_channels(g.n_fields(), next);
+        }
+        if bumped {
+            self.max_version = next;
+        }
+        self.step += 1;
+        done.clear();
+        self.done = done;
+        Ok(())
+    }
+
+    /// Applies the fields' writes of `done`, in task order; returns whether a field changed.
+    fn apply_fields(&mut self, g: &GraphInner<S>, done: &mut [Finished<S>], next: u64) -> Result<bool, Error> {
+        let state = Arc::make_mut(&mut self.state);
+        self.updated.clear();
+        self.changed.fill(false);
+        self.updates.clear();
+        self.updates
+            .extend(done.iter_mut().map(|d| std::mem::take(&mut d.command.update)));
+        let step = self.step;
+        state
+            .apply(&mut self.channels, &mut self.updates, true, &mut self.changed)
+            .map_err(|e| field_error(e, &done.iter().map(|d| d.node).collect::<Vec<_>>(), g, step))?;
+        Ok(self.record_changed_fields(next))
+    }
+
+    /// Writes the internal channels the finished tasks write: their node's edges and joins
+    /// (unless an error handler stood in for the node), and their gotos. Returns their `Send`s.
+    fn write_controls(&mut self, g: &GraphInner<S>, done: &mut [Finished<S>]) -> Result<Vec<Packet<S>>, Error> {
         let mut sends = Vec::new();
-        for d in &mut done {
+        for d in done {
             let node = &g.nodes[d.node as usize];
             if !d.handled {
                 for &e in &node.edges {
@@ -80,11 +107,14 @@ impl<S: State> Loop<S> {
                 }
             }
         }
-        if routed_alone && self.gotos.capacity() == 0 {
-            self.gotos = std::mem::take(&mut done[0].command.goto);
-        }
-        // Visit the internal channels written this step, and those still available from the
-        // last one (an ephemeral branch clears itself), in channel order.
+        Ok(sends)
+    }
+
+    /// Updates the internal channels written this step, and those still available from the
+    /// last one (an ephemeral branch clears itself), in channel order. Returns whether one
+    /// changed.
+    fn update_controls(&mut self, n_fields: usize, next: u64) -> bool {
+        let mut bumped = false;
         let mut visit = std::mem::take(&mut self.touched);
         visit.append(&mut self.live);
         visit.sort_unstable();
@@ -116,35 +146,30 @@ impl<S: State> Loop<S> {
         }
         self.touched = visit;
         self.touched.clear();
-        self.sends = sends;
+        bumped
+    }
 
-        // Nothing will wake a node: finish the channels (deferred nodes wake up).
-        if !self.updated.iter().any(|c| !g.trigger_to_nodes[*c as usize].is_empty()) {
-            let state = Arc::make_mut(&mut self.state);
-            self.changed.fill(false);
-            state.finish(&mut self.channels, &mut self.changed);
-            bumped |= self.record_changed_fields(next);
-            for (c, control) in self.controls.iter_mut().enumerate() {
-                if control.finish() {
-                    let id = n_fields + c;
-                    self.versions[id] = next;
-                    bumped = true;
-                    if control.is_available() {
-                        self.updated.push(id as u32);
-                        if !self.live.contains(&(c as u32)) {
-                            self.live.push(c as u32);
-                        }
+    /// Finishes every channel (nothing else will wake a node: deferred nodes wake up). Returns
+    /// whether one changed.
+    fn finish_channels(&mut self, n_fields: usize, next: u64) -> bool {
+        let state = Arc::make_mut(&mut self.state);
+        self.changed.fill(false);
+        state.finish(&mut self.channels, &mut self.changed);
+        let mut bumped = self.record_changed_fields(next);
+        for (c, control) in self.controls.iter_mut().enumerate() {
+            if control.finish() {
+                let id = n_fields + c;
+                self.versions[id] = next;
+                bumped = true;
+                if control.is_available() {
+                    self.updated.push(id as u32);
+                    if !self.live.contains(&(c as u32)) {
+                        self.live.push(c as u32);
                     }
                 }
             }
         }
-        if bumped {
-            self.max_version = next;
-        }
-        self.step += 1;
-        done.clear();
-        self.done = done;
-        Ok(())
+        bumped
     }
 
     /// Node `n` has seen the current version of each of its triggers.

@@ -5,7 +5,7 @@
 use super::super::executor::{panic_message, run_job, Failure, Job, TaskInput, TaskOutput};
 use super::super::persist::{ERROR, INTERRUPT, RESUME, WRITES};
 use super::super::stream::StreamMode;
-use super::super::task::{Finished, Task, TaskReport, TaskResult};
+use super::super::task::{Finished, Running, Task, TaskReport, TaskResult};
 use super::{field_error, Loop};
 use crate::error::Error;
 use crate::graph::Context;
@@ -25,6 +25,20 @@ pub(crate) enum StepEnd<S: State> {
     Paused(Vec<Paused>),
 }
 
+/// A task that paused: its node, push index, question, and the answers it had.
+type Asked = (u32, Option<usize>, serde_json::Value, Vec<serde_json::Value>);
+
+/// What a step's results came to: the finished tasks, the first failure (with its task), a
+/// cache that could not store, the paused tasks, and the finished tasks whose writes are not
+/// saved yet (their index in `done`, and push index).
+struct Taken<S: State> {
+    done: Vec<Finished<S>>,
+    failure: Option<(Error, u32, Option<usize>)>,
+    cache_failure: Option<Error>,
+    paused: Vec<Asked>,
+    unsaved: Vec<(usize, Option<usize>)>,
+}
+
 impl<S: State> Loop<S> {
     /// Runs the planned tasks concurrently and hands back the finished ones, for `after_tick`.
     /// A failing task fails the step, after the writes of its successful siblings are kept;
@@ -37,19 +51,13 @@ impl<S: State> Loop<S> {
         // The buffers of the last step, empty: no allocation per step.
         let mut results = std::mem::take(&mut self.results);
         results.reserve(n_tasks);
-        let mut outputs = std::mem::take(&mut self.outputs);
-        // Durations go to a stream's task events only: a run without them reads no clock.
-        let timed = self.times_tasks();
         if n_tasks == 1 {
             // One task: run it in place, no spawn.
-            let task = tasks.pop().expect("one task");
+            let (job, task) = tasks.pop().expect("one task").start();
             let ctx = self.context(&task, step);
             let policy = self.g.nodes[task.node as usize].policy.clone();
-            let job = match &task.failed {
-                Some(e) => Job::Failed(e.clone()),
-                None => task.job,
-            };
-            let started = timed.then(Instant::now);
+            // Durations go to a stream's task events only: a run without them reads no clock.
+            let started = self.times_tasks().then(Instant::now);
             let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
             // Not the executor's `run_task`: one more future around the job is a copy of it per
             // step (callgrind, loop 2000: 17.8 M -> 18.7 M instructions).
@@ -60,159 +68,171 @@ impl<S: State> Loop<S> {
                 result: result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p)))),
                 duration: started.map_or(Duration::ZERO, |s| s.elapsed()),
             };
-            results.push(TaskResult::new(
-                task.node,
-                task.push,
-                task.saved,
-                task.scratch,
-                task.cache_key,
-                output,
-            ));
+            results.push(TaskResult { task, output });
         } else {
-            let mut meta = Vec::with_capacity(n_tasks);
-            let mut inputs = Vec::with_capacity(n_tasks);
-            for task in tasks.drain(..) {
-                let ctx = self.context(&task, step);
-                let job = match &task.failed {
-                    Some(e) => Job::Failed(e.clone()),
-                    None => task.job,
-                };
-                inputs.push(TaskInput {
-                    job,
-                    state: self.state.clone(),
-                    span: tracing::info_span!("weir.task", node = &*ctx.node, step),
-                    ctx,
-                    policy: self.g.nodes[task.node as usize].policy.clone(),
-                });
-                meta.push((task.node, task.push, task.saved, task.scratch, task.cache_key));
-            }
-            self.executor.run_wide(inputs.into_iter(), timed, &mut outputs).await;
-            for ((node, push, saved, scratch, cache_key), output) in meta.into_iter().zip(outputs.drain(..)) {
-                results.push(TaskResult::new(node, push, saved, scratch, cache_key, output));
-            }
+            self.run_wide(&mut tasks, &mut results).await;
         }
-        self.outputs = outputs;
-
         // The task list is empty again: keep its allocation for the next step.
         self.tasks = tasks;
-        let mut done = std::mem::take(&mut self.done);
-        done.reserve(n_tasks);
-        let mut failure: Option<(Error, u32, Option<usize>)> = None;
-        // A cache that could not store a task's writes fails the step, once the writes of every
-        // task that succeeded (that one's too) are kept for a resume.
-        let mut cache_failure: Option<Error> = None;
-        let mut paused = Vec::new();
-        let mut unsaved = std::mem::take(&mut self.unsaved);
-        unsaved.clear();
+
+        let mut taken = self.take_results(&mut results).await?;
+        self.results = results;
+        // Routers of a step with several tasks read the state with their own task's writes
+        // applied and nobody else's: evaluate them before anything is applied.
+        if n_tasks > 1 {
+            for d in taken.done.iter_mut().filter(|d| !d.routed) {
+                if let Err(e) = self.route_fresh(d) {
+                    taken.failure.get_or_insert((e, d.node, None));
+                }
+            }
+        }
+        let incomplete = taken.failure.is_some() || taken.cache_failure.is_some() || !taken.paused.is_empty();
+        if incomplete {
+            self.keep_incomplete(&taken)?;
+        }
+        let Taken {
+            done,
+            failure,
+            cache_failure,
+            paused,
+            unsaved,
+        } = taken;
+        self.unsaved = unsaved;
+        if let Some(e) = failure.map(|(e, _, _)| e).or(cache_failure) {
+            return Err(e);
+        }
+        if !paused.is_empty() {
+            return Ok(StepEnd::Paused(self.pauses_of(paused)));
+        }
+        self.writers.clear();
+        self.writers.extend(done.iter().map(|d| d.node));
+        Ok(StepEnd::Ran(done))
+    }
+
+    /// Runs the tasks of a wide step on the executor, their results in task order.
+    async fn run_wide(&mut self, tasks: &mut Vec<Task<S>>, results: &mut Vec<TaskResult<S>>) {
+        let step = self.step;
+        let mut running = Vec::with_capacity(tasks.len());
+        let mut inputs = Vec::with_capacity(tasks.len());
+        for (job, task) in tasks.drain(..).map(Task::start) {
+            let ctx = self.context(&task, step);
+            inputs.push(TaskInput {
+                job,
+                state: self.state.clone(),
+                span: tracing::info_span!("weir.task", node = &*ctx.node, step),
+                ctx,
+                policy: self.g.nodes[task.node as usize].policy.clone(),
+            });
+            running.push(task);
+        }
+        let mut outputs = std::mem::take(&mut self.outputs);
+        let timed = self.times_tasks();
+        self.executor.run_wide(inputs.into_iter(), timed, &mut outputs).await;
+        let finished = running.into_iter().zip(outputs.drain(..));
+        results.extend(finished.map(|(task, output)| TaskResult { task, output }));
+        self.outputs = outputs;
+    }
+
+    /// Takes the step's results in task order: each task finished (through its node's error
+    /// handler when it failed and has one, its writes stored in the node cache), failed, or
+    /// paused; and what a stream reports of each.
+    async fn take_results(&mut self, results: &mut Vec<TaskResult<S>>) -> Result<Taken<S>, Error> {
+        let mut taken = Taken {
+            done: std::mem::take(&mut self.done),
+            failure: None,
+            cache_failure: None,
+            paused: Vec::new(),
+            unsaved: std::mem::take(&mut self.unsaved),
+        };
+        taken.done.reserve(results.len());
+        taken.unsaved.clear();
         self.report.clear();
         let streaming = self.sink.as_ref().is_some_and(|s| s.wants(StreamMode::UPDATES));
-        for TaskResult {
-            node,
-            push,
-            saved,
-            scratch,
-            cache_key,
-            output: TaskOutput { result, duration },
-        } in results.drain(..)
-        {
-            if let Some((question, answers)) = scratch.as_ref().and_then(|s| s.paused()) {
-                paused.push((node, push, question, answers));
+        for TaskResult { task, output } in results.drain(..) {
+            let (node, push) = (task.node, task.push);
+            if let Some((question, answers)) = task.scratch.as_ref().and_then(|s| s.paused()) {
+                taken.paused.push((node, push, question, answers));
                 continue;
             }
-            let result = self.finish_task(node, push.is_none(), result);
+            let result = self.finish_task(node, push.is_none(), output.result);
             let result = match (result, &self.g.nodes[node as usize].handler) {
                 (Err(e), Some(handler)) if e.node_name().is_some() && !e.is_invalid_update() => {
                     self.handle(node, push.is_none(), e, handler)
                 }
                 (r, _) => r,
             };
-            if let (Ok(d), Some(key), None) = (&result, &cache_key, &cache_failure) {
-                cache_failure = self.store_in_cache(node, key, &d.command).await.err();
+            if let (Ok(d), Some(key), None) = (&result, &task.cache_key, &taken.cache_failure) {
+                taken.cache_failure = self.store_in_cache(node, key, &d.command).await.err();
+            }
+            let (update, error) = match &result {
+                Ok(d) => (streaming.then(|| d.command.update.clone()), None),
+                Err(e) => (None, Some(e.to_string())),
+            };
+            if self.sink.is_some() {
+                let duration = output.duration;
+                self.report.push(TaskReport {
+                    node,
+                    push,
+                    duration,
+                    error,
+                    update,
+                });
             }
             match result {
                 Ok(d) => {
-                    if !saved {
-                        unsaved.push((done.len(), push));
+                    if !task.saved {
+                        taken.unsaved.push((taken.done.len(), push));
                     }
-                    if self.sink.is_some() {
-                        let update = streaming.then(|| d.command.update.clone());
-                        self.report.push(TaskReport {
-                            node,
-                            push,
-                            duration,
-                            error: None,
-                            update,
-                        });
-                    }
-                    done.push(Finished { routed: saved, ..d });
+                    taken.done.push(Finished {
+                        routed: task.saved,
+                        ..d
+                    });
                 }
                 Err(e) => {
-                    if self.sink.is_some() {
-                        self.report.push(TaskReport {
-                            node,
-                            push,
-                            duration,
-                            error: Some(e.to_string()),
-                            update: None,
-                        });
-                    }
-                    if failure.is_none() {
-                        failure = Some((e, node, push));
-                    }
+                    taken.failure.get_or_insert((e, node, push));
                 }
             }
         }
-        // Routers of a step with several tasks read the state with their own task's writes
-        // applied and nobody else's: evaluate them on a copy before anything is applied.
-        if n_tasks > 1 {
-            for d in done.iter_mut().filter(|d| !d.routed) {
-                if let Err(e) = self.route_fresh(d) {
-                    failure.get_or_insert((e, d.node, None));
-                }
-            }
+        Ok(taken)
+    }
+
+    /// A step that did not complete keeps the writes of the tasks that succeeded, so a resume
+    /// does not run them again, and the error or question of the others.
+    fn keep_incomplete(&mut self, taken: &Taken<S>) -> Result<(), Error> {
+        if self.persist.is_none() {
+            return Ok(());
         }
-        // A step that did not complete keeps the writes of the tasks that succeeded, so a resume
-        // does not run them again, and the error or question of the others.
-        let incomplete = failure.is_some() || cache_failure.is_some() || !paused.is_empty();
-        if incomplete && self.persist.is_some() {
-            let mut rows = Vec::new();
-            for (i, push) in &unsaved {
-                let d = &done[*i];
-                rows.push((self.task_id(d.node, *push), vec![(WRITES, self.save_task(&d.command)?)]));
-            }
-            if let Some((e, node, push)) = &failure {
-                rows.push((self.task_id(*node, *push), vec![(ERROR, e.to_string().into_bytes())]));
-            }
-            for (node, push, question, answers) in &paused {
-                // JSON values always serialize: `to_vec` fails only on a writer's I/O.
-                let q = serde_json::to_vec(question).expect("a JSON value serializes");
-                let a = serde_json::to_vec(answers).expect("JSON values serialize");
-                rows.push((self.task_id(*node, *push), vec![(INTERRUPT, q), (RESUME, a)]));
-            }
-            if let Some(p) = &mut self.persist {
-                p.rows = rows;
-            }
+        let mut rows = Vec::new();
+        for (i, push) in &taken.unsaved {
+            let d = &taken.done[*i];
+            rows.push((self.task_id(d.node, *push), vec![(WRITES, self.save_task(&d.command)?)]));
         }
-        if let Some(e) = failure.map(|(e, _, _)| e).or(cache_failure) {
-            return Err(e);
+        if let Some((e, node, push)) = &taken.failure {
+            rows.push((self.task_id(*node, *push), vec![(ERROR, e.to_string().into_bytes())]));
         }
-        if !paused.is_empty() {
-            let pauses = paused
-                .into_iter()
-                .map(|(node, push, question, _)| Paused {
-                    node: self.g.node_name(node),
-                    id: self.task_id(node, push),
-                    question: Some(question),
-                    kind: PauseKind::Interrupt,
-                })
-                .collect();
-            return Ok(StepEnd::Paused(pauses));
+        for (node, push, question, answers) in &taken.paused {
+            // JSON values always serialize: `to_vec` fails only on a writer's I/O.
+            let q = serde_json::to_vec(question).expect("a JSON value serializes");
+            let a = serde_json::to_vec(answers).expect("JSON values serialize");
+            rows.push((self.task_id(*node, *push), vec![(INTERRUPT, q), (RESUME, a)]));
         }
-        self.results = results;
-        self.unsaved = unsaved;
-        self.writers.clear();
-        self.writers.extend(done.iter().map(|d| d.node));
-        Ok(StepEnd::Ran(done))
+        if let Some(p) = &mut self.persist {
+            p.rows = rows;
+        }
+        Ok(())
+    }
+
+    /// The pauses of the tasks that asked a question.
+    fn pauses_of(&self, paused: Vec<Asked>) -> Vec<Paused> {
+        paused
+            .into_iter()
+            .map(|(node, push, question, _)| Paused {
+                node: self.g.node_name(node),
+                id: self.task_id(node, push),
+                question: Some(question),
+                kind: PauseKind::Interrupt,
+            })
+            .collect()
     }
 
     /// Whether the run reports its tasks' durations (a stream of task events).
@@ -221,7 +241,7 @@ impl<S: State> Loop<S> {
     }
 
     /// The context of a task of step `step`.
-    fn context(&self, task: &Task<S>, step: i64) -> Context {
+    fn context(&self, task: &Running, step: i64) -> Context {
         let node = self.g.names[task.node as usize].clone();
         let emitter = self.sink.as_ref().and_then(|s| s.emitter(node.clone(), step));
         let run = self.persist.as_ref().map(|p| p.info.clone());
