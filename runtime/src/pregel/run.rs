@@ -2,6 +2,7 @@
 //! writes (`after_tick`), until a status says stop.
 
 mod apply;
+mod pauses;
 mod step;
 
 pub(crate) use step::StepEnd;
@@ -18,7 +19,6 @@ use crate::graph::compile::{GraphInner, InputMode};
 use crate::graph::interrupt::Scratch;
 use crate::graph::RunInfo;
 use crate::graph::{Command, Goto, Packet};
-use crate::signal::{PauseKind, Paused};
 use crate::state::{FieldError, State, Update};
 use std::sync::Arc;
 
@@ -113,36 +113,9 @@ impl<S: State> Loop<S> {
         let seen = g.nodes.iter().map(|n| vec![0; n.triggers.len()]).collect();
         let n_nodes = g.nodes.len();
         let n_controls = g.controls.len();
-        let mut interrupt_before = g.interrupt_before.clone();
-        let mut interrupt_after = g.interrupt_after.clone();
-        for (names, mask) in [
-            (&config.interrupt_before, &mut interrupt_before),
-            (&config.interrupt_after, &mut interrupt_after),
-        ] {
-            for name in names {
-                match g.node_ids.get(name) {
-                    Some(&n) if (n as usize) < g.n_user => mask[n as usize] = true,
-                    _ => return Err(Error::config(format!("interrupt names unknown node `{name}`"))),
-                }
-            }
-        }
-        let persist = match (checkpointer, &config.thread_id) {
-            (Some(checkpointer), Some(thread)) => {
-                let info = RunInfo {
-                    checkpointer: checkpointer.clone(),
-                    thread: thread.as_str().into(),
-                    ns: config.ns.as_str().into(),
-                    durability: config.durability,
-                };
-                Some(Persist::new(info, g.n_fields(), n_channels))
-            }
-            (Some(_), None) => {
-                return Err(Error::config(
-                    "this graph has a checkpointer: give the run a thread (`RunConfig::thread`)",
-                ))
-            }
-            (None, _) => None,
-        };
+        let interrupt_before = interrupt_mask(&g, &g.interrupt_before, &config.interrupt_before)?;
+        let interrupt_after = interrupt_mask(&g, &g.interrupt_after, &config.interrupt_after)?;
+        let persist = persist_of(&g, checkpointer, config)?;
         if persist.is_none() && (interrupt_before.iter().chain(&interrupt_after).any(|b| *b)) {
             return Err(Error::config(
                 "interrupts need a checkpointer to pause the run: compile the graph with one",
@@ -335,57 +308,6 @@ impl<S: State> Loop<S> {
         Ok(self.status)
     }
 
-    /// LangGraph's `should_interrupt`: a task's node is in `mask`, and something changed since
-    /// the run last resumed (so a resumed run passes the breakpoint it stopped at).
-    fn should_interrupt(&self, mask: &[bool], nodes: impl Iterator<Item = u32>) -> bool {
-        let Some(p) = &self.persist else { return false };
-        let changed = self.versions.iter().zip(&p.interrupt_seen).any(|(v, seen)| v > seen);
-        changed
-            && nodes
-                .into_iter()
-                .any(|n| mask.get(n as usize).copied().unwrap_or(false))
-    }
-
-    /// Whether the step just applied ran a node to pause after.
-    pub(crate) fn interrupt_after(&self, writers: &[u32]) -> bool {
-        self.should_interrupt(&self.interrupt_after, writers.iter().copied())
-    }
-
-    /// The pauses of the static interrupt before the planned step.
-    pub(crate) fn pauses_before(&self) -> Vec<Paused> {
-        let nodes = self.tasks.iter().map(|t| (t.node, t.push));
-        self.static_pauses(PauseKind::Before, nodes)
-    }
-
-    /// The pauses of a static interrupt on `nodes`.
-    pub(crate) fn static_pauses(
-        &self,
-        kind: PauseKind,
-        nodes: impl Iterator<Item = (u32, Option<usize>)>,
-    ) -> Vec<Paused> {
-        let mask = if kind == PauseKind::Before {
-            &self.interrupt_before
-        } else {
-            &self.interrupt_after
-        };
-        nodes
-            .filter(|(n, _)| mask.get(*n as usize).copied().unwrap_or(false))
-            .map(|(n, push)| Paused {
-                node: self.g.node_name(n),
-                id: self.task_id(n, push),
-                question: None,
-                kind,
-            })
-            .collect()
-    }
-
-    /// Marks every channel's version as seen by the interrupts (LangGraph does this on resume).
-    pub(crate) fn pass_interrupts(&mut self) {
-        if let Some(p) = &mut self.persist {
-            p.interrupt_seen.clone_from(&self.versions);
-        }
-    }
-
     /// LangGraph's `prepare_next_tasks`: pull tasks of the nodes whose triggers have a version
     /// newer than the one they last saw, in node-name order, then one push task per `Send`.
     /// A task that already succeeded in a step that did not complete takes its saved writes.
@@ -443,6 +365,13 @@ impl<S: State> Loop<S> {
                 cache_key: None,
             });
         }
+        self.take_pending_writes()
+    }
+
+    /// A checkpointed run's planned tasks take what the pending writes of an incomplete step
+    /// say of them: saved writes (the task does not run again), a failure for the node's error
+    /// handler, or the answers given to its interrupts.
+    fn take_pending_writes(&mut self) -> Result<(), Error> {
         if let Some(p) = &self.persist {
             // Most steps have no pending writes: no task id to make then.
             let saved = !p.pending.is_empty();
@@ -481,31 +410,42 @@ impl<S: State> Loop<S> {
     pub(crate) fn pending(&self) -> Option<&std::collections::BTreeMap<String, TaskRecord>> {
         self.persist.as_ref().map(|p| &p.pending)
     }
+}
 
-    /// Gives the answer to the paused task `id` (or, with `None`, to the only paused task).
-    pub(crate) fn answer(&mut self, id: Option<&str>, value: serde_json::Value) -> Result<(), Error> {
-        let p = self
-            .persist
-            .as_mut()
-            .ok_or_else(|| Error::config("resuming needs a checkpointer"))?;
-        let paused: Vec<String> = p
-            .pending
-            .iter()
-            .filter(|(_, t)| t.question.is_some())
-            .map(|(k, _)| k.clone())
-            .collect();
-        let target = match (id, paused.as_slice()) {
-            (Some(id), _) if paused.iter().any(|p| p == id) => id.to_owned(),
-            (Some(id), _) => return Err(Error::nothing_to_resume(&p.info.thread, Some(id))),
-            (None, [one]) => one.clone(),
-            (None, []) => return Err(Error::nothing_to_resume(&p.info.thread, None)),
-            (None, _) => return Err(Error::ambiguous_resume(&p.info.thread, &paused)),
-        };
-        let task = p.pending.get_mut(&target).expect("a paused task");
-        task.question = None;
-        task.answers.push(value);
-        Ok(())
+/// The nodes to pause at: the graph's `mask`, and the nodes this run's config `names`.
+fn interrupt_mask<S: State>(g: &GraphInner<S>, mask: &[bool], names: &[String]) -> Result<Vec<bool>, Error> {
+    let mut mask = mask.to_vec();
+    for name in names {
+        match g.node_ids.get(name) {
+            Some(&n) if (n as usize) < g.n_user => mask[n as usize] = true,
+            _ => return Err(Error::config(format!("interrupt names unknown node `{name}`"))),
+        }
     }
+    Ok(mask)
+}
+
+/// The run's link to its checkpointer, when the graph has one (the run must name a thread).
+fn persist_of<S: State>(
+    g: &GraphInner<S>,
+    checkpointer: Option<&Arc<dyn Checkpointer>>,
+    config: &RunConfig,
+) -> Result<Option<Persist>, Error> {
+    let (checkpointer, thread) = match (checkpointer, &config.thread_id) {
+        (Some(c), Some(thread)) => (c, thread),
+        (Some(_), None) => {
+            return Err(Error::config(
+                "this graph has a checkpointer: give the run a thread (`RunConfig::thread`)",
+            ))
+        }
+        (None, _) => return Ok(None),
+    };
+    let info = RunInfo {
+        checkpointer: checkpointer.clone(),
+        thread: thread.as_str().into(),
+        ns: config.ns.as_str().into(),
+        durability: config.durability,
+    };
+    Ok(Some(Persist::new(info, g.n_fields(), g.n_fields() + g.controls.len())))
 }
 
 pub(crate) fn field_error<S: State>(e: FieldError, writers: &[u32], g: &GraphInner<S>, step: i64) -> Error {
