@@ -13,6 +13,7 @@ pub mod checkpoint;
 mod error;
 pub mod graph;
 mod pregel;
+mod signal;
 pub mod state;
 
 #[doc(hidden)]
@@ -22,9 +23,14 @@ pub use serde as __serde;
 
 pub use cache::CachePolicy;
 pub use error::{BoxError, BuildError, Error};
-pub use graph::{Command, Goto, GraphBuilder, NodeError, NodeHandle, NodeId, NodeRef, ParentCommand, END, START};
-pub use pregel::{
-    subgraph, CompiledGraph, Context, DrainHandle, Durability, Event, Interrupt, IntoInput, Outcome, PauseKind, Paused,
-    RetryPolicy, RunConfig, RunStream, StateSnapshot, Status, StreamMode, TaskSnapshot,
+pub use graph::policy::RetryPolicy;
+pub use graph::{
+    Command, CompiledGraph, Context, Durability, Goto, GraphBuilder, NodeError, NodeHandle, NodeId, NodeRef,
+    ParentCommand, END, START,
 };
+pub use pregel::{
+    subgraph, DrainHandle, Event, IntoInput, Outcome, RunConfig, RunStream, StateSnapshot, Status, StreamMode,
+    TaskSnapshot,
+};
+pub use signal::{Interrupt, PauseKind, Paused};
 pub use state::{AppendMark, ChannelKind, CodecError, FieldInfo, State, Update, Writes};

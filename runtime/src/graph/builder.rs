@@ -1,11 +1,13 @@
+use super::compile::{GraphInner, InputMode};
 use super::node::{
     encode_json, packet, EncodeFn, Goto, IntoGotos, IntoNode, NodeFn, NodeHandle, NodeId, PacketDecoder, RouterFn,
 };
 use super::node::{HandlerFn, NodeError, NodeOutput};
+use super::policy::RetryPolicy;
+use super::CompiledGraph;
 use crate::cache::{CachePolicy, NodeCache};
 use crate::checkpoint::Checkpointer;
 use crate::error::BuildError;
-use crate::pregel::{CompiledGraph, GraphInner, InputMode, RetryPolicy};
 use crate::state::State;
 use serde::{de::DeserializeOwned, Serialize};
 use std::borrow::Cow;
@@ -101,7 +103,7 @@ pub struct GraphBuilder<S: State> {
     pub(crate) interrupt_after: Vec<NodeRef>,
     pub(crate) default_retry: Option<RetryPolicy>,
     pub(crate) prototype: Option<(S, S::Channels)>,
-    pub(crate) saver: Option<Arc<dyn Checkpointer>>,
+    pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
     pub(crate) cache: Option<Arc<dyn NodeCache>>,
 }
 
@@ -145,7 +147,7 @@ impl<S: State> GraphBuilder<S> {
             interrupt_after: Vec::new(),
             default_retry: None,
             prototype: None,
-            saver: None,
+            checkpointer: None,
             cache: None,
         }
     }
@@ -354,16 +356,16 @@ impl<S: State> GraphBuilder<S> {
         self
     }
 
-    /// Saves a checkpoint of every run after every step with `saver`, so runs can pause,
+    /// Saves a checkpoint of every run after every step with `checkpointer`, so runs can pause,
     /// resume after a failure or a crash, and travel back in time.
-    pub fn with_checkpointer(mut self, saver: impl Checkpointer) -> Self {
-        self.saver = Some(Arc::new(saver));
+    pub fn with_checkpointer(mut self, checkpointer: impl Checkpointer) -> Self {
+        self.checkpointer = Some(Arc::new(checkpointer));
         self
     }
 
-    /// Like [`with_checkpointer`](Self::with_checkpointer), with a saver shared with others.
-    pub fn set_checkpointer(&mut self, saver: Arc<dyn Checkpointer>) -> &mut Self {
-        self.saver = Some(saver);
+    /// Like [`with_checkpointer`](Self::with_checkpointer), with a checkpointer shared with others.
+    pub fn set_checkpointer(&mut self, checkpointer: Arc<dyn Checkpointer>) -> &mut Self {
+        self.checkpointer = Some(checkpointer);
         self
     }
 
@@ -372,7 +374,8 @@ impl<S: State> GraphBuilder<S> {
     /// # Errors
     /// Every problem found: unknown or duplicate nodes, edges out of `END` or into `START`, a
     /// graph without an entry, nodes `START` does not reach, nodes that never reach `END`.
-    pub fn compile(self) -> Result<CompiledGraph<S>, BuildError> {
-        GraphInner::build(self).map(CompiledGraph::from_inner)
+    pub fn compile(mut self) -> Result<CompiledGraph<S>, BuildError> {
+        let checkpointer = self.checkpointer.take();
+        GraphInner::build(self).map(|inner| CompiledGraph::new(inner, checkpointer))
     }
 }

@@ -1,14 +1,25 @@
 //! Building a graph by hand: nodes, edges, joins, routers and `Send`s.
 //!
 //! This builder is public API: graphs assembled from configuration use it, the JSON front end is
-//! built on it, and `graph!` expands into calls to it.
+//! built on it, and `graph!` expands into calls to it. Below the loop: the node API (`Command`,
+//! `Goto`, node functions, the [`Context`] a node sees) and the compiled tables the loop runs on;
+//! nothing here knows the loop (`pregel`).
 
 mod builder;
+pub(crate) mod compile;
+mod compiled;
+mod context;
+pub(crate) mod interrupt;
 mod node;
+pub(crate) mod policy;
 
+pub use crate::signal::ParentCommand;
 pub use builder::{GraphBuilder, NodeRef, END, START};
+pub use compiled::CompiledGraph;
+pub use context::{Context, Durability};
+pub(crate) use context::{Emitter, RunInfo};
 pub use node::{
     AsyncCtxMarker, AsyncFn1, AsyncFn2, AsyncMarker, Command, Goto, IntoGotos, IntoNode, NodeError, NodeFn, NodeHandle,
-    NodeId, NodeOutput, Packet, ParentCommand, SyncCtxMarker, SyncMarker,
+    NodeId, NodeOutput, Packet, SyncCtxMarker, SyncMarker,
 };
 pub(crate) use node::{HandlerFn, PacketDecoder, RouterFn};

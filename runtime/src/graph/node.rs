@@ -1,7 +1,8 @@
 //! Nodes, routers and what they return.
 
+use super::Context;
 use crate::error::BoxError;
-use crate::pregel::Context;
+use crate::signal::ParentCommand;
 use crate::state::{State, Update};
 use futures::future::BoxFuture;
 use std::fmt;
@@ -121,16 +122,6 @@ pub struct Command<S: State> {
     /// A command for the graph this one runs in as a subgraph (LangGraph's
     /// `Command(graph=Command.PARENT)`): it ends this graph's run.
     pub parent: Option<ParentCommand>,
-}
-
-/// What a subgraph's node asks of its parent graph: an update of the parent's state (as JSON, in
-/// the shape of the parent's update type) and the parent's nodes to go to.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ParentCommand {
-    /// The parent's update, serialized.
-    pub update: serde_json::Value,
-    /// The parent's nodes to run next, by name.
-    pub goto: Vec<String>,
 }
 
 impl<S: State> Default for Command<S> {

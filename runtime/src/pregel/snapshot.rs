@@ -1,15 +1,15 @@
 //! Reading a thread's state and history, and writing to it as a node would (`update_state`).
 
-use super::compile::GraphInner;
-use super::drive::{load, save};
-use super::interrupt::{PauseKind, Paused};
-use super::run::Done;
-use super::{Durability, RunConfig};
+use super::checkpoints::{load, save};
+use super::task::Finished;
+use super::RunConfig;
 use crate::checkpoint::Source;
 use crate::error::Error;
 use crate::graph::Command;
+use crate::graph::CompiledGraph;
+use crate::graph::Durability;
+use crate::signal::{PauseKind, Paused};
 use crate::state::State;
-use std::sync::Arc;
 
 /// A thread's state at one checkpoint (LangGraph's `StateSnapshot`).
 #[derive(Debug, Clone)]
@@ -52,13 +52,14 @@ pub struct TaskSnapshot {
 }
 
 pub(crate) async fn get_state<S: State>(
-    g: &Arc<GraphInner<S>>,
+    graph: &CompiledGraph<S>,
     config: &RunConfig,
 ) -> Result<Option<StateSnapshot<S>>, Error> {
-    if g.saver.is_none() {
+    if graph.checkpointer.is_none() {
         return Err(Error::config("reading a thread's state needs a checkpointer"));
     }
-    let (mut run, loaded) = load(g, config).await?;
+    let g = &graph.inner;
+    let (mut run, loaded) = load(graph, config).await?;
     if !loaded {
         return Ok(None);
     }
@@ -115,43 +116,44 @@ pub(crate) async fn get_state<S: State>(
 }
 
 pub(crate) async fn history<S: State>(
-    g: &Arc<GraphInner<S>>,
+    graph: &CompiledGraph<S>,
     config: &RunConfig,
     limit: Option<usize>,
 ) -> Result<Vec<StateSnapshot<S>>, Error> {
-    let saver = g
-        .saver
+    let checkpointer = graph
+        .checkpointer
         .as_ref()
         .ok_or_else(|| Error::config("reading a thread's history needs a checkpointer"))?;
     let thread = config
         .thread_id
         .clone()
         .ok_or_else(|| Error::config("give the run a thread (`RunConfig::thread`)"))?;
-    let records = saver
+    let records = checkpointer
         .list(&thread, &config.ns, None, limit)
         .await
-        .map_err(|e| super::persist::saver_error(&thread, e))?;
+        .map_err(|e| super::persist::checkpointer_error(&thread, e))?;
     let mut out = Vec::with_capacity(records.len());
     for r in records {
         let at = RunConfig {
             checkpoint_id: Some(r.id.to_string()),
             ..config.clone()
         };
-        out.extend(get_state(g, &at).await?);
+        out.extend(get_state(graph, &at).await?);
     }
     Ok(out)
 }
 
 pub(crate) async fn update_state<S: State>(
-    g: &Arc<GraphInner<S>>,
+    graph: &CompiledGraph<S>,
     config: &RunConfig,
     update: S::Update,
     as_node: Option<&str>,
 ) -> Result<String, Error> {
-    if g.saver.is_none() {
+    if graph.checkpointer.is_none() {
         return Err(Error::config("updating a thread's state needs a checkpointer"));
     }
-    let (mut run, loaded) = load(g, config).await?;
+    let g = &graph.inner;
+    let (mut run, loaded) = load(graph, config).await?;
     let thread = config.thread_id.clone().unwrap_or_default();
     if !loaded {
         return Err(Error::nothing_to_resume(&thread, None));
@@ -168,7 +170,7 @@ pub(crate) async fn update_state<S: State>(
     if let Some(p) = &mut run.persist {
         p.pending.clear();
     }
-    run.after_tick(vec![Done {
+    run.after_tick(vec![Finished {
         node,
         pull: false,
         command: Command {

@@ -2,12 +2,13 @@
 //! slows the run down instead of growing memory; dropping the stream stops the run cleanly
 //! between two steps, with its last checkpoint intact.
 
-use super::drive::Outcome;
-use super::interrupt::Paused;
+use super::outcome::Outcome;
+use super::run::Loop;
 use crate::checkpoint::Source;
 use crate::error::Error;
+use crate::graph::Emitter;
+use crate::signal::Paused;
 use crate::state::State;
-use futures::future::BoxFuture;
 use futures::Stream;
 use std::fmt;
 use std::pin::Pin;
@@ -29,7 +30,7 @@ impl StreamMode {
     pub const TASKS: Self = Self(4);
     /// Each checkpoint written, with the nodes that run next.
     pub const CHECKPOINTS: Self = Self(8);
-    /// The events nodes emit themselves through [`Context::emit`](super::Context::emit).
+    /// The events nodes emit themselves through [`Context::emit`](crate::Context::emit).
     pub const CUSTOM: Self = Self(16);
     /// Every mode.
     pub const ALL: Self = Self(31);
@@ -197,22 +198,6 @@ impl<S: State> Sink<S> {
     }
 }
 
-/// Sends a node's custom events to the stream.
-#[derive(Clone)]
-pub(crate) struct Emitter(Arc<dyn Fn(serde_json::Value) -> BoxFuture<'static, bool> + Send + Sync>);
-
-impl Emitter {
-    pub(crate) async fn emit(&self, value: serde_json::Value) -> bool {
-        (self.0)(value).await
-    }
-}
-
-impl fmt::Debug for Emitter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Emitter")
-    }
-}
-
 /// A streamed run: a [`Stream`] of [`Event`]s, ending after the run's last event (an error
 /// ends it too). Dropping it stops the run cleanly between two steps.
 pub struct RunStream<S: State> {
@@ -244,9 +229,7 @@ impl<S: State> RunStream<S> {
     pub async fn outcome(mut self) -> Result<Outcome<S>, Error> {
         while self.rx.recv().await.is_some() {}
         let handle = self.outcome.take().expect("the outcome is taken once");
-        handle
-            .await
-            .map_err(|e| Error::config(format!("the run's task failed: {e}")))?
+        handle.await.map_err(|e| Error::run_lost(e.to_string()))?
     }
 }
 
@@ -259,3 +242,74 @@ impl<S: State> Stream for RunStream<S> {
 
 /// The capacity of a stream's channel: how far a run may get ahead of its consumer.
 pub(crate) const CAPACITY: usize = 64;
+
+/// Sends the events of the step just run: each task's end and update, then the values.
+pub(crate) async fn report<S: State>(run: &mut Loop<S>, step: i64, values: bool) {
+    let Some(sink) = &run.sink else { return };
+    for r in std::mem::take(&mut run.report) {
+        if Some(r.node) == run.g.start {
+            continue;
+        }
+        let node = run.g.node_name(r.node);
+        if let Some(update) = r.update {
+            sink.send(Event::Update {
+                step,
+                node: node.clone(),
+                update,
+            })
+            .await;
+        }
+        if sink.wants(StreamMode::TASKS) {
+            let id = run.task_id(r.node, r.push);
+            sink.send(Event::TaskEnd {
+                step,
+                id,
+                node,
+                duration: r.duration,
+                error: r.error,
+            })
+            .await;
+        }
+    }
+    if values && sink.wants(StreamMode::VALUES) {
+        let state = run.shared_state();
+        sink.send(Event::Values { step, state }).await;
+    }
+}
+
+/// Sends the events of the step about to run: the checkpoint it starts from, and its tasks.
+pub(crate) async fn announce<S: State>(run: &Loop<S>, checkpoint: Option<(String, i64, Source)>) {
+    let Some(sink) = &run.sink else { return };
+    if let Some((id, step, source)) = checkpoint {
+        let next = run.tasks.iter().map(|t| run.g.node_name(t.node)).collect();
+        sink.send(Event::Checkpoint { step, id, source, next }).await;
+    }
+    if sink.wants(StreamMode::TASKS) {
+        for t in run.tasks.iter().filter(|t| Some(t.node) != run.g.start) {
+            let (id, node) = (run.task_id(t.node, t.push), run.g.node_name(t.node));
+            sink.send(Event::TaskStart {
+                step: run.step(),
+                id,
+                node,
+            })
+            .await;
+        }
+    }
+}
+
+/// The checkpoint written since the last one announced, if any.
+pub(crate) fn fresh_checkpoint<S: State>(
+    run: &Loop<S>,
+    announced: &mut Option<Arc<str>>,
+) -> Option<(String, i64, Source)> {
+    if !run.sink.as_ref()?.wants(StreamMode::CHECKPOINTS) {
+        return None;
+    }
+    let p = run.persist.as_ref()?;
+    let current = p.current.as_ref()?;
+    if announced.as_ref() == Some(current) || p.dirty {
+        return None;
+    }
+    *announced = Some(current.clone());
+    Some((current.to_string(), run.step() - 1, p.last_source))
+}

@@ -1,8 +1,9 @@
 //! Subgraphs: a compiled graph used as a node of another.
 
-use super::{CompiledGraph, Context, Outcome, RunConfig};
+use super::{Outcome, RunConfig};
 use crate::error::{BoxError, Error};
 use crate::graph::{Command, Goto, GraphBuilder, NodeHandle};
+use crate::graph::{CompiledGraph, Context};
 use crate::state::State;
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use std::sync::Arc;
 /// node function goes (`graph! { nodes: [review = (weir::subgraph(sub, into, from))], .. }`), or
 /// through [`GraphBuilder::add_subgraph`].
 ///
-/// When the parent is checkpointed, `sub` saves its checkpoints on the parent's saver, in the
+/// When the parent is checkpointed, `sub` saves its checkpoints on the parent's checkpointer, in the
 /// parent's thread, under a namespace of its own (`<parent ns>|<task>:<step>`; see
 /// [`RunConfig::ns`]); a pause inside `sub` pauses the parent with `sub`'s question, and answering
 /// the parent resumes `sub` where it paused. A node of `sub` returning [`Command::to_parent`] ends
@@ -87,7 +88,7 @@ async fn run_sub<T: State>(sub: &CompiledGraph<T>, input: T::Update, ctx: &Conte
         // The parent is not checkpointed: a plain run.
         return Ok(sub.run(input, &RunConfig::default()).await?);
     };
-    let sub = sub.with_saver(run.saver.clone());
+    let sub = sub.with_parent_checkpointer(run.checkpointer.clone());
     let task = super::persist::task_id(&ctx.node, ctx.push);
     let ns = if run.ns.is_empty() {
         format!("{task}:{}", ctx.step)
@@ -112,27 +113,4 @@ async fn run_sub<T: State>(sub: &CompiledGraph<T>, input: T::Update, ctx: &Conte
         }
     }
     Ok(sub.run(input, &config).await?)
-}
-
-impl<S: State> CompiledGraph<S> {
-    /// The same graph, saving its checkpoints with `saver` (unless it has a saver of its own).
-    pub(crate) fn with_saver(&self, saver: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
-        if self.inner.saver.is_some() {
-            return self.clone();
-        }
-        self.with_checkpointer_arc(saver)
-    }
-
-    /// The same graph, saving its checkpoints with `saver` instead: for instance to read a
-    /// subgraph's state in its parent's saver ([`get_state`](Self::get_state) with
-    /// [`RunConfig::ns`]).
-    pub fn with_checkpointer(&self, saver: impl crate::checkpoint::Checkpointer) -> Self {
-        self.with_checkpointer_arc(Arc::new(saver))
-    }
-
-    fn with_checkpointer_arc(&self, saver: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
-        let mut inner = (*self.inner).clone();
-        inner.saver = Some(saver);
-        Self { inner: Arc::new(inner) }
-    }
 }

@@ -1,11 +1,10 @@
 //! From a [`GraphBuilder`] to the static tables the loop runs on: node indices, trigger lists,
 //! the channel each edge writes. No name is looked up once this is done.
 
-use super::NodePolicy;
+use super::policy::NodePolicy;
+use super::{GraphBuilder, HandlerFn, NodeFn, NodeRef, PacketDecoder, RouterFn};
 use crate::cache::{CachePolicy, NodeCache};
-use crate::checkpoint::Checkpointer;
 use crate::error::BuildError;
-use crate::graph::{GraphBuilder, HandlerFn, NodeFn, NodeRef, PacketDecoder, RouterFn};
 use crate::state::{FieldInfo, State};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -89,7 +88,6 @@ pub(crate) struct GraphInner<S: State> {
     pub(crate) node_ids: HashMap<String, u32>,
     /// Per node: rebuilds a saved `Send` to it.
     pub(crate) decoders: Vec<Option<PacketDecoder<S>>>,
-    pub(crate) saver: Option<Arc<dyn Checkpointer>>,
     /// The graph as a Mermaid flowchart.
     pub(crate) mermaid: String,
     pub(crate) cache: Option<Arc<dyn NodeCache>>,
@@ -435,7 +433,6 @@ impl<S: State> GraphInner<S> {
             channel_ids,
             node_ids,
             decoders,
-            saver: b.saver.clone(),
             cache: b.cache.clone(),
             mermaid,
             mode: b.mode,

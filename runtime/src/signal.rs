@@ -1,12 +1,14 @@
-//! Interrupts: a node pauses the run to ask a person, and gets the answer when the thread resumes.
+//! What a node signals to its run besides an update, as leaf types the errors can name without
+//! knowing the loop: the pause of [`Context::interrupt`](crate::Context::interrupt)
+//! ([`Interrupt`]), a pause as the run's caller sees it ([`Paused`]), and a command for the parent
+//! graph ([`ParentCommand`]).
 
-use serde::{de::DeserializeOwned, Serialize};
+use serde::de::DeserializeOwned;
 use std::fmt;
-use std::sync::Mutex;
 
-/// Why [`Context::interrupt`](super::Context::interrupt) did not return an answer.
+/// Why [`Context::interrupt`](crate::Context::interrupt) did not return an answer.
 ///
-/// Propagate it with `?`: the run then stops with an [`Outcome::Interrupted`](super::Outcome)
+/// Propagate it with `?`: the run then stops with an [`Outcome::Paused`](crate::Outcome::Paused)
 /// carrying the question, and resuming the thread runs the node again from the top, this time with
 /// the answer.
 #[derive(Debug)]
@@ -59,65 +61,34 @@ impl fmt::Display for Interrupt {
 
 impl std::error::Error for Interrupt {}
 
-/// What one task knows of its interrupts: the answers given so far, and the question it asked.
-#[derive(Debug, Default)]
-pub(crate) struct Scratch {
-    inner: Mutex<ScratchInner>,
-}
-
-#[derive(Debug, Default)]
-struct ScratchInner {
-    /// Answers to this task's earlier interrupts, in order.
-    answers: Vec<serde_json::Value>,
-    /// How many interrupts this execution has reached.
-    next: usize,
-    /// The question asked, when the task paused.
-    asked: Option<serde_json::Value>,
-}
-
-impl Scratch {
-    pub(crate) fn with_answers(answers: Vec<serde_json::Value>) -> Self {
+impl Interrupt {
+    /// The pause itself: the node asked and waits for an answer.
+    pub(crate) fn asked() -> Self {
         Self {
-            inner: Mutex::new(ScratchInner {
-                answers,
-                next: 0,
-                asked: None,
-            }),
-        }
-    }
-
-    /// The question asked and the answers so far, when the task paused.
-    pub(crate) fn paused(&self) -> Option<(serde_json::Value, Vec<serde_json::Value>)> {
-        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        inner.asked.clone().map(|q| (q, inner.answers.clone()))
-    }
-
-    pub(crate) fn ask<Q: Serialize, A: DeserializeOwned>(&self, node: &str, question: Q) -> Result<A, Interrupt> {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let index = inner.next;
-        inner.next += 1;
-        if let Some(answer) = inner.answers.get(index) {
-            return serde_json::from_value(answer.clone()).map_err(|e| Interrupt {
-                kind: InterruptKind::BadAnswer {
-                    node: node.to_owned(),
-                    expected: std::any::type_name::<A>(),
-                    message: e.to_string(),
-                },
-            });
-        }
-        let q = serde_json::to_value(question).map_err(|e| Interrupt {
-            kind: InterruptKind::Question(e.to_string()),
-        })?;
-        inner.asked = Some(q);
-        Err(Interrupt {
             kind: InterruptKind::Asked,
-        })
+        }
     }
-}
-
-pub(crate) fn no_checkpointer() -> Interrupt {
-    Interrupt {
-        kind: InterruptKind::NoCheckpointer,
+    /// The question could not be serialized.
+    pub(crate) fn question(message: String) -> Self {
+        Self {
+            kind: InterruptKind::Question(message),
+        }
+    }
+    /// The answer given to `node` is not an `expected`.
+    pub(crate) fn bad_answer(node: &str, expected: &'static str, message: String) -> Self {
+        Self {
+            kind: InterruptKind::BadAnswer {
+                node: node.to_owned(),
+                expected,
+                message,
+            },
+        }
+    }
+    /// The graph has no checkpointer to pause with.
+    pub(crate) fn no_checkpointer() -> Self {
+        Self {
+            kind: InterruptKind::NoCheckpointer,
+        }
     }
 }
 
@@ -137,7 +108,7 @@ pub struct Paused {
 /// How a run paused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PauseKind {
-    /// The node called [`Context::interrupt`](super::Context::interrupt).
+    /// The node called [`Context::interrupt`](crate::Context::interrupt).
     Interrupt,
     /// A static interrupt before the node.
     Before,
@@ -157,4 +128,14 @@ impl Paused {
             None => Err(serde_json::Error::custom("a static interrupt has no question")),
         }
     }
+}
+
+/// What a subgraph's node asks of its parent graph: an update of the parent's state (as JSON, in
+/// the shape of the parent's update type) and the parent's nodes to go to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParentCommand {
+    /// The parent's update, serialized.
+    pub update: serde_json::Value,
+    /// The parent's nodes to run next, by name.
+    pub goto: Vec<String>,
 }

@@ -1,0 +1,150 @@
+//! When a run reads and writes its thread's checkpoints: loaded as it starts, saved after each
+//! step as the durability says, settled as it ends (the last checkpoint, the pending writes of an
+//! incomplete step, every put under way).
+
+use super::persist::{checkpointer_error, writers, TaskRecord, ERROR, INTERRUPT, RESUME};
+use super::run::Loop;
+use super::RunConfig;
+use crate::checkpoint::{CheckpointRecord, MadeByRun, Source};
+use crate::error::Error;
+use crate::graph::CompiledGraph;
+use crate::graph::Durability;
+use crate::state::State;
+use std::sync::Arc;
+
+/// Loads the thread into a new loop; returns whether it had a checkpoint.
+pub(crate) async fn load<S: State>(graph: &CompiledGraph<S>, config: &RunConfig) -> Result<(Loop<S>, bool), Error> {
+    let mut run = Loop::new(graph.inner.clone(), graph.checkpointer.as_ref(), config)?;
+    let Some(p) = &mut run.persist else {
+        return Ok((run, false));
+    };
+    let info = p.info.clone();
+    let (thread, ns) = (&*info.thread, &*info.ns);
+    p.head = info
+        .checkpointer
+        .head(thread, ns)
+        .await
+        .map_err(|e| checkpointer_error(thread, e))?
+        .map(Into::into);
+    let loaded = info
+        .checkpointer
+        .get(thread, ns, config.checkpoint_id.as_deref())
+        .await
+        .map_err(|e| checkpointer_error(thread, e))?;
+    match loaded {
+        Some(l) => {
+            run.restore(l)?;
+            Ok((run, true))
+        }
+        None => match &config.checkpoint_id {
+            Some(id) => Err(Error::checkpoint(
+                thread,
+                format!("no checkpoint `{id}` in this thread"),
+            )),
+            None => Ok((run, false)),
+        },
+    }
+}
+
+/// Writes a checkpoint of the loop as it is now, as the durability says.
+pub(crate) async fn save<S: State>(
+    run: &mut Loop<S>,
+    durability: Durability,
+    source: Source,
+    writers: Arc<[Arc<str>]>,
+) -> Result<(), Error> {
+    if run.persist.is_none() {
+        return Ok(());
+    }
+    if durability == Durability::Exit && source != Source::Update {
+        run.persist.as_mut().expect("checked").dirty = true;
+        return Ok(());
+    }
+    let record = run.record(source, writers)?;
+    put(run, record, durability).await
+}
+
+async fn put<S: State>(run: &mut Loop<S>, record: CheckpointRecord, durability: Durability) -> Result<(), Error> {
+    let p = run.persist.as_mut().expect("a checkpointed run");
+    p.last_source = record.source;
+    let expected = p.head.replace(record.id.clone());
+    p.current = Some(record.id.clone());
+    p.dirty = false;
+    // A checkpointer that stores in place goes first, unless puts handed to the writer are still ahead.
+    let record = if p.writer.is_none() {
+        match p
+            .info
+            .checkpointer
+            .try_put_in_place(record, expected.as_deref(), MadeByRun::new())
+        {
+            Ok(stored) => return stored.map_err(|e| checkpointer_error(&p.info.thread, e)),
+            Err(record) => record,
+        }
+    } else {
+        record
+    };
+    if durability == Durability::Async {
+        return p.put_later(record, expected).await;
+    }
+    p.flush().await?;
+    let info = p.info.clone();
+    info.checkpointer
+        .put_made(vec![record], expected.as_deref(), MadeByRun::new())
+        .await
+        .map_err(|e| checkpointer_error(&info.thread, e))
+}
+
+/// Ends a checkpointed run: the last checkpoint (exit durability), the pending writes of an
+/// incomplete step, and every put under way.
+pub(crate) async fn settle<S: State>(
+    run: &mut Loop<S>,
+    durability: Durability,
+    writers: Arc<[Arc<str>]>,
+) -> Result<(), Error> {
+    let Some(p) = &mut run.persist else { return Ok(()) };
+    if p.dirty || (durability == Durability::Exit && p.current.is_none()) {
+        let record = run.record(Source::Loop, writers)?;
+        put(run, record, Durability::Sync).await?;
+    }
+    let p = run.persist.as_mut().expect("checked");
+    p.flush().await?;
+    let rows = std::mem::take(&mut p.rows);
+    for (task, writes) in rows {
+        run.put_task_writes(&task, writes).await?;
+    }
+    Ok(())
+}
+
+/// The checkpoint of the step just applied. With exit durability only the last step's is
+/// written, when the run settles: `exit_writers` keeps the names of the nodes that wrote it.
+pub(crate) async fn save_step<S: State>(
+    run: &mut Loop<S>,
+    durability: Durability,
+    exit_writers: &mut Arc<[Arc<str>]>,
+) -> Result<(), Error> {
+    if run.persist.is_none() {
+        return Ok(());
+    }
+    let names = writers(&run.g, run.writers.iter().copied());
+    if durability == Durability::Exit {
+        *exit_writers = names;
+        save(run, durability, Source::Loop, Arc::default()).await
+    } else {
+        save(run, durability, Source::Loop, names).await
+    }
+}
+
+/// An answer of the wrong type failed the task that asked: its question stays open, with the
+/// answers it had before, so the thread can be resumed with an answer of the right type.
+pub(crate) fn keep_question_open<S: State>(run: &mut Loop<S>, task: &str, asked: TaskRecord) {
+    let Some(p) = &mut run.persist else { return };
+    let Some((_, rows)) = p.rows.iter_mut().find(|(id, _)| id == task) else {
+        return;
+    };
+    // JSON values always serialize: `to_vec` fails only on a writer's I/O.
+    let question = serde_json::to_vec(&asked.question).expect("a JSON value serializes");
+    let answers = serde_json::to_vec(&asked.answers).expect("JSON values serialize");
+    rows.retain(|(channel, _)| *channel == ERROR);
+    rows.push((INTERRUPT, question));
+    rows.push((RESUME, answers));
+}

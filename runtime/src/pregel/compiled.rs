@@ -1,0 +1,221 @@
+//! A compiled graph's public face: running it (`invoke`, `run`, `stream`, the resumes), reading
+//! and writing its threads' state, and the same graph on another checkpointer.
+
+use super::config::{IntoInput, RunConfig};
+use super::outcome::Outcome;
+use super::snapshot::{self, StateSnapshot};
+use super::stream::{self, RunStream, StreamMode};
+use super::{drive, persist, run};
+use crate::error::Error;
+use crate::graph::{CompiledGraph, Durability, RunInfo};
+use crate::state::State;
+use std::sync::Arc;
+
+impl<S: State> CompiledGraph<S> {
+    /// The names of the graph's nodes, in the order they were added.
+    pub fn node_names(&self) -> Vec<&str> {
+        self.inner.user_node_names()
+    }
+
+    /// Runs the graph on `input` (a whole state, or an update writing some fields) until no node
+    /// is left to run, and returns the final state.
+    ///
+    /// # Errors
+    /// A node failed or panicked (the error names it and the step), a step's writes broke a
+    /// channel's rule, the recursion limit was reached, a drain was requested, or the run paused
+    /// (see [`run`](Self::run) to get the pause as an [`Outcome`]).
+    pub async fn invoke<M>(&self, input: impl IntoInput<S, M>, config: &RunConfig) -> Result<S, Error> {
+        match self.run(input, config).await? {
+            Outcome::Done(s) => Ok(s),
+            Outcome::Paused { pauses, .. } => Err(Error::paused(pauses)),
+        }
+    }
+
+    /// Runs the graph on `input`, on the configured thread when the graph has a checkpointer: a
+    /// new input on a thread with a paused or failed step cancels that step's tasks.
+    ///
+    /// # Errors
+    /// As [`invoke`](Self::invoke), except that a pause is an [`Outcome::Paused`].
+    pub async fn run<M>(&self, input: impl IntoInput<S, M>, config: &RunConfig) -> Result<Outcome<S>, Error> {
+        drive::drive(self, drive::Start::Input(input.into_update()), config, None).await
+    }
+
+    /// Runs the graph on `input` as [`run`](Self::run) does, reporting what happens as a stream of
+    /// [`Event`](crate::Event)s of the given `modes` (combine with `|`). The stream is bounded: a slow consumer
+    /// slows the run; dropping the stream stops the run cleanly between two steps, its last
+    /// checkpoint intact. An error is the stream's last item.
+    ///
+    /// Needs a tokio runtime: the run goes on in a task of its own.
+    pub fn stream<M>(&self, input: impl IntoInput<S, M>, config: &RunConfig, modes: StreamMode) -> RunStream<S> {
+        self.stream_from(drive::Start::Input(input.into_update()), config, modes)
+    }
+
+    /// Resumes the thread as [`resume`](Self::resume) does (or answers its paused node with
+    /// `answer`), streaming as [`stream`](Self::stream) does.
+    ///
+    /// # Errors
+    /// When `answer` cannot be serialized.
+    pub fn stream_resume(
+        &self,
+        answer: Option<impl serde::Serialize>,
+        config: &RunConfig,
+        modes: StreamMode,
+    ) -> Result<RunStream<S>, Error> {
+        let answer = answer
+            .map(|a| serde_json::to_value(a).map(|v| (None, v)))
+            .transpose()
+            .map_err(|e| Error::config(format!("the answer cannot be saved: {e}")))?;
+        Ok(self.stream_from(drive::Start::Resume(answer), config, modes))
+    }
+
+    fn stream_from(&self, start: drive::Start<S>, config: &RunConfig, modes: StreamMode) -> RunStream<S> {
+        let (tx, rx) = tokio::sync::mpsc::channel(stream::CAPACITY);
+        let (g, config) = (self.clone(), config.clone());
+        let handle = tokio::spawn(async move {
+            let sink = stream::Sink { tx: tx.clone(), modes };
+            let outcome = drive::drive(&g, start, &config, Some(sink)).await;
+            if let Err(e) = &outcome {
+                // The error is the stream's last item, and the outcome's: one error, shared.
+                let _ = tx.send(Err(e.clone())).await;
+            }
+            outcome
+        });
+        RunStream::new(rx, handle)
+    }
+
+    /// Goes on from the thread's latest checkpoint (or `config.checkpoint_id`, as a fork): after
+    /// a failure only the tasks that failed run again; after a static interrupt the run passes it.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run); also when the thread has no checkpoint.
+    pub async fn resume(&self, config: &RunConfig) -> Result<Outcome<S>, Error> {
+        drive::drive(self, drive::Start::Resume(None), config, None).await
+    }
+
+    /// Answers the thread's paused node with `answer` and goes on: the node runs again from the
+    /// top and its [`Context::interrupt`](crate::Context::interrupt) call returns `answer`.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run); also when no node is paused, or several are (answer each with
+    /// [`resume_task`](Self::resume_task)).
+    pub async fn resume_with<A: serde::Serialize>(&self, answer: A, config: &RunConfig) -> Result<Outcome<S>, Error> {
+        let value =
+            serde_json::to_value(answer).map_err(|e| Error::config(format!("the answer cannot be saved: {e}")))?;
+        drive::drive(self, drive::Start::Resume(Some((None, value))), config, None).await
+    }
+
+    /// Answers the paused task `id` (see [`Paused::id`](crate::Paused::id)) and goes on.
+    ///
+    /// # Errors
+    /// As [`resume_with`](Self::resume_with); also when no task `id` is paused.
+    pub async fn resume_task<A: serde::Serialize>(
+        &self,
+        id: &str,
+        answer: A,
+        config: &RunConfig,
+    ) -> Result<Outcome<S>, Error> {
+        let value =
+            serde_json::to_value(answer).map_err(|e| Error::config(format!("the answer cannot be saved: {e}")))?;
+        drive::drive(
+            self,
+            drive::Start::Resume(Some((Some(id.to_owned()), value))),
+            config,
+            None,
+        )
+        .await
+    }
+
+    /// The thread's state at its latest checkpoint (or `config.checkpoint_id`): the values, the
+    /// nodes that would run next, and the pauses. Without a `checkpoint_id` the writes of the
+    /// tasks that succeeded in an incomplete step are applied to the values.
+    ///
+    /// # Errors
+    /// When the graph has no checkpointer, or the checkpoint cannot be read.
+    pub async fn get_state(&self, config: &RunConfig) -> Result<Option<StateSnapshot<S>>, Error> {
+        snapshot::get_state(self, config).await
+    }
+
+    /// The thread's checkpoints, newest first, at most `limit`.
+    ///
+    /// # Errors
+    /// As [`get_state`](Self::get_state).
+    pub async fn get_state_history(
+        &self,
+        config: &RunConfig,
+        limit: Option<usize>,
+    ) -> Result<Vec<StateSnapshot<S>>, Error> {
+        snapshot::history(self, config, limit).await
+    }
+
+    /// Writes `update` to the thread as if node `as_node` had returned it (LangGraph's
+    /// `update_state`): the node's edges and routers fire, so the nodes after it run next. From
+    /// `config.checkpoint_id`, this forks the thread there. Returns the new checkpoint's id.
+    /// With `as_node` `None`, the node that ran last is taken.
+    ///
+    /// # Errors
+    /// When the thread has no checkpoint, the node is unknown or cannot be inferred, or the
+    /// update breaks a channel's rule.
+    pub async fn update_state(
+        &self,
+        config: &RunConfig,
+        update: S::Update,
+        as_node: Option<&str>,
+    ) -> Result<String, Error> {
+        snapshot::update_state(self, config, update, as_node).await
+    }
+
+    /// Decodes a checkpoint read from a checkpointer into the state it holds, with typed serde and
+    /// nothing else: bytes that do not fit the state give an error naming the thread and the
+    /// field, never garbage or a panic (this is what the checkpoint fuzz target drives).
+    ///
+    /// # Errors
+    /// When the checkpoint does not decode as this graph's state.
+    pub fn decode_checkpoint(&self, loaded: crate::checkpoint::Loaded) -> Result<S, Error> {
+        let config = RunConfig::thread(&*loaded.record.thread_id);
+        let mut inner = run::Loop::new(self.inner.clone(), self.checkpointer.as_ref(), &config)?;
+        if inner.persist.is_none() {
+            let checkpointer: Arc<dyn crate::checkpoint::Checkpointer> =
+                Arc::new(crate::checkpoint::MemorySaver::new());
+            let info = RunInfo {
+                checkpointer,
+                thread: loaded.record.thread_id.clone(),
+                ns: loaded.record.ns.clone(),
+                durability: Durability::default(),
+            };
+            inner.persist = Some(persist::Persist::new(info, self.inner.n_fields(), inner.versions.len()));
+        }
+        inner.restore(loaded)?;
+        Ok(inner.into_state())
+    }
+
+    /// The graph as a Mermaid flowchart.
+    pub fn mermaid(&self) -> String {
+        self.inner.mermaid.clone()
+    }
+}
+
+impl<S: State> CompiledGraph<S> {
+    /// The same graph, saving its checkpoints with `checkpointer` (unless it has a checkpointer of its own).
+    pub(crate) fn with_parent_checkpointer(&self, checkpointer: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
+        if self.checkpointer.is_some() {
+            return self.clone();
+        }
+        self.with_checkpointer_arc(checkpointer)
+    }
+
+    /// The same graph, saving its checkpoints with `checkpointer` instead: for instance to read a
+    /// subgraph's state in its parent's checkpointer ([`get_state`](Self::get_state) with
+    /// [`RunConfig::ns`]).
+    pub fn with_checkpointer(&self, checkpointer: impl crate::checkpoint::Checkpointer) -> Self {
+        self.with_checkpointer_arc(Arc::new(checkpointer))
+    }
+
+    /// Shares the compiled tables: a subgraph run under a checkpointed parent costs an `Arc`
+    /// clone, not a copy of the graph.
+    fn with_checkpointer_arc(&self, checkpointer: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            checkpointer: Some(checkpointer),
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! Running a step's tasks: a task's job under its node's timeout and retry policy, and the
+//! tasks of a wide step in a few groups on tokio's workers.
+//!
+//! A step of one task runs it in place (the loop awaits [`run_job`] itself, no spawn). A wider
+//! step deals its tasks round-robin into a few tokio tasks per runtime worker, each polling its
+//! share together: nodes that await (a model, a tool, the network) all make progress at once,
+//! CPU-bound nodes spread over the workers, and a step of a thousand tasks spawns a handful of
+//! tokio tasks, not a thousand. A node that blocks its thread (a long synchronous computation)
+//! holds up the nodes sharing its tokio task: run such work in `tokio::task::spawn_blocking`
+//! from an async node.
+//!
+//! The groups live in the [`Executor`]'s `JoinSet`: a step whose future is dropped (its caller
+//! gave up on `invoke`, or dropped the stream) aborts them, so no node outlives its run.
+
+use crate::error::BoxError;
+use crate::graph::policy::NodePolicy;
+use crate::graph::Context;
+use crate::graph::{Command, NodeFn, Packet};
+use crate::state::State;
+use futures::FutureExt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+/// What a task runs.
+pub(crate) enum Job<S: State> {
+    Node(NodeFn<S, S>),
+    Packet(Packet<S>),
+    Ready(Command<S>),
+    /// A failure carried over from a step that did not complete (for the node's error handler).
+    Failed(String),
+}
+
+/// Why a task failed.
+pub(crate) enum Failure {
+    Error(BoxError),
+    Timeout(Duration),
+    Panic(String),
+}
+
+/// A node took longer than its timeout (what a retry policy's predicate sees).
+#[derive(Debug)]
+struct TimedOut(Duration);
+
+impl std::fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "timed out after {:?}", self.0)
+    }
+}
+
+impl std::error::Error for TimedOut {}
+
+/// Runs a task's job, with its node's timeout and retry policy.
+pub(crate) async fn run_job<S: State>(
+    job: Job<S>,
+    state: Arc<S>,
+    ctx: Context,
+    policy: NodePolicy,
+) -> Result<Command<S>, Failure> {
+    let job = match job {
+        Job::Ready(c) => return Ok(c),
+        Job::Failed(e) => return Err(Failure::Error(e.into())),
+        job => job,
+    };
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let once = async {
+            match &job {
+                Job::Node(f) => f.call(&state, &ctx).await,
+                Job::Packet(p) => p.job.clone().run(ctx.clone()).await,
+                Job::Ready(_) | Job::Failed(_) => Ok(Command::default()),
+            }
+        };
+        let result = match policy.timeout {
+            Some(limit) => match tokio::time::timeout(limit, once).await {
+                Ok(r) => r,
+                Err(_) => Err(Box::new(TimedOut(limit)) as BoxError),
+            },
+            None => once.await,
+        };
+        let error = match result {
+            Ok(c) => return Ok(c),
+            Err(e) => e,
+        };
+        match &policy.retry {
+            Some(p) if p.should_retry(attempt, &error) => tokio::time::sleep(p.sleep_for(attempt)).await,
+            _ => {
+                return Err(match error.downcast::<TimedOut>() {
+                    Ok(t) => Failure::Timeout(t.0),
+                    Err(e) => Failure::Error(e),
+                })
+            }
+        }
+    }
+}
+
+/// What a task of a wide step runs, and with what.
+pub(crate) struct TaskInput<S: State> {
+    pub(crate) job: Job<S>,
+    pub(crate) state: Arc<S>,
+    pub(crate) ctx: Context,
+    pub(crate) policy: NodePolicy,
+    pub(crate) span: tracing::Span,
+}
+
+/// What a task came to: its command or failure, and how long it ran (zero when untimed).
+pub(crate) struct TaskOutput<S: State> {
+    pub(crate) result: Result<Command<S>, Failure>,
+    pub(crate) duration: Duration,
+}
+
+/// Runs a task of a wide step in its span, timed when `timed`. A panicking node fails its task,
+/// never the other tasks of its group.
+async fn run_task<S: State>(task: TaskInput<S>, timed: bool) -> TaskOutput<S> {
+    let started = timed.then(Instant::now);
+    let TaskInput {
+        job,
+        state,
+        ctx,
+        policy,
+        span,
+    } = task;
+    let result = AssertUnwindSafe(run_job(job, state, ctx, policy).instrument(span))
+        .catch_unwind()
+        .await;
+    TaskOutput {
+        result: result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p)))),
+        duration: started.map_or(Duration::ZERO, |s| s.elapsed()),
+    }
+}
+
+/// The most tasks a spawned group polls together: `join_all` polls up to 30 futures in place,
+/// in one allocation, and gives each of a larger set an allocation of its own (a
+/// `FuturesOrdered`), which cost a fan-out task more than a third of its instructions
+/// (callgrind, fanout 1000).
+const GROUP_MAX: usize = 30;
+
+/// A group's index among the step's groups, and its tasks' outputs in order.
+type GroupOutput<S> = (usize, Vec<TaskOutput<S>>);
+
+/// Runs a group of tasks together, their outputs in order. The tasks' futures (over a kilobyte
+/// each) are made and joined inside the spawned task, on its worker, not on the loop's.
+async fn join_group<S: State>(index: usize, tasks: Vec<TaskInput<S>>, timed: bool) -> GroupOutput<S> {
+    let tasks = tasks.into_iter().map(|task| run_task(task, timed));
+    (index, futures::future::join_all(tasks).await)
+}
+
+/// Where a run's wide steps run: one `JoinSet` for the run, empty between steps.
+pub(crate) struct Executor<S: State> {
+    groups: JoinSet<GroupOutput<S>>,
+}
+
+impl<S: State> Executor<S> {
+    pub(crate) fn new() -> Self {
+        Self { groups: JoinSet::new() }
+    }
+
+    /// Runs `tasks` (more than one) concurrently and appends their outputs to `out`, in task
+    /// order whatever order they finished in.
+    ///
+    /// A few spawned groups per worker (more when a group would hold over [`GROUP_MAX`] tasks),
+    /// each polling its tasks together: parallel across workers, concurrent within a group,
+    /// one spawn per group instead of one per task. Tasks are dealt round-robin and groups
+    /// outnumber workers, so that idle workers steal groups when costs differ. Dropping the
+    /// returned future aborts every group.
+    pub(crate) async fn run_wide(
+        &mut self,
+        tasks: impl ExactSizeIterator<Item = TaskInput<S>>,
+        timed: bool,
+        out: &mut Vec<TaskOutput<S>>,
+    ) {
+        let n_tasks = tasks.len();
+        // The loop checked for a runtime when the run started.
+        let workers = tokio::runtime::Handle::current().metrics().num_workers();
+        let n_groups = (4 * workers).max(n_tasks.div_ceil(GROUP_MAX)).clamp(1, n_tasks);
+        let mut groups: Vec<Vec<_>> = (0..n_groups)
+            .map(|_| Vec::with_capacity(n_tasks.div_ceil(n_groups)))
+            .collect();
+        for (i, task) in tasks.enumerate() {
+            groups[i % n_groups].push(task);
+        }
+        let set = AbortOnDrop(&mut self.groups);
+        for (g, group) in groups.into_iter().enumerate() {
+            set.0.spawn(join_group(g, group, timed));
+        }
+        let mut outputs: Vec<Option<TaskOutput<S>>> = (0..n_tasks).map(|_| None).collect();
+        // Only a runtime shutting down stops a group: each of its tasks failed.
+        let mut lost = None;
+        while let Some(joined) = set.0.join_next().await {
+            match joined {
+                Ok((g, group)) => {
+                    for (k, r) in group.into_iter().enumerate() {
+                        outputs[g + k * n_groups] = Some(r);
+                    }
+                }
+                Err(e) => lost = Some(e.to_string()),
+            }
+        }
+        out.extend(outputs.into_iter().map(|r| {
+            r.unwrap_or_else(|| TaskOutput {
+                result: Err(Failure::Panic(lost.clone().unwrap_or_default())),
+                duration: Duration::ZERO,
+            })
+        }));
+    }
+}
+
+/// Aborts a step's groups unless they were all joined: a step cancelled half way leaves no
+/// task running.
+struct AbortOnDrop<'a, T: 'static>(&'a mut JoinSet<T>);
+
+impl<T: 'static> Drop for AbortOnDrop<'_, T> {
+    fn drop(&mut self) {
+        self.0.abort_all();
+    }
+}
+
+pub(crate) fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}

@@ -1,0 +1,387 @@
+//! Executing a step: its tasks run (one in place, more on the executor), each task's result
+//! becomes a finished task or a failure, error handlers and cache writes are applied, routers of
+//! a wide step read their own task's writes, and an incomplete step keeps its pending writes.
+
+use super::super::executor::{panic_message, run_job, Failure, Job, TaskInput, TaskOutput};
+use super::super::persist::{ERROR, INTERRUPT, RESUME, WRITES};
+use super::super::stream::StreamMode;
+use super::super::task::{Finished, Running, Task, TaskReport, TaskResult};
+use super::{field_error, Loop};
+use crate::error::Error;
+use crate::graph::Context;
+use crate::graph::{Command, Goto};
+use crate::signal::{PauseKind, Paused};
+use crate::state::{State, Update};
+use futures::FutureExt;
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+use tracing::Instrument;
+
+/// How a step ended.
+pub(crate) enum StepEnd<S: State> {
+    /// Every task finished: their writes, for `after_tick`; [`Loop::writers`] names the nodes.
+    Ran(Vec<Finished<S>>),
+    /// Nodes paused: nothing was applied; the step runs again on resume.
+    Paused(Vec<Paused>),
+}
+
+/// A task that paused: its node, push index, question, and the answers it had.
+type Asked = (u32, Option<usize>, serde_json::Value, Vec<serde_json::Value>);
+
+/// What a step's results came to: the finished tasks, the first failure (with its task), a
+/// cache that could not store, the paused tasks, and the finished tasks whose writes are not
+/// saved yet (their index in `done`, and push index).
+struct Taken<S: State> {
+    done: Vec<Finished<S>>,
+    failure: Option<(Error, u32, Option<usize>)>,
+    cache_failure: Option<Error>,
+    paused: Vec<Asked>,
+    unsaved: Vec<(usize, Option<usize>)>,
+}
+
+impl<S: State> Loop<S> {
+    /// Runs the planned tasks concurrently and hands back the finished ones, for `after_tick`.
+    /// A failing task fails the step, after the writes of its successful siblings are kept;
+    /// pausing tasks pause it.
+    pub(crate) async fn execute(&mut self) -> Result<StepEnd<S>, Error> {
+        let mut tasks = std::mem::take(&mut self.tasks);
+        let step = self.step;
+        self.look_up_cache(&mut tasks).await?;
+        let n_tasks = tasks.len();
+        // The buffers of the last step, empty: no allocation per step.
+        let mut results = std::mem::take(&mut self.results);
+        results.reserve(n_tasks);
+        if n_tasks == 1 {
+            // One task: run it in place, no spawn.
+            let (job, task) = tasks.pop().expect("one task").start();
+            let ctx = self.context(&task, step);
+            let policy = self.g.nodes[task.node as usize].policy.clone();
+            // Durations go to a stream's task events only: a run without them reads no clock.
+            let started = self.times_tasks().then(Instant::now);
+            let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
+            // Not the executor's `run_task`: one more future around the job is a copy of it per
+            // step (callgrind, loop 2000: 17.8 M -> 18.7 M instructions).
+            let result = AssertUnwindSafe(run_job(job, self.state.clone(), ctx, policy).instrument(span))
+                .catch_unwind()
+                .await;
+            let output = TaskOutput {
+                result: result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p)))),
+                duration: started.map_or(Duration::ZERO, |s| s.elapsed()),
+            };
+            results.push(TaskResult { task, output });
+        } else {
+            self.run_wide(&mut tasks, &mut results).await;
+        }
+        // The task list is empty again: keep its allocation for the next step.
+        self.tasks = tasks;
+
+        let mut taken = self.take_results(&mut results).await?;
+        self.results = results;
+        // Routers of a step with several tasks read the state with their own task's writes
+        // applied and nobody else's: evaluate them before anything is applied.
+        if n_tasks > 1 {
+            for d in taken.done.iter_mut().filter(|d| !d.routed) {
+                if let Err(e) = self.route_fresh(d) {
+                    taken.failure.get_or_insert((e, d.node, None));
+                }
+            }
+        }
+        let incomplete = taken.failure.is_some() || taken.cache_failure.is_some() || !taken.paused.is_empty();
+        if incomplete {
+            self.keep_incomplete(&taken)?;
+        }
+        let Taken {
+            done,
+            failure,
+            cache_failure,
+            paused,
+            unsaved,
+        } = taken;
+        self.unsaved = unsaved;
+        if let Some(e) = failure.map(|(e, _, _)| e).or(cache_failure) {
+            return Err(e);
+        }
+        if !paused.is_empty() {
+            return Ok(StepEnd::Paused(self.pauses_of(paused)));
+        }
+        self.writers.clear();
+        self.writers.extend(done.iter().map(|d| d.node));
+        Ok(StepEnd::Ran(done))
+    }
+
+    /// Runs the tasks of a wide step on the executor, their results in task order.
+    async fn run_wide(&mut self, tasks: &mut Vec<Task<S>>, results: &mut Vec<TaskResult<S>>) {
+        let step = self.step;
+        let mut running = Vec::with_capacity(tasks.len());
+        let mut inputs = Vec::with_capacity(tasks.len());
+        for (job, task) in tasks.drain(..).map(Task::start) {
+            let ctx = self.context(&task, step);
+            inputs.push(TaskInput {
+                job,
+                state: self.state.clone(),
+                span: tracing::info_span!("weir.task", node = &*ctx.node, step),
+                ctx,
+                policy: self.g.nodes[task.node as usize].policy.clone(),
+            });
+            running.push(task);
+        }
+        let mut outputs = std::mem::take(&mut self.outputs);
+        let timed = self.times_tasks();
+        self.executor.run_wide(inputs.into_iter(), timed, &mut outputs).await;
+        let finished = running.into_iter().zip(outputs.drain(..));
+        results.extend(finished.map(|(task, output)| TaskResult { task, output }));
+        self.outputs = outputs;
+    }
+
+    /// Takes the step's results in task order: each task finished (through its node's error
+    /// handler when it failed and has one, its writes stored in the node cache), failed, or
+    /// paused; and what a stream reports of each.
+    async fn take_results(&mut self, results: &mut Vec<TaskResult<S>>) -> Result<Taken<S>, Error> {
+        let mut taken = Taken {
+            done: std::mem::take(&mut self.done),
+            failure: None,
+            cache_failure: None,
+            paused: Vec::new(),
+            unsaved: std::mem::take(&mut self.unsaved),
+        };
+        taken.done.reserve(results.len());
+        taken.unsaved.clear();
+        self.report.clear();
+        let streaming = self.sink.as_ref().is_some_and(|s| s.wants(StreamMode::UPDATES));
+        for TaskResult { task, output } in results.drain(..) {
+            let (node, push) = (task.node, task.push);
+            if let Some((question, answers)) = task.scratch.as_ref().and_then(|s| s.paused()) {
+                taken.paused.push((node, push, question, answers));
+                continue;
+            }
+            let result = self.finish_task(node, push.is_none(), output.result);
+            let result = match (result, &self.g.nodes[node as usize].handler) {
+                (Err(e), Some(handler)) if e.node_name().is_some() && !e.is_invalid_update() => {
+                    self.handle(node, push.is_none(), e, handler)
+                }
+                (r, _) => r,
+            };
+            if let (Ok(d), Some(key), None) = (&result, &task.cache_key, &taken.cache_failure) {
+                taken.cache_failure = self.store_in_cache(node, key, &d.command).await.err();
+            }
+            let (update, error) = match &result {
+                Ok(d) => (streaming.then(|| d.command.update.clone()), None),
+                Err(e) => (None, Some(e.to_string())),
+            };
+            if self.sink.is_some() {
+                let duration = output.duration;
+                self.report.push(TaskReport {
+                    node,
+                    push,
+                    duration,
+                    error,
+                    update,
+                });
+            }
+            match result {
+                Ok(d) => {
+                    if !task.saved {
+                        taken.unsaved.push((taken.done.len(), push));
+                    }
+                    taken.done.push(Finished {
+                        routed: task.saved,
+                        ..d
+                    });
+                }
+                Err(e) => {
+                    taken.failure.get_or_insert((e, node, push));
+                }
+            }
+        }
+        Ok(taken)
+    }
+
+    /// A step that did not complete keeps the writes of the tasks that succeeded, so a resume
+    /// does not run them again, and the error or question of the others.
+    fn keep_incomplete(&mut self, taken: &Taken<S>) -> Result<(), Error> {
+        if self.persist.is_none() {
+            return Ok(());
+        }
+        let mut rows = Vec::new();
+        for (i, push) in &taken.unsaved {
+            let d = &taken.done[*i];
+            rows.push((self.task_id(d.node, *push), vec![(WRITES, self.save_task(&d.command)?)]));
+        }
+        if let Some((e, node, push)) = &taken.failure {
+            rows.push((self.task_id(*node, *push), vec![(ERROR, e.to_string().into_bytes())]));
+        }
+        for (node, push, question, answers) in &taken.paused {
+            // JSON values always serialize: `to_vec` fails only on a writer's I/O.
+            let q = serde_json::to_vec(question).expect("a JSON value serializes");
+            let a = serde_json::to_vec(answers).expect("JSON values serialize");
+            rows.push((self.task_id(*node, *push), vec![(INTERRUPT, q), (RESUME, a)]));
+        }
+        if let Some(p) = &mut self.persist {
+            p.rows = rows;
+        }
+        Ok(())
+    }
+
+    /// The pauses of the tasks that asked a question.
+    fn pauses_of(&self, paused: Vec<Asked>) -> Vec<Paused> {
+        paused
+            .into_iter()
+            .map(|(node, push, question, _)| Paused {
+                node: self.g.node_name(node),
+                id: self.task_id(node, push),
+                question: Some(question),
+                kind: PauseKind::Interrupt,
+            })
+            .collect()
+    }
+
+    /// Whether the run reports its tasks' durations (a stream of task events).
+    fn times_tasks(&self) -> bool {
+        self.sink.as_ref().is_some_and(|s| s.wants(StreamMode::TASKS))
+    }
+
+    /// The context of a task of step `step`.
+    fn context(&self, task: &Running, step: i64) -> Context {
+        let node = self.g.names[task.node as usize].clone();
+        let emitter = self.sink.as_ref().and_then(|s| s.emitter(node.clone(), step));
+        let run = self.persist.as_ref().map(|p| p.info.clone());
+        Context {
+            node,
+            push: task.push,
+            step,
+            scratch: task.scratch.clone(),
+            emitter,
+            run,
+        }
+    }
+
+    fn finish_task(&self, node: u32, pull: bool, result: Result<Command<S>, Failure>) -> Result<Finished<S>, Error> {
+        let name = &self.g.names[node as usize];
+        let command = match result {
+            Ok(Command { parent: Some(p), .. }) => return Err(Error::to_parent(name, p)),
+            Ok(c) => c,
+            Err(Failure::Error(e)) => return Err(Error::node(name, self.step, e)),
+            Err(Failure::Timeout(limit)) => return Err(Error::timeout(name, self.step, limit)),
+            Err(Failure::Panic(message)) => return Err(Error::panic(name, self.step, message)),
+        };
+        if let Some(allowed) = &self.g.nodes[node as usize].writes {
+            if let Some(f) = (0..self.g.n_fields()).find(|&f| !allowed[f] && command.update.is_written(f)) {
+                return Err(Error::undeclared_write(name, self.g.fields[f].name.clone(), self.step));
+            }
+        }
+        Ok(Finished {
+            node,
+            pull,
+            command,
+            routed: false,
+            handled: false,
+        })
+    }
+
+    /// Runs `node`'s error handler on its failure `e`: the handler's command stands in for the
+    /// node's. A failing handler fails the run.
+    fn handle(
+        &self,
+        node: u32,
+        pull: bool,
+        e: Error,
+        handler: &crate::graph::HandlerFn<S>,
+    ) -> Result<Finished<S>, Error> {
+        let name = &self.g.names[node as usize];
+        let failure = crate::graph::NodeError {
+            node: name.to_string(),
+            error: e.to_string(),
+        };
+        let handled = std::panic::catch_unwind(AssertUnwindSafe(|| handler(&self.state, &failure)))
+            .unwrap_or_else(|p| Err(format!("it panicked: {}", panic_message(p)).into()));
+        let command = handled.map_err(|h| {
+            Error::node(
+                name,
+                self.step,
+                format!("its error handler failed: {h} (handling: {e})").into(),
+            )
+        })?;
+        Ok(Finished {
+            node,
+            pull,
+            command,
+            routed: false,
+            handled: true,
+        })
+    }
+
+    /// Takes cached writes for the cacheable tasks whose key was seen, and notes the key of the
+    /// others to store their writes once they succeed.
+    async fn look_up_cache(&self, tasks: &mut [Task<S>]) -> Result<(), Error> {
+        let Some(cache) = &self.g.cache else { return Ok(()) };
+        for t in tasks
+            .iter_mut()
+            .filter(|t| !t.saved && t.failed.is_none() && t.push.is_none())
+        {
+            let Some(policy) = &self.g.nodes[t.node as usize].cache else {
+                continue;
+            };
+            let name = &self.g.names[t.node as usize];
+            let user_key = std::panic::catch_unwind(AssertUnwindSafe(|| (policy.key)(&self.state)))
+                .map_err(|p| Error::panic(name, self.step, format!("its cache key panicked: {}", panic_message(p))))?;
+            let key = format!("{name}:{user_key}");
+            let hit = cache.get(&key).await.map_err(|e| Error::cache(name, self.step, e))?;
+            match hit {
+                Some(bytes) => t.job = Job::Ready(self.load_task(&bytes)?),
+                None => t.cache_key = Some(key),
+            }
+        }
+        Ok(())
+    }
+
+    async fn store_in_cache(&self, node: u32, key: &str, command: &Command<S>) -> Result<(), Error> {
+        let (Some(cache), Some(policy)) = (&self.g.cache, &self.g.nodes[node as usize].cache) else {
+            return Ok(());
+        };
+        let bytes = self.save_task(command)?;
+        cache
+            .put(key, bytes, policy.ttl)
+            .await
+            .map_err(|e| Error::cache(&self.g.names[node as usize], self.step, e))
+    }
+
+    /// Runs a task's routers on the state with its own writes applied, and nobody else's.
+    fn route_fresh(&self, d: &mut Finished<S>) -> Result<(), Error> {
+        d.routed = true;
+        if d.handled || self.g.nodes[d.node as usize].routers.is_empty() {
+            return Ok(());
+        }
+        let mut fresh = (*self.state).clone();
+        let mut channels = self.channels.clone();
+        let mut own = [d.command.update.clone()];
+        let mut scratch = vec![false; self.g.n_fields()];
+        fresh
+            .apply(&mut channels, &mut own, true, &mut scratch)
+            .map_err(|e| field_error(e, &[d.node], &self.g, self.step))?;
+        self.route(d.node, &fresh, &mut d.command.goto)
+    }
+
+    /// Runs the routers of `task` on `state` (the state with the task's own writes applied).
+    pub(super) fn route(&self, node: u32, state: &S, out: &mut Vec<Goto<S>>) -> Result<(), Error> {
+        for router in &self.g.nodes[node as usize].routers {
+            let from = out.len();
+            // A router is user code: its panic fails the run, naming the node it follows.
+            std::panic::catch_unwind(AssertUnwindSafe(|| (router.func)(state, out))).map_err(|p| {
+                let name = &self.g.names[node as usize];
+                Error::panic(name, self.step, format!("its router panicked: {}", panic_message(p)))
+            })?;
+            for g in &out[from..] {
+                let target = match g {
+                    Goto::Node(id) => Some(id.0),
+                    Goto::End => None,
+                    Goto::Send(_) | Goto::Named(_) => continue,
+                };
+                if !router.targets.contains(&target) {
+                    let what = target.map_or_else(|| "END".to_owned(), |t| self.g.node_name(t));
+                    return Err(Error::unknown_target(&self.g.names[node as usize], what, self.step));
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,79 @@
+//! A step's tasks, from planned to finished: what each runs, what it came to, and what a stream
+//! reports of it.
+
+use super::executor::{Job, TaskOutput};
+use crate::graph::interrupt::Scratch;
+use crate::graph::Command;
+use crate::state::State;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub(crate) struct Task<S: State> {
+    pub(crate) node: u32,
+    /// Pull tasks are triggered by channels; push tasks come from a `Send` (their index).
+    pub(crate) push: Option<usize>,
+    pub(crate) job: Job<S>,
+    /// The task's writes come from the pending writes of a step that did not complete.
+    pub(crate) saved: bool,
+    pub(crate) scratch: Option<Arc<Scratch>>,
+    /// The node failed in a step that did not complete, and has an error handler: the handler
+    /// runs, not the node again.
+    pub(crate) failed: Option<String>,
+    /// The task's key in the node cache, when the node is cacheable and missed.
+    pub(crate) cache_key: Option<String>,
+}
+
+/// A finished task: its command, and whether its routers already ran.
+pub(crate) struct Finished<S: State> {
+    pub(crate) node: u32,
+    pub(crate) pull: bool,
+    pub(crate) command: Command<S>,
+    pub(crate) routed: bool,
+    /// An error handler's command: the node's own edges and routers do not fire.
+    pub(crate) handled: bool,
+}
+
+/// What one task of a streamed step did.
+pub(crate) struct TaskReport<S: State> {
+    pub(crate) node: u32,
+    pub(crate) push: Option<usize>,
+    pub(crate) duration: Duration,
+    pub(crate) error: Option<String>,
+    pub(crate) update: Option<S::Update>,
+}
+
+/// What the loop keeps of a task while its job runs: who it is, and how to take its writes.
+pub(crate) struct Running {
+    pub(crate) node: u32,
+    pub(crate) push: Option<usize>,
+    /// Its writes were saved already (it does not run again).
+    pub(crate) saved: bool,
+    /// Its interrupts: answers given, the question asked.
+    pub(crate) scratch: Option<Arc<Scratch>>,
+    /// Its key in the node cache, when the node is cacheable and missed.
+    pub(crate) cache_key: Option<String>,
+}
+
+impl<S: State> Task<S> {
+    /// The job to run (an error handler's failure when the node failed before), and the rest.
+    pub(crate) fn start(self) -> (Job<S>, Running) {
+        let job = match self.failed {
+            Some(e) => Job::Failed(e),
+            None => self.job,
+        };
+        let running = Running {
+            node: self.node,
+            push: self.push,
+            saved: self.saved,
+            scratch: self.scratch,
+            cache_key: self.cache_key,
+        };
+        (job, running)
+    }
+}
+
+/// What a task of a step came to.
+pub(crate) struct TaskResult<S: State> {
+    pub(crate) task: Running,
+    pub(crate) output: TaskOutput<S>,
+}
