@@ -682,14 +682,6 @@ impl PostgresSaver {
 }
 
 impl Checkpointer for PostgresSaver {
-    fn put<'a>(
-        &'a self,
-        record: CheckpointRecord,
-        expected_head: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<(), SaverError>> {
-        self.put_many(vec![record], expected_head)
-    }
-
     fn put_many<'a>(
         &'a self,
         records: Vec<CheckpointRecord>,

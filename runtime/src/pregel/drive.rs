@@ -63,12 +63,16 @@ pub(crate) async fn load<S: State>(g: &Arc<GraphInner<S>>, config: &RunConfig) -
     };
     let info = p.info.clone();
     let (thread, ns) = (&*info.thread, &*info.ns);
-    p.head = info
-        .saver
-        .head(thread, ns)
-        .await
-        .map_err(|e| saver_error(thread, e))?
-        .map(Into::into);
+    // The head comes with its checkpoint, in one read; only a run from a past checkpoint asks
+    // for the head on its own.
+    if config.checkpoint_id.is_some() {
+        p.head = info
+            .saver
+            .head(thread, ns)
+            .await
+            .map_err(|e| saver_error(thread, e))?
+            .map(Into::into);
+    }
     let loaded = info
         .saver
         .get(thread, ns, config.checkpoint_id.as_deref())
@@ -76,6 +80,9 @@ pub(crate) async fn load<S: State>(g: &Arc<GraphInner<S>>, config: &RunConfig) -
         .map_err(|e| saver_error(thread, e))?;
     match loaded {
         Some(l) => {
+            if config.checkpoint_id.is_none() {
+                p.head = Some(l.record.id.clone());
+            }
             run.restore(l)?;
             Ok((run, true))
         }

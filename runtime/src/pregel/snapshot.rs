@@ -3,7 +3,7 @@
 use super::compile::GraphInner;
 use super::drive::{load, save};
 use super::interrupt::{PauseKind, Paused};
-use super::run::Done;
+use super::run::{Done, Loop};
 use super::{Durability, RunConfig};
 use crate::checkpoint::Source;
 use crate::error::Error;
@@ -58,10 +58,17 @@ pub(crate) async fn get_state<S: State>(
     if g.saver.is_none() {
         return Err(Error::config("reading a thread's state needs a checkpointer"));
     }
-    let (mut run, loaded) = load(g, config).await?;
+    let (run, loaded) = load(g, config).await?;
     if !loaded {
         return Ok(None);
     }
+    // At an explicit checkpoint id the kept writes are not applied (LangGraph's
+    // `apply_pending_writes`), so every task of the step is next.
+    snapshot(g, run, config.checkpoint_id.is_none()).map(Some)
+}
+
+/// The snapshot of a loop loaded from a checkpoint, with its kept writes `applied` or not.
+fn snapshot<S: State>(g: &Arc<GraphInner<S>>, mut run: Loop<S>, applied: bool) -> Result<StateSnapshot<S>, Error> {
     let record = run
         .persist
         .as_ref()
@@ -89,9 +96,6 @@ pub(crate) async fn get_state<S: State>(
             done: saved,
         });
     }
-    // At an explicit checkpoint id the kept writes are not applied (LangGraph's
-    // `apply_pending_writes`), so every task of the step is next.
-    let applied = config.checkpoint_id.is_none();
     if applied {
         run.apply_saved_writes()?;
     }
@@ -100,7 +104,7 @@ pub(crate) async fn get_state<S: State>(
         .filter(|t| !(applied && t.done))
         .map(|t| t.name.clone())
         .collect();
-    Ok(Some(StateSnapshot {
+    Ok(StateSnapshot {
         values: run.state().clone(),
         next,
         tasks,
@@ -111,7 +115,7 @@ pub(crate) async fn get_state<S: State>(
         source: record.source,
         created_at: record.created_at.to_string(),
         writes: record.writes.iter().map(|w| String::from(&**w)).collect(),
-    }))
+    })
 }
 
 pub(crate) async fn history<S: State>(
@@ -127,17 +131,21 @@ pub(crate) async fn history<S: State>(
         .thread_id
         .clone()
         .ok_or_else(|| Error::config("give the run a thread (`RunConfig::thread`)"))?;
-    let records = saver
-        .list(&thread, &config.ns, None, limit)
+    // One listing of every checkpoint with its values, each then shown as `get_state` shows
+    // it at that checkpoint's id.
+    let listed = saver
+        .history(&thread, &config.ns, None, limit)
         .await
         .map_err(|e| super::persist::saver_error(&thread, e))?;
-    let mut out = Vec::with_capacity(records.len());
-    for r in records {
+    let mut out = Vec::with_capacity(listed.len());
+    for loaded in listed {
         let at = RunConfig {
-            checkpoint_id: Some(r.id.to_string()),
+            checkpoint_id: Some(loaded.record.id.to_string()),
             ..config.clone()
         };
-        out.extend(get_state(g, &at).await?);
+        let mut run = Loop::new(g.clone(), &at)?;
+        run.restore(loaded)?;
+        out.push(snapshot(g, run, false)?);
     }
     Ok(out)
 }
