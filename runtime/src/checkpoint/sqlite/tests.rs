@@ -232,3 +232,34 @@ async fn dropping_the_saver_closes_the_file_on_the_writer_thread() {
         .await
         .expect("the log is removed");
 }
+
+/// A write that cannot begin, because another connection (another process, say) holds the
+/// file's write lock past the busy timeout, fails with an error naming the file; the writer
+/// goes on, and the next write, once the lock is free, is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_the_file_refuses_fails_naming_the_file_and_the_writer_goes_on() {
+    let dir = TempDir::new();
+    let saver = SqliteSaver::options()
+        .busy_timeout(Duration::from_millis(50))
+        .open(dir.db())
+        .unwrap();
+    saver.put(record("t", "cp-1", None, b"1"), None).await.unwrap();
+    let other = Connection::open(dir.db()).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let e = saver
+        .put(record("t", "cp-2", Some("cp-1"), b"2"), Some("cp-1"))
+        .await
+        .unwrap_err();
+    let path = dir.db().display().to_string();
+    assert_eq!(e.to_string(), format!("sqlite checkpoint store `{path}` failed"));
+    let cause = std::error::Error::source(&e).map(ToString::to_string);
+    assert_eq!(cause.as_deref(), Some("database is locked"));
+    other.execute_batch("ROLLBACK").unwrap();
+    saver
+        .put(record("t", "cp-2", Some("cp-1"), b"2"), Some("cp-1"))
+        .await
+        .unwrap();
+    let listed = saver.list("t", "", None, None).await.unwrap();
+    let ids: Vec<&str> = listed.iter().map(|r| &*r.id).collect();
+    assert_eq!(ids, ["cp-2", "cp-1"]);
+}

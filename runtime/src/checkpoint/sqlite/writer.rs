@@ -325,8 +325,10 @@ impl<'c> Writer<'c> {
             // A lone job failed: its answer says why, and its transaction stores nothing.
             Ok(false) => self.abandon(),
             Err(e) => {
-                // Nothing of the batch is stored: every job that did its part hears why.
+                // Nothing of the batch is stored: every job that did its part, or did not get
+                // to run, hears why.
                 self.abandon();
+                self.outcomes.resize_with(self.jobs.len(), || Ok(Ok(())));
                 let message = e.to_string();
                 let mut first = Some(e);
                 for outcome in self.outcomes.iter_mut().filter(|o| matches!(o, Ok(Ok(())))) {
