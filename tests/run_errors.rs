@@ -73,8 +73,12 @@ async fn a_streamed_run_out_of_steps_ends_with_a_recursion_limit_error() {
 struct NoPendingWrites(MemorySaver);
 
 impl Checkpointer for NoPendingWrites {
-    fn put<'a>(&'a self, record: CheckpointRecord, expected: Option<&'a str>) -> BoxFuture<'a, Result<(), SaverError>> {
-        self.0.put(record, expected)
+    fn put_many<'a>(
+        &'a self,
+        records: Vec<CheckpointRecord>,
+        expected: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.0.put_many(records, expected)
     }
     fn get<'a>(
         &'a self,

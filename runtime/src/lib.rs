@@ -4,8 +4,7 @@
 //! Most users reach it through the `weir` facade crate and its macros.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
-// `unsafe` only where a measured gain needs it: `checkpoint::sqlite::held`, and nowhere else.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod cache;
 pub mod channel;

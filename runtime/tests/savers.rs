@@ -1,6 +1,8 @@
 //! One suite of checkpoint-saver behaviours, run against every saver: `MemorySaver`,
-//! `SqliteSaver` (feature `sqlite`) and `PostgresSaver` (feature `postgres`, and only when
-//! `WEIR_POSTGRES_URL` names a database, e.g. `postgres://postgres@127.0.0.1:5432/test`).
+//! `SqliteSaver` (feature `sqlite`) and `PostgresSaver` (feature `postgres`). The PostgreSQL
+//! tests are ignored unless asked for (`-- --include-ignored`, as `.ci/run` does), and then need
+//! `WEIR_POSTGRES_URL` to name a database, e.g. `postgres://postgres@127.0.0.1:5432/test`:
+//! asked for without one, they fail.
 //! Then the behaviours particular to one saver: files, schema versions, several processes.
 
 use std::collections::BTreeMap;
@@ -1051,11 +1053,89 @@ async fn many_threads_put_concurrently_keep_complete_ordered_histories(saver: Ar
     }
 }
 
+/// `history` hands back what `list` selects, each checkpoint as `get` reads it: value chains
+/// through deltas and unchanged channels pointing at older rows, and each checkpoint's own
+/// pending writes; with `before` and `limit` too, and nothing for an unknown thread.
+async fn history_is_each_listed_checkpoint_as_get_reads_it(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    let mut head: Option<String> = None;
+    for step in -1..6i64 {
+        let id = format!("cp-{}", step + 2);
+        let (channels, blobs) = match &head {
+            None => (
+                vec![("log", 1, Some(id.as_str())), ("q", 1, Some(id.as_str()))],
+                vec![full("log", "0"), full("q", "why")],
+            ),
+            Some(parent) => (
+                vec![("log", step as u64 + 2, Some(id.as_str())), ("q", 1, Some("cp-1"))],
+                vec![delta("log", parent, &format!(",{}", step + 1))],
+            ),
+        };
+        s.put(
+            record("t", "", &id, head.as_deref(), step, &channels, blobs),
+            head.as_deref(),
+        )
+        .await
+        .unwrap();
+        if step % 2 == 0 {
+            let writes = vec![write("task-b", "b", 0, "log", "w1"), write("task-b", "b", 1, "q", "w2")];
+            s.put_writes("t", "", &id, "task-b", writes).await.unwrap();
+            s.put_writes("t", "", &id, "task-a", vec![write("task-a", "a", 0, "log", "w0")])
+                .await
+                .unwrap();
+        }
+        head = Some(id);
+    }
+    // Another namespace and thread, which no history of `t` shows.
+    s.put(record("t", "sub", "cp-9", None, -1, &[], vec![]), None)
+        .await
+        .unwrap();
+    s.put(record("u", "", "cp-9", None, -1, &[], vec![]), None)
+        .await
+        .unwrap();
+    for (before, limit) in [
+        (None, None),
+        (None, Some(3)),
+        (Some("cp-5"), None),
+        (Some("cp-5"), Some(2)),
+    ] {
+        let listed = s.list("t", "", before, limit).await.unwrap();
+        let mut each = Vec::new();
+        for r in &listed {
+            each.push(s.get("t", "", Some(&r.id)).await.unwrap().unwrap());
+        }
+        let history = s.history("t", "", before, limit).await.unwrap();
+        assert_eq!(history, each, "before {before:?}, limit {limit:?}");
+    }
+    let history = s.history("t", "", None, None).await.unwrap();
+    assert_eq!(history.len(), 7);
+    assert_eq!(
+        chains(&history[0]),
+        [
+            (
+                "log".to_owned(),
+                ["0", ",1", ",2", ",3", ",4", ",5", ",6"].map(String::from).to_vec()
+            ),
+            ("q".to_owned(), vec!["why".to_owned()])
+        ]
+    );
+    let tasks: Vec<&str> = history[1].pending_writes.iter().map(|w| &*w.task_id).collect();
+    assert_eq!(
+        tasks,
+        ["task-a", "task-b", "task-b"],
+        "checkpoint cp-6's writes, in path order"
+    );
+    assert!(history[0].pending_writes.is_empty());
+    assert_eq!(s.history("nobody", "", None, None).await.unwrap(), []);
+}
+
 /// Generates one test per behaviour for a saver, given an async constructor of a [`Harness`].
+/// `ignore = "why"` marks every test of the saver ignored, for a saver that needs a server:
+/// `cargo test` lists them as ignored, and `-- --include-ignored` runs them.
 macro_rules! suite {
-    ($saver:ident: $harness:path) => {
+    ($saver:ident: $harness:path $(, ignore = $why:literal)?) => {
         mod $saver {
-            suite!(@tests $harness;
+            suite!(@tests $harness $(, $why)?;
                 put_then_get_latest_and_by_id
                 list_is_newest_first_with_limit_and_before
                 a_long_history_is_found_by_id_and_listed_from_anywhere
@@ -1069,6 +1149,7 @@ macro_rules! suite {
                 a_put_after_its_thread_was_deleted_finds_no_head
                 two_writers_with_one_expected_head_exactly_one_wins
                 many_threads_put_concurrently_keep_complete_ordered_histories
+                history_is_each_listed_checkpoint_as_get_reads_it
             );
         }
     };
@@ -1076,7 +1157,17 @@ macro_rules! suite {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $test() {
-                let Some(harness) = $harness().await else { return };
+                let harness = $harness().await;
+                super::$test(harness.saver.clone()).await;
+            }
+        )*
+    };
+    (@tests $harness:path, $why:literal; $($test:ident)*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[ignore = $why]
+            async fn $test() {
+                let harness = $harness().await;
                 super::$test(harness.saver.clone()).await;
             }
         )*
@@ -1089,11 +1180,11 @@ struct Harness {
     _cleanup: Option<Box<dyn Send>>,
 }
 
-async fn memory_harness() -> Option<Harness> {
-    Some(Harness {
+async fn memory_harness() -> Harness {
+    Harness {
         saver: Arc::new(MemorySaver::new()),
         _cleanup: None,
-    })
+    }
 }
 
 suite!(memory: super::memory_harness);
@@ -1128,13 +1219,13 @@ mod sqlite_support {
 }
 
 #[cfg(feature = "sqlite")]
-async fn sqlite_harness() -> Option<Harness> {
+async fn sqlite_harness() -> Harness {
     let dir = sqlite_support::TempDir::new();
     let saver = weir_runtime::checkpoint::SqliteSaver::open(dir.path().join("weir.db")).unwrap();
-    Some(Harness {
+    Harness {
         saver: Arc::new(saver),
         _cleanup: Some(Box::new(dir)),
-    })
+    }
 }
 
 #[cfg(feature = "sqlite")]
@@ -1812,14 +1903,15 @@ mod sqlite_file {
 mod postgres_support {
     use weir_runtime::checkpoint::new_checkpoint_id;
 
-    /// The database to test against, or `None` (having said so) when none is configured.
-    pub(crate) fn url() -> Option<String> {
+    /// The database to test against. These tests are ignored unless asked for: asked for
+    /// without a database, they fail rather than pass having tested nothing.
+    pub(crate) fn url() -> String {
         match std::env::var("WEIR_POSTGRES_URL") {
-            Ok(url) if !url.is_empty() => Some(url),
-            _ => {
-                println!("skipping PostgreSQL saver tests: WEIR_POSTGRES_URL is not set");
-                None
-            }
+            Ok(url) if !url.is_empty() => url,
+            _ => panic!(
+                "WEIR_POSTGRES_URL is not set: the PostgreSQL tests need a database, \
+                 e.g. postgres://postgres@127.0.0.1:5432/test"
+            ),
         }
     }
 
@@ -1862,22 +1954,22 @@ mod postgres_support {
 }
 
 #[cfg(feature = "postgres")]
-async fn postgres_harness() -> Option<Harness> {
-    let schema = postgres_support::Schema::new(postgres_support::url()?);
+async fn postgres_harness() -> Harness {
+    let schema = postgres_support::Schema::new(postgres_support::url());
     let saver = weir_runtime::checkpoint::PostgresSaver::options()
         .schema(schema.name.clone())
         .connections(8)
         .connect(&schema.url)
         .await
         .unwrap();
-    Some(Harness {
+    Harness {
         saver: Arc::new(saver),
         _cleanup: Some(Box::new(schema)),
-    })
+    }
 }
 
 #[cfg(feature = "postgres")]
-suite!(postgres: super::postgres_harness);
+suite!(postgres: super::postgres_harness, ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored");
 
 #[cfg(feature = "postgres")]
 mod postgres_schema {
@@ -1886,8 +1978,9 @@ mod postgres_schema {
     use weir_runtime::checkpoint::PostgresSaver;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
     async fn schema_is_created_on_first_use_and_reconnecting_sees_the_data() {
-        let Some(url) = url() else { return };
+        let url = url();
         let schema = Schema::new(url);
         let saver = PostgresSaver::connect_with_schema(&schema.url, &schema.name)
             .await
@@ -1917,8 +2010,9 @@ mod postgres_schema {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
     async fn a_schema_with_a_newer_version_is_refused_and_left_untouched() {
-        let Some(url) = url() else { return };
+        let url = url();
         let schema = Schema::new(url);
         let (client, connection) = tokio_postgres::connect(&schema.url, tokio_postgres::NoTls)
             .await
@@ -1968,8 +2062,9 @@ mod postgres_schema {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
     async fn a_bad_schema_name_is_refused() {
-        let Some(url) = url() else { return };
+        let url = url();
         let err = PostgresSaver::connect_with_schema(&url, "Robert'); DROP")
             .await
             .unwrap_err();

@@ -395,3 +395,137 @@ pub async fn a_half_seen_join_is_saved_by_name_and_resumed(saver: Arc<dyn Checkp
         assert_eq!(out.state().steps, ["a", "b", "c", "j"]);
     }
 }
+
+/// A saver that counts the reads asked of the saver it wraps.
+#[derive(Debug)]
+struct Counting {
+    inner: Arc<dyn Checkpointer>,
+    /// `get`, `head`, `list`, `history`.
+    reads: [std::sync::atomic::AtomicUsize; 4],
+}
+
+impl Counting {
+    fn count(&self, read: usize) {
+        self.reads[read].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    /// The reads since the last call, as `[get, head, list, history]`.
+    fn take(&self) -> [usize; 4] {
+        self.reads
+            .each_ref()
+            .map(|n| n.swap(0, std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+impl Checkpointer for Counting {
+    fn put_many<'a>(
+        &'a self,
+        records: Vec<weir::checkpoint::CheckpointRecord>,
+        expected: Option<&'a str>,
+    ) -> futures::future::BoxFuture<'a, Result<(), weir::checkpoint::SaverError>> {
+        self.inner.put_many(records, expected)
+    }
+    fn get<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        id: Option<&'a str>,
+    ) -> futures::future::BoxFuture<'a, Result<Option<weir::checkpoint::Loaded>, weir::checkpoint::SaverError>> {
+        self.count(0);
+        self.inner.get(thread_id, ns, id)
+    }
+    fn head<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Option<String>, weir::checkpoint::SaverError>> {
+        self.count(1);
+        self.inner.head(thread_id, ns)
+    }
+    fn list<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        before: Option<&'a str>,
+        limit: Option<usize>,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<weir::checkpoint::CheckpointRecord>, weir::checkpoint::SaverError>>
+    {
+        self.count(2);
+        self.inner.list(thread_id, ns, before, limit)
+    }
+    fn history<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        before: Option<&'a str>,
+        limit: Option<usize>,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<weir::checkpoint::Loaded>, weir::checkpoint::SaverError>> {
+        self.count(3);
+        self.inner.history(thread_id, ns, before, limit)
+    }
+    fn put_writes<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        checkpoint_id: &'a str,
+        task_id: &'a str,
+        writes: Vec<weir::checkpoint::PendingWrite>,
+    ) -> futures::future::BoxFuture<'a, Result<(), weir::checkpoint::SaverError>> {
+        self.inner.put_writes(thread_id, ns, checkpoint_id, task_id, writes)
+    }
+    fn delete_thread<'a>(
+        &'a self,
+        thread_id: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<(), weir::checkpoint::SaverError>> {
+        self.inner.delete_thread(thread_id)
+    }
+    fn threads(&self) -> futures::future::BoxFuture<'_, Result<Vec<String>, weir::checkpoint::SaverError>> {
+        self.inner.threads()
+    }
+    fn usage<'a>(
+        &'a self,
+        thread_id: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<weir::checkpoint::Usage, weir::checkpoint::SaverError>> {
+        self.inner.usage(thread_id)
+    }
+}
+
+/// A thread's history is one read of the saver (`history`), not a listing and then a read of
+/// each checkpoint; the state, and a run going on from the head, one `get` with no separate
+/// look-up of the head. Each history entry is what `get_state` shows at its checkpoint.
+pub async fn history_is_one_read_and_loading_the_head_is_one_read(saver: Arc<dyn Checkpointer>) {
+    let counting = Arc::new(Counting {
+        inner: saver,
+        reads: Default::default(),
+    });
+    let app = chain(&(counting.clone() as Arc<dyn Checkpointer>), Duration::ZERO);
+    let cfg = RunConfig::thread(thread("reads"));
+    app.invoke(StepsUpdate::default(), &cfg).await.unwrap();
+    counting.take();
+
+    let history = app.get_state_history(&cfg, None).await.unwrap();
+    assert_eq!(counting.take(), [0, 0, 0, 1], "[get, head, list, history]");
+    let steps: Vec<i64> = history.iter().map(|s| s.step).collect();
+    assert_eq!(steps, [3, 2, 1, 0, -1]);
+    let limited = app.get_state_history(&cfg, Some(2)).await.unwrap();
+    assert_eq!(limited.len(), 2);
+    assert_eq!(counting.take(), [0, 0, 0, 1]);
+
+    let latest = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(counting.take(), [1, 0, 0, 0], "[get, head, list, history]");
+    assert_eq!(latest.checkpoint_id, history[0].checkpoint_id);
+    for entry in &history {
+        let at = RunConfig {
+            checkpoint_id: Some(entry.checkpoint_id.clone()),
+            ..cfg.clone()
+        };
+        let alone = app.get_state(&at).await.unwrap().unwrap();
+        assert_eq!(alone.values.steps, entry.values.steps);
+        assert_eq!((&alone.next, &alone.parent_id), (&entry.next, &entry.parent_id));
+        assert_eq!(alone.tasks, entry.tasks);
+    }
+    counting.take();
+    // A new input goes on from the head: one read.
+    let out = app.invoke(StepsUpdate::default(), &cfg).await.unwrap();
+    assert_eq!(out.steps, ["a", "b", "c", "a", "b", "c"]);
+    assert_eq!(counting.take(), [1, 0, 0, 0], "[get, head, list, history]");
+}

@@ -86,8 +86,8 @@ struct Pages {
 }
 
 /// A saver whose puts wait until the test opens its gate; a `MemorySaver` stores them, or, when
-/// `fails`, refuses them (a head that moved). It stores nothing in place (`try_put_in_place`):
-/// a run hands its checkpoints to a background writer, as with SQLite.
+/// `fails`, refuses them (a head that moved). It stores nothing in place (it cannot: that
+/// fast path is the runtime's own): a run hands its checkpoints to a background writer, as with SQLite.
 #[derive(Debug)]
 struct Gated {
     inner: MemorySaver,
@@ -96,11 +96,15 @@ struct Gated {
 }
 
 impl Checkpointer for Gated {
-    fn put<'a>(&'a self, record: CheckpointRecord, expected: Option<&'a str>) -> BoxFuture<'a, Result<(), SaverError>> {
+    fn put_many<'a>(
+        &'a self,
+        records: Vec<CheckpointRecord>,
+        expected: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
         Box::pin(async move {
             let _ = self.gate.clone().wait_for(|open| *open).await;
             let expected = if self.fails { Some("moved-elsewhere") } else { expected };
-            self.inner.put(record, expected).await
+            self.inner.put_many(records, expected).await
         })
     }
     fn get<'a>(

@@ -105,6 +105,28 @@ impl Namespace {
     }
 }
 
+impl Namespace {
+    /// `record`, stored here, as `get` hands it back: its value chains and pending writes.
+    fn loaded(&self, record: &CheckpointRecord) -> Result<Loaded, SaverError> {
+        let values = check::assemble(record, |at, channel| {
+            Ok(self
+                .blob(at, channel)
+                .map(|b| (b.delta_of.as_deref().map(str::to_owned), b.bytes.clone())))
+        })?;
+        let mut pending_writes: Vec<PendingWrite> = self
+            .writes
+            .get(&*record.id)
+            .map(|w| w.values().cloned().collect())
+            .unwrap_or_default();
+        check::sort_writes(&mut pending_writes);
+        Ok(Loaded {
+            record: bare(record),
+            values,
+            pending_writes,
+        })
+    }
+}
+
 /// A stored record as handed back: without its blobs.
 fn bare(record: &CheckpointRecord) -> CheckpointRecord {
     CheckpointRecord {
@@ -185,25 +207,31 @@ impl MemorySaver {
         let Some(id) = id.or(space.head()) else {
             return Ok(None);
         };
-        let Some(record) = space.checkpoint(id) else {
-            return Ok(None);
+        match space.checkpoint(id) {
+            Some(record) => space.loaded(record).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// What `list` selects, newest first, each as `get` reads it: under one lock.
+    fn history_now(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        before: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<Loaded>, SaverError> {
+        let store = self.lock();
+        let Some(space) = store.get(thread_id).and_then(|t| t.get(ns)) else {
+            return Ok(Vec::new());
         };
-        let values = check::assemble(record, |at, channel| {
-            Ok(space
-                .blob(at, channel)
-                .map(|b| (b.delta_of.as_deref().map(str::to_owned), b.bytes.clone())))
-        })?;
-        let mut pending_writes: Vec<PendingWrite> = space
-            .writes
-            .get(id)
-            .map(|w| w.values().cloned().collect())
-            .unwrap_or_default();
-        check::sort_writes(&mut pending_writes);
-        Ok(Some(Loaded {
-            record: bare(record),
-            values,
-            pending_writes,
-        }))
+        let records = &space.checkpoints;
+        let end = before.map_or(records.len(), |before| records.count_before(before));
+        (0..end)
+            .rev()
+            .take(limit.unwrap_or(usize::MAX))
+            .map(|k| space.loaded(records.at(k)))
+            .collect()
     }
 
     fn put_writes_now(
@@ -300,6 +328,16 @@ impl Checkpointer for MemorySaver {
             Ok(records)
         }
         .boxed()
+    }
+
+    fn history<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        before: Option<&'a str>,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<Loaded>, SaverError>> {
+        async move { self.history_now(thread_id, ns, before, limit) }.boxed()
     }
 
     fn put_writes<'a>(

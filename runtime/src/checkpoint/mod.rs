@@ -276,17 +276,24 @@ pub struct CheckpointRecord {
     pub blobs: Vec<Blob>,
 }
 
-/// Proof that a run built a record, for [`Checkpointer::try_put_in_place`] and
-/// [`Checkpointer::put_made`]: a record a run builds holds together by construction (its ids,
-/// each channel's blob reference, its blobs and deltas), which a saver then need not check
-/// again, as it must for a record from anywhere else. Only the runtime makes one.
-#[derive(Debug, Clone, Copy)]
-pub struct MadeByRun(());
+pub(crate) use made::MadeByRun;
 
-impl MadeByRun {
-    /// For a record the run has just built.
-    pub(crate) fn new() -> Self {
-        Self(())
+/// The proof behind the savers' fast paths, in a module of its own so that it cannot be named
+/// outside this crate: a saver of another crate neither calls nor overrides the methods that
+/// take it ([`Checkpointer::put_made`], [`Checkpointer::try_put_in_place`]), and gets their
+/// defaults.
+mod made {
+    /// Proof that a run built a record: a record a run builds holds together by construction
+    /// (its ids, each channel's blob reference, its blobs and deltas), which a saver then need
+    /// not check again, as it must for a record from anywhere else. Only the runtime makes one.
+    #[derive(Debug, Clone, Copy)]
+    pub struct MadeByRun(());
+
+    impl MadeByRun {
+        /// For a record the run has just built.
+        pub(crate) fn new() -> Self {
+            Self(())
+        }
     }
 }
 
@@ -332,10 +339,27 @@ pub struct Usage {
 
 /// A store of checkpoints. Object safe: a graph holds an `Arc<dyn Checkpointer>`.
 ///
+/// A saver implements the batched write ([`put_many`](Self::put_many)), the reads, the writes
+/// of tasks and the deletion; [`put`](Self::put) and [`history`](Self::history) have defaults
+/// built on those, which a saver may replace with something faster.
+///
 /// Every saver validates what it is given (a blob for each channel pointing at the new record, a
 /// delta only onto a stored blob) and refuses an invalid record with
 /// [`SaverError::is_invalid`], storing nothing.
 pub trait Checkpointer: Send + Sync + Debug + 'static {
+    /// Stores `records`, in order, as successive heads of one thread and namespace: the first
+    /// expects `expected_head` (as in [`put`](Self::put)), each next one the record before it.
+    /// All of them or none: a refused record stores nothing of the batch.
+    ///
+    /// A run with asynchronous durability hands its background writer's queue over in one call,
+    /// so that a saver can store the checkpoints that piled up while it was busy in one
+    /// transaction.
+    fn put_many<'a>(
+        &'a self,
+        records: Vec<CheckpointRecord>,
+        expected_head: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>>;
+
     /// Stores `record` as the new head of `(record.thread_id, record.ns)`.
     ///
     /// `expected_head` is the id the caller believes is the latest checkpoint of the thread and
@@ -344,41 +368,21 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
     /// record whose id is not greater than `expected_head` is invalid
     /// ([`new_checkpoint_id_after`] makes such ids), so the head is always the greatest id.
     /// Atomic: the record, its blobs and the head move together or not at all.
+    ///
+    /// The default is a [`put_many`](Self::put_many) of one record.
     fn put<'a>(
         &'a self,
         record: CheckpointRecord,
         expected_head: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<(), SaverError>>;
-
-    /// Stores `records`, in order, as successive heads of one thread and namespace: the first
-    /// expects `expected_head` (as in [`put`](Self::put)), each next one the record before it.
-    ///
-    /// A run with asynchronous durability hands its background writer's queue over in one call,
-    /// so that a saver can store the checkpoints that piled up while it was busy in one
-    /// transaction. The default puts them one by one and stops at the first failure, keeping the
-    /// records before it; the SQLite and PostgreSQL savers store all of them or none. Either way
-    /// the head is a stored record.
-    fn put_many<'a>(
-        &'a self,
-        records: Vec<CheckpointRecord>,
-        expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
-        Box::pin(async move {
-            let mut expected: Option<Arc<str>> = expected_head.map(Into::into);
-            for record in records {
-                let id = record.id.clone();
-                self.put(record, expected.as_deref()).await?;
-                expected = Some(id);
-            }
-            Ok(())
-        })
+        self.put_many(vec![record], expected_head)
     }
 
-    /// Stores `records`, which a run made, as [`put_many`](Self::put_many) would: a run's
-    /// checkpoints that are not stored in place come here, one at a time or, from its background
-    /// writer, as many as piled up. As for [`try_put_in_place`](Self::try_put_in_place), `made`
+    /// Stores `records`, which a run made, as [`put_many`](Self::put_many) would: `made`
     /// vouches that they hold together, and a saver need check only what depends on its store.
-    /// The default is `put_many`, which checks everything.
+    /// The runtime's own fast path; only this crate can call or override it. The default is
+    /// `put_many`, which checks everything.
+    #[doc(hidden)]
     fn put_made<'a>(
         &'a self,
         records: Vec<CheckpointRecord>,
@@ -389,19 +393,16 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
         self.put_many(records, expected_head)
     }
 
-    /// Stores `record` as [`put`](Self::put) would, at once, when this saver can do so without
-    /// waiting on anything (no I/O, no other process); otherwise hands the record back
-    /// (`Err(record)`) untouched, for `put`.
-    ///
-    /// A run calls this first with each checkpoint it makes, whatever its durability: a
-    /// checkpoint stored in place needs no future, and with asynchronous durability no hand-over
-    /// to a background writer, which would cost more than the put itself. Only a run can call
-    /// it: `made` ([`MadeByRun`]) vouches that the run built the record, so it holds together by
-    /// construction, and a saver need check only what depends on its store (the head, the stored
-    /// blobs the record builds on). The default hands every record back; [`MemorySaver`] stores
-    /// in place.
+    /// Stores `record`, which a run made, as [`put`](Self::put) would, at once, when this saver
+    /// can do so without waiting on anything (no I/O, no other process); otherwise hands the
+    /// record back (`Err(record)`) untouched, for `put_made`. A checkpoint stored in place needs
+    /// no future, and with asynchronous durability no hand-over to a background writer, which
+    /// would cost more than the put itself. The runtime's own fast path; only this crate can
+    /// call or override it. The default hands every record back; [`MemorySaver`] stores in
+    /// place.
     // The record comes back by move when the saver declines; a box would cost an allocation a
     // checkpoint, which storing in place is there to save.
+    #[doc(hidden)]
     #[allow(clippy::result_large_err)]
     fn try_put_in_place(
         &self,
@@ -434,6 +435,29 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
         before: Option<&'a str>,
         limit: Option<usize>,
     ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, SaverError>>;
+
+    /// The checkpoints [`list`](Self::list) selects, each as [`get`](Self::get) reads it:
+    /// what a thread's history shows, newest first.
+    ///
+    /// The default lists, then gets each checkpoint (a read for each); the savers of this crate
+    /// read them all in one go, in one transaction.
+    fn history<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        before: Option<&'a str>,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<Loaded>, SaverError>> {
+        Box::pin(async move {
+            let records = self.list(thread_id, ns, before, limit).await?;
+            let mut out = Vec::with_capacity(records.len());
+            for r in records {
+                // A checkpoint deleted between the two reads is left out.
+                out.extend(self.get(thread_id, ns, Some(&r.id)).await?);
+            }
+            Ok(out)
+        })
+    }
 
     /// Stores the writes of task `task_id` against checkpoint `checkpoint_id`, replacing that
     /// task's earlier writes on that checkpoint. Every write's `task_id` must be `task_id`, and

@@ -20,12 +20,16 @@ pub(crate) async fn load<S: State>(graph: &CompiledGraph<S>, config: &RunConfig)
     };
     let info = p.info.clone();
     let (thread, ns) = (&*info.thread, &*info.ns);
-    p.head = info
-        .checkpointer
-        .head(thread, ns)
-        .await
-        .map_err(|e| checkpointer_error(thread, e))?
-        .map(Into::into);
+    // The head comes with its checkpoint, in one read; only a run from a past checkpoint asks
+    // for the head on its own.
+    if config.checkpoint_id.is_some() {
+        p.head = info
+            .checkpointer
+            .head(thread, ns)
+            .await
+            .map_err(|e| checkpointer_error(thread, e))?
+            .map(Into::into);
+    }
     let loaded = info
         .checkpointer
         .get(thread, ns, config.checkpoint_id.as_deref())
@@ -33,6 +37,9 @@ pub(crate) async fn load<S: State>(graph: &CompiledGraph<S>, config: &RunConfig)
         .map_err(|e| checkpointer_error(thread, e))?;
     match loaded {
         Some(l) => {
+            if config.checkpoint_id.is_none() {
+                p.head = Some(l.record.id.clone());
+            }
             run.restore(l)?;
             Ok((run, true))
         }

@@ -1,6 +1,7 @@
 //! Reading a thread's state and history, and writing to it as a node would (`update_state`).
 
 use super::checkpoints::{load, save};
+use super::run::Loop;
 use super::task::Finished;
 use super::RunConfig;
 use crate::checkpoint::Source;
@@ -58,11 +59,18 @@ pub(crate) async fn get_state<S: State>(
     if graph.checkpointer.is_none() {
         return Err(Error::config("reading a thread's state needs a checkpointer"));
     }
-    let g = &graph.inner;
-    let (mut run, loaded) = load(graph, config).await?;
+    let (run, loaded) = load(graph, config).await?;
     if !loaded {
         return Ok(None);
     }
+    // At an explicit checkpoint id the kept writes are not applied (LangGraph's
+    // `apply_pending_writes`), so every task of the step is next.
+    snapshot(graph, run, config.checkpoint_id.is_none()).map(Some)
+}
+
+/// The snapshot of a loop loaded from a checkpoint, with its kept writes `applied` or not.
+fn snapshot<S: State>(graph: &CompiledGraph<S>, mut run: Loop<S>, applied: bool) -> Result<StateSnapshot<S>, Error> {
+    let g = &graph.inner;
     let record = run
         .persist
         .as_ref()
@@ -90,9 +98,6 @@ pub(crate) async fn get_state<S: State>(
             done: saved,
         });
     }
-    // At an explicit checkpoint id the kept writes are not applied (LangGraph's
-    // `apply_pending_writes`), so every task of the step is next.
-    let applied = config.checkpoint_id.is_none();
     if applied {
         run.apply_saved_writes()?;
     }
@@ -101,7 +106,7 @@ pub(crate) async fn get_state<S: State>(
         .filter(|t| !(applied && t.done))
         .map(|t| t.name.clone())
         .collect();
-    Ok(Some(StateSnapshot {
+    Ok(StateSnapshot {
         values: run.state().clone(),
         next,
         tasks,
@@ -112,7 +117,7 @@ pub(crate) async fn get_state<S: State>(
         source: record.source,
         created_at: record.created_at.to_string(),
         writes: record.writes.iter().map(|w| String::from(&**w)).collect(),
-    }))
+    })
 }
 
 pub(crate) async fn history<S: State>(
@@ -128,17 +133,21 @@ pub(crate) async fn history<S: State>(
         .thread_id
         .clone()
         .ok_or_else(|| Error::config("give the run a thread (`RunConfig::thread`)"))?;
-    let records = checkpointer
-        .list(&thread, &config.ns, None, limit)
+    // One listing of every checkpoint with its values, each then shown as `get_state` shows
+    // it at that checkpoint's id.
+    let listed = checkpointer
+        .history(&thread, &config.ns, None, limit)
         .await
         .map_err(|e| super::persist::checkpointer_error(&thread, e))?;
-    let mut out = Vec::with_capacity(records.len());
-    for r in records {
+    let mut out = Vec::with_capacity(listed.len());
+    for loaded in listed {
         let at = RunConfig {
-            checkpoint_id: Some(r.id.to_string()),
+            checkpoint_id: Some(loaded.record.id.to_string()),
             ..config.clone()
         };
-        out.extend(get_state(graph, &at).await?);
+        let mut run = Loop::new(graph.inner.clone(), graph.checkpointer.as_ref(), &at)?;
+        run.restore(loaded)?;
+        out.push(snapshot(graph, run, false)?);
     }
     Ok(out)
 }

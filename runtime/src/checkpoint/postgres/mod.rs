@@ -2,7 +2,7 @@
 //!
 //! All tables live in one PostgreSQL schema (`weir` unless told otherwise), so several
 //! applications, or tests, can share a database without seeing each other. The schema's version
-//! is the greatest row of its `weir_schema` table; [`MIGRATIONS`] lists the steps from each
+//! is the greatest row of its `weir_schema` table; [`schema`] lists the steps from each
 //! version to the next, applied under an advisory lock so two processes starting together migrate
 //! once. A schema with a newer version than this weir knows is refused and left untouched.
 //!
@@ -10,66 +10,20 @@
 //! threads run side by side. A put moves the head with
 //! `UPDATE heads … WHERE head = $expected` (or an insert that does nothing when a head exists),
 //! first in its transaction: a second writer waits on the row lock, then finds the head moved.
+//! A checkpoint, or a whole history, is read in one repeatable-read snapshot ([`read`]).
 
-use super::check::Link;
+mod read;
+mod schema;
+
 use super::sql::{self, Row};
 use super::{check, CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, SaverError, Usage};
 use futures::future::{BoxFuture, FutureExt};
+use schema::{migrate, redact};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Semaphore, SemaphorePermit};
-use tokio_postgres::{Client, IsolationLevel, NoTls, Statement};
-
-/// The steps from schema version `i` to `i + 1`; the current version is `MIGRATIONS.len()`.
-/// A later release appends to this list and never edits an entry. Keys are `COLLATE "C"` so ids
-/// order by bytes, as in the other savers.
-const MIGRATIONS: &[&str] = &[
-    // 1: checkpoints, the blobs stored under them, pending writes, heads.
-    r#"CREATE TABLE checkpoints (
-        thread_id TEXT COLLATE "C" NOT NULL,
-        ns TEXT COLLATE "C" NOT NULL,
-        id TEXT COLLATE "C" NOT NULL,
-        parent_id TEXT,
-        step BIGINT NOT NULL,
-        source TEXT NOT NULL,
-        writes TEXT NOT NULL,
-        metadata TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        channels TEXT NOT NULL,
-        body BYTEA NOT NULL,
-        PRIMARY KEY (thread_id, ns, id)
-    );
-    CREATE TABLE blobs (
-        thread_id TEXT COLLATE "C" NOT NULL,
-        ns TEXT COLLATE "C" NOT NULL,
-        checkpoint_id TEXT COLLATE "C" NOT NULL,
-        channel TEXT COLLATE "C" NOT NULL,
-        delta_of TEXT,
-        bytes BYTEA NOT NULL,
-        PRIMARY KEY (thread_id, ns, checkpoint_id, channel)
-    );
-    CREATE TABLE writes (
-        thread_id TEXT COLLATE "C" NOT NULL,
-        ns TEXT COLLATE "C" NOT NULL,
-        checkpoint_id TEXT COLLATE "C" NOT NULL,
-        task_id TEXT COLLATE "C" NOT NULL,
-        idx BIGINT NOT NULL,
-        task_path TEXT COLLATE "C" NOT NULL,
-        channel TEXT NOT NULL,
-        bytes BYTEA NOT NULL,
-        PRIMARY KEY (thread_id, ns, checkpoint_id, task_id, idx)
-    );
-    CREATE TABLE heads (
-        thread_id TEXT COLLATE "C" NOT NULL,
-        ns TEXT COLLATE "C" NOT NULL,
-        head TEXT COLLATE "C" NOT NULL,
-        PRIMARY KEY (thread_id, ns)
-    );"#,
-];
-
-/// The schema version this weir writes.
-const VERSION: i64 = MIGRATIONS.len() as i64;
+use tokio_postgres::{Client, NoTls, Statement};
 
 const SELECT_HEAD: &str = "SELECT head FROM heads WHERE thread_id = $1 AND ns = $2";
 const INSERT_HEAD: &str = "INSERT INTO heads (thread_id, ns, head) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
@@ -83,17 +37,6 @@ const MISSING_BASES: &str = "SELECT d.channel, d.base FROM unnest($3::text[], $4
 const INSERT_BLOBS: &str = "INSERT INTO blobs (thread_id, ns, checkpoint_id, channel, delta_of, bytes) \
      SELECT $1, $2, $3, t.channel, t.delta_of, t.bytes \
      FROM unnest($4::text[], $5::text[], $6::bytea[]) AS t(channel, delta_of, bytes)";
-const SELECT_CHAINS: &str = "WITH RECURSIVE chain (channel, checkpoint_id, delta_of, bytes) AS ( \
-       SELECT b.channel, b.checkpoint_id, b.delta_of, b.bytes \
-       FROM unnest($3::text[], $4::text[]) AS s(channel, checkpoint_id) \
-       JOIN blobs b ON b.thread_id = $1 AND b.ns = $2 AND b.channel = s.channel \
-         AND b.checkpoint_id = s.checkpoint_id \
-     UNION ALL \
-       SELECT b.channel, b.checkpoint_id, b.delta_of, b.bytes FROM chain c \
-       JOIN blobs b ON b.thread_id = $1 AND b.ns = $2 AND b.channel = c.channel AND b.checkpoint_id = c.delta_of \
-     ) SELECT channel, checkpoint_id, delta_of, bytes FROM chain";
-const SELECT_WRITES: &str = "SELECT task_id, task_path, idx, channel, bytes FROM writes \
-     WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 ORDER BY task_path, task_id, idx";
 const CHECKPOINT_EXISTS: &str = "SELECT 1 FROM checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3";
 const DELETE_TASK_WRITES: &str =
     "DELETE FROM writes WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4";
@@ -191,95 +134,6 @@ impl PostgresOptions {
         inner.idle.lock().unwrap_or_else(|p| p.into_inner()).push(first);
         Ok(PostgresSaver { inner: Arc::new(inner) })
     }
-}
-
-/// A failure while migrating: the schema is too new, or PostgreSQL failed.
-enum OpenError {
-    TooNew(i64),
-    Postgres(tokio_postgres::Error),
-}
-
-impl From<tokio_postgres::Error> for OpenError {
-    fn from(e: tokio_postgres::Error) -> Self {
-        OpenError::Postgres(e)
-    }
-}
-
-impl OpenError {
-    fn into_saver_error(self, inner: &Inner) -> SaverError {
-        match self {
-            OpenError::TooNew(found) => SaverError::schema_too_new(
-                format!("PostgreSQL schema `{}` at {}", inner.schema, redact(&inner.url)),
-                found,
-                VERSION,
-            ),
-            OpenError::Postgres(e) => inner.fail(e),
-        }
-    }
-}
-
-/// The URL without its password, for messages.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.find(':') {
-                Some(colon) => format!("{}{}:***{}", &url[..scheme + 3], &userinfo[..colon], &url[at..]),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
-    }
-}
-
-async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError> {
-    let tx = client.transaction().await?;
-    // One migrator at a time per schema, across processes; released at commit or rollback.
-    tx.execute(
-        "SELECT pg_advisory_xact_lock(hashtext($1)::bigint)",
-        &[&format!("weir:{schema}")],
-    )
-    .await?;
-    let exists = tx
-        .query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&schema])
-        .await?
-        .is_some();
-    let version: i64 = if exists {
-        let table = tx
-            .query_opt("SELECT to_regclass($1)::text", &[&format!("\"{schema}\".weir_schema")])
-            .await?;
-        match table.and_then(|r| r.get::<_, Option<String>>(0)) {
-            Some(_) => tx
-                .query_one(
-                    &format!("SELECT COALESCE(MAX(version), 0) FROM \"{schema}\".weir_schema"),
-                    &[],
-                )
-                .await?
-                .get(0),
-            None => 0,
-        }
-    } else {
-        0
-    };
-    if version > VERSION {
-        // Dropping `tx` rolls back: nothing was written.
-        return Err(OpenError::TooNew(version));
-    }
-    if version == VERSION {
-        return Ok(());
-    }
-    tx.batch_execute(&format!(
-        "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET LOCAL search_path TO \"{schema}\";
-         CREATE TABLE IF NOT EXISTS weir_schema (version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now());"
-    ))
-    .await?;
-    for (from, step) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-        tx.batch_execute(step).await?;
-        tx.execute("INSERT INTO weir_schema (version) VALUES ($1)", &[&(from as i64 + 1)])
-            .await?;
-    }
-    tx.commit().await?;
-    Ok(())
 }
 
 /// The PostgreSQL checkpoint saver: for several machines sharing threads.
@@ -565,69 +419,6 @@ impl PostgresSaver {
         self.finish(result)
     }
 
-    async fn get_now(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<Loaded>, SaverError> {
-        let mut pooled = self.conn().await?;
-        let conn = &mut *pooled;
-        let result: Result<_, Failure> = async {
-            let select_head = conn.prepare(SELECT_HEAD).await?;
-            let select_checkpoint = conn.prepare(&self.inner.select_checkpoint).await?;
-            let select_chains = conn.prepare(SELECT_CHAINS).await?;
-            let select_writes = conn.prepare(SELECT_WRITES).await?;
-            // One snapshot: the head, the record and its blobs agree.
-            let tx = conn
-                .client
-                .build_transaction()
-                .isolation_level(IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start()
-                .await?;
-            let id = match id {
-                Some(id) => id.to_owned(),
-                None => match tx.query_opt(&select_head, &[&thread_id, &ns]).await? {
-                    Some(row) => row.get(0),
-                    None => return Ok(None),
-                },
-            };
-            let Some(row) = tx.query_opt(&select_checkpoint, &[&thread_id, &ns, &id]).await? else {
-                return Ok(None);
-            };
-            let record = sql::decode(read_row(&row))?;
-            let (channels, at): (Vec<&str>, Vec<&str>) = record
-                .channels
-                .iter()
-                .filter_map(|c| c.blob.as_deref().map(|b| (&*c.channel, b)))
-                .unzip();
-            let mut links: HashMap<(String, String), Link> = HashMap::new();
-            for row in tx.query(&select_chains, &[&thread_id, &ns, &channels, &at]).await? {
-                let (channel, checkpoint): (String, String) = (row.get(0), row.get(1));
-                links.insert((checkpoint, channel), (row.get(2), row.get(3)));
-            }
-            let values = check::assemble(&record, |at, channel| {
-                Ok(links.remove(&(at.to_owned(), channel.to_owned())))
-            })?;
-            let pending_writes = tx
-                .query(&select_writes, &[&thread_id, &ns, &id])
-                .await?
-                .iter()
-                .map(|r| PendingWrite {
-                    task_id: r.get(0),
-                    task_path: r.get(1),
-                    idx: r.get(2),
-                    channel: r.get(3),
-                    bytes: r.get(4),
-                })
-                .collect();
-            tx.commit().await?;
-            Ok(Some(Loaded {
-                record,
-                values,
-                pending_writes,
-            }))
-        }
-        .await;
-        self.finish(result)
-    }
-
     async fn put_writes_now(
         &self,
         thread_id: &str,
@@ -682,14 +473,6 @@ impl PostgresSaver {
 }
 
 impl Checkpointer for PostgresSaver {
-    fn put<'a>(
-        &'a self,
-        record: CheckpointRecord,
-        expected_head: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<(), SaverError>> {
-        self.put_many(vec![record], expected_head)
-    }
-
     fn put_many<'a>(
         &'a self,
         records: Vec<CheckpointRecord>,
@@ -757,6 +540,16 @@ impl Checkpointer for PostgresSaver {
             self.finish(result)
         }
         .boxed()
+    }
+
+    fn history<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        before: Option<&'a str>,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<Loaded>, SaverError>> {
+        self.history_now(thread_id, ns, before, limit).boxed()
     }
 
     fn put_writes<'a>(

@@ -1,0 +1,400 @@
+//! The SQLite saver: the embedded default.
+//!
+//! One file holds every thread. The file is in WAL mode, so readers never wait for the writer,
+//! and several processes can share it: a write waits up to the busy timeout for another
+//! process's write to finish.
+//!
+//! No SQLite call runs on a tokio worker. Within a process, every write goes to one thread
+//! that owns the write connection ([`writer`]): it stores what is queued in one transaction,
+//! and runs the log's checkpoints itself, outside any commit. Reads run on tokio's blocking pool,
+//! each on a pooled read connection and in one read transaction ([`read`]).
+//!
+//! A put is one write transaction that writes two B-trees: it reads the head (the thread's
+//! greatest checkpoint id, from the key index), then adds one row to `checkpoints` (a rowid
+//! table and its key index) holding the record and the blobs stored under it ([`rows`]).
+//! A thread has no head row to move: ids increase (see [`Checkpointer::put`]), so the head is
+//! the greatest id, and a put's `BEGIN IMMEDIATE` keeps another writer out between the read and
+//! the insert. A put that follows one to the same thread skips the read while the file's data
+//! version says nothing has been written since.
+//!
+//! The schema's version is the file's `PRAGMA user_version`; [`schema`] lists the steps from
+//! each version to the next. A file with a newer version than this weir knows is refused and left
+//! untouched.
+
+mod read;
+mod rows;
+mod schema;
+#[cfg(test)]
+mod tests;
+mod writer;
+
+use super::{CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, SaverError, Usage};
+use futures::future::{BoxFuture, FutureExt};
+use rows::{pack_bytes, pack_index};
+use rusqlite::{Connection, OpenFlags};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use writer::Work;
+
+/// How many pages the log grows by, about, before the writer checkpoints it: SQLite's own
+/// `wal_autocheckpoint` default.
+const WAL_PAGES: u64 = 1000;
+
+/// SQLite's `synchronous` setting: how hard a commit waits for the disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// Never wait for the disk: a power loss may lose or corrupt recent checkpoints.
+    Off,
+    /// In WAL mode, a commit survives a crash of the process; a power loss may lose the last
+    /// commits but never corrupts the file. The default.
+    #[default]
+    Normal,
+    /// Every commit reaches the disk before `put` returns.
+    Full,
+}
+
+impl Synchronous {
+    fn pragma(self) -> &'static str {
+        match self {
+            Synchronous::Off => "OFF",
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
+        }
+    }
+}
+
+/// How a [`SqliteSaver`] opens its file: made by [`SqliteSaver::options`].
+///
+/// # Examples
+///
+/// ```
+/// use weir_runtime::checkpoint::{SqliteSaver, Synchronous};
+///
+/// let dir = std::env::temp_dir().join(format!("weir-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let saver = SqliteSaver::options().synchronous(Synchronous::Full).open(dir.join("weir.db")).unwrap();
+/// # drop(saver);
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+#[derive(Clone, Debug)]
+pub struct SqliteOptions {
+    synchronous: Synchronous,
+    busy_timeout: Duration,
+    readers: usize,
+    /// Pages of log growth that make a checkpoint due ([`WAL_PAGES`]; 0: never).
+    wal_pages: u64,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self {
+            synchronous: Synchronous::Normal,
+            busy_timeout: Duration::from_secs(5),
+            readers: 4,
+            wal_pages: WAL_PAGES,
+        }
+    }
+}
+
+impl SqliteOptions {
+    /// SQLite's `synchronous` setting (default [`Synchronous::Normal`]).
+    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
+        self.synchronous = synchronous;
+        self
+    }
+    /// How long a write waits for another process's write before failing (default 5 s).
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+    /// How many reads run at once (default 4, at least 1).
+    pub fn readers(mut self, readers: usize) -> Self {
+        self.readers = readers.max(1);
+        self
+    }
+    /// Opens the file at `path`, creating it and its schema on first use, and migrating an
+    /// older schema.
+    ///
+    /// Blocks the calling thread briefly (opening the file, and waiting up to the busy timeout
+    /// if another process holds the write lock): call it at startup, or in `spawn_blocking`.
+    ///
+    /// # Errors
+    ///
+    /// [`SaverError::is_schema_too_new`] when the file was written by a newer weir (the file is
+    /// not modified); a database error when the file cannot be opened or is not a database.
+    pub fn open(self, path: impl AsRef<Path>) -> Result<SqliteSaver, SaverError> {
+        let path = path.as_ref().to_path_buf();
+        let mut conn = Connection::open(&path).map_err(|e| backend(&path, e))?;
+        schema::migrate(&mut conn, &path, &self).map_err(|e| e.into_saver_error(&path))?;
+        let readers = Arc::new(Mutex::new(Vec::new()));
+        let writer = writer::Handle::start(conn, path.clone(), self.wal_pages, readers.clone())?;
+        let inner = Inner {
+            path,
+            options: self.clone(),
+            writer,
+            readers,
+            read_permits: Arc::new(Semaphore::new(self.readers)),
+        };
+        Ok(SqliteSaver { inner: Arc::new(inner) })
+    }
+
+    /// The log growth, in pages, that makes the writer checkpoint it.
+    #[cfg(test)]
+    pub(crate) fn wal_pages(mut self, pages: u64) -> Self {
+        self.wal_pages = pages;
+        self
+    }
+}
+
+/// The embedded checkpoint saver: one SQLite file, shared by the processes of one machine.
+///
+/// Clones share the connections. See the [module docs](super) for the model.
+///
+/// # Examples
+///
+/// ```
+/// use weir_runtime::checkpoint::{Checkpointer, SqliteSaver};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let dir = std::env::temp_dir().join(format!("weir-doc-open-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let saver = SqliteSaver::open(dir.join("weir.db")).unwrap();
+/// assert_eq!(saver.threads().await.unwrap(), Vec::<String>::new());
+/// # drop(saver);
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct SqliteSaver {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    options: SqliteOptions,
+    /// The thread that writes, so a process's writes queue there rather than on SQLite's busy
+    /// handler.
+    writer: writer::Handle,
+    /// Idle read connections; the writer closes those left when it ends.
+    readers: Arc<Mutex<Vec<Connection>>>,
+    read_permits: Arc<Semaphore>,
+}
+
+impl fmt::Debug for SqliteSaver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteSaver")
+            .field("path", &self.inner.path)
+            .field("options", &self.inner.options)
+            .finish()
+    }
+}
+
+impl SqliteSaver {
+    /// Opens (creating on first use) the checkpoint file at `path` with the default options:
+    /// WAL mode, `synchronous = NORMAL`, a 5 s busy timeout. See [`SqliteOptions::open`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, SaverError> {
+        SqliteOptions::default().open(path)
+    }
+
+    /// Options for opening a file, to change the defaults of [`open`](Self::open).
+    pub fn options() -> SqliteOptions {
+        SqliteOptions::default()
+    }
+
+    /// The file this saver stores into.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs `f` on a read connection, on the blocking pool.
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, Failure> + Send + 'static,
+    ) -> Result<T, SaverError> {
+        let permit = self
+            .inner
+            .read_permits
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        let inner = self.inner.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let idle = inner.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            let mut conn = match idle {
+                Some(conn) => conn,
+                None => {
+                    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                    let conn = Connection::open_with_flags(&inner.path, flags)?;
+                    schema::configure(&conn, &inner.options)?;
+                    conn
+                }
+            };
+            let out = f(&mut conn);
+            inner.readers.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
+            out
+        })
+        .await;
+        flatten(&self.inner.path, joined)
+    }
+}
+
+fn backend(path: &Path, e: rusqlite::Error) -> SaverError {
+    SaverError::backend(format!("sqlite checkpoint store `{}` failed", path.display()), e)
+}
+
+/// [`backend`] for an error already turned into text (one error answering several writes).
+fn backend_text(path: &Path, e: String) -> SaverError {
+    SaverError::backend(format!("sqlite checkpoint store `{}` failed", path.display()), e)
+}
+
+/// An error of a SQLite call: a saver error, or SQLite's (named with the file afterwards).
+enum Failure {
+    Saver(SaverError),
+    Sqlite(rusqlite::Error),
+}
+
+impl Failure {
+    fn into_saver_error(self, path: &Path) -> SaverError {
+        match self {
+            Failure::Saver(e) => e,
+            Failure::Sqlite(e) => backend(path, e),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for Failure {
+    fn from(e: rusqlite::Error) -> Self {
+        Failure::Sqlite(e)
+    }
+}
+
+impl From<rusqlite::types::FromSqlError> for Failure {
+    fn from(e: rusqlite::types::FromSqlError) -> Self {
+        Failure::Sqlite(e.into())
+    }
+}
+
+impl From<SaverError> for Failure {
+    fn from(e: SaverError) -> Self {
+        Failure::Saver(e)
+    }
+}
+
+/// The result of a read on the blocking pool; a panic there resumes here.
+fn flatten<T>(path: &Path, joined: Result<Result<T, Failure>, tokio::task::JoinError>) -> Result<T, SaverError> {
+    match joined {
+        Ok(done) => done.map_err(|e| e.into_saver_error(path)),
+        Err(join) => match join.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(join) => Err(SaverError::backend(
+                format!("sqlite checkpoint store `{}` failed", path.display()),
+                join,
+            )),
+        },
+    }
+}
+
+impl SqliteSaver {
+    /// Stores `records` through the writer thread.
+    async fn put_records(
+        &self,
+        records: Vec<CheckpointRecord>,
+        expected: Option<&str>,
+        made: Option<MadeByRun>,
+    ) -> Result<(), SaverError> {
+        let work = Work::Put(records, expected.map(Box::from), made);
+        self.inner.writer.write(work).await
+    }
+}
+
+impl Checkpointer for SqliteSaver {
+    fn put_many<'a>(
+        &'a self,
+        records: Vec<CheckpointRecord>,
+        expected_head: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.put_records(records, expected_head, None).boxed()
+    }
+
+    fn put_made<'a>(
+        &'a self,
+        records: Vec<CheckpointRecord>,
+        expected_head: Option<&'a str>,
+        made: MadeByRun,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.put_records(records, expected_head, Some(made)).boxed()
+    }
+
+    fn get<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
+        let (thread_id, ns, id) = (thread_id.to_owned(), ns.to_owned(), id.map(str::to_owned));
+        let path = self.inner.path.clone();
+        self.read(move |conn| read::get(conn, &path, &thread_id, &ns, id.as_deref()))
+            .boxed()
+    }
+
+    fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>> {
+        let (thread_id, ns) = (thread_id.to_owned(), ns.to_owned());
+        self.read(move |conn| Ok(read::head(conn, &thread_id, &ns)?)).boxed()
+    }
+
+    fn list<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        before: Option<&'a str>,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, SaverError>> {
+        let (thread_id, ns, before) = (thread_id.to_owned(), ns.to_owned(), before.map(str::to_owned));
+        self.read(move |conn| read::list(conn, &thread_id, &ns, before.as_deref(), limit))
+            .boxed()
+    }
+
+    fn history<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        before: Option<&'a str>,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<Loaded>, SaverError>> {
+        let (thread_id, ns, before) = (thread_id.to_owned(), ns.to_owned(), before.map(str::to_owned));
+        let path = self.inner.path.clone();
+        self.read(move |conn| read::history(conn, &path, &thread_id, &ns, before.as_deref(), limit))
+            .boxed()
+    }
+
+    fn put_writes<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        checkpoint_id: &'a str,
+        task_id: &'a str,
+        writes: Vec<PendingWrite>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        let ids = [thread_id, ns, checkpoint_id, task_id].map(str::to_owned);
+        self.inner.writer.write(Work::Writes(ids, writes)).boxed()
+    }
+
+    fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.inner.writer.write(Work::Delete(thread_id.to_owned())).boxed()
+    }
+
+    fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>> {
+        self.read(read::threads).boxed()
+    }
+
+    fn usage<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Usage, SaverError>> {
+        let thread_id = thread_id.to_owned();
+        self.read(move |conn| read::usage(conn, &thread_id)).boxed()
+    }
+}

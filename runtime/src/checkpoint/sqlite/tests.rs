@@ -1,0 +1,265 @@
+//! The SQLite saver's own tests: where its SQLite calls run, how the writer batches and
+//! checkpoints the log, and what a stopped writer leaves.
+
+use super::writer::Request;
+use super::*;
+use crate::checkpoint::{new_checkpoint_id, Blob, ChannelRef, Source, Timestamp};
+use std::sync::atomic::Ordering;
+
+/// A directory of its own, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        let dir = std::env::temp_dir().join(format!("weir-sqlite-unit-{}", new_checkpoint_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+    fn db(&self) -> PathBuf {
+        self.0.join("weir.db")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Checkpoint `id` of `thread` after `parent`, whose channel `n` holds `bytes`, stored with it.
+fn record(thread: &str, id: &str, parent: Option<&str>, bytes: &[u8]) -> CheckpointRecord {
+    CheckpointRecord {
+        thread_id: thread.into(),
+        ns: "".into(),
+        id: id.into(),
+        parent_id: parent.map(Into::into),
+        step: 0,
+        source: Source::Loop,
+        writes: Arc::default(),
+        metadata: Default::default(),
+        created_at: Timestamp::now(),
+        channels: vec![ChannelRef {
+            channel: "n".into(),
+            version: 1,
+            blob: Some(id.into()),
+        }],
+        body: b"{}".to_vec(),
+        blobs: vec![Blob {
+            channel: "n".into(),
+            delta_of: None,
+            bytes: bytes.to_vec(),
+        }],
+    }
+}
+
+/// Holds the writer until the returned sender is dropped, once it has taken the hold.
+async fn hold(saver: &SqliteSaver) -> std::sync::mpsc::Sender<()> {
+    let (release, held) = std::sync::mpsc::channel();
+    let (holding, holds) = tokio::sync::oneshot::channel();
+    saver.inner.writer.send(Request::Hold(holding, held)).await;
+    holds.await.unwrap();
+    release
+}
+
+fn transactions(saver: &SqliteSaver) -> u64 {
+    saver.inner.writer.stats.transactions.load(Ordering::Relaxed)
+}
+
+/// A run's put with synchronous durability (`put_made`) runs no SQLite on the tokio thread
+/// that awaits it: this test's runtime has one thread, and keeps running other tasks (a timer
+/// ticks) while the put waits for a writer that is busy; every write transaction ran on the
+/// writer thread.
+#[tokio::test(flavor = "current_thread")]
+async fn a_run_s_put_runs_on_the_writer_thread_and_the_runtime_stays_responsive() {
+    let dir = TempDir::new();
+    let saver = SqliteSaver::open(dir.db()).unwrap();
+    let release = hold(&saver).await;
+    let put = tokio::spawn({
+        let saver = saver.clone();
+        async move {
+            let record = record("t", "cp-1", None, b"1");
+            saver.put_made(vec![record], None, MadeByRun::new()).await
+        }
+    });
+    let mut ticks = tokio::time::interval(Duration::from_millis(1));
+    for _ in 0..5 {
+        ticks.tick().await;
+    }
+    assert!(!put.is_finished(), "the put waits for the held writer");
+    drop(release);
+    put.await.unwrap().unwrap();
+    assert_eq!(saver.head("t", "").await.unwrap().as_deref(), Some("cp-1"));
+    let threads = saver.inner.writer.stats.threads.lock().unwrap().clone();
+    assert_eq!(threads, ["weir-sqlite-writer"]);
+    assert_ne!(std::thread::current().name(), Some("weir-sqlite-writer"));
+}
+
+/// What is queued while the writer is busy goes into one transaction: twenty puts of twenty
+/// threads, and one put that conflicts, which is refused alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_writes_are_stored_in_one_transaction_and_a_refused_one_alone_is_rolled_back() {
+    let dir = TempDir::new();
+    let saver = SqliteSaver::open(dir.db()).unwrap();
+    saver.put(record("t0", "cp-0", None, b"0"), None).await.unwrap();
+    let before = transactions(&saver);
+    let release = hold(&saver).await;
+    let mut puts: Vec<_> = (1..=20)
+        .map(|i| {
+            let saver = saver.clone();
+            tokio::spawn(async move { saver.put(record(&format!("t{i}"), "cp-1", None, b"1"), None).await })
+        })
+        .collect();
+    // Thread `t0` has a head: a put expecting none conflicts.
+    let conflicting = {
+        let saver = saver.clone();
+        tokio::spawn(async move { saver.put(record("t0", "cp-1", None, b"1"), None).await })
+    };
+    puts.push(conflicting);
+    while saver.inner.writer.queued() < 21 {
+        tokio::task::yield_now().await;
+    }
+    drop(release);
+    let mut results = Vec::new();
+    for put in puts {
+        results.push(put.await.unwrap());
+    }
+    let refused = results.pop().unwrap().unwrap_err();
+    assert!(refused.is_conflict(), "{refused}");
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    assert_eq!(transactions(&saver) - before, 1, "one transaction for the batch");
+    let mut threads = saver.threads().await.unwrap();
+    threads.sort_by_key(|t| t[1..].parse::<u32>().unwrap());
+    assert_eq!(threads, (0..=20).map(|i| format!("t{i}")).collect::<Vec<_>>());
+    assert_eq!(saver.head("t0", "").await.unwrap().as_deref(), Some("cp-0"));
+}
+
+/// SQLite's automatic checkpoint is off on the write connection: never checkpointed, the log
+/// grows past SQLite's default of 1,000 pages. With a budget, the writer checkpoints it itself,
+/// and the log stops growing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_writer_checkpoints_the_log_itself_and_commits_never_do() {
+    const PUTS: usize = 600;
+    let wal_after = |pages: u64| async move {
+        let dir = TempDir::new();
+        let saver = SqliteSaver::options().wal_pages(pages).open(dir.db()).unwrap();
+        let page = vec![7u8; 4096];
+        let mut head: Option<String> = None;
+        for _ in 0..PUTS {
+            let id = new_checkpoint_id();
+            let r = record("t", &id, head.as_deref(), &page);
+            saver.put(r, head.as_deref()).await.unwrap();
+            head = Some(id);
+        }
+        let wal = std::fs::metadata(dir.0.join("weir.db-wal")).unwrap().len();
+        let checkpoints = saver.inner.writer.stats.wal_checkpoints.load(Ordering::Relaxed);
+        (wal, checkpoints)
+    };
+    // Each put writes at least two pages of 4 KB values: SQLite's default would have
+    // checkpointed and restarted the log at 1,000 pages.
+    let (never, none) = wal_after(0).await;
+    assert_eq!(none, 0);
+    assert!(never > 1000 * 4096, "the log holds {never} bytes");
+    let (budgeted, some) = wal_after(100).await;
+    assert!(some > 0, "the writer checkpointed");
+    assert!(budgeted < 500 * 4096, "the log holds {budgeted} bytes");
+}
+
+/// A writer that stopped (here a panic on its thread, as a bug would) fails every later write
+/// with an error naming the file, panics nobody, and what it stored is still read back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_writer_fails_writes_naming_the_file_and_keeps_what_it_stored() {
+    let dir = TempDir::new();
+    let saver = SqliteSaver::open(dir.db()).unwrap();
+    saver.put(record("t", "cp-1", None, b"1"), None).await.unwrap();
+    saver.inner.writer.send(Request::Crash).await;
+    let e = saver
+        .put(record("t", "cp-2", Some("cp-1"), b"2"), Some("cp-1"))
+        .await
+        .unwrap_err();
+    let path = dir.db().display().to_string();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "sqlite checkpoint store `{path}` failed: its writer thread has stopped, so nothing more can be \
+             written through this saver (open the file again)"
+        )
+    );
+    let e = saver.delete_thread("t").await.unwrap_err();
+    assert!(e.to_string().contains(&path), "{e}");
+    let loaded = saver.get("t", "", None).await.unwrap().unwrap();
+    assert_eq!(&*loaded.record.id, "cp-1");
+    assert_eq!(loaded.values, [("n".to_owned(), vec![b"1".to_vec()])]);
+    drop(saver);
+    // Reopened, the file is whole and writable.
+    let saver = SqliteSaver::open(dir.db()).unwrap();
+    saver
+        .put(record("t", "cp-2", Some("cp-1"), b"2"), Some("cp-1"))
+        .await
+        .unwrap();
+    assert_eq!(saver.head("t", "").await.unwrap().as_deref(), Some("cp-2"));
+}
+
+/// A put waits on the file, so the SQLite saver stores nothing in place: it hands a run's
+/// record back untouched, for `put_made`, and the thread stays without a head.
+#[tokio::test]
+async fn a_run_s_record_is_handed_back_untouched_and_nothing_is_stored_in_place() {
+    let dir = TempDir::new();
+    let saver = SqliteSaver::open(dir.db()).unwrap();
+    let record = record("t", "cp-1", None, b"1");
+    match saver.try_put_in_place(record.clone(), None, MadeByRun::new()) {
+        Err(back) => assert_eq!(back, record),
+        Ok(stored) => panic!("stored in place: {stored:?}"),
+    }
+    assert_eq!(saver.head("t", "").await.unwrap(), None);
+}
+
+/// The last saver of a file dropped, its writer closes every connection of the file, readers
+/// first: the last to close removes the write-ahead log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_saver_closes_the_file_on_the_writer_thread() {
+    let dir = TempDir::new();
+    let saver = SqliteSaver::open(dir.db()).unwrap();
+    saver.put(record("t", "cp-1", None, b"1"), None).await.unwrap();
+    assert_eq!(saver.list("t", "", None, None).await.unwrap().len(), 1);
+    assert!(dir.0.join("weir.db-wal").exists());
+    drop(saver);
+    let gone = async {
+        while dir.0.join("weir.db-wal").exists() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), gone)
+        .await
+        .expect("the log is removed");
+}
+
+/// A write that cannot begin, because another connection (another process, say) holds the
+/// file's write lock past the busy timeout, fails with an error naming the file; the writer
+/// goes on, and the next write, once the lock is free, is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_the_file_refuses_fails_naming_the_file_and_the_writer_goes_on() {
+    let dir = TempDir::new();
+    let saver = SqliteSaver::options()
+        .busy_timeout(Duration::from_millis(50))
+        .open(dir.db())
+        .unwrap();
+    saver.put(record("t", "cp-1", None, b"1"), None).await.unwrap();
+    let other = Connection::open(dir.db()).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let e = saver
+        .put(record("t", "cp-2", Some("cp-1"), b"2"), Some("cp-1"))
+        .await
+        .unwrap_err();
+    let path = dir.db().display().to_string();
+    assert_eq!(e.to_string(), format!("sqlite checkpoint store `{path}` failed"));
+    let cause = std::error::Error::source(&e).map(ToString::to_string);
+    assert_eq!(cause.as_deref(), Some("database is locked"));
+    other.execute_batch("ROLLBACK").unwrap();
+    saver
+        .put(record("t", "cp-2", Some("cp-1"), b"2"), Some("cp-1"))
+        .await
+        .unwrap();
+    let listed = saver.list("t", "", None, None).await.unwrap();
+    let ids: Vec<&str> = listed.iter().map(|r| &*r.id).collect();
+    assert_eq!(ids, ["cp-2", "cp-1"]);
+}
