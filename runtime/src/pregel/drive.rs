@@ -6,7 +6,7 @@ use super::checkpoints::{keep_question_open, load, save, save_step, settle};
 use super::outcome::Outcome;
 use super::persist::TaskRecord;
 use super::run::{Loop, StepEnd};
-use super::stream::{announce, fresh_checkpoint, report, Event, Item, Sink, StreamMode};
+use super::stream::{announce, fresh_checkpoint, report, Event, Sink, StreamMode};
 use super::{RunConfig, Status};
 use crate::checkpoint::Source;
 use crate::error::Error;
@@ -15,7 +15,6 @@ use crate::graph::Durability;
 use crate::signal::{PauseKind, Paused};
 use crate::state::State;
 use std::sync::Arc;
-use tokio::sync::mpsc;
 use tracing::Instrument;
 
 /// How a run starts.
@@ -164,10 +163,31 @@ async fn supersteps<S: State>(
             Status::Input | Status::InterruptAfter => unreachable!("tick does not report these"),
         }
         let step = run.step();
-        announce(run, fresh_checkpoint(run, &mut announced)).await;
+        // The stream's and the checkpointer's phases are awaited only when the run has them: an
+        // async call made and dropped costs a step instructions even when it does nothing.
+        if run.sink.is_some() {
+            announce(run, fresh_checkpoint(run, &mut announced)).await;
+        }
 
-        // execute: run the step's tasks; a failed or paused step applies nothing.
-        let finished = match execute(run, step, watch.as_ref()).await {
+        // execute: run the step's tasks in a `weir.step` span; a failed or paused step applies
+        // nothing. When the run's stream is dropped meanwhile, the step's future is dropped,
+        // which aborts its tasks and applies nothing: the run stops as a drain does, at the
+        // checkpoint before this step. The step's future is large (a lone task's job runs in
+        // it): it is pinned where it is made and awaited by reference, never moved (a move is a
+        // copy of it per step: callgrind, loop 2000).
+        let span = tracing::info_span!("weir.step", step, tasks = run.tasks.len());
+        let end = {
+            let mut running = std::pin::pin!(run.execute().instrument(span));
+            match &watch {
+                None => running.as_mut().await,
+                Some(tx) => tokio::select! {
+                    biased;
+                    end = running.as_mut() => end,
+                    () = tx.closed() => Err(Error::drained(step)),
+                },
+            }
+        };
+        let finished = match end {
             Ok(StepEnd::Ran(finished)) => finished,
             Ok(StepEnd::Paused(pauses)) => {
                 report(run, step, false).await;
@@ -183,35 +203,19 @@ async fn supersteps<S: State>(
         let applied = run.after_tick(finished);
 
         // stream events: each task's end and update, then the state after the step.
-        report(run, step, applied.is_ok()).await;
+        if run.sink.is_some() {
+            report(run, step, applied.is_ok()).await;
+        }
         applied?;
 
         // checkpoint: as the durability says (in the background, now, or at the end).
-        save_step(run, config.durability, exit_writers).await?;
+        if run.persist.is_some() {
+            save_step(run, config.durability, exit_writers).await?;
+        }
 
         // interrupts: a node to pause after ran in this step.
         if run.interrupt_after(&run.writers) {
             return Ok(run.static_pauses(PauseKind::After, run.writers.iter().map(|n| (*n, None))));
         }
-    }
-}
-
-/// Executes the planned step in a `weir.step` span. When the run's stream is dropped meanwhile,
-/// the step's future is dropped, which aborts its tasks and applies nothing: the run stops as a
-/// drain does, at the checkpoint before this step.
-async fn execute<S: State>(
-    run: &mut Loop<S>,
-    step: i64,
-    watch: Option<&mpsc::Sender<Item<S>>>,
-) -> Result<StepEnd<S>, Error> {
-    let span = tracing::info_span!("weir.step", step, tasks = run.tasks.len());
-    let running = run.execute().instrument(span);
-    match watch {
-        None => running.await,
-        Some(tx) => tokio::select! {
-            biased;
-            end = running => end,
-            () = tx.closed() => Err(Error::drained(step)),
-        },
     }
 }
