@@ -241,9 +241,12 @@ pub trait State: Clone + fmt::Debug + Send + Sync + Sized + 'static {
     /// Whether the field at `index` can be read.
     fn is_available(&self, channels: &Self::Channels, index: usize) -> bool;
 
-    /// Applies the writes of `updates` (in task order) to every field, then, when `bump` is set,
-    /// gives each available field that did not change an empty update (clearing ephemeral
-    /// values). Sets `changed[i]` for each field that changed. Takes the writes out of `updates`.
+    /// Applies the writes of `updates` (in task order) to each field they write, then, when `bump`
+    /// is set, gives each available field that did not change an empty update (clearing
+    /// ephemeral, any-value and per-step topic fields). A field nobody wrote is left alone when
+    /// `bump` is not set: loading a checkpoint, applying saved writes for `get_state`, or taking
+    /// an input keeps such a field as it was. Sets `changed[i]` for each field that changed.
+    /// Takes the writes out of `updates`.
     ///
     /// # Errors
     /// The first field whose channel refused its writes.
@@ -437,21 +440,28 @@ where
         .iter_mut()
         .enumerate()
         .flat_map(|(i, u)| take(u).into_iter().map(move |w| (i, w)));
-    let writes = writes.map(|(i, w)| {
-        if seen < 2 {
-            writers[seen] = i;
-        }
-        seen += 1;
-        w
-    });
-    let result = channel.update(value, writes);
-    let changed = result.map_err(|error| FieldError {
-        field: index,
-        writers: writers.iter().copied().filter(|w| *w != usize::MAX).collect(),
-        error,
-    })?;
+    let mut writes = writes
+        .map(|(i, w)| {
+            if seen < 2 {
+                writers[seen] = i;
+            }
+            seen += 1;
+            w
+        })
+        .peekable();
+    // Only a written field is updated (LangGraph's `apply_writes` step 7): an empty update would
+    // clear an ephemeral, any-value or per-step topic field, and that is for a bumping step only.
+    let changed = if writes.peek().is_some() {
+        channel.update(value, writes).map_err(|error| FieldError {
+            field: index,
+            writers: writers.iter().copied().filter(|w| *w != usize::MAX).collect(),
+            error,
+        })?
+    } else {
+        false
+    };
     if bump && channel.clears_when_idle() && !(changed && channel.is_available(value)) && channel.is_available(value) {
-        // An available channel that did not change this step gets `update([])`.
+        // An available channel that did not change this step gets `update([])` (step 8).
         let cleared = channel.update(value, std::iter::empty()).map_err(|error| FieldError {
             field: index,
             writers: Vec::new(),
