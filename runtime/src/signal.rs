@@ -97,7 +97,9 @@ impl Interrupt {
 pub struct Paused {
     /// The node that paused.
     pub node: String,
-    /// The pause's id, to answer it among several (the task's id, stable across re-executions).
+    /// The pause's id, to answer it among several (`CompiledGraph::resume_map`): the task's id,
+    /// `pull:<node>` or `push:<index>`, stable across re-executions of the task; every pause of
+    /// one task shares it (as LangGraph's interrupt ids do).
     pub id: String,
     /// The question, as JSON; `None` for a static interrupt before or after the node.
     pub question: Option<serde_json::Value>,

@@ -490,8 +490,7 @@ pub async fn g14_parallel_interrupts_are_answered_by_id(saver: Arc<dyn Checkpoin
     // LangGraph: `Command(resume="x")` with two pending interrupts is a RuntimeError.
     let err = app.resume_with("x", &cfg).await.unwrap_err();
     assert!(err.is_bad_resume(), "{err}");
-    // LangGraph answers both in one resume with a map of interrupt ids; weir answers one task
-    // per resume (the other asks again, the answered one's writes are kept).
+    // LangGraph answers both in one resume with a map of interrupt ids; so does weir.
     let answers: BTreeMap<String, String> = st
         .pauses
         .iter()
@@ -500,11 +499,7 @@ pub async fn g14_parallel_interrupts_are_answered_by_id(saver: Arc<dyn Checkpoin
             (p.id.clone(), format!("resume for prompt: {}", q.text_to_revise))
         })
         .collect();
-    let mut out = None;
-    for (id, answer) in &answers {
-        out = Some(app.resume_task(id, answer, &cfg).await.unwrap());
-    }
-    let out = out.unwrap();
+    let out = app.resume_map(answers, &cfg).await.unwrap();
     assert!(!out.is_paused());
     assert_eq!(out.state().text_1, "resume for prompt: original text 1");
     assert_eq!(out.state().text_2, "resume for prompt: original text 2");

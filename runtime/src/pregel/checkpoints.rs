@@ -148,6 +148,10 @@ pub(crate) fn keep_question_open<S: State>(run: &mut Loop<S>, task: &str, asked:
     let Some((_, rows)) = p.rows.iter_mut().find(|(id, _)| id == task) else {
         return;
     };
+    // A task answered with the others of a resume map that finished keeps its writes.
+    if !rows.iter().any(|(channel, _)| *channel == ERROR) {
+        return;
+    }
     // JSON values always serialize: `to_vec` fails only on a writer's I/O.
     let question = serde_json::to_vec(&asked.question).expect("a JSON value serializes");
     let answers = serde_json::to_vec(&asked.answers).expect("JSON values serialize");

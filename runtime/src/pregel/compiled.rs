@@ -61,11 +61,23 @@ impl<S: State> CompiledGraph<S> {
         config: &RunConfig,
         modes: StreamMode,
     ) -> Result<RunStream<S>, Error> {
-        let answer = answer
-            .map(|a| serde_json::to_value(a).map(|v| (None, v)))
-            .transpose()
-            .map_err(|e| Error::config(format!("the answer cannot be saved: {e}")))?;
-        Ok(self.stream_from(drive::Start::Resume(answer), config, modes))
+        let answers = answer.map(|a| (None::<String>, a));
+        Ok(self.stream_from(drive::Start::Resume(answers_to_json(answers)?), config, modes))
+    }
+
+    /// Answers several paused tasks at once as [`resume_map`](Self::resume_map) does, streaming
+    /// as [`stream`](Self::stream) does.
+    ///
+    /// # Errors
+    /// When an answer cannot be serialized.
+    pub fn stream_resume_map<K: Into<String>, A: serde::Serialize>(
+        &self,
+        answers: impl IntoIterator<Item = (K, A)>,
+        config: &RunConfig,
+        modes: StreamMode,
+    ) -> Result<RunStream<S>, Error> {
+        let answers = answers_to_json(answers.into_iter().map(|(k, a)| (Some(k.into()), a)))?;
+        Ok(self.stream_from(drive::Start::Resume(answers), config, modes))
     }
 
     fn stream_from(&self, start: drive::Start<S>, config: &RunConfig, modes: StreamMode) -> RunStream<S> {
@@ -89,19 +101,18 @@ impl<S: State> CompiledGraph<S> {
     /// # Errors
     /// As [`run`](Self::run); also when the thread has no checkpoint.
     pub async fn resume(&self, config: &RunConfig) -> Result<Outcome<S>, Error> {
-        drive::drive(self, drive::Start::Resume(None), config, None).await
+        drive::drive(self, drive::Start::Resume(Vec::new()), config, None).await
     }
 
     /// Answers the thread's paused node with `answer` and goes on: the node runs again from the
     /// top and its [`Context::interrupt`](crate::Context::interrupt) call returns `answer`.
     ///
     /// # Errors
-    /// As [`run`](Self::run); also when no node is paused, or several are (answer each with
-    /// [`resume_task`](Self::resume_task)).
+    /// As [`run`](Self::run); also when no node is paused, or several are (answer them with
+    /// [`resume_map`](Self::resume_map)).
     pub async fn resume_with<A: serde::Serialize>(&self, answer: A, config: &RunConfig) -> Result<Outcome<S>, Error> {
-        let value =
-            serde_json::to_value(answer).map_err(|e| Error::config(format!("the answer cannot be saved: {e}")))?;
-        drive::drive(self, drive::Start::Resume(Some((None, value))), config, None).await
+        let answers = answers_to_json([(None::<String>, answer)])?;
+        drive::drive(self, drive::Start::Resume(answers), config, None).await
     }
 
     /// Answers the paused task `id` (see [`Paused::id`](crate::Paused::id)) and goes on.
@@ -114,15 +125,29 @@ impl<S: State> CompiledGraph<S> {
         answer: A,
         config: &RunConfig,
     ) -> Result<Outcome<S>, Error> {
-        let value =
-            serde_json::to_value(answer).map_err(|e| Error::config(format!("the answer cannot be saved: {e}")))?;
-        drive::drive(
-            self,
-            drive::Start::Resume(Some((Some(id.to_owned()), value))),
-            config,
-            None,
-        )
-        .await
+        self.resume_map([(id, answer)], config).await
+    }
+
+    /// Answers several paused tasks in one resume (LangGraph's `Command(resume={id: value, ..})`):
+    /// each answer goes to the task whose pause has that [`Paused::id`](crate::Paused::id), and
+    /// the step runs again once. A paused task left out asks its question again; a task that
+    /// asks a second question pauses again under the same id. An empty map is a plain
+    /// [`resume`](Self::resume). The answers may be of different types as `serde_json::Value`s.
+    ///
+    /// Ids are the pausing tasks' ids (`pull:<node>`, `push:<index>`): unique among the pauses
+    /// of one step and stable across re-executions, where LangGraph's are hashes that also
+    /// differ from step to step.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run); also when an id names no paused task (the error names it), an id
+    /// is given twice, or an answer cannot be serialized.
+    pub async fn resume_map<K: Into<String>, A: serde::Serialize>(
+        &self,
+        answers: impl IntoIterator<Item = (K, A)>,
+        config: &RunConfig,
+    ) -> Result<Outcome<S>, Error> {
+        let answers = answers_to_json(answers.into_iter().map(|(k, a)| (Some(k.into()), a)))?;
+        drive::drive(self, drive::Start::Resume(answers), config, None).await
     }
 
     /// The thread's state at its latest checkpoint (or `config.checkpoint_id`): the values, the
@@ -192,6 +217,19 @@ impl<S: State> CompiledGraph<S> {
     pub fn mermaid(&self) -> String {
         self.inner.mermaid.clone()
     }
+}
+
+/// Each answer as JSON, with the id of the task it answers (`None`: the only paused task).
+fn answers_to_json<A: serde::Serialize>(
+    answers: impl IntoIterator<Item = (Option<String>, A)>,
+) -> Result<Vec<(Option<String>, serde_json::Value)>, Error> {
+    answers
+        .into_iter()
+        .map(|(id, a)| match serde_json::to_value(a) {
+            Ok(v) => Ok((id, v)),
+            Err(e) => Err(Error::config(format!("the answer cannot be saved: {e}"))),
+        })
+        .collect()
 }
 
 impl<S: State> CompiledGraph<S> {

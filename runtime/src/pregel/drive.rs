@@ -21,12 +21,14 @@ use tracing::Instrument;
 pub(crate) enum Start<S: State> {
     /// A new input.
     Input(S::Update),
-    /// Go on from the thread's checkpoint, answering a paused task when given.
-    Resume(Option<(Option<String>, serde_json::Value)>),
+    /// Go on from the thread's checkpoint, giving each answer to a paused task: to the task named
+    /// by its id, or, for an answer without an id, to the only paused task (LangGraph's
+    /// `Command(resume=value)` and `Command(resume={id: value, ..})`). No answer: a plain resume.
+    Resume(Vec<(Option<String>, serde_json::Value)>),
 }
 
-/// A paused task this run answered: its id, and its question with the answers it had before.
-type Answered = Option<(String, TaskRecord)>;
+/// The paused tasks this run answered: each id, and its question with the answers it had before.
+type Answered = Vec<(String, TaskRecord)>;
 
 /// Runs the loop from `start` until it is done, pauses or fails, in a `weir.run` span.
 pub(crate) async fn drive<S: State>(
@@ -62,9 +64,11 @@ async fn drive_in_span<S: State>(
     // Settle: an answer of the wrong type keeps its question open; the last checkpoint and the
     // pending writes are saved. A failure to settle is the run's error only when the run had
     // none: the node's error stays the error, with the settling failure attached.
-    if let (Err(e), Some((task, asked))) = (&result, answered) {
+    if let Err(e) = &result {
         if e.is_bad_resume() {
-            keep_question_open(&mut run, &task, asked);
+            for (task, asked) in answered {
+                keep_question_open(&mut run, &task, asked);
+            }
         }
     }
     let pauses = match (result, settle(&mut run, config.durability, exit_writers).await) {
@@ -92,16 +96,16 @@ async fn begin<S: State>(
     loaded: bool,
     config: &RunConfig,
 ) -> Result<Answered, Error> {
-    let answer = match start {
+    let answers = match start {
         Start::Input(update) => {
             if loaded {
                 run.discard_pending()?;
             }
             run.input(update)?;
             save(run, config.durability, Source::Input, Arc::default()).await?;
-            return Ok(None);
+            return Ok(Vec::new());
         }
-        Start::Resume(answer) => answer,
+        Start::Resume(answers) => answers,
     };
     if !loaded {
         let thread = config.thread_id.as_deref().unwrap_or_default();
@@ -117,14 +121,15 @@ async fn begin<S: State>(
         }
         save(run, Durability::Sync, Source::Fork, Arc::default()).await?;
     }
-    let mut answered = None;
-    if let Some((id, value)) = answer {
+    let mut answered = Vec::new();
+    if !answers.is_empty() {
         let before = run.pending().cloned().unwrap_or_default();
-        run.answer(id.as_deref(), value)?;
+        run.answer_all(answers)?;
         let after = run.pending().cloned().unwrap_or_default();
         answered = before
             .into_iter()
-            .find(|(task, p)| p.question.is_some() && after.get(task).is_some_and(|a| a.question.is_none()));
+            .filter(|(task, p)| p.question.is_some() && after.get(task).is_some_and(|a| a.question.is_none()))
+            .collect();
     }
     run.pass_interrupts();
     // LangGraph reports the whole state as a resumed run starts.

@@ -58,8 +58,30 @@ impl<S: State> Loop<S> {
         }
     }
 
+    /// Gives each answer to its paused task, all before the step runs again (LangGraph's resume
+    /// map): every id must name a paused task, once.
+    pub(crate) fn answer_all(&mut self, answers: Vec<(Option<String>, serde_json::Value)>) -> Result<(), Error> {
+        let mut ids: Vec<&str> = answers.iter().filter_map(|(id, _)| id.as_deref()).collect();
+        ids.sort_unstable();
+        if let Some(twice) = ids.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::config(format!(
+                "the answers name the paused task `{}` twice",
+                twice[0]
+            )));
+        }
+        if answers.len() > 1 && ids.len() < answers.len() {
+            return Err(Error::config(
+                "each of several answers needs the id of the task it answers",
+            ));
+        }
+        for (id, value) in answers {
+            self.answer(id.as_deref(), value)?;
+        }
+        Ok(())
+    }
+
     /// Gives the answer to the paused task `id` (or, with `None`, to the only paused task).
-    pub(crate) fn answer(&mut self, id: Option<&str>, value: serde_json::Value) -> Result<(), Error> {
+    fn answer(&mut self, id: Option<&str>, value: serde_json::Value) -> Result<(), Error> {
         let p = self
             .persist
             .as_mut()
