@@ -28,8 +28,8 @@ pub use graph::{
     ParentCommand, END, START,
 };
 pub use pregel::{
-    subgraph, DrainHandle, Event, IntoInput, Outcome, RunConfig, RunStream, StateSnapshot, Status, StreamMode,
-    TaskSnapshot,
+    subgraph, DrainHandle, Event, IntoInput, Outcome, RunConfig, RunStream, StateEdit, StateSnapshot, Status,
+    StreamMode, TaskSnapshot, AS_INPUT,
 };
 pub use signal::{Interrupt, PauseKind, Paused};
 pub use state::{AppendMark, ChannelKind, CodecError, FieldInfo, State, Update, Writes};

@@ -173,20 +173,46 @@ impl<S: State> CompiledGraph<S> {
     }
 
     /// Writes `update` to the thread as if node `as_node` had returned it (LangGraph's
-    /// `update_state`): the node's edges and routers fire, so the nodes after it run next. From
+    /// `update_state`): the node's edges and routers fire, so the nodes after it run next, and
+    /// the checkpoint written has source `update` and the next step. From
     /// `config.checkpoint_id`, this forks the thread there. Returns the new checkpoint's id.
-    /// With `as_node` `None`, the node that ran last is taken.
+    ///
+    /// On a thread without a checkpoint it writes the thread's first (step 0). `as_node` may be
+    /// `"__start__"` (the update is the input as the start node passes it on) or
+    /// [`AS_INPUT`](crate::AS_INPUT) (`"__input__"`: a new input, source `input`, the start node
+    /// next; unlike [`run`](Self::run), tasks left pending are not cancelled, as in LangGraph).
+    /// With `as_node` `None`: the only node of a one-node graph; the start node on a thread
+    /// without a checkpoint; else the node that ran last (an error if two did, in one step).
     ///
     /// # Errors
-    /// When the thread has no checkpoint, the node is unknown or cannot be inferred, or the
-    /// update breaks a channel's rule.
+    /// When the node is unknown or cannot be inferred, or the update breaks a channel's rule.
     pub async fn update_state(
         &self,
         config: &RunConfig,
         update: S::Update,
         as_node: Option<&str>,
     ) -> Result<String, Error> {
-        snapshot::update_state(self, config, update, as_node).await
+        let edit = super::edit::StateEdit::new(update, as_node);
+        super::edit::bulk_update_state(self, config, vec![vec![edit]]).await
+    }
+
+    /// Applies supersteps of edits to the thread, each as one step (LangGraph's
+    /// `bulk_update_state`): the edits of a superstep are applied together, in the order given,
+    /// as the tasks of one step, and checkpointed once. Several edits in one superstep each name
+    /// their `as_node`; an edit as [`AS_INPUT`](crate::AS_INPUT) stands alone in its superstep.
+    /// Replaying a run's history (`__input__`, `__start__`, then its nodes step by step) writes
+    /// the same values. Returns the last checkpoint's id.
+    ///
+    /// # Errors
+    /// As [`update_state`](Self::update_state); also when there is no superstep, a superstep
+    /// has no edit, or an edit of several lacks its `as_node`. The supersteps before the one at
+    /// fault stay written.
+    pub async fn bulk_update_state(
+        &self,
+        config: &RunConfig,
+        supersteps: Vec<Vec<super::edit::StateEdit<S::Update>>>,
+    ) -> Result<String, Error> {
+        super::edit::bulk_update_state(self, config, supersteps).await
     }
 
     /// Decodes a checkpoint read from a checkpointer into the state it holds, with typed serde and

@@ -11,6 +11,7 @@ mod compiled;
 mod config;
 mod control;
 mod drive;
+mod edit;
 mod executor;
 mod outcome;
 mod persist;
@@ -23,6 +24,7 @@ mod task;
 mod writer;
 
 pub use config::{DrainHandle, IntoInput, RunConfig};
+pub use edit::{StateEdit, AS_INPUT};
 pub use outcome::Outcome;
 pub use run::Status;
 pub use snapshot::{StateSnapshot, TaskSnapshot};

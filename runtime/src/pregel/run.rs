@@ -199,11 +199,12 @@ impl<S: State> Loop<S> {
             .map_err(|e| field_error(e, &writers, &g, self.step))
     }
 
-    /// The node that saw the newest versions: what `update_state` takes without `as_node`.
+    /// The node (the start node too) that saw the newest versions: what `update_state` takes
+    /// without `as_node`.
     pub(crate) fn last_node(&self) -> Option<u32> {
         let best = |n: usize| self.seen[n].iter().copied().max().unwrap_or(0);
-        let max = (0..self.g.n_user).map(best).max().filter(|m| *m > 0)?;
-        let mut top = (0..self.g.n_user).filter(|n| best(*n) == max);
+        let max = (0..self.seen.len()).map(best).max().filter(|m| *m > 0)?;
+        let mut top = (0..self.seen.len()).filter(|n| best(*n) == max);
         let first = top.next()?;
         top.next().is_none().then_some(first as u32)
     }

@@ -1,14 +1,11 @@
-//! Reading a thread's state and history, and writing to it as a node would (`update_state`).
+//! Reading a thread's state and history (`get_state`, `get_state_history`).
 
-use super::checkpoints::{load, save};
+use super::checkpoints::load;
 use super::run::Loop;
-use super::task::Finished;
 use super::RunConfig;
 use crate::checkpoint::Source;
 use crate::error::Error;
-use crate::graph::Command;
 use crate::graph::CompiledGraph;
-use crate::graph::Durability;
 use crate::signal::{PauseKind, Paused};
 use crate::state::State;
 
@@ -150,51 +147,4 @@ pub(crate) async fn history<S: State>(
         out.push(snapshot(graph, run, false)?);
     }
     Ok(out)
-}
-
-pub(crate) async fn update_state<S: State>(
-    graph: &CompiledGraph<S>,
-    config: &RunConfig,
-    update: S::Update,
-    as_node: Option<&str>,
-) -> Result<String, Error> {
-    if graph.checkpointer.is_none() {
-        return Err(Error::config("updating a thread's state needs a checkpointer"));
-    }
-    let g = &graph.inner;
-    let (mut run, loaded) = load(graph, config).await?;
-    let thread = config.thread_id.clone().unwrap_or_default();
-    if !loaded {
-        return Err(Error::nothing_to_resume(&thread, None));
-    }
-    let node = match as_node {
-        Some(name) => match g.node_ids.get(name) {
-            Some(&n) if (n as usize) < g.n_user => n,
-            _ => return Err(Error::config(format!("`update_state` names unknown node `{name}`"))),
-        },
-        None => run.last_node().ok_or_else(|| {
-            Error::config("`update_state` cannot tell which node the update comes from: name it with `as_node`")
-        })?,
-    };
-    if let Some(p) = &mut run.persist {
-        p.pending.clear();
-    }
-    run.after_tick(vec![Finished {
-        node,
-        pull: false,
-        command: Command {
-            update,
-            goto: Vec::new(),
-            parent: None,
-        },
-        routed: false,
-        handled: false,
-    }])?;
-    let writers = super::persist::writers(g, std::iter::once(node));
-    save(&mut run, Durability::Sync, Source::Update, writers).await?;
-    Ok(run
-        .persist
-        .as_ref()
-        .and_then(|p| p.current.as_deref().map(str::to_owned))
-        .expect("a saved checkpoint"))
 }

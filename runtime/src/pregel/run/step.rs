@@ -346,7 +346,7 @@ impl<S: State> Loop<S> {
     }
 
     /// Runs a task's routers on the state with its own writes applied, and nobody else's.
-    fn route_fresh(&self, d: &mut Finished<S>) -> Result<(), Error> {
+    pub(crate) fn route_fresh(&self, d: &mut Finished<S>) -> Result<(), Error> {
         d.routed = true;
         if d.handled || self.g.nodes[d.node as usize].routers.is_empty() {
             return Ok(());

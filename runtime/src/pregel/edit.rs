@@ -1,0 +1,161 @@
+//! Writing to a thread's state by hand (LangGraph's `update_state` and `bulk_update_state`):
+//! each superstep of edits is applied as a step of the loop would apply it, and checkpointed.
+
+use super::checkpoints::{load, save};
+use super::run::Loop;
+use super::task::Finished;
+use super::RunConfig;
+use crate::checkpoint::Source;
+use crate::error::Error;
+use crate::graph::{Command, CompiledGraph, Durability};
+use crate::state::State;
+use std::sync::Arc;
+
+/// The `as_node` that writes an edit as a new input of the thread (LangGraph's `__input__`).
+pub const AS_INPUT: &str = "__input__";
+
+/// One edit of a thread's state: an update, written as node `as_node` would have returned it
+/// (LangGraph's `StateUpdate`). See [`CompiledGraph::bulk_update_state`].
+///
+/// `as_node` is a node's name, `"__start__"` (the update is the input as the start node passes
+/// it on: the nodes after `START` run next) or [`AS_INPUT`] (`"__input__"`: the update is a new
+/// input, checkpointed with source `input`, as `invoke` would write it). `None` lets the runtime
+/// infer it, as [`CompiledGraph::update_state`] says.
+#[derive(Debug, Clone)]
+pub struct StateEdit<U> {
+    /// The writes.
+    pub values: U,
+    /// The node they are written as.
+    pub as_node: Option<String>,
+}
+
+impl<U> StateEdit<U> {
+    /// An edit writing `values` as `as_node`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use weir_runtime::StateEdit;
+    /// let edit = StateEdit::new(3_u32, Some("count"));
+    /// assert_eq!(edit.as_node.as_deref(), Some("count"));
+    /// ```
+    pub fn new(values: U, as_node: Option<&str>) -> Self {
+        Self {
+            values,
+            as_node: as_node.map(str::to_owned),
+        }
+    }
+}
+
+/// LangGraph's `bulk_update_state`: each superstep of edits becomes one checkpoint, after the
+/// thread's latest (or `config.checkpoint_id`, a fork). Returns the last checkpoint's id.
+pub(crate) async fn bulk_update_state<S: State>(
+    graph: &CompiledGraph<S>,
+    config: &RunConfig,
+    supersteps: Vec<Vec<StateEdit<S::Update>>>,
+) -> Result<String, Error> {
+    if graph.checkpointer.is_none() {
+        return Err(Error::config("updating a thread's state needs a checkpointer"));
+    }
+    if supersteps.is_empty() {
+        return Err(Error::config("`bulk_update_state` needs at least one superstep"));
+    }
+    if let Some(i) = supersteps.iter().position(Vec::is_empty) {
+        return Err(Error::config(format!(
+            "superstep {i} of `bulk_update_state` has no update"
+        )));
+    }
+    let (mut run, loaded) = load(graph, config).await?;
+    let mut fresh = !loaded;
+    for edits in supersteps {
+        edit_step(&mut run, fresh, edits).await?;
+        fresh = false;
+    }
+    Ok(run
+        .persist
+        .as_ref()
+        .and_then(|p| p.current.as_deref().map(str::to_owned))
+        .expect("a saved checkpoint"))
+}
+
+/// Applies one superstep of edits and checkpoints it.
+async fn edit_step<S: State>(
+    run: &mut Loop<S>,
+    fresh: bool,
+    mut edits: Vec<StateEdit<S::Update>>,
+) -> Result<(), Error> {
+    // The writes kept for the checkpoint edited are not carried to the new one.
+    if let Some(p) = &mut run.persist {
+        p.pending.clear();
+    }
+    let as_input = |e: &StateEdit<S::Update>| e.as_node.as_deref() == Some(AS_INPUT);
+    if edits.iter().any(as_input) {
+        if edits.len() > 1 {
+            return Err(Error::config(format!(
+                "an update as `{AS_INPUT}` cannot share its superstep with other updates"
+            )));
+        }
+        let edit = edits.pop().expect("one edit");
+        run.input(edit.values)?;
+        return save(run, Durability::Sync, Source::Input, Arc::default()).await;
+    }
+    let nodes = as_nodes(run, fresh, &edits)?;
+    if fresh {
+        // An empty thread is at step -1 (LangGraph's `empty_checkpoint`): the edit is step 0.
+        run.step = 0;
+    }
+    let mut done: Vec<Finished<S>> = edits
+        .into_iter()
+        .zip(&nodes)
+        .map(|(edit, &node)| Finished {
+            node,
+            pull: false,
+            command: Command {
+                update: edit.values,
+                goto: Vec::new(),
+                parent: None,
+            },
+            routed: false,
+            handled: false,
+        })
+        .collect();
+    if done.len() > 1 {
+        // Each node's routers read the state with its own update applied, as in a wide step.
+        for d in &mut done {
+            run.route_fresh(d)?;
+        }
+    }
+    run.after_tick(done)?;
+    let writers = super::persist::writers(&run.g, nodes.iter().copied());
+    save(run, Durability::Sync, Source::Update, writers).await
+}
+
+/// The node of each edit: named, or for a lone edit inferred (LangGraph's rules): the only node
+/// of a one-node graph; on an empty thread the start node; else the node that ran last.
+fn as_nodes<S: State>(run: &Loop<S>, fresh: bool, edits: &[StateEdit<S::Update>]) -> Result<Vec<u32>, Error> {
+    let g = &run.g;
+    let named = |name: &str| match g.node_ids.get(name) {
+        Some(&n) if (n as usize) < g.n_user || Some(n) == g.start => Ok(n),
+        _ => Err(Error::config(format!("`update_state` names unknown node `{name}`"))),
+    };
+    if let [edit] = edits {
+        let node = match edit.as_node.as_deref() {
+            Some(name) => named(name)?,
+            None if g.nodes.len() == 1 => 0,
+            None if fresh && g.start.is_some() => g.start.expect("checked"),
+            None => run.last_node().ok_or_else(|| {
+                Error::config("`update_state` cannot tell which node the update comes from: name it with `as_node`")
+            })?,
+        };
+        return Ok(vec![node]);
+    }
+    edits
+        .iter()
+        .map(|e| match e.as_node.as_deref() {
+            Some(name) => named(name),
+            None => Err(Error::config(
+                "each of several updates in one superstep needs its `as_node`",
+            )),
+        })
+        .collect()
+}
