@@ -140,3 +140,33 @@ async fn a_step_that_writes_nothing_to_them_clears_them() {
     let history = app.get_state_history(&cfg, None).await.unwrap();
     assert_eq!(history[1].values, left("one"));
 }
+
+#[tokio::test]
+async fn a_new_input_that_cancels_a_paused_step_clears_them_as_a_bumping_step() {
+    // LangGraph applies the cancelled tasks with the new input in one bumping step: the fields
+    // that clear themselves are empty in the new input's checkpoint.
+    let mut g = GraphBuilder::<Kept>::new();
+    g.add_node("leave", leave);
+    g.add_node("look", |_: &Kept| KeptUpdate::default());
+    g.add_edge(START, "leave")
+        .add_edge("leave", "look")
+        .add_edge("look", END);
+    g.interrupt_before("look");
+    let app = g.with_checkpointer(MemorySaver::new()).compile().unwrap();
+    let cfg = RunConfig::thread("t");
+    let out = app.run(KeptUpdate::default().status("one".into()), &cfg).await.unwrap();
+    assert!(out.is_paused());
+    assert_eq!(app.get_state(&cfg).await.unwrap().unwrap().values, left("one"));
+    app.run(KeptUpdate::default().status("two".into()), &cfg).await.unwrap();
+    let history = app.get_state_history(&cfg, None).await.unwrap();
+    let input = history.iter().find(|h| h.source == Source::Input).unwrap();
+    assert_eq!(input.step, 2);
+    assert_eq!(
+        input.values,
+        Kept {
+            status: "one".into(),
+            history: vec!["history of one".into()],
+            ..Kept::default()
+        }
+    );
+}

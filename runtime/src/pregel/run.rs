@@ -225,6 +225,15 @@ impl<S: State> Loop<S> {
         for &n in &pulled {
             self.consume_triggers(n, next);
         }
+        if !tasks.is_empty() {
+            // LangGraph applies the discarded tasks with the input: a bumping step, so fields
+            // nobody writes get an empty update (an ephemeral value the paused step saw clears).
+            self.changed.fill(false);
+            Arc::make_mut(&mut self.state)
+                .apply(&mut self.channels, &mut [], true, &mut self.changed)
+                .map_err(|e| field_error(e, &[], &self.g, self.step))?;
+            self.record_changed_fields(next);
+        }
         self.updated.clear();
         self.recount();
         Ok(())
