@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use weir::checkpoint::{MemorySaver, Source};
 use weir::prelude::*;
-use weir::Paused;
+use weir::{NodeRef, Paused};
 
 #[derive(State, Clone, Debug, Default, PartialEq)]
 struct Texts {
@@ -222,4 +222,61 @@ async fn an_empty_map_is_a_plain_resume() {
     let out = app.resume_map(Vec::<(String, String)>::new(), &cfg).await.unwrap();
     assert_eq!(out.pauses().len(), 2);
     assert_eq!(runs.get(), [2, 2]);
+}
+
+#[tokio::test]
+async fn pause_ids_are_32_hex_digits_new_in_each_step_and_a_stale_one_is_refused() {
+    // `ask` asks each time it runs, and runs twice, in two steps.
+    let mut g = GraphBuilder::<Texts>::new();
+    let ask = g.add_node("ask", |s: &Texts, ctx: &Context| -> Result<TextsUpdate, BoxError> {
+        let text: String = ctx.interrupt(format!("after `{}`?", s.text_a))?;
+        Ok(TextsUpdate::default().text_a(format!("{}{text}", s.text_a)))
+    });
+    let again = ask.id();
+    g.add_edge(START, "ask");
+    g.add_router(
+        "ask",
+        move |s: &Texts| (s.text_a.len() < 2).then_some(again),
+        [NodeRef::from(&ask), END],
+    );
+    let app = g.with_checkpointer(MemorySaver::new()).compile().unwrap();
+    let cfg = RunConfig::thread("t");
+    let first = app.run(Texts::default(), &cfg).await.unwrap().pauses()[0].id.clone();
+    assert_eq!(first.len(), 32);
+    assert!(
+        first.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()),
+        "{first}"
+    );
+    // The same step, read back: the same id.
+    assert_eq!(app.get_state(&cfg).await.unwrap().unwrap().pauses[0].id, first);
+    let second = app.resume_map([(&first, "x")], &cfg).await.unwrap().pauses()[0]
+        .id
+        .clone();
+    assert_ne!(second, first);
+    let err = app.resume_map([(&first, "y")], &cfg).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("thread `t` has no paused task `{first}` to give an answer to")
+    );
+    // The task's own id answers it too.
+    let out = app.resume_task("pull:ask", "y", &cfg).await.unwrap();
+    assert_eq!(out.state().text_a, "xy");
+}
+
+#[tokio::test]
+async fn one_answer_for_several_pauses_is_refused_listing_their_ids() {
+    let runs = Runs::default();
+    let app = two_askers(&runs);
+    let cfg = RunConfig::thread("t");
+    let out = app.run(Texts::default(), &cfg).await.unwrap();
+    let ids: Vec<String> = out.pauses().iter().map(|p| format!("`{}`", p.id)).collect();
+    let err = app.resume_with("both?", &cfg).await.unwrap_err();
+    assert!(err.is_bad_resume(), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "thread `t` has several paused tasks ({}): answer each by its id",
+            ids.join(", ")
+        )
+    );
 }

@@ -97,9 +97,12 @@ impl Interrupt {
 pub struct Paused {
     /// The node that paused.
     pub node: String,
-    /// The pause's id, to answer it among several (`CompiledGraph::resume_map`): the task's id,
-    /// `pull:<node>` or `push:<index>`, stable across re-executions of the task; every pause of
-    /// one task shares it (as LangGraph's interrupt ids do).
+    /// The pause's id, to answer it among several (`CompiledGraph::resume_map`): 32 hex digits
+    /// (as LangGraph's interrupt ids look), the same for every pause of one task in one step
+    /// however often the task runs again, and another for the same node in another step or
+    /// subgraph, so that an answer meant for an earlier question is refused. The task's own id
+    /// (`pull:<node>`, `push:<index>`, see [`TaskSnapshot::id`](crate::TaskSnapshot::id)) is
+    /// accepted too.
     pub id: String,
     /// The question, as JSON; `None` for a static interrupt before or after the node.
     pub question: Option<serde_json::Value>,

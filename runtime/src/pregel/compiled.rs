@@ -134,9 +134,8 @@ impl<S: State> CompiledGraph<S> {
     /// asks a second question pauses again under the same id. An empty map is a plain
     /// [`resume`](Self::resume). The answers may be of different types as `serde_json::Value`s.
     ///
-    /// Ids are the pausing tasks' ids (`pull:<node>`, `push:<index>`): unique among the pauses
-    /// of one step and stable across re-executions, where LangGraph's are hashes that also
-    /// differ from step to step.
+    /// An id is a [`Paused::id`](crate::Paused::id) (a hash of the namespace, the step and the
+    /// task, like LangGraph's: weir's differ in value, not in shape) or the paused task's id.
     ///
     /// # Errors
     /// As [`run`](Self::run); also when an id names no paused task (the error names it), an id

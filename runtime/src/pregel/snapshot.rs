@@ -82,7 +82,7 @@ fn snapshot<S: State>(graph: &CompiledGraph<S>, mut run: Loop<S>, applied: bool)
         let p = pending.get(&id);
         let pause = p.and_then(|p| p.question.clone()).map(|q| Paused {
             node: g.node_name(node),
-            id: id.clone(),
+            id: run.pause_id(node, push),
             question: Some(q),
             kind: PauseKind::Interrupt,
         });

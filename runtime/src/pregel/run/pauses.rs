@@ -44,7 +44,7 @@ impl<S: State> Loop<S> {
             .filter(|(n, _)| mask.get(*n as usize).copied().unwrap_or(false))
             .map(|(n, push)| Paused {
                 node: self.g.node_name(n),
-                id: self.task_id(n, push),
+                id: self.pause_id(n, push),
                 question: None,
                 kind,
             })
@@ -58,50 +58,82 @@ impl<S: State> Loop<S> {
         }
     }
 
+    /// The id of a pause of the task of `node` (or of the `push`-th `Send`) in the step under
+    /// way: 32 hex digits, as LangGraph's interrupt ids look, from the namespace, the step and
+    /// the task's id. Every pause of one task in one step has it, however often the task runs
+    /// again; a pause of the same node in another step, or in another subgraph, has another.
+    pub(crate) fn pause_id(&self, node: u32, push: Option<usize>) -> String {
+        let ns = self.persist.as_ref().map_or("", |p| &*p.info.ns);
+        pause_id(ns, self.step, &self.task_id(node, push))
+    }
+
     /// Gives each answer to its paused task, all before the step runs again (LangGraph's resume
-    /// map): every id must name a paused task, once.
+    /// map): every id (a pause id or a task id) must name a paused task, once.
     pub(crate) fn answer_all(&mut self, answers: Vec<(Option<String>, serde_json::Value)>) -> Result<(), Error> {
-        let mut ids: Vec<&str> = answers.iter().filter_map(|(id, _)| id.as_deref()).collect();
-        ids.sort_unstable();
-        if let Some(twice) = ids.windows(2).find(|w| w[0] == w[1]) {
-            return Err(Error::config(format!(
-                "the answers name the paused task `{}` twice",
-                twice[0]
-            )));
-        }
-        if answers.len() > 1 && ids.len() < answers.len() {
+        if answers.len() > 1 && answers.iter().any(|(id, _)| id.is_none()) {
             return Err(Error::config(
                 "each of several answers needs the id of the task it answers",
             ));
         }
+        let mut resolved: Vec<(String, serde_json::Value)> = Vec::with_capacity(answers.len());
         for (id, value) in answers {
-            self.answer(id.as_deref(), value)?;
+            let task = self.paused_task(id.as_deref())?;
+            if resolved.iter().any(|(t, _)| *t == task) {
+                let named = id.unwrap_or(task);
+                return Err(Error::config(format!(
+                    "the answers name the paused task `{named}` twice"
+                )));
+            }
+            resolved.push((task, value));
+        }
+        let p = self.persist.as_mut().expect("a paused task has a checkpointer");
+        for (task, value) in resolved {
+            let record = p.pending.get_mut(&task).expect("a paused task");
+            record.question = None;
+            record.answers.push(value);
         }
         Ok(())
     }
 
-    /// Gives the answer to the paused task `id` (or, with `None`, to the only paused task).
-    fn answer(&mut self, id: Option<&str>, value: serde_json::Value) -> Result<(), Error> {
+    /// The id of the paused task `id` names (by its pause id or its task id), or with `None`
+    /// of the only paused task.
+    fn paused_task(&self, id: Option<&str>) -> Result<String, Error> {
         let p = self
             .persist
-            .as_mut()
+            .as_ref()
             .ok_or_else(|| Error::config("resuming needs a checkpointer"))?;
-        let paused: Vec<String> = p
+        // Each paused task, by its task id and its pause id.
+        let paused: Vec<(&String, String)> = p
             .pending
             .iter()
             .filter(|(_, t)| t.question.is_some())
-            .map(|(k, _)| k.clone())
+            .map(|(k, _)| (k, pause_id(&p.info.ns, self.step, k)))
             .collect();
-        let target = match (id, paused.as_slice()) {
-            (Some(id), _) if paused.iter().any(|p| p == id) => id.to_owned(),
-            (Some(id), _) => return Err(Error::nothing_to_resume(&p.info.thread, Some(id))),
-            (None, [one]) => one.clone(),
-            (None, []) => return Err(Error::nothing_to_resume(&p.info.thread, None)),
-            (None, _) => return Err(Error::ambiguous_resume(&p.info.thread, &paused)),
-        };
-        let task = p.pending.get_mut(&target).expect("a paused task");
-        task.question = None;
-        task.answers.push(value);
-        Ok(())
+        match (id, paused.as_slice()) {
+            (Some(id), _) => match paused.iter().find(|(task, pause)| *task == id || pause == id) {
+                Some((task, _)) => Ok((*task).clone()),
+                None => Err(Error::nothing_to_resume(&p.info.thread, Some(id))),
+            },
+            (None, [(one, _)]) => Ok((*one).clone()),
+            (None, []) => Err(Error::nothing_to_resume(&p.info.thread, None)),
+            (None, _) => {
+                let ids: Vec<String> = paused.into_iter().map(|(_, pause)| pause).collect();
+                Err(Error::ambiguous_resume(&p.info.thread, &ids))
+            }
+        }
     }
+}
+
+/// A pause's id: FNV-1a (128 bits) of `ns`, `step` and `task`, in 32 hex digits. Stable from
+/// build to build and machine to machine (no random seed), as ids saved by a client must be.
+pub(crate) fn pause_id(ns: &str, step: i64, task: &str) -> String {
+    const OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
+    let step = step.to_string();
+    let parts = [ns.as_bytes(), b"|", step.as_bytes(), b"|", task.as_bytes()];
+    let hash = parts
+        .iter()
+        .flat_map(|p| p.iter())
+        .fold(OFFSET, |h, b| (h ^ u128::from(*b)).wrapping_mul(PRIME));
+    format!("{hash:032x}")
 }

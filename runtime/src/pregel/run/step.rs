@@ -228,7 +228,7 @@ impl<S: State> Loop<S> {
             .into_iter()
             .map(|(node, push, question, _)| Paused {
                 node: self.g.node_name(node),
-                id: self.task_id(node, push),
+                id: self.pause_id(node, push),
                 question: Some(question),
                 kind: PauseKind::Interrupt,
             })
