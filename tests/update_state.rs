@@ -263,3 +263,20 @@ async fn in_a_superstep_of_several_updates_each_nodes_router_reads_its_own_updat
         assert_eq!(app.get_state(&cfg).await.unwrap().unwrap().next, next, "{status}");
     }
 }
+
+#[tokio::test]
+async fn without_as_node_after_only_the_start_node_ran_the_update_is_the_start_nodes() {
+    // Paused before `a`: only the start node ran, so LangGraph takes the update as `__start__`.
+    let mut g = GraphBuilder::<Steps>::new();
+    g.add_node("a", |_: &Steps| log("a"));
+    g.add_edge(START, "a").add_edge("a", END);
+    g.interrupt_before("a");
+    let app = g.with_checkpointer(MemorySaver::new()).compile().unwrap();
+    let cfg = RunConfig::thread("t");
+    assert!(app.run(Steps::default(), &cfg).await.unwrap().is_paused());
+    app.update_state(&cfg, log("edited"), None).await.unwrap();
+    let st = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(st.writes, ["__start__"]);
+    assert_eq!(st.next, ["a"]);
+    assert_eq!(st.values.log, ["edited"]);
+}
