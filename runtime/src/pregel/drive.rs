@@ -189,12 +189,12 @@ async fn supersteps<S: State>(
         };
         let finished = match end {
             Ok(StepEnd::Ran(finished)) => finished,
-            Ok(StepEnd::Paused(pauses)) => {
-                report(run, step, false).await;
+            Ok(StepEnd::Paused(pauses, values)) => {
+                report(run, step, values).await;
                 return Ok(pauses);
             }
             Err(e) => {
-                report(run, step, false).await;
+                report(run, step, None).await;
                 return Err(e);
             }
         };
@@ -204,7 +204,8 @@ async fn supersteps<S: State>(
 
         // stream events: each task's end and update, then the state after the step.
         if run.sink.is_some() {
-            report(run, step, applied.is_ok()).await;
+            let values = applied.is_ok().then(|| run.shared_state());
+            report(run, step, values).await;
         }
         applied?;
 

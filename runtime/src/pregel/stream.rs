@@ -57,7 +57,8 @@ pub enum Event<S: State> {
         /// The whole state (shared: cloning the event is cheap).
         state: Arc<S>,
     },
-    /// What node `node` wrote in step `step`.
+    /// What node `node` wrote in step `step`. An error handler's update is reported under the
+    /// handler's name, `__error_handler__<node>` (LangGraph's).
     Update {
         /// The step.
         step: i64,
@@ -65,8 +66,13 @@ pub enum Event<S: State> {
         node: String,
         /// Its update.
         update: S::Update,
+        /// The task did not run in this step: its writes were saved by the step's earlier,
+        /// incomplete run (a pause or a failure) and are replayed. Cached updates come first in
+        /// their step (LangGraph's `"__metadata__": {"cached": true}`).
+        cached: bool,
     },
-    /// A task started.
+    /// A task started. A task whose writes were saved by the step's earlier run does not start
+    /// again, and an error handler has no start of its own (as in LangGraph).
     TaskStart {
         /// The step.
         step: i64,
@@ -75,7 +81,8 @@ pub enum Event<S: State> {
         /// Its node.
         node: String,
     },
-    /// A task ended.
+    /// A task ended: a node's task, or an error handler's, which follows the failed task's end
+    /// (its `error` is the failure handled) as a task of its own, id `<task id>:error_handler`.
     TaskEnd {
         /// The step.
         step: i64,
@@ -120,11 +127,17 @@ impl<S: State> fmt::Debug for Event<S> {
                 .field("step", step)
                 .field("state", state)
                 .finish(),
-            Self::Update { step, node, update } => f
+            Self::Update {
+                step,
+                node,
+                update,
+                cached,
+            } => f
                 .debug_struct("Update")
                 .field("step", step)
                 .field("node", node)
                 .field("update", update)
+                .field("cached", cached)
                 .finish(),
             Self::TaskStart { step, id, node } => f
                 .debug_struct("TaskStart")
@@ -243,36 +256,47 @@ impl<S: State> Stream for RunStream<S> {
 /// The capacity of a stream's channel: how far a run may get ahead of its consumer.
 pub(crate) const CAPACITY: usize = 64;
 
-/// Sends the events of the step just run: each task's end and update, then the values.
-pub(crate) async fn report<S: State>(run: &mut Loop<S>, step: i64, values: bool) {
+/// Sends the events of the step just run: the updates replayed from saved writes first (cached),
+/// then each task's update and end in task order (an error handler's after its node's end), then
+/// the values (`values`: the state after the step, or a paused step's state with the finished
+/// tasks' writes applied).
+pub(crate) async fn report<S: State>(run: &mut Loop<S>, step: i64, values: Option<Arc<S>>) {
     let Some(sink) = &run.sink else { return };
-    for r in std::mem::take(&mut run.report) {
+    let mut reports = std::mem::take(&mut run.report);
+    // Stable: the cached ones first, each group in task order.
+    reports.sort_by_key(|r| !r.cached);
+    for r in reports {
         if Some(r.node) == run.g.start {
             continue;
         }
-        let node = run.g.node_name(r.node);
+        let (mut node, mut id) = (run.g.node_name(r.node), run.task_id(r.node, r.push));
+        if r.handler {
+            node = format!("__error_handler__{node}");
+            id.push_str(":error_handler");
+        }
         if let Some(update) = r.update {
+            let (node, cached) = (node.clone(), r.cached);
             sink.send(Event::Update {
                 step,
-                node: node.clone(),
+                node,
                 update,
+                cached,
             })
             .await;
         }
-        if sink.wants(StreamMode::TASKS) {
-            let id = run.task_id(r.node, r.push);
+        if sink.wants(StreamMode::TASKS) && !r.cached {
+            let (duration, error) = (r.duration, r.error);
             sink.send(Event::TaskEnd {
                 step,
                 id,
                 node,
-                duration: r.duration,
-                error: r.error,
+                duration,
+                error,
             })
             .await;
         }
     }
-    if values && sink.wants(StreamMode::VALUES) {
-        let state = run.shared_state();
+    if let (Some(state), true) = (values, sink.wants(StreamMode::VALUES)) {
         sink.send(Event::Values { step, state }).await;
     }
 }
@@ -285,7 +309,7 @@ pub(crate) async fn announce<S: State>(run: &Loop<S>, checkpoint: Option<(String
         sink.send(Event::Checkpoint { step, id, source, next }).await;
     }
     if sink.wants(StreamMode::TASKS) {
-        for t in run.tasks.iter().filter(|t| Some(t.node) != run.g.start) {
+        for t in run.tasks.iter().filter(|t| Some(t.node) != run.g.start && !t.saved) {
             let (id, node) = (run.task_id(t.node, t.push), run.g.node_name(t.node));
             sink.send(Event::TaskStart {
                 step: run.step(),

@@ -40,6 +40,10 @@ pub(crate) struct TaskReport<S: State> {
     pub(crate) duration: Duration,
     pub(crate) error: Option<String>,
     pub(crate) update: Option<S::Update>,
+    /// The writes were saved by a step that did not complete: reported first, as cached.
+    pub(crate) cached: bool,
+    /// The report is of the node's error handler, run on the node's failure.
+    pub(crate) handler: bool,
 }
 
 /// What the loop keeps of a task while its job runs: who it is, and how to take its writes.
