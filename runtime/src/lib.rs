@@ -25,11 +25,11 @@ pub use error::{BoxError, BuildError, Error};
 pub use graph::policy::RetryPolicy;
 pub use graph::{
     Command, CompiledGraph, Context, Durability, Goto, GraphBuilder, NodeError, NodeHandle, NodeId, NodeRef,
-    ParentCommand, END, START,
+    ParentCommand, SubgraphEvent, END, START,
 };
 pub use pregel::{
-    subgraph, DrainHandle, Event, IntoInput, Outcome, RunConfig, RunStream, StateSnapshot, Status, StreamMode,
-    TaskSnapshot,
+    subgraph, writes_json, DrainHandle, Event, IntoInput, Outcome, RunConfig, RunStream, StateSnapshot, Status,
+    StreamMode, TaskSnapshot,
 };
 pub use signal::{Interrupt, PauseKind, Paused};
 pub use state::{AppendMark, ChannelKind, CodecError, FieldInfo, State, Update, Writes};

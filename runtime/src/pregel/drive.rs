@@ -143,7 +143,7 @@ async fn supersteps<S: State>(
 ) -> Result<Vec<Paused>, Error> {
     let mut announced = None;
     // A streamed run watches its stream: once dropped, the step under way is cancelled.
-    let watch = run.sink.as_ref().map(|s| s.tx.clone());
+    let watch = run.sink.as_ref().and_then(Sink::watch);
     loop {
         // tick: plan the step from the channels' versions, or learn why there is none. A dropped
         // stream stops the run between two steps, like a drain.

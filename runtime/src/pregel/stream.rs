@@ -6,7 +6,7 @@ use super::outcome::Outcome;
 use super::run::Loop;
 use crate::checkpoint::Source;
 use crate::error::Error;
-use crate::graph::Emitter;
+use crate::graph::{Emitter, Forward, ForwardFn, SubgraphEvent};
 use crate::signal::Paused;
 use crate::state::State;
 use futures::Stream;
@@ -16,6 +16,9 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 use tokio::sync::mpsc;
+
+mod json;
+pub use json::writes_json;
 
 /// What a stream reports (LangGraph's `stream_mode`s). Combine them with `|`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -117,6 +120,28 @@ pub enum Event<S: State> {
     },
     /// The run paused; resume the thread to go on. The last event of its stream.
     Paused(Vec<Paused>),
+    /// An event of a subgraph run by a task of this run (or of a subgraph of it), when the run
+    /// streams subgraphs ([`RunConfig::subgraphs`](crate::RunConfig::subgraphs)); it comes as it
+    /// happens, before the update of the task that runs the subgraph.
+    Subgraph {
+        /// Where it comes from: one segment per level, `<node>:<task id>:<step>` of the task that
+        /// runs the subgraph (LangGraph's `("<node>:<task id>",)`); `<task id>:<step>` is that
+        /// level's segment of the subgraph's checkpoint namespace.
+        ns: Vec<String>,
+        /// The event.
+        event: SubgraphEvent,
+    },
+}
+
+impl<S: State> Event<S> {
+    /// The namespace of the graph the event comes from: empty for the run's own graph, one
+    /// segment per subgraph level for a [`Subgraph`](Self::Subgraph) event.
+    pub fn ns(&self) -> &[String] {
+        match self {
+            Self::Subgraph { ns, .. } => ns,
+            _ => &[],
+        }
+    }
 }
 
 impl<S: State> fmt::Debug for Event<S> {
@@ -173,41 +198,131 @@ impl<S: State> fmt::Debug for Event<S> {
                 .field("value", value)
                 .finish(),
             Self::Paused(p) => f.debug_tuple("Paused").field(p).finish(),
+            Self::Subgraph { ns, event } => f
+                .debug_struct("Subgraph")
+                .field("ns", ns)
+                .field("event", event)
+                .finish(),
         }
     }
 }
 
 pub(crate) type Item<S> = Result<Event<S>, Error>;
 
-/// Where a streamed run sends its events.
+/// Where a streamed run sends its events: the stream's channel, or, for a subgraph's run, the
+/// stream of the run that called it.
 pub(crate) struct Sink<S: State> {
-    pub(crate) tx: mpsc::Sender<Item<S>>,
+    out: Out<S>,
     pub(crate) modes: StreamMode,
+    /// Subgraphs' events go to the root stream too: how its tasks send them there.
+    forward: Option<ForwardFn>,
+}
+
+enum Out<S: State> {
+    /// The root run's stream.
+    Root(mpsc::Sender<Item<S>>),
+    /// A subgraph's run: its events go, as JSON and under its namespace, to the root stream.
+    Forward(Forward, Arc<[crate::state::FieldInfo]>),
+}
+
+impl<S: State> Clone for Out<S> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Root(tx) => Self::Root(tx.clone()),
+            Self::Forward(f, fields) => Self::Forward(f.clone(), fields.clone()),
+        }
+    }
+}
+
+impl<S: State> Out<S> {
+    /// Sends `event`, waiting while the consumer is behind; `false` once the stream was dropped.
+    async fn send(&self, event: Event<S>) -> bool {
+        match self {
+            Self::Root(tx) => tx.send(Ok(event)).await.is_ok(),
+            Self::Forward(f, fields) => match json::erase(event, fields) {
+                Some(e) => (f.send)(f.ns.to_vec(), e).await,
+                // A subgraph's pause is its caller's: the caller reports it.
+                None => true,
+            },
+        }
+    }
 }
 
 impl<S: State> Sink<S> {
+    /// The sink of a root run streaming `modes` into `tx` (and its subgraphs' events when
+    /// `subgraphs`).
+    pub(crate) fn new(tx: mpsc::Sender<Item<S>>, modes: StreamMode, subgraphs: bool) -> Self {
+        let forward = subgraphs.then(|| {
+            let tx = tx.clone();
+            let send: ForwardFn = Arc::new(move |ns, event| {
+                let tx = tx.clone();
+                Box::pin(async move { tx.send(Ok(Event::Subgraph { ns, event })).await.is_ok() })
+            });
+            send
+        });
+        Self {
+            out: Out::Root(tx),
+            modes,
+            forward,
+        }
+    }
+    /// The sink of a subgraph's run, forwarding to its caller's stream (`fields`: the
+    /// subgraph's state fields, to write its updates as JSON).
+    pub(crate) fn forwarding(to: Forward, fields: Arc<[crate::state::FieldInfo]>) -> Self {
+        Self {
+            modes: StreamMode(to.modes),
+            forward: Some(to.send.clone()),
+            out: Out::Forward(to, fields),
+        }
+    }
     pub(crate) fn wants(&self, mode: StreamMode) -> bool {
         self.modes.contains(mode)
     }
     /// Sends an event, waiting while the consumer is behind. Returns `false` once the stream
     /// was dropped.
     pub(crate) async fn send(&self, event: Event<S>) -> bool {
-        self.tx.send(Ok(event)).await.is_ok()
+        self.out.send(event).await
     }
     pub(crate) fn is_closed(&self) -> bool {
-        self.tx.is_closed()
+        match &self.out {
+            Out::Root(tx) => tx.is_closed(),
+            // A subgraph's run stops with its caller's task, whose step the dropped stream drops.
+            Out::Forward(..) => false,
+        }
+    }
+    /// The root stream's channel, to watch for the stream being dropped.
+    pub(crate) fn watch(&self) -> Option<mpsc::Sender<Item<S>>> {
+        match &self.out {
+            Out::Root(tx) => Some(tx.clone()),
+            Out::Forward(..) => None,
+        }
     }
     /// The emitter nodes of step `step` get through their context.
     pub(crate) fn emitter(&self, node: Arc<str>, step: i64) -> Option<Emitter> {
         if !self.wants(StreamMode::CUSTOM) {
             return None;
         }
-        let tx = self.tx.clone();
+        let out = self.out.clone();
         Some(Emitter(Arc::new(move |value| {
-            let tx = tx.clone();
+            let out = out.clone();
             let node = node.to_string();
-            Box::pin(async move { tx.send(Ok(Event::Custom { step, node, value })).await.is_ok() })
+            Box::pin(async move { out.send(Event::Custom { step, node, value }).await })
         })))
+    }
+    /// Where a subgraph run by the task `id` of node `node` in step `step` streams its events,
+    /// when this run streams subgraphs.
+    pub(crate) fn forward(&self, node: &str, id: &str, step: i64) -> Option<Forward> {
+        let send = self.forward.clone()?;
+        let segment = format!("{node}:{id}:{step}");
+        let ns = match &self.out {
+            Out::Root(_) => vec![segment],
+            Out::Forward(f, _) => f.ns.iter().cloned().chain([segment]).collect(),
+        };
+        Some(Forward {
+            send,
+            ns: ns.into(),
+            modes: self.modes.0,
+        })
     }
 }
 

@@ -299,6 +299,10 @@ impl<S: State> Loop<S> {
     fn context(&self, task: &Running, step: i64) -> Context {
         let node = self.g.names[task.node as usize].clone();
         let emitter = self.sink.as_ref().and_then(|s| s.emitter(node.clone(), step));
+        let forward = self.sink.as_ref().and_then(|s| {
+            let id = self.task_id(task.node, task.push);
+            s.forward(&node, &id, step)
+        });
         let run = self.persist.as_ref().map(|p| p.info.clone());
         Context {
             node,
@@ -307,6 +311,7 @@ impl<S: State> Loop<S> {
             scratch: task.scratch.clone(),
             emitter,
             run,
+            forward,
         }
     }
 
