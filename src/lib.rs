@@ -102,8 +102,8 @@ pub use weir_runtime::{
     cache, channel, checkpoint, graph, state, subgraph, writes_json, AppendMark, BoxError, BuildError, CachePolicy,
     ChannelKind, CodecError, Command, CompiledGraph, Context, DrainHandle, Durability, Error, Event, FieldInfo, Goto,
     GraphBuilder, Interrupt, IntoInput, NodeError, NodeHandle, NodeId, NodeRef, Outcome, ParentCommand, PauseKind,
-    Paused, RetryPolicy, RunConfig, RunStream, State, StateSnapshot, Status, StreamMode, SubgraphEvent, TaskSnapshot,
-    Update, Writes, END, START,
+    Paused, RetryPolicy, RunConfig, RunStream, State, StateSnapshot, StreamMode, SubgraphEvent, TaskSnapshot, Update,
+    Writes, END, START,
 };
 
 /// Derives [`State`](trait@State) for a struct with named fields: each field becomes a channel.

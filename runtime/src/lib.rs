@@ -8,6 +8,9 @@
 
 pub mod cache;
 pub mod channel;
+// The doc examples' state (`__doc_state!`) names this crate as its users do.
+#[cfg(test)]
+extern crate self as weir_runtime;
 pub mod checkpoint;
 mod error;
 pub mod graph;
@@ -28,8 +31,8 @@ pub use graph::{
     ParentCommand, SubgraphEvent, END, START,
 };
 pub use pregel::{
-    subgraph, writes_json, DrainHandle, Event, IntoInput, Outcome, RunConfig, RunStream, StateSnapshot, Status,
-    StreamMode, TaskSnapshot,
+    subgraph, writes_json, DrainHandle, Event, IntoInput, Outcome, RunConfig, RunStream, StateSnapshot, StreamMode,
+    TaskSnapshot,
 };
 pub use signal::{Interrupt, PauseKind, Paused};
 pub use state::{AppendMark, ChannelKind, CodecError, FieldInfo, State, Update, Writes};

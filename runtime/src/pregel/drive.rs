@@ -5,9 +5,10 @@
 use super::checkpoints::{keep_question_open, load, save, save_step, settle};
 use super::outcome::Outcome;
 use super::persist::TaskRecord;
+use super::run::Status;
 use super::run::{Loop, StepEnd};
 use super::stream::{announce, fresh_checkpoint, report, Event, Sink, StreamMode};
-use super::{RunConfig, Status};
+use super::RunConfig;
 use crate::checkpoint::Source;
 use crate::error::Error;
 use crate::graph::CompiledGraph;
@@ -160,7 +161,6 @@ async fn supersteps<S: State>(
             Status::InterruptBefore => return Ok(run.pauses_before()),
             Status::OutOfSteps => return Err(Error::recursion_limit(config.recursion_limit)),
             Status::Draining => return Err(Error::drained(run.step())),
-            Status::Input | Status::InterruptAfter => unreachable!("tick does not report these"),
         }
         let step = run.step();
         // The stream's and the checkpointer's phases are awaited only when the run has them: an

@@ -24,7 +24,6 @@ mod writer;
 
 pub use config::{DrainHandle, IntoInput, RunConfig};
 pub use outcome::Outcome;
-pub use run::Status;
 pub use snapshot::{StateSnapshot, TaskSnapshot};
 pub use stream::{writes_json, Event, RunStream, StreamMode};
 pub use subgraph::subgraph;
