@@ -51,7 +51,8 @@ impl std::ops::BitOr for StreamMode {
     }
 }
 
-/// One event of a streamed run.
+/// One event of a streamed run. Their order within a step, and the LangGraph event each one is,
+/// are in `docs/streaming.md`.
 pub enum Event<S: State> {
     /// The state after step `step`.
     Values {
