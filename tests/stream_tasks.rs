@@ -3,9 +3,10 @@
 
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
+use weir::cache::InMemoryCache;
 use weir::checkpoint::MemorySaver;
 use weir::prelude::*;
-use weir::{Event, NodeError, StreamMode};
+use weir::{CachePolicy, Event, NodeError, StreamMode};
 
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
 struct S {
@@ -84,6 +85,35 @@ async fn g36_a_pausing_step_streams_its_siblings_writes_and_the_resume_replays_t
             "update 2 after One(Reduce([\"after\"])) cached=false",
             "end 2 after pull:after None",
             "values 2 [\"ask:yes\", \"sib\", \"after\"]",
+        ]
+    );
+}
+
+// A task whose writes come from the node cache is reported as LangGraph reports it: it starts,
+// its update is marked cached, and it has no end (it did not run).
+#[tokio::test]
+async fn an_update_taken_from_the_node_cache_is_marked_cached() {
+    let mut g = GraphBuilder::<S>::new();
+    let slow = g.add_node("slow", |_: &S| SUpdate::default().log(vec!["computed".into()]));
+    g.cache(&slow, CachePolicy::new(|_: &S| "one key".to_owned()));
+    g.add_edge(START, &slow);
+    let app = g.with_cache(InMemoryCache::new()).compile().unwrap();
+    let modes = StreamMode::UPDATES | StreamMode::TASKS;
+    let first = collect(app.stream(S::default(), &RunConfig::default(), modes)).await;
+    assert_eq!(
+        first,
+        [
+            "start 1 slow pull:slow",
+            "update 1 slow One(Reduce([\"computed\"])) cached=false",
+            "end 1 slow pull:slow None",
+        ]
+    );
+    let again = collect(app.stream(S::default(), &RunConfig::default(), modes)).await;
+    assert_eq!(
+        again,
+        [
+            "start 1 slow pull:slow",
+            "update 1 slow One(Reduce([\"computed\"])) cached=true",
         ]
     );
 }

@@ -70,9 +70,10 @@ pub enum Event<S: State> {
         node: String,
         /// Its update.
         update: S::Update,
-        /// The task did not run in this step: its writes were saved by the step's earlier,
-        /// incomplete run (a pause or a failure) and are replayed. Cached updates come first in
-        /// their step (LangGraph's `"__metadata__": {"cached": true}`).
+        /// The task did not run: its writes were saved by the step's earlier, incomplete run (a
+        /// pause or a failure) and are replayed, or come from the node cache. Cached updates
+        /// come first in their step, with no task end (LangGraph's
+        /// `"__metadata__": {"cached": true}`).
         cached: bool,
     },
     /// A task started. A task whose writes were saved by the step's earlier run does not start

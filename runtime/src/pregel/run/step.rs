@@ -5,7 +5,7 @@
 use super::super::executor::{panic_message, run_job, Failure, Job, TaskInput, TaskOutput};
 use super::super::persist::{ERROR, INTERRUPT, RESUME, WRITES};
 use super::super::stream::StreamMode;
-use super::super::task::{Finished, Running, Task, TaskReport, TaskResult};
+use super::super::task::{CacheLookup, Finished, Running, Task, TaskReport, TaskResult};
 use super::{field_error, Loop};
 use crate::error::Error;
 use crate::graph::Context;
@@ -173,7 +173,7 @@ impl<S: State> Loop<S> {
                     r
                 }
             };
-            if let (Ok(d), Some(key), None) = (&result, &task.cache_key, &taken.cache_failure) {
+            if let (Ok(d), Some(CacheLookup::Miss(key)), None) = (&result, &task.cache_key, &taken.cache_failure) {
                 taken.cache_failure = self.store_in_cache(node, key, &d.command).await.err();
             }
             match result {
@@ -204,7 +204,8 @@ impl<S: State> Loop<S> {
             Ok(d) => Ok(streaming.then(|| d.command.update.clone())),
             Err(e) => Err(e.to_string()),
         };
-        let cached = task.saved && !handler;
+        let hit = matches!(task.cache_key, Some(CacheLookup::Hit));
+        let cached = (task.saved || hit) && !handler;
         self.note(task.node, task.push, duration, outcome.map(|u| (u, cached)), handler);
     }
 
@@ -387,8 +388,11 @@ impl<S: State> Loop<S> {
             let key = format!("{name}:{user_key}");
             let hit = cache.get(&key).await.map_err(|e| Error::cache(name, self.step, e))?;
             match hit {
-                Some(bytes) => t.job = Job::Ready(self.load_task(&bytes)?),
-                None => t.cache_key = Some(key),
+                Some(bytes) => {
+                    t.job = Job::Ready(self.load_task(&bytes)?);
+                    t.cache_key = Some(CacheLookup::Hit);
+                }
+                None => t.cache_key = Some(CacheLookup::Miss(key)),
             }
         }
         Ok(())
