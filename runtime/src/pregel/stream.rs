@@ -311,6 +311,10 @@ impl<S: State> Sink<S> {
             Box::pin(async move { out.send(Event::Custom { step, node, value }).await })
         })))
     }
+    /// Whether the subgraphs this run's tasks run stream their events here.
+    pub(crate) fn streams_subgraphs(&self) -> bool {
+        self.forward.is_some()
+    }
     /// Where a subgraph run by the task `id` of node `node` in step `step` streams its events,
     /// when this run streams subgraphs.
     pub(crate) fn forward(&self, node: &str, id: &str, step: i64) -> Option<Forward> {

@@ -300,10 +300,12 @@ impl<S: State> Loop<S> {
     fn context(&self, task: &Running, step: i64) -> Context {
         let node = self.g.names[task.node as usize].clone();
         let emitter = self.sink.as_ref().and_then(|s| s.emitter(node.clone(), step));
-        let forward = self.sink.as_ref().and_then(|s| {
-            let id = self.task_id(task.node, task.push);
-            s.forward(&node, &id, step)
-        });
+        // A task id is made only when the run streams subgraphs.
+        let forward = self
+            .sink
+            .as_ref()
+            .filter(|s| s.streams_subgraphs())
+            .and_then(|s| s.forward(&node, &self.task_id(task.node, task.push), step));
         let run = self.persist.as_ref().map(|p| p.info.clone());
         Context {
             node,
