@@ -220,3 +220,26 @@ async fn a_slow_consumer_holds_a_subgraph_back() {
     assert_eq!(rest, 999, "every other event, once the consumer reads on");
     assert_eq!(emitted.load(Ordering::SeqCst), 1_000);
 }
+
+// `writes_json`: the fields an update writes, each as its value, a field written twice as the
+// list of its writes; a reducer's write is its value; the whole state writes every field.
+#[test]
+fn writes_json_gives_each_written_field_its_value() {
+    let twice = SUpdate::default()
+        .log(vec!["a".into()])
+        .log(vec!["b".into()])
+        .topic("t".into());
+    assert_eq!(
+        weir::writes_json(S::FIELDS, &twice),
+        serde_json::json!({"log": [["a"], ["b"]], "topic": "t"})
+    );
+    assert_eq!(weir::writes_json(S::FIELDS, &SUpdate::default()), serde_json::json!({}));
+    let state = S {
+        topic: "t".into(),
+        log: vec!["x".into()],
+    };
+    assert_eq!(
+        weir::writes_json(S::FIELDS, &state.into_update()),
+        serde_json::json!({"log": ["x"], "topic": "t"})
+    );
+}
