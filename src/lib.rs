@@ -99,11 +99,11 @@
 /// ```
 pub use weir_macros::graph;
 pub use weir_runtime::{
-    cache, channel, checkpoint, graph, state, subgraph, AppendMark, BoxError, BuildError, CachePolicy, ChannelKind,
-    CodecError, Command, CompiledGraph, Context, DrainHandle, Durability, Error, Event, FieldInfo, Goto, GraphBuilder,
-    Interrupt, IntoInput, NodeError, NodeHandle, NodeId, NodeRef, Outcome, ParentCommand, PauseKind, Paused,
-    RetryPolicy, RunConfig, RunStream, State, StateEdit, StateSnapshot, Status, StreamMode, TaskSnapshot, Update,
-    Writes, AS_INPUT, END, START,
+    cache, channel, checkpoint, graph, state, subgraph, writes_json, AppendMark, BoxError, BuildError, CachePolicy,
+    ChannelKind, CodecError, Command, CompiledGraph, Context, DrainHandle, Durability, Error, Event, FieldInfo, Goto,
+    GraphBuilder, Interrupt, IntoInput, NodeError, NodeHandle, NodeId, NodeRef, Outcome, ParentCommand, PauseKind,
+    Paused, RetryPolicy, RunConfig, RunStream, State, StateEdit, StateSnapshot, StreamMode, SubgraphEvent,
+    TaskSnapshot, Update, Writes, AS_INPUT, END, START,
 };
 
 /// Derives [`State`](trait@State) for a struct with named fields: each field becomes a channel.

@@ -33,12 +33,13 @@ fn two_nodes(saver: Option<MemorySaver>) -> CompiledGraph<S> {
 fn describe(e: &Event<S>) -> String {
     match e {
         Event::Values { step, state } => format!("values {step} a={} n={}", state.a, state.n),
-        Event::Update { step, node, update } => format!("update {step} {node} {update:?}"),
+        Event::Update { step, node, update, .. } => format!("update {step} {node} {update:?}"),
         Event::TaskStart { step, node, .. } => format!("start {step} {node}"),
         Event::TaskEnd { step, node, error, .. } => format!("end {step} {node} {error:?}"),
         Event::Checkpoint { step, next, source, .. } => format!("checkpoint {step} {source:?} {next:?}"),
         Event::Custom { node, value, .. } => format!("custom {node} {value}"),
         Event::Paused(p) => format!("paused {}", p.len()),
+        Event::Subgraph { ns, event } => format!("subgraph {ns:?} {event:?}"),
     }
 }
 

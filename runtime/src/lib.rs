@@ -8,6 +8,9 @@
 
 pub mod cache;
 pub mod channel;
+// The doc examples' state (`__doc_state!`) names this crate as its users do.
+#[cfg(test)]
+extern crate self as weir_runtime;
 pub mod checkpoint;
 mod error;
 pub mod graph;
@@ -25,10 +28,10 @@ pub use error::{BoxError, BuildError, Error};
 pub use graph::policy::RetryPolicy;
 pub use graph::{
     Command, CompiledGraph, Context, Durability, Goto, GraphBuilder, NodeError, NodeHandle, NodeId, NodeRef,
-    ParentCommand, END, START,
+    ParentCommand, SubgraphEvent, END, START,
 };
 pub use pregel::{
-    subgraph, DrainHandle, Event, IntoInput, Outcome, RunConfig, RunStream, StateEdit, StateSnapshot, Status,
+    subgraph, writes_json, DrainHandle, Event, IntoInput, Outcome, RunConfig, RunStream, StateEdit, StateSnapshot,
     StreamMode, TaskSnapshot, AS_INPUT,
 };
 pub use signal::{Interrupt, PauseKind, Paused};

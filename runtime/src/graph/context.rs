@@ -32,6 +32,8 @@ pub struct Context {
     pub(crate) scratch: Option<Arc<Scratch>>,
     pub(crate) emitter: Option<Emitter>,
     pub(crate) run: Option<Arc<RunInfo>>,
+    /// Where a subgraph this task runs streams its events, when the run streams subgraphs.
+    pub(crate) forward: Option<super::Forward>,
 }
 
 /// Where a checkpointed run's tasks run: what a subgraph needs to save under one. One per run,

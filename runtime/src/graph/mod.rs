@@ -9,6 +9,7 @@ mod builder;
 pub(crate) mod compile;
 mod compiled;
 mod context;
+mod forward;
 pub(crate) mod interrupt;
 mod node;
 pub(crate) mod policy;
@@ -18,6 +19,8 @@ pub use builder::{GraphBuilder, NodeRef, END, START};
 pub use compiled::CompiledGraph;
 pub use context::{Context, Durability};
 pub(crate) use context::{Emitter, RunInfo};
+pub use forward::SubgraphEvent;
+pub(crate) use forward::{Forward, ForwardFn};
 pub use node::{
     AsyncCtxMarker, AsyncFn1, AsyncFn2, AsyncMarker, Command, Goto, IntoGotos, IntoNode, NodeError, NodeFn, NodeHandle,
     NodeId, NodeOutput, Packet, SyncCtxMarker, SyncMarker,

@@ -84,7 +84,7 @@ impl<S: State> CompiledGraph<S> {
         let (tx, rx) = tokio::sync::mpsc::channel(stream::CAPACITY);
         let (g, config) = (self.clone(), config.clone());
         let handle = tokio::spawn(async move {
-            let sink = stream::Sink { tx: tx.clone(), modes };
+            let sink = stream::Sink::new(tx.clone(), modes, config.subgraphs);
             let outcome = drive::drive(&g, start, &config, Some(sink)).await;
             if let Err(e) = &outcome {
                 // The error is the stream's last item, and the outcome's: one error, shared.

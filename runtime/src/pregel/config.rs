@@ -26,6 +26,10 @@ pub struct RunConfig {
     /// The checkpoint namespace: `""` for a graph run on its own; a subgraph's runs are saved
     /// under the namespace of the task that runs them.
     pub ns: String,
+    /// A stream of this run also carries the events of the subgraphs its tasks run, at every
+    /// depth, as [`Event::Subgraph`](crate::Event::Subgraph) (LangGraph's `subgraphs=True`).
+    /// Only streams read it.
+    pub subgraphs: bool,
 }
 
 impl Default for RunConfig {
@@ -39,6 +43,7 @@ impl Default for RunConfig {
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
             ns: String::new(),
+            subgraphs: false,
         }
     }
 }
@@ -79,6 +84,11 @@ impl RunConfig {
     /// Sets the checkpoint namespace (to read a subgraph's state: the namespace of its task).
     pub fn ns(mut self, ns: impl Into<String>) -> Self {
         self.ns = ns.into();
+        self
+    }
+    /// Streams the events of subgraphs too (see [`subgraphs`](Self::subgraphs)).
+    pub fn subgraphs(mut self, on: bool) -> Self {
+        self.subgraphs = on;
         self
     }
     /// Attaches a drain handle.

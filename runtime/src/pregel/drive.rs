@@ -5,9 +5,10 @@
 use super::checkpoints::{keep_question_open, load, save, save_step, settle};
 use super::outcome::Outcome;
 use super::persist::TaskRecord;
+use super::run::Status;
 use super::run::{Loop, StepEnd};
 use super::stream::{announce, fresh_checkpoint, report, Event, Sink, StreamMode};
-use super::{RunConfig, Status};
+use super::RunConfig;
 use crate::checkpoint::Source;
 use crate::error::Error;
 use crate::graph::CompiledGraph;
@@ -148,7 +149,7 @@ async fn supersteps<S: State>(
 ) -> Result<Vec<Paused>, Error> {
     let mut announced = None;
     // A streamed run watches its stream: once dropped, the step under way is cancelled.
-    let watch = run.sink.as_ref().map(|s| s.tx.clone());
+    let watch = run.sink.as_ref().and_then(Sink::watch);
     loop {
         // tick: plan the step from the channels' versions, or learn why there is none. A dropped
         // stream stops the run between two steps, like a drain.
@@ -165,7 +166,6 @@ async fn supersteps<S: State>(
             Status::InterruptBefore => return Ok(run.pauses_before()),
             Status::OutOfSteps => return Err(Error::recursion_limit(config.recursion_limit)),
             Status::Draining => return Err(Error::drained(run.step())),
-            Status::Input | Status::InterruptAfter => unreachable!("tick does not report these"),
         }
         let step = run.step();
         // The stream's and the checkpointer's phases are awaited only when the run has them: an
@@ -194,12 +194,12 @@ async fn supersteps<S: State>(
         };
         let finished = match end {
             Ok(StepEnd::Ran(finished)) => finished,
-            Ok(StepEnd::Paused(pauses)) => {
-                report(run, step, false).await;
+            Ok(StepEnd::Paused(pauses, values)) => {
+                report(run, step, values).await;
                 return Ok(pauses);
             }
             Err(e) => {
-                report(run, step, false).await;
+                report(run, step, None).await;
                 return Err(e);
             }
         };
@@ -209,7 +209,8 @@ async fn supersteps<S: State>(
 
         // stream events: each task's end and update, then the state after the step.
         if run.sink.is_some() {
-            report(run, step, applied.is_ok()).await;
+            let values = applied.is_ok().then(|| run.shared_state());
+            report(run, step, values).await;
         }
         applied?;
 

@@ -26,7 +26,6 @@ mod writer;
 pub use config::{DrainHandle, IntoInput, RunConfig};
 pub use edit::{StateEdit, AS_INPUT};
 pub use outcome::Outcome;
-pub use run::Status;
 pub use snapshot::{StateSnapshot, TaskSnapshot};
-pub use stream::{Event, RunStream, StreamMode};
+pub use stream::{writes_json, Event, RunStream, StreamMode};
 pub use subgraph::subgraph;

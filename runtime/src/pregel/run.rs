@@ -4,6 +4,8 @@
 mod apply;
 mod pauses;
 mod step;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use step::StepEnd;
 
@@ -22,11 +24,13 @@ use crate::graph::{Command, Goto, Packet};
 use crate::state::{FieldError, State, Update};
 use std::sync::Arc;
 
-/// Where a run stands (LangGraph's `PregelLoop.status`).
+/// What `tick` found: a step to run, or why the run stops before one (LangGraph's
+/// `PregelLoop.status`, less the two it never reports: `input` is the run's start, and a stop
+/// after a node is seen after the step, by `interrupt_after`). Users see it as the run's outcome
+/// or error: [`Outcome::Done`](crate::Outcome::Done), a pause of kind
+/// [`PauseKind::Before`](crate::PauseKind::Before), [`Error::is_recursion_limit`](crate::Error::is_recursion_limit), a drained run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    /// The input has not been applied yet.
-    Input,
+pub(crate) enum Status {
     /// A step is planned and about to run.
     Pending,
     /// No task is left: the run is over.
@@ -35,8 +39,6 @@ pub enum Status {
     Draining,
     /// A static interrupt before a node.
     InterruptBefore,
-    /// A static interrupt after a node.
-    InterruptAfter,
     /// The recursion limit was reached.
     OutOfSteps,
 }
@@ -64,7 +66,6 @@ pub(crate) struct Loop<S: State> {
     pub(crate) input: Option<S::Update>,
     drain: Option<DrainHandle>,
     pub(crate) tasks: Vec<Task<S>>,
-    status: Status,
     /// The run's link to its checkpointer, when the graph has one.
     pub(crate) persist: Option<Persist>,
     /// Where a streamed run sends its events, and what each task of the last step did.
@@ -138,7 +139,6 @@ impl<S: State> Loop<S> {
             input: None,
             drain: config.drain.clone(),
             tasks: Vec::new(),
-            status: Status::Input,
             persist,
             sink: None,
             report: Vec::new(),
@@ -295,18 +295,16 @@ impl<S: State> Loop<S> {
             }
         }
         self.step += 1;
-        self.status = Status::Pending;
         Ok(())
     }
 
     /// Plans the next step. Returns [`Status::Pending`] when there are tasks to run.
     pub(crate) fn tick(&mut self) -> Result<Status, Error> {
         if self.step > self.stop {
-            self.status = Status::OutOfSteps;
-            return Ok(self.status);
+            return Ok(Status::OutOfSteps);
         }
         self.prepare_tasks()?;
-        self.status = if self.tasks.is_empty() {
+        Ok(if self.tasks.is_empty() {
             Status::Done
         } else if self.drain.as_ref().is_some_and(DrainHandle::is_requested) {
             Status::Draining
@@ -314,8 +312,7 @@ impl<S: State> Loop<S> {
             Status::InterruptBefore
         } else {
             Status::Pending
-        };
-        Ok(self.status)
+        })
     }
 
     /// LangGraph's `prepare_next_tasks`: pull tasks of the nodes whose triggers have a version

@@ -6,7 +6,7 @@ use super::outcome::Outcome;
 use super::run::Loop;
 use crate::checkpoint::Source;
 use crate::error::Error;
-use crate::graph::Emitter;
+use crate::graph::{Emitter, Forward, ForwardFn, SubgraphEvent};
 use crate::signal::Paused;
 use crate::state::State;
 use futures::Stream;
@@ -16,6 +16,9 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 use tokio::sync::mpsc;
+
+mod json;
+pub use json::writes_json;
 
 /// What a stream reports (LangGraph's `stream_mode`s). Combine them with `|`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -48,7 +51,8 @@ impl std::ops::BitOr for StreamMode {
     }
 }
 
-/// One event of a streamed run.
+/// One event of a streamed run. Their order within a step, and the LangGraph event each one is,
+/// are in `docs/streaming.md`.
 pub enum Event<S: State> {
     /// The state after step `step`.
     Values {
@@ -57,7 +61,8 @@ pub enum Event<S: State> {
         /// The whole state (shared: cloning the event is cheap).
         state: Arc<S>,
     },
-    /// What node `node` wrote in step `step`.
+    /// What node `node` wrote in step `step`. An error handler's update is reported under the
+    /// handler's name, `__error_handler__<node>` (LangGraph's).
     Update {
         /// The step.
         step: i64,
@@ -65,8 +70,14 @@ pub enum Event<S: State> {
         node: String,
         /// Its update.
         update: S::Update,
+        /// The task did not run: its writes were saved by the step's earlier, incomplete run (a
+        /// pause or a failure) and are replayed, or come from the node cache. Cached updates
+        /// come first in their step, with no task end (LangGraph's
+        /// `"__metadata__": {"cached": true}`).
+        cached: bool,
     },
-    /// A task started.
+    /// A task started. A task whose writes were saved by the step's earlier run does not start
+    /// again, and an error handler has no start of its own (as in LangGraph).
     TaskStart {
         /// The step.
         step: i64,
@@ -75,7 +86,8 @@ pub enum Event<S: State> {
         /// Its node.
         node: String,
     },
-    /// A task ended.
+    /// A task ended: a node's task, or an error handler's, which follows the failed task's end
+    /// (its `error` is the failure handled) as a task of its own, id `<task id>:error_handler`.
     TaskEnd {
         /// The step.
         step: i64,
@@ -110,6 +122,28 @@ pub enum Event<S: State> {
     },
     /// The run paused; resume the thread to go on. The last event of its stream.
     Paused(Vec<Paused>),
+    /// An event of a subgraph run by a task of this run (or of a subgraph of it), when the run
+    /// streams subgraphs ([`RunConfig::subgraphs`](crate::RunConfig::subgraphs)); it comes as it
+    /// happens, before the update of the task that runs the subgraph.
+    Subgraph {
+        /// Where it comes from: one segment per level, `<node>:<task id>:<step>` of the task that
+        /// runs the subgraph (LangGraph's `("<node>:<task id>",)`); `<task id>:<step>` is that
+        /// level's segment of the subgraph's checkpoint namespace.
+        ns: Vec<String>,
+        /// The event.
+        event: SubgraphEvent,
+    },
+}
+
+impl<S: State> Event<S> {
+    /// The namespace of the graph the event comes from: empty for the run's own graph, one
+    /// segment per subgraph level for a [`Subgraph`](Self::Subgraph) event.
+    pub fn ns(&self) -> &[String] {
+        match self {
+            Self::Subgraph { ns, .. } => ns,
+            _ => &[],
+        }
+    }
 }
 
 impl<S: State> fmt::Debug for Event<S> {
@@ -120,11 +154,17 @@ impl<S: State> fmt::Debug for Event<S> {
                 .field("step", step)
                 .field("state", state)
                 .finish(),
-            Self::Update { step, node, update } => f
+            Self::Update {
+                step,
+                node,
+                update,
+                cached,
+            } => f
                 .debug_struct("Update")
                 .field("step", step)
                 .field("node", node)
                 .field("update", update)
+                .field("cached", cached)
                 .finish(),
             Self::TaskStart { step, id, node } => f
                 .debug_struct("TaskStart")
@@ -160,41 +200,135 @@ impl<S: State> fmt::Debug for Event<S> {
                 .field("value", value)
                 .finish(),
             Self::Paused(p) => f.debug_tuple("Paused").field(p).finish(),
+            Self::Subgraph { ns, event } => f
+                .debug_struct("Subgraph")
+                .field("ns", ns)
+                .field("event", event)
+                .finish(),
         }
     }
 }
 
 pub(crate) type Item<S> = Result<Event<S>, Error>;
 
-/// Where a streamed run sends its events.
+/// Where a streamed run sends its events: the stream's channel, or, for a subgraph's run, the
+/// stream of the run that called it.
 pub(crate) struct Sink<S: State> {
-    pub(crate) tx: mpsc::Sender<Item<S>>,
+    out: Out<S>,
     pub(crate) modes: StreamMode,
+    /// Subgraphs' events go to the root stream too: how its tasks send them there.
+    forward: Option<ForwardFn>,
+}
+
+enum Out<S: State> {
+    /// The root run's stream.
+    Root(mpsc::Sender<Item<S>>),
+    /// A subgraph's run: its events go, as JSON and under its namespace, to the root stream.
+    Forward(Forward, Arc<[crate::state::FieldInfo]>),
+}
+
+impl<S: State> Clone for Out<S> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Root(tx) => Self::Root(tx.clone()),
+            Self::Forward(f, fields) => Self::Forward(f.clone(), fields.clone()),
+        }
+    }
+}
+
+impl<S: State> Out<S> {
+    /// Sends `event`, waiting while the consumer is behind; `false` once the stream was dropped.
+    async fn send(&self, event: Event<S>) -> bool {
+        match self {
+            Self::Root(tx) => tx.send(Ok(event)).await.is_ok(),
+            Self::Forward(f, fields) => match json::erase(event, fields) {
+                Some(e) => (f.send)(f.ns.to_vec(), e).await,
+                // A subgraph's pause is its caller's: the caller reports it.
+                None => true,
+            },
+        }
+    }
 }
 
 impl<S: State> Sink<S> {
+    /// The sink of a root run streaming `modes` into `tx` (and its subgraphs' events when
+    /// `subgraphs`).
+    pub(crate) fn new(tx: mpsc::Sender<Item<S>>, modes: StreamMode, subgraphs: bool) -> Self {
+        let forward = subgraphs.then(|| {
+            let tx = tx.clone();
+            let send: ForwardFn = Arc::new(move |ns, event| {
+                let tx = tx.clone();
+                Box::pin(async move { tx.send(Ok(Event::Subgraph { ns, event })).await.is_ok() })
+            });
+            send
+        });
+        Self {
+            out: Out::Root(tx),
+            modes,
+            forward,
+        }
+    }
+    /// The sink of a subgraph's run, forwarding to its caller's stream (`fields`: the
+    /// subgraph's state fields, to write its updates as JSON).
+    pub(crate) fn forwarding(to: Forward, fields: Arc<[crate::state::FieldInfo]>) -> Self {
+        Self {
+            modes: StreamMode(to.modes),
+            forward: Some(to.send.clone()),
+            out: Out::Forward(to, fields),
+        }
+    }
     pub(crate) fn wants(&self, mode: StreamMode) -> bool {
         self.modes.contains(mode)
     }
     /// Sends an event, waiting while the consumer is behind. Returns `false` once the stream
     /// was dropped.
     pub(crate) async fn send(&self, event: Event<S>) -> bool {
-        self.tx.send(Ok(event)).await.is_ok()
+        self.out.send(event).await
     }
     pub(crate) fn is_closed(&self) -> bool {
-        self.tx.is_closed()
+        match &self.out {
+            Out::Root(tx) => tx.is_closed(),
+            // A subgraph's run stops with its caller's task, whose step the dropped stream drops.
+            Out::Forward(..) => false,
+        }
+    }
+    /// The root stream's channel, to watch for the stream being dropped.
+    pub(crate) fn watch(&self) -> Option<mpsc::Sender<Item<S>>> {
+        match &self.out {
+            Out::Root(tx) => Some(tx.clone()),
+            Out::Forward(..) => None,
+        }
     }
     /// The emitter nodes of step `step` get through their context.
     pub(crate) fn emitter(&self, node: Arc<str>, step: i64) -> Option<Emitter> {
         if !self.wants(StreamMode::CUSTOM) {
             return None;
         }
-        let tx = self.tx.clone();
+        let out = self.out.clone();
         Some(Emitter(Arc::new(move |value| {
-            let tx = tx.clone();
+            let out = out.clone();
             let node = node.to_string();
-            Box::pin(async move { tx.send(Ok(Event::Custom { step, node, value })).await.is_ok() })
+            Box::pin(async move { out.send(Event::Custom { step, node, value }).await })
         })))
+    }
+    /// Whether the subgraphs this run's tasks run stream their events here.
+    pub(crate) fn streams_subgraphs(&self) -> bool {
+        self.forward.is_some()
+    }
+    /// Where a subgraph run by the task `id` of node `node` in step `step` streams its events,
+    /// when this run streams subgraphs.
+    pub(crate) fn forward(&self, node: &str, id: &str, step: i64) -> Option<Forward> {
+        let send = self.forward.clone()?;
+        let segment = format!("{node}:{id}:{step}");
+        let ns = match &self.out {
+            Out::Root(_) => vec![segment],
+            Out::Forward(f, _) => f.ns.iter().cloned().chain([segment]).collect(),
+        };
+        Some(Forward {
+            send,
+            ns: ns.into(),
+            modes: self.modes.0,
+        })
     }
 }
 
@@ -243,36 +377,47 @@ impl<S: State> Stream for RunStream<S> {
 /// The capacity of a stream's channel: how far a run may get ahead of its consumer.
 pub(crate) const CAPACITY: usize = 64;
 
-/// Sends the events of the step just run: each task's end and update, then the values.
-pub(crate) async fn report<S: State>(run: &mut Loop<S>, step: i64, values: bool) {
+/// Sends the events of the step just run: the updates replayed from saved writes first (cached),
+/// then each task's update and end in task order (an error handler's after its node's end), then
+/// the values (`values`: the state after the step, or a paused step's state with the finished
+/// tasks' writes applied).
+pub(crate) async fn report<S: State>(run: &mut Loop<S>, step: i64, values: Option<Arc<S>>) {
     let Some(sink) = &run.sink else { return };
-    for r in std::mem::take(&mut run.report) {
+    let mut reports = std::mem::take(&mut run.report);
+    // Stable: the cached ones first, each group in task order.
+    reports.sort_by_key(|r| !r.cached);
+    for r in reports {
         if Some(r.node) == run.g.start {
             continue;
         }
-        let node = run.g.node_name(r.node);
+        let (mut node, mut id) = (run.g.node_name(r.node), run.task_id(r.node, r.push));
+        if r.handler {
+            node = format!("__error_handler__{node}");
+            id.push_str(":error_handler");
+        }
         if let Some(update) = r.update {
+            let (node, cached) = (node.clone(), r.cached);
             sink.send(Event::Update {
                 step,
-                node: node.clone(),
+                node,
                 update,
+                cached,
             })
             .await;
         }
-        if sink.wants(StreamMode::TASKS) {
-            let id = run.task_id(r.node, r.push);
+        if sink.wants(StreamMode::TASKS) && !r.cached {
+            let (duration, error) = (r.duration, r.error);
             sink.send(Event::TaskEnd {
                 step,
                 id,
                 node,
-                duration: r.duration,
-                error: r.error,
+                duration,
+                error,
             })
             .await;
         }
     }
-    if values && sink.wants(StreamMode::VALUES) {
-        let state = run.shared_state();
+    if let (Some(state), true) = (values, sink.wants(StreamMode::VALUES)) {
         sink.send(Event::Values { step, state }).await;
     }
 }
@@ -285,7 +430,7 @@ pub(crate) async fn announce<S: State>(run: &Loop<S>, checkpoint: Option<(String
         sink.send(Event::Checkpoint { step, id, source, next }).await;
     }
     if sink.wants(StreamMode::TASKS) {
-        for t in run.tasks.iter().filter(|t| Some(t.node) != run.g.start) {
+        for t in run.tasks.iter().filter(|t| Some(t.node) != run.g.start && !t.saved) {
             let (id, node) = (run.task_id(t.node, t.push), run.g.node_name(t.node));
             sink.send(Event::TaskStart {
                 step: run.step(),

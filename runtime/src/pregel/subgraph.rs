@@ -1,5 +1,7 @@
 //! Subgraphs: a compiled graph used as a node of another.
 
+use super::drive::{drive, Start};
+use super::stream::Sink;
 use super::{Outcome, RunConfig};
 use crate::error::{BoxError, Error};
 use crate::graph::{Command, Goto, GraphBuilder, NodeHandle};
@@ -86,7 +88,7 @@ fn parent_command<S: State>(e: BoxError) -> Result<Command<S>, BoxError> {
 async fn run_sub<T: State>(sub: &CompiledGraph<T>, input: T::Update, ctx: &Context) -> Result<Outcome<T>, BoxError> {
     let Some(run) = &ctx.run else {
         // The parent is not checkpointed: a plain run.
-        return Ok(sub.run(input, &RunConfig::default()).await?);
+        return Ok(go(sub, Start::Input(input), &RunConfig::default(), ctx).await?);
     };
     let sub = sub.with_parent_checkpointer(run.checkpointer.clone());
     let task = super::persist::task_id(&ctx.node, ctx.push);
@@ -105,12 +107,27 @@ async fn run_sub<T: State>(sub: &CompiledGraph<T>, input: T::Update, ctx: &Conte
         if let Some(pause) = snapshot.pauses.first() {
             // The parent was answered: the answer goes to the subgraph's paused node.
             let answer: serde_json::Value = ctx.interrupt(pause.question.clone())?;
-            return Ok(sub.resume_with(answer, &config).await?);
+            return Ok(go(&sub, Start::Resume(vec![(None, answer)]), &config, ctx).await?);
         }
         if !snapshot.next.is_empty() {
             // A run of this task that stopped half way (a failure): go on from there.
-            return Ok(sub.resume(&config).await?);
+            return Ok(go(&sub, Start::Resume(Vec::new()), &config, ctx).await?);
         }
     }
-    Ok(sub.run(input, &config).await?)
+    Ok(go(&sub, Start::Input(input), &config, ctx).await?)
+}
+
+/// Drives the subgraph's run, its events streamed to the caller's stream when it streams
+/// subgraphs.
+async fn go<T: State>(
+    sub: &CompiledGraph<T>,
+    start: Start<T>,
+    config: &RunConfig,
+    ctx: &Context,
+) -> Result<Outcome<T>, Error> {
+    let sink = ctx
+        .forward
+        .clone()
+        .map(|to| Sink::forwarding(to, sub.inner.fields.clone().into()));
+    drive(sub, start, config, sink).await
 }

@@ -19,8 +19,16 @@ pub(crate) struct Task<S: State> {
     /// The node failed in a step that did not complete, and has an error handler: the handler
     /// runs, not the node again.
     pub(crate) failed: Option<String>,
-    /// The task's key in the node cache, when the node is cacheable and missed.
-    pub(crate) cache_key: Option<String>,
+    /// What the node cache had for the task, when the node is cacheable.
+    pub(crate) cache_key: Option<CacheLookup>,
+}
+
+/// What the node cache had for a task.
+pub(crate) enum CacheLookup {
+    /// Nothing: the key to store the task's writes under once it succeeds.
+    Miss(String),
+    /// The task's writes: it does not run, and a stream reports its update as cached.
+    Hit,
 }
 
 /// A finished task: its command, and whether its routers already ran.
@@ -40,6 +48,10 @@ pub(crate) struct TaskReport<S: State> {
     pub(crate) duration: Duration,
     pub(crate) error: Option<String>,
     pub(crate) update: Option<S::Update>,
+    /// The writes were saved by a step that did not complete: reported first, as cached.
+    pub(crate) cached: bool,
+    /// The report is of the node's error handler, run on the node's failure.
+    pub(crate) handler: bool,
 }
 
 /// What the loop keeps of a task while its job runs: who it is, and how to take its writes.
@@ -50,8 +62,8 @@ pub(crate) struct Running {
     pub(crate) saved: bool,
     /// Its interrupts: answers given, the question asked.
     pub(crate) scratch: Option<Arc<Scratch>>,
-    /// Its key in the node cache, when the node is cacheable and missed.
-    pub(crate) cache_key: Option<String>,
+    /// What the node cache had for it, when the node is cacheable.
+    pub(crate) cache_key: Option<CacheLookup>,
 }
 
 impl<S: State> Task<S> {

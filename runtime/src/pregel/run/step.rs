@@ -5,7 +5,7 @@
 use super::super::executor::{panic_message, run_job, Failure, Job, TaskInput, TaskOutput};
 use super::super::persist::{ERROR, INTERRUPT, RESUME, WRITES};
 use super::super::stream::StreamMode;
-use super::super::task::{Finished, Running, Task, TaskReport, TaskResult};
+use super::super::task::{CacheLookup, Finished, Running, Task, TaskReport, TaskResult};
 use super::{field_error, Loop};
 use crate::error::Error;
 use crate::graph::Context;
@@ -14,6 +14,7 @@ use crate::signal::{PauseKind, Paused};
 use crate::state::{State, Update};
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::Instrument;
 
@@ -21,8 +22,9 @@ use tracing::Instrument;
 pub(crate) enum StepEnd<S: State> {
     /// Every task finished: their writes, for `after_tick`; [`Loop::writers`] names the nodes.
     Ran(Vec<Finished<S>>),
-    /// Nodes paused: nothing was applied; the step runs again on resume.
-    Paused(Vec<Paused>),
+    /// Nodes paused: nothing was applied; the step runs again on resume. With the pauses, the
+    /// state with the finished tasks' writes applied, when a stream wants it and some finished.
+    Paused(Vec<Paused>, Option<Arc<S>>),
 }
 
 /// A task that paused: its node, push index, question, and the answers it had.
@@ -102,7 +104,7 @@ impl<S: State> Loop<S> {
             return Err(e);
         }
         if !paused.is_empty() {
-            return Ok(StepEnd::Paused(self.pauses_of(paused)));
+            return Ok(StepEnd::Paused(self.pauses_of(paused), self.pending_values(&done)));
         }
         self.writers.clear();
         self.writers.extend(done.iter().map(|d| d.node));
@@ -147,7 +149,6 @@ impl<S: State> Loop<S> {
         taken.done.reserve(results.len());
         taken.unsaved.clear();
         self.report.clear();
-        let streaming = self.sink.as_ref().is_some_and(|s| s.wants(StreamMode::UPDATES));
         for TaskResult { task, output } in results.drain(..) {
             let (node, push) = (task.node, task.push);
             if let Some((question, answers)) = task.scratch.as_ref().and_then(|s| s.paused()) {
@@ -155,28 +156,25 @@ impl<S: State> Loop<S> {
                 continue;
             }
             let result = self.finish_task(node, push.is_none(), output.result);
-            let result = match (result, &self.g.nodes[node as usize].handler) {
-                (Err(e), Some(handler)) if e.node_name().is_some() && !e.is_invalid_update() => {
-                    self.handle(node, push.is_none(), e, handler)
+            let has_handler = self.g.nodes[node as usize].handler.is_some();
+            let result = match result {
+                Err(e) if has_handler && e.node_name().is_some() && !e.is_invalid_update() => {
+                    let handler = self.g.nodes[node as usize].handler.clone().expect("a handler");
+                    // The failed task is reported with its error, the handler as a task of its own.
+                    self.note(node, push, output.duration, Err(e.to_string()), false);
+                    let started = self.times_tasks().then(Instant::now);
+                    let handled = self.handle(node, push.is_none(), e, &handler);
+                    let took = started.map_or(Duration::ZERO, |s| s.elapsed());
+                    self.note_result(&task, took, &handled, true);
+                    handled
                 }
-                (r, _) => r,
+                r => {
+                    self.note_result(&task, output.duration, &r, false);
+                    r
+                }
             };
-            if let (Ok(d), Some(key), None) = (&result, &task.cache_key, &taken.cache_failure) {
+            if let (Ok(d), Some(CacheLookup::Miss(key)), None) = (&result, &task.cache_key, &taken.cache_failure) {
                 taken.cache_failure = self.store_in_cache(node, key, &d.command).await.err();
-            }
-            let (update, error) = match &result {
-                Ok(d) => (streaming.then(|| d.command.update.clone()), None),
-                Err(e) => (None, Some(e.to_string())),
-            };
-            if self.sink.is_some() {
-                let duration = output.duration;
-                self.report.push(TaskReport {
-                    node,
-                    push,
-                    duration,
-                    error,
-                    update,
-                });
             }
             match result {
                 Ok(d) => {
@@ -194,6 +192,64 @@ impl<S: State> Loop<S> {
             }
         }
         Ok(taken)
+    }
+
+    /// Notes what a stream reports of `task`'s result (of its node, or of its error handler).
+    fn note_result(&mut self, task: &Running, duration: Duration, result: &Result<Finished<S>, Error>, handler: bool) {
+        if self.sink.is_none() {
+            return;
+        }
+        let streaming = self.sink.as_ref().is_some_and(|s| s.wants(StreamMode::UPDATES));
+        let outcome = match result {
+            Ok(d) => Ok(streaming.then(|| d.command.update.clone())),
+            Err(e) => Err(e.to_string()),
+        };
+        let hit = matches!(task.cache_key, Some(CacheLookup::Hit));
+        let cached = (task.saved || hit) && !handler;
+        self.note(task.node, task.push, duration, outcome.map(|u| (u, cached)), handler);
+    }
+
+    /// Notes what a stream reports of one task: its update (and whether it was cached), or its error.
+    fn note(
+        &mut self,
+        node: u32,
+        push: Option<usize>,
+        duration: Duration,
+        outcome: Result<(Option<S::Update>, bool), String>,
+        handler: bool,
+    ) {
+        if self.sink.is_none() {
+            return;
+        }
+        let (update, cached, error) = match outcome {
+            Ok((update, cached)) => (update, cached, None),
+            Err(e) => (None, false, Some(e)),
+        };
+        self.report.push(TaskReport {
+            node,
+            push,
+            duration,
+            error,
+            update,
+            cached,
+            handler,
+        });
+    }
+
+    /// The state with the writes of a paused step's finished tasks applied (LangGraph streams it
+    /// before the interrupt), when a stream wants values and some task finished. Writes that do
+    /// not apply send nothing here: the resumed step reports their error.
+    fn pending_values(&self, done: &[Finished<S>]) -> Option<Arc<S>> {
+        let wanted = self.sink.as_ref().is_some_and(|s| s.wants(StreamMode::VALUES));
+        if !wanted || done.is_empty() {
+            return None;
+        }
+        let mut state = (*self.state).clone();
+        let mut channels = self.channels.clone();
+        let mut updates: Vec<S::Update> = done.iter().map(|d| d.command.update.clone()).collect();
+        let mut changed = vec![false; self.g.n_fields()];
+        state.apply(&mut channels, &mut updates, false, &mut changed).ok()?;
+        Some(Arc::new(state))
     }
 
     /// A step that did not complete keeps the writes of the tasks that succeeded, so a resume
@@ -244,6 +300,12 @@ impl<S: State> Loop<S> {
     fn context(&self, task: &Running, step: i64) -> Context {
         let node = self.g.names[task.node as usize].clone();
         let emitter = self.sink.as_ref().and_then(|s| s.emitter(node.clone(), step));
+        // A task id is made only when the run streams subgraphs.
+        let forward = self
+            .sink
+            .as_ref()
+            .filter(|s| s.streams_subgraphs())
+            .and_then(|s| s.forward(&node, &self.task_id(task.node, task.push), step));
         let run = self.persist.as_ref().map(|p| p.info.clone());
         Context {
             node,
@@ -252,6 +314,7 @@ impl<S: State> Loop<S> {
             scratch: task.scratch.clone(),
             emitter,
             run,
+            forward,
         }
     }
 
@@ -327,8 +390,11 @@ impl<S: State> Loop<S> {
             let key = format!("{name}:{user_key}");
             let hit = cache.get(&key).await.map_err(|e| Error::cache(name, self.step, e))?;
             match hit {
-                Some(bytes) => t.job = Job::Ready(self.load_task(&bytes)?),
-                None => t.cache_key = Some(key),
+                Some(bytes) => {
+                    t.job = Job::Ready(self.load_task(&bytes)?);
+                    t.cache_key = Some(CacheLookup::Hit);
+                }
+                None => t.cache_key = Some(CacheLookup::Miss(key)),
             }
         }
         Ok(())
