@@ -249,6 +249,8 @@ impl<S: State> Loop<S> {
             node,
             push: task.push,
             step,
+            stop: self.stop,
+            limit: usize::try_from(self.limit).unwrap_or(usize::MAX),
             scratch: task.scratch.clone(),
             emitter,
             run,
