@@ -31,7 +31,8 @@ pub struct LoadOptions {
     /// How many times a node may run in one run, for nodes (and flows) that do not say.
     pub max_steps: u32,
     /// Where runs keep their checkpoints, by thread. Without one, a flow runs to the end in one
-    /// go and an `output` node that asks for a choice fails the run.
+    /// go and an `output` node that asks for a choice or an acknowledgement fails the run,
+    /// before its message is sent.
     pub checkpointer: Option<Arc<dyn Checkpointer>>,
     /// The most steps a run may take, instead of the seed's formula (see
     /// [`Flow::recursion_limit`]). `weir run --recursion-limit` sets it.
@@ -143,8 +144,10 @@ impl Flow {
     }
 
     /// The recursion limit of a run: the most steps it may take. Unless
-    /// [`LoadOptions::recursion_limit`] sets it, the seed's max((nodes − ends − 1) × max_steps,
-    /// 1) + ends + 1. A run that reaches it fails with [`RunError::is_recursion_limit`].
+    /// [`LoadOptions::recursion_limit`] sets it, the seed's
+    /// max((nodes − ends − 1) × max_steps, 1) + ends + 1, where nodes counts the hidden node
+    /// asking each pausing `output`'s question (seed 003's fake output node). A run that
+    /// reaches it fails with [`RunError::is_recursion_limit`].
     ///
     /// [`RunError::is_recursion_limit`]: crate::RunError::is_recursion_limit
     pub fn recursion_limit(&self) -> usize {
@@ -265,7 +268,9 @@ impl<'a> Loader<'a> {
                     .collect(),
             )
         })?;
-        let n = nodes.len();
+        // The hidden node asking each pausing output's question is a node of the graph, as the
+        // seed's fake output nodes are: it runs once each time its output does.
+        let n = nodes.len() + asking_nodes(&nodes).1.len();
         let ends = nodes.iter().filter(|n| matches!(n.imp.role, Role::End)).count();
         let max_steps = nodes.iter().map(|n| n.max_steps as usize).max().unwrap_or(1);
         let recursion_limit = self

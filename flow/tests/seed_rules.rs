@@ -171,6 +171,9 @@ fn recursion_limit_follows_the_seed_formula() {
     // One start and one end: max(0 * 10, 1) + 2 = 3.
     let tiny = load(json!({"nodes": [node("s", "start"), node("e", "end")], "edges": [edge("1", "s", "e")]}));
     assert_eq!(tiny.recursion_limit(), 3);
+    // An output that asks has a hidden node after it, as the seed's fake output node:
+    // 5 nodes + 1, 1 end: max((6 - 1 - 1) * 10, 1) + 1 + 1 = 42.
+    assert_eq!(load(approval_flow()).recursion_limit(), 42);
 }
 
 #[tokio::test]
