@@ -240,6 +240,8 @@ struct OutputData {
     to: Option<String>,
     #[serde(default)]
     choices: Vec<ChoiceData>,
+    #[serde(default)]
+    pause: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -251,8 +253,10 @@ struct ChoiceData {
 
 /// `output`: `{"message": "Refund {{ amount }} to {{ customer }}?", "to": "transcript",
 /// "choices": [{"id": "approve", "label": "Approve"}, {"id": "reject"}]}`. Emits the rendered
-/// message (and appends it to the `to` field, when given). With choices, the run pauses for a
-/// person's choice and follows the edges whose `sourceHandle` is the chosen id.
+/// message (and writes it to the `to` field, when given). With choices, the run then pauses for
+/// a person's choice (seed 003: the message is out and its write applied before the question is
+/// asked) and follows the edges whose `sourceHandle` is the chosen id. Without choices,
+/// `"pause": true` pauses the same way for an acknowledgement, then follows the plain edges.
 fn output(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
     let d: OutputData = parse(data)?;
     let mut env = minijinja::Environment::new();
@@ -279,10 +283,17 @@ fn output(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
         }
         handles.push((c.id.clone(), format!(".choices[{i}]")));
     }
+    if d.pause == Some(false) && !d.choices.is_empty() {
+        errors.push(DataError::new(
+            ".pause",
+            "an output with choices always pauses for the choice; remove `pause` or set it to true",
+        ));
+    }
     if !errors.is_empty() {
         return Err(errors);
     }
     let message = Arc::new(Message {
+        asks: !d.choices.is_empty() || d.pause == Some(true),
         env,
         to: d.to,
         choices: d

@@ -144,13 +144,21 @@ impl RunError {
             .map(|p| Box::new(crate::event::Pause::from_runtime(p)));
         // The runtime's message names its own `RunConfig`, which a flow's user never sees.
         let recursion_limit = e.is_recursion_limit().then_some(limit);
-        let message = match recursion_limit {
+        let mut message = match recursion_limit {
             Some(limit) => recursion_message(limit, "with `LoadOptions::recursion_limit`"),
             None => e.to_string(),
         };
+        let node = e.node_name().map(|n| {
+            // A pausing output's asking node is the output, to the flow's user.
+            let id = crate::node::flow_node(n);
+            if id != n {
+                message = message.replace(&format!("`{n}`"), &format!("`{id}`"));
+            }
+            id.to_owned()
+        });
         Self {
             message,
-            node: e.node_name().map(str::to_owned),
+            node,
             recursion_limit,
             pause,
             source: Some(Box::new(e)),

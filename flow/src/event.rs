@@ -1,7 +1,7 @@
 //! What a flow run reports: its events, the pauses of its `output` nodes, how it ended, and a
 //! thread's checkpoints as snapshots.
 
-use crate::node::Fields;
+use crate::node::{flow_node, Fields};
 use crate::state::FlowState;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -43,20 +43,26 @@ pub struct ChoiceOption {
     pub label: String,
 }
 
-/// A run stopped at an `output` node that asks a person to choose.
+/// A run stopped after an `output` node that asks a person to choose (or, with no choices, to
+/// acknowledge its message): the node ran, its message is out, and the run waits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Pause {
     /// The node's id.
     pub node: String,
-    /// The question: the node's rendered message.
+    /// The question: the node's rendered message, as it was sent.
     pub question: String,
-    /// The choices.
+    /// The choices; none when the node asks for an acknowledgement only.
     pub choices: Vec<ChoiceOption>,
 }
 
 impl fmt::Display for Pause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "node `{}` asks for a choice: {}", self.node, self.question)
+        let what = if self.choices.is_empty() {
+            "an acknowledgement"
+        } else {
+            "a choice"
+        };
+        write!(f, "node `{}` asks for {what}: {}", self.node, self.question)
     }
 }
 
@@ -73,7 +79,7 @@ impl Pause {
     pub(crate) fn from_runtime(p: &weir_runtime::Paused) -> Self {
         let q: Option<Question> = p.question().ok();
         Self {
-            node: p.node.clone(),
+            node: flow_node(&p.node).to_owned(),
             question: q.as_ref().map_or_else(String::new, |q| q.question.clone()),
             choices: q.map(|q| q.choices).unwrap_or_default(),
         }
@@ -136,11 +142,11 @@ impl Snapshot {
     pub(crate) fn from_runtime(s: weir_runtime::StateSnapshot<FlowState>) -> Self {
         Self {
             values: s.values.to_json(),
-            next: s.next,
+            next: s.next.iter().map(|n| flow_node(n).to_owned()).collect(),
             pauses: s.pauses.iter().map(Pause::from_runtime).collect(),
             checkpoint_id: s.checkpoint_id,
             step: s.step,
-            writes: s.writes,
+            writes: s.writes.iter().map(|n| flow_node(n).to_owned()).collect(),
             created_at: s.created_at,
         }
     }

@@ -45,7 +45,11 @@ pub struct NodeSpec {
     #[schemars(length(min = 1))]
     pub kind: String,
     /// The type's settings; each type reads its own shape. `max_steps` (a positive integer) is
-    /// read for every type.
+    /// read for every type. An `output` reads `message` (a template), `to` (the field the
+    /// message is also written to), `choices` (`[{"id", "label"}]`: the run pauses after the
+    /// message is sent and follows the edges whose `sourceHandle` is the chosen id) and `pause`
+    /// (`true` without choices: the run pauses after the message is sent until it is
+    /// acknowledged, by a resume without a choice; an output with choices always pauses).
     #[serde(default)]
     pub data: Map<String, Value>,
 }

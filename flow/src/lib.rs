@@ -32,6 +32,18 @@
 //! assert_eq!(out.get("verdict"), Some(&json!("ok")));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # A person in the loop
+//!
+//! An `output` node with `choices` (or with `"pause": true`) asks a person, as seed 003 does:
+//! the node runs first — its message is sent as an [`Event::Message`] and written to its `to`
+//! field — and only then does the run pause, at a hidden node after it (`<id>#ask`, reported
+//! as the output's own id). [`Flow::resume`] with one of the choices routes along the edges
+//! whose `sourceHandle` is that choice; an acknowledgement is a resume without a choice. A
+//! choice the question does not offer is refused and the question stays. The seed stops its
+//! fake node with a static `interrupt_before` and reads the choice from the state; weir's
+//! hidden node asks through the runtime's interrupt instead, so the paused run carries the
+//! question and its choices (what `weir state` and `weir run` print) and the answer is checked.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]

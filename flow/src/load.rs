@@ -17,7 +17,7 @@ use crate::error::{ticks, Diagnostic, LoadError};
 use crate::format::{FieldType, FlowFile};
 use crate::node::{Brancher, NodeImpl, Role};
 use crate::registry::Registry;
-use crate::runner::NodeRuntime;
+use crate::runner::{AskRuntime, NodeRuntime};
 use crate::state::{fits, FlowState, Reduce, Schema};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -31,7 +31,8 @@ pub struct LoadOptions {
     /// How many times a node may run in one run, for nodes (and flows) that do not say.
     pub max_steps: u32,
     /// Where runs keep their checkpoints, by thread. Without one, a flow runs to the end in one
-    /// go and an `output` node that asks for a choice fails the run.
+    /// go and an `output` node that asks for a choice or an acknowledgement fails the run,
+    /// before its message is sent.
     pub checkpointer: Option<Arc<dyn Checkpointer>>,
     /// The most steps a run may take, instead of the seed's formula (see
     /// [`Flow::recursion_limit`]). `weir run --recursion-limit` sets it.
@@ -143,8 +144,10 @@ impl Flow {
     }
 
     /// The recursion limit of a run: the most steps it may take. Unless
-    /// [`LoadOptions::recursion_limit`] sets it, the seed's max((nodes − ends − 1) × max_steps,
-    /// 1) + ends + 1. A run that reaches it fails with [`RunError::is_recursion_limit`].
+    /// [`LoadOptions::recursion_limit`] sets it, the seed's
+    /// max((nodes − ends − 1) × max_steps, 1) + ends + 1, where nodes counts the hidden node
+    /// asking each pausing `output`'s question (seed 003's fake output node). A run that
+    /// reaches it fails with [`RunError::is_recursion_limit`].
     ///
     /// [`RunError::is_recursion_limit`]: crate::RunError::is_recursion_limit
     pub fn recursion_limit(&self) -> usize {
@@ -265,7 +268,9 @@ impl<'a> Loader<'a> {
                     .collect(),
             )
         })?;
-        let n = nodes.len();
+        // The hidden node asking each pausing output's question is a node of the graph, as the
+        // seed's fake output nodes are: it runs once each time its output does.
+        let n = nodes.len() + asking_nodes(&nodes).1.len();
         let ends = nodes.iter().filter(|n| matches!(n.imp.role, Role::End)).count();
         let max_steps = nodes.iter().map(|n| n.max_steps as usize).max().unwrap_or(1);
         let recursion_limit = self
@@ -369,6 +374,16 @@ impl<'a> Loader<'a> {
             }
             if what == "node" && id.contains(['|', ':']) {
                 self.error(&path, Some(id), format!("node id `{id}` may not contain `|` or `:`"));
+            }
+            if what == "node" && id.ends_with(crate::node::ASK_SUFFIX) {
+                self.error(
+                    &path,
+                    Some(id),
+                    format!(
+                        "node id `{id}` may not end with `{}`: weir names the question of an `output` node so",
+                        crate::node::ASK_SUFFIX
+                    ),
+                );
             }
         }
     }
@@ -810,7 +825,8 @@ fn decide_joins(nodes: &[LNode], edges: &[LEdge], levels: &[(String, Option<usiz
     joins
 }
 
-/// The graph the loop runs: one runtime node per flow node, in file order.
+/// The graph the loop runs: one runtime node per flow node, in file order, then the asking
+/// node of each pausing `output` (`<id>:ask`), which takes over the output's out-edges.
 fn build(
     nodes: &[LNode],
     edges: &[LEdge],
@@ -820,6 +836,7 @@ fn build(
 ) -> Result<CompiledGraph<FlowState>, weir_runtime::BuildError> {
     let (state, channels) = FlowState::prototype(schema);
     let mut g = GraphBuilder::<FlowState>::with_prototype(state, channels);
+    let checkpointed = saver.is_some();
     if let Some(saver) = saver {
         g.set_checkpointer(saver);
     }
@@ -827,6 +844,8 @@ fn build(
         .iter()
         .flat_map(|(t, us)| us.iter().map(move |u| (*u, *t)))
         .collect();
+    let (from, asking) = asking_nodes(nodes);
+    let mut routers = Vec::new();
     for (k, n) in nodes.iter().enumerate() {
         let mut gotos: HashMap<String, Vec<NodeId>> = HashMap::new();
         for e in edges.iter().filter(|e| e.source == k) {
@@ -841,17 +860,26 @@ fn build(
             n.max_steps,
             schema.clone(),
             gotos,
+            checkpointed,
         ));
         g.add_node(n.id.clone(), rt.clone().node_fn());
         if matches!(n.imp.role, Role::Branch(_)) {
-            let mut targets: Vec<NodeId> = Vec::new();
-            for e in edges.iter().filter(|e| e.source == k) {
-                if !targets.contains(&NodeId::from_index(e.target)) {
-                    targets.push(NodeId::from_index(e.target));
-                }
-            }
-            g.add_router(NodeId::from_index(k), rt.router(), targets);
+            routers.push((k, rt));
         }
+    }
+    for &k in &asking {
+        let ask = Arc::new(AskRuntime::new(nodes[k].id.clone(), &nodes[k].imp, schema.clone()));
+        g.add_node(ask.name(), ask.node_fn());
+        g.add_edge(NodeId::from_index(k), from[k]);
+    }
+    for (k, rt) in routers {
+        let mut targets: Vec<NodeId> = Vec::new();
+        for e in edges.iter().filter(|e| e.source == k) {
+            if !targets.contains(&NodeId::from_index(e.target)) {
+                targets.push(NodeId::from_index(e.target));
+            }
+        }
+        g.add_router(from[k], rt.router(), targets);
     }
     let mut added: HashSet<(usize, usize)> = HashSet::new();
     for (k, n) in nodes.iter().enumerate() {
@@ -867,12 +895,26 @@ fn build(
         }
         for e in edges.iter().filter(|e| e.source == k) {
             if !joined.contains(&(k, e.target)) && added.insert((k, e.target)) {
-                g.add_edge(NodeId::from_index(k), NodeId::from_index(e.target));
+                g.add_edge(from[k], NodeId::from_index(e.target));
             }
         }
     }
     for (t, us) in joins {
-        g.add_join(us.iter().map(|u| NodeId::from_index(*u)), NodeId::from_index(*t));
+        g.add_join(us.iter().map(|u| from[*u]), NodeId::from_index(*t));
     }
     g.compile()
+}
+
+/// The runtime node each flow node's out-edges leave from (its own, or its asking node's), and
+/// the flow nodes that ask, in file order: their asking nodes come after the flow's nodes.
+fn asking_nodes(nodes: &[LNode]) -> (Vec<NodeId>, Vec<usize>) {
+    let mut from: Vec<NodeId> = (0..nodes.len()).map(NodeId::from_index).collect();
+    let mut asking = Vec::new();
+    for (k, n) in nodes.iter().enumerate() {
+        if n.imp.message.as_ref().is_some_and(|m| m.asks) {
+            from[k] = NodeId::from_index(nodes.len() + asking.len());
+            asking.push(k);
+        }
+    }
+    (from, asking)
 }

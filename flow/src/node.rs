@@ -200,13 +200,25 @@ impl fmt::Debug for Brancher {
     }
 }
 
-/// An `output` node's message: a template, the field it is also written to, and the choices
-/// offered with it.
+/// An `output` node's message: a template, the field it is also written to, the choices
+/// offered with it, and whether the run pauses after it.
 pub(crate) struct Message {
     pub(crate) env: minijinja::Environment<'static>,
     pub(crate) to: Option<String>,
     /// `(id, label)`.
     pub(crate) choices: Vec<(String, String)>,
+    /// Whether the run pauses once the message is out, for a choice or an acknowledgement.
+    pub(crate) asks: bool,
+}
+
+/// The suffix of the hidden node that asks a pausing `output` node's question, after the
+/// output ran (seed 003's "fake output" node): `<id>#ask`. The loader refuses node ids that
+/// end with it, so it never names a node of the flow.
+pub(crate) const ASK_SUFFIX: &str = "#ask";
+
+/// The flow node a runtime node stands for: a pausing output's asking node stands for the output.
+pub(crate) fn flow_node(runtime_node: &str) -> &str {
+    runtime_node.strip_suffix(ASK_SUFFIX).unwrap_or(runtime_node)
 }
 
 impl fmt::Debug for Message {
@@ -214,6 +226,7 @@ impl fmt::Debug for Message {
         f.debug_struct("Message")
             .field("to", &self.to)
             .field("choices", &self.choices)
+            .field("asks", &self.asks)
             .finish_non_exhaustive()
     }
 }

@@ -93,56 +93,37 @@ impl Flow {
     }
 
     /// Goes on with `thread` from its latest checkpoint: answers the paused `output` node with
-    /// `choice`, or, without one, re-runs what failed.
+    /// `choice` (or, when it asks for an acknowledgement only, without one), or, without a
+    /// question waiting, re-runs what failed.
     ///
     /// # Errors
     /// As [`run`](Self::run); also when the thread has no checkpoint or nothing is paused, and
-    /// when `choice` is not one the paused question offers (then nothing runs, and the question
-    /// stays: resume again with one of the choices the message lists).
+    /// when `choice` is not one the paused question offers, or is given to a node that asks for
+    /// an acknowledgement only (then nothing runs, and the question stays: resume again with one
+    /// of the choices the message lists, or without one).
     pub async fn resume(
         &self,
         thread: &str,
         choice: Option<&str>,
         on_event: impl FnMut(Event),
     ) -> Result<Outcome, RunError> {
-        if let Some(choice) = choice {
-            self.check_choice(thread, choice).await?;
-        }
+        let pauses = match self.state(thread).await? {
+            Some(snapshot) => snapshot.pauses,
+            None => Vec::new(), // the runtime says the thread has no checkpoint
+        };
+        let answer = match choice {
+            Some(choice) => {
+                check_choice(&pauses, choice)?;
+                Some(Value::String(choice.to_owned()))
+            }
+            // An acknowledgement is an answer without a choice.
+            None => pauses.iter().any(|p| p.choices.is_empty()).then_some(Value::Null),
+        };
         let run = self
             .graph
-            .stream_resume(choice, &self.config(Some(thread)), StreamMode::CUSTOM)
+            .stream_resume(answer, &self.config(Some(thread)), StreamMode::CUSTOM)
             .map_err(|e| RunError::from_runtime(e, self.recursion_limit()))?;
         self.stream(run, on_event).await
-    }
-
-    /// A choice that no paused question offers is refused before resuming, so that the question
-    /// stays asked (resuming with it would fail the node and lose the pause).
-    async fn check_choice(&self, thread: &str, choice: &str) -> Result<(), RunError> {
-        let Some(snapshot) = self.state(thread).await? else {
-            return Ok(()); // the runtime says the thread has no checkpoint
-        };
-        let asking: Vec<&crate::event::Pause> = snapshot.pauses.iter().filter(|p| !p.choices.is_empty()).collect();
-        if asking.is_empty() || asking.iter().any(|p| p.choices.iter().any(|c| c.id == choice)) {
-            return Ok(());
-        }
-        let questions: Vec<String> = asking
-            .iter()
-            .map(|p| {
-                format!(
-                    "node `{}` asks \"{}\" and its choices are {}",
-                    p.node,
-                    p.question,
-                    ticks(p.choices.iter().map(|c| c.id.as_str()))
-                )
-            })
-            .collect();
-        Err(RunError::choice(
-            &asking[0].node,
-            format!(
-                "`{choice}` is not a choice of the paused question: {}; the question is still waiting",
-                questions.join("; ")
-            ),
-        ))
     }
 
     /// The thread's state at its latest checkpoint, or `None` for a thread never run.
@@ -240,4 +221,45 @@ impl Flow {
             format!("the run stopped before reaching an end node: {}", what.join("; ")),
         ))
     }
+}
+
+/// A choice that no paused question offers is refused before resuming, so that the question
+/// stays asked (resuming with it would fail the node and lose the pause); so is a choice given
+/// to a node that asks for an acknowledgement only.
+fn check_choice(pauses: &[crate::event::Pause], choice: &str) -> Result<(), RunError> {
+    let asking: Vec<&crate::event::Pause> = pauses.iter().filter(|p| !p.choices.is_empty()).collect();
+    if asking.is_empty() {
+        return match pauses.first() {
+            Some(p) => Err(RunError::choice(
+                &p.node,
+                format!(
+                    "node `{}` asks for an acknowledgement, not a choice: resume without `{choice}`; the \
+                     question is still waiting",
+                    p.node
+                ),
+            )),
+            None => Ok(()), // nothing is paused: the runtime says so
+        };
+    }
+    if asking.iter().any(|p| p.choices.iter().any(|c| c.id == choice)) {
+        return Ok(());
+    }
+    let questions: Vec<String> = asking
+        .iter()
+        .map(|p| {
+            format!(
+                "node `{}` asks \"{}\" and its choices are {}",
+                p.node,
+                p.question,
+                ticks(p.choices.iter().map(|c| c.id.as_str()))
+            )
+        })
+        .collect();
+    Err(RunError::choice(
+        &asking[0].node,
+        format!(
+            "`{choice}` is not a choice of the paused question: {}; the question is still waiting",
+            questions.join("; ")
+        ),
+    ))
 }

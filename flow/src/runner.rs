@@ -1,10 +1,11 @@
 //! Each flow node wrapped as a runtime node: its `max_steps`, the type checks of its writes,
-//! the routing of a branching node, and the events it emits to its run's stream.
+//! the routing of a branching node, and the events it emits to its run's stream; and the node
+//! that asks a pausing `output` node's question once the output ran.
 
 use crate::error::ticks;
 use crate::event::{ChoiceOption, Event, Question};
-use crate::node::{Brancher, Choice, Fields, Message, NodeImpl, Role, RunFn};
-use crate::state::{fits, FlowState, FlowUpdate, Schema, LAST_FIELD, ROUTE_FIELD, STEPS_FIELD};
+use crate::node::{Brancher, Choice, Fields, Message, NodeImpl, Role, RunFn, ASK_SUFFIX};
+use crate::state::{fits, FlowState, FlowUpdate, Schema, ASKED_FIELD, LAST_FIELD, ROUTE_FIELD, STEPS_FIELD};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -24,6 +25,9 @@ pub(crate) struct NodeRuntime {
     steps_slot: usize,
     route_slot: usize,
     last_slot: usize,
+    /// For an output that pauses: the hidden field its message goes to, for its asking node,
+    /// and whether the flow has a checkpointer to pause with.
+    asked: Option<(usize, bool)>,
 }
 
 impl NodeRuntime {
@@ -33,15 +37,19 @@ impl NodeRuntime {
         max_steps: u32,
         schema: Arc<Schema>,
         gotos: HashMap<String, Vec<NodeId>>,
+        checkpointed: bool,
     ) -> Self {
+        let asks = imp.message.as_ref().is_some_and(|m| m.asks);
+        let asked_slot = schema.index(ASKED_FIELD).expect("the schema has the hidden fields");
         let steps_slot = schema.index(STEPS_FIELD).expect("the schema has the hidden fields");
         let route_slot = schema.index(ROUTE_FIELD).expect("the schema has the hidden fields");
         let last_slot = schema.index(LAST_FIELD).expect("the schema has the hidden fields");
         Self {
             id,
             run: imp.run.clone(),
+            // A pausing output's choice is taken by its asking node, after it.
             branch: match &imp.role {
-                Role::Branch(b) => Some(b.clone()),
+                Role::Branch(b) if !asks => Some(b.clone()),
                 _ => None,
             },
             message: imp.message.clone(),
@@ -51,6 +59,7 @@ impl NodeRuntime {
             steps_slot,
             route_slot,
             last_slot,
+            asked: asks.then_some((asked_slot, checkpointed)),
         }
     }
 
@@ -73,28 +82,17 @@ impl NodeRuntime {
                 );
                 return Box::pin(async move { Err(e.into()) });
             }
-            let state = s.to_json();
-            // An output that offers choices asks a person through the runtime's interrupt: the
-            // run pauses here, and when the thread is resumed with a choice the node runs again
-            // from the top and the interrupt returns it.
-            let mut choice = None;
-            if let (Some(m), Some(_)) = (&me.message, &me.branch) {
-                let asked = m.render(&state).and_then(|question| {
-                    let q = Question {
-                        question,
-                        choices: options(m),
-                    };
-                    cx.interrupt::<Question, String>(q).map_err(BoxError::from)
-                });
-                match asked {
-                    Ok(c) => choice = Some(Value::String(c)),
-                    Err(e) => return Box::pin(async move { Err(e) }),
-                }
+            if let Some((_, false)) = me.asked {
+                // Fail before the message goes out: the run could not pause after it.
+                let e = "it pauses for a person's answer, which needs a checkpointer: load the flow with \
+                         `LoadOptions::checkpointer` and run it on a thread";
+                return Box::pin(async move { Err(e.into()) });
             }
+            let state = s.to_json();
             // Events go to this run's own stream, when somebody streams it.
             let events = cx.is_streaming().then(|| cx.clone());
             let step = cx.step();
-            Box::pin(async move { me.call(state, choice, step, events).await })
+            Box::pin(async move { me.call(state, step, events).await })
         }
     }
 
@@ -111,13 +109,8 @@ impl NodeRuntime {
     }
 
     /// Runs the node on `state`; `events` is the run's context when the run is streamed.
-    async fn call(
-        &self,
-        state: Fields,
-        choice: Option<Value>,
-        step: i64,
-        events: Option<Context>,
-    ) -> Result<Command<FlowState>, BoxError> {
+    async fn call(&self, state: Fields, step: i64, events: Option<Context>) -> Result<Command<FlowState>, BoxError> {
+        let mut asked = None;
         let mut writes = match &self.run {
             Some(f) => f(state.clone()).await?,
             None => Fields::new(),
@@ -126,6 +119,10 @@ impl NodeRuntime {
             let text = m.render(&state)?;
             if let Some(to) = &m.to {
                 writes.insert(to.clone(), Value::String(text.clone()));
+            }
+            if let Some((slot, _)) = self.asked {
+                // Hidden: the asking node's question is this very text.
+                asked = Some((slot, text.clone()));
             }
             if let Some(cx) = &events {
                 cx.emit(Event::Message {
@@ -160,8 +157,11 @@ impl NodeRuntime {
         }
         update.push(self.steps_slot, json!({ &self.id: 1 }));
         update.push(self.last_slot, json!({ &self.id: step }));
+        if let Some((slot, text)) = asked {
+            update.push(slot, json!({ &self.id: text }));
+        }
         if let Some(b) = &self.branch {
-            let handle = match (b.choose)(&state, choice.as_ref())? {
+            let handle = match (b.choose)(&state, None)? {
                 Choice::Handle(h) => h,
                 Choice::Pause => return Err(format!("node `{}` has no choice to follow", self.id).into()),
             };
@@ -177,6 +177,66 @@ impl NodeRuntime {
             .await;
         }
         Ok(Command::new().update(update))
+    }
+}
+
+/// The hidden node after a pausing `output` node (seed 003's fake output node): the output ran,
+/// its message is out and its writes applied; this node asks the message as its question
+/// through the runtime's interrupt, and once the thread is resumed with an answer it routes on
+/// the choice (or, for an acknowledgement, goes on along the output's plain edges).
+pub(crate) struct AskRuntime {
+    /// The output node's id.
+    id: String,
+    message: Arc<Message>,
+    branch: Option<Arc<Brancher>>,
+    route_slot: usize,
+    schema: Arc<Schema>,
+}
+
+impl AskRuntime {
+    pub(crate) fn new(id: String, imp: &NodeImpl, schema: Arc<Schema>) -> Self {
+        let route_slot = schema.index(ROUTE_FIELD).expect("the schema has the hidden fields");
+        Self {
+            id,
+            message: imp.message.clone().expect("only an output node asks"),
+            branch: match &imp.role {
+                Role::Branch(b) => Some(b.clone()),
+                _ => None,
+            },
+            route_slot,
+            schema,
+        }
+    }
+
+    /// The node's name in the runtime's graph.
+    pub(crate) fn name(&self) -> String {
+        format!("{}{ASK_SUFFIX}", self.id)
+    }
+
+    pub(crate) fn node_fn(
+        self: Arc<Self>,
+    ) -> impl Fn(&FlowState, &Context) -> Result<Command<FlowState>, BoxError> + Send + Sync + 'static {
+        move |s: &FlowState, cx: &Context| -> Result<Command<FlowState>, BoxError> {
+            let question = s
+                .hidden(ASKED_FIELD)
+                .and_then(|a| a.get(&self.id))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let q = Question {
+                question,
+                choices: options(&self.message),
+            };
+            let answer: Value = cx.interrupt(q)?;
+            let mut update = FlowUpdate::new(&self.schema);
+            if let Some(b) = &self.branch {
+                match (b.choose)(&s.to_json(), Some(&answer))? {
+                    Choice::Handle(h) => update.push(self.route_slot, json!({ &self.id: h })),
+                    Choice::Pause => return Err(format!("node `{}` has no choice to follow", self.id).into()),
+                }
+            }
+            Ok(Command::new().update(update))
+        }
     }
 }
 

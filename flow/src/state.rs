@@ -28,6 +28,9 @@ pub(crate) const ROUTE_FIELD: &str = "__route";
 /// The hidden field holding the step each node last ran at in the run (`{node: step}`), to tell
 /// what a join still waits for when a run stops short of an end node.
 pub(crate) const LAST_FIELD: &str = "__last";
+/// The hidden field holding the message each pausing `output` node sent (`{node: text}`): the
+/// question its asking node puts to a person, the very text they were shown.
+pub(crate) const ASKED_FIELD: &str = "__asked";
 
 /// How a slot combines a step's writes: the declared reducers, and the hidden counter's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,7 +126,7 @@ impl Schema {
             reducer: Reduce::Count,
             default: None,
         }));
-        for name in [ROUTE_FIELD, LAST_FIELD] {
+        for name in [ROUTE_FIELD, LAST_FIELD, ASKED_FIELD] {
             fields.push(Arc::new(FieldDef {
                 name: name.to_owned(),
                 ty: FieldType::Object,

@@ -1,5 +1,5 @@
-//! The `weir` binary's side of issue 29: `--recursion-limit`, its message, and a wrong choice
-//! that keeps the question.
+//! The `weir` binary's side of issue 29: `--recursion-limit`, its message, a wrong choice
+//! that keeps the question, and an output that waits for an acknowledgement.
 
 use serde_json::json;
 use std::path::PathBuf;
@@ -87,4 +87,40 @@ fn weir_resume_refuses_a_wrong_choice_listing_the_valid_ones_and_keeps_the_quest
     assert_eq!(code, 0, "{stderr}");
     let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(last["state"]["verdict"], "declined");
+}
+
+#[test]
+fn weir_prints_the_message_then_waits_for_an_acknowledgement_and_resume_gives_it() {
+    let flow = json!({
+        "nodes": [{"id": "s", "type": "start"},
+                  {"id": "note", "type": "output", "data": {"message": "Shipped {{ n }} parcels", "pause": true}},
+                  {"id": "done", "type": "set", "data": {"assign": {"verdict": "closed"}}},
+                  {"id": "e", "type": "end"}],
+        "edges": [{"id": "1", "source": "s", "target": "note"}, {"id": "2", "source": "note", "target": "done"},
+                  {"id": "3", "source": "done", "target": "e"}],
+        "state": {"n": {"type": "number"}, "verdict": {"type": "string"}}
+    });
+    let (path, db) = setup("ack", &flow);
+    let (code, stdout, stderr) = weir(&["run", &path, "--thread", "t", "--db", &db, "--input", r#"{"n": 3}"#]);
+    assert_eq!(code, 3, "{stderr}");
+    // The message is printed as the output runs, then the question that waits for it.
+    let tail: Vec<&str> = stdout.lines().rev().take(2).collect();
+    assert_eq!(
+        tail,
+        ["acknowledge with: weir resume --thread <ID>", "? Shipped 3 parcels"],
+        "{stdout}"
+    );
+    let (code, _, stderr) = weir(&["resume", "--thread", "t", "--db", &db, "--choice", "yes"]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            1,
+            "error: node `note` asks for an acknowledgement, not a choice: resume without `yes`; the question \
+             is still waiting\n"
+        )
+    );
+    let (code, stdout, stderr) = weir(&["resume", "--thread", "t", "--db", &db, "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["state"]["verdict"], "closed");
 }

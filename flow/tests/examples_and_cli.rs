@@ -151,6 +151,11 @@ fn an_output_choice_round_trips_across_two_processes_through_sqlite() {
             json!({"event": "node", "node": "start", "step": 1, "writes": {}}),
             json!({"event": "node", "node": "classify", "step": 2, "writes": {}}),
             json!({"event": "node", "node": "check_amount", "step": 3, "writes": {}}),
+            // Seed 003: the output runs (its message out, its write applied), then the run pauses.
+            json!({"event": "message", "node": "approval", "step": 4, "text": "Refund 120 EUR to Ana (Refund please)?",
+                   "choices": [{"id": "approve", "label": "Approve the refund"}, {"id": "reject", "label": "Decline it"}]}),
+            json!({"event": "node", "node": "approval", "step": 4,
+                   "writes": {"transcript": "Refund 120 EUR to Ana (Refund please)?"}}),
             json!({"event": "paused", "node": "approval", "question": "Refund 120 EUR to Ana (Refund please)?",
                    "choices": [{"id": "approve", "label": "Approve the refund"}, {"id": "reject", "label": "Decline it"}]}),
         ]
@@ -161,6 +166,10 @@ fn an_output_choice_round_trips_across_two_processes_through_sqlite() {
     let state: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(state["next"], json!(["approval"]));
     assert_eq!(state["values"]["status"], json!("new"));
+    assert_eq!(
+        state["values"]["transcript"],
+        json!(["Refund 120 EUR to Ana (Refund please)?"])
+    );
 
     let (code, stdout, stderr) = weir(&[
         "resume",
@@ -176,6 +185,10 @@ fn an_output_choice_round_trips_across_two_processes_through_sqlite() {
     let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(last["event"], "done");
     assert_eq!(last["state"]["status"], "declined");
+    assert!(
+        !stdout.contains(r#""event":"message","node":"approval""#),
+        "the output does not run again: {stdout}"
+    );
     assert_eq!(
         last["state"]["transcript"],
         json!([
@@ -194,7 +207,8 @@ fn an_output_choice_round_trips_across_two_processes_through_sqlite() {
                 .unwrap()
         })
         .collect();
-    assert_eq!(steps, [7, 6, 5, 4, 3, 2, 1, 0, -1]);
+    // The question is a step of its own, after the output's (step 5).
+    assert_eq!(steps, [8, 7, 6, 5, 4, 3, 2, 1, 0, -1]);
 
     let (code, _, stderr) = weir(&["resume", "--thread", "nope", "--db", db]);
     assert_eq!(
@@ -280,7 +294,7 @@ fn an_output_choice_round_trips_across_two_processes_through_postgres() {
     let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(last["state"]["status"], "refunded");
     let (code, stdout, _) = weir(&["history", "--thread", &thread, "--postgres", &url]);
-    assert_eq!((code, stdout.lines().count()), (0, 9));
+    assert_eq!((code, stdout.lines().count()), (0, 10));
     let (code, _, stderr) = weir(&["state", "--thread", &thread, "--db", "x.db", "--postgres", &url]);
     assert_eq!(code, 2, "`--db` and `--postgres` exclude each other: {stderr}");
 }

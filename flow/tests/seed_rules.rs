@@ -171,6 +171,9 @@ fn recursion_limit_follows_the_seed_formula() {
     // One start and one end: max(0 * 10, 1) + 2 = 3.
     let tiny = load(json!({"nodes": [node("s", "start"), node("e", "end")], "edges": [edge("1", "s", "e")]}));
     assert_eq!(tiny.recursion_limit(), 3);
+    // An output that asks has a hidden node after it, as the seed's fake output node:
+    // 5 nodes + 1, 1 end: max((6 - 1 - 1) * 10, 1) + 1 + 1 = 42.
+    assert_eq!(load(approval_flow()).recursion_limit(), 42);
 }
 
 #[tokio::test]
@@ -243,14 +246,31 @@ fn approval_flow() -> Value {
     })
 }
 
+/// The text of each `message` event.
+fn messages(into: &mut Vec<String>) -> impl FnMut(Event) + '_ {
+    |e| {
+        if let Event::Message { text, .. } = e {
+            into.push(text);
+        }
+    }
+}
+
 #[tokio::test]
-async fn output_pauses_for_a_choice_and_routes_on_it() {
+async fn output_sends_its_message_then_pauses_for_a_choice_and_routes_on_it() {
+    // Seed 003: the output node runs first (its message is sent, its write applied), then a
+    // node after it stops the run, and the choice routes from there.
     let options = LoadOptions::default().checkpointer(weir_runtime::checkpoint::MemorySaver::new());
     let flow = Flow::from_value(&approval_flow(), &registry(), options).unwrap();
-    let outcome = flow.run(json!({"amount": 30}), Some("t"), |_| {}).await.unwrap();
-    let Outcome::Paused { pauses, .. } = outcome else {
+    let mut sent = Vec::new();
+    let outcome = flow
+        .run(json!({"amount": 30}), Some("t"), messages(&mut sent))
+        .await
+        .unwrap();
+    let Outcome::Paused { pauses, state } = outcome else {
         panic!("the run pauses")
     };
+    assert_eq!(sent, ["Refund 30?"], "the message is out before the question");
+    assert_eq!(state.get("log"), Some(&json!(["Refund 30?"])), "and its write applied");
     assert_eq!(pauses.len(), 1);
     assert_eq!(
         (pauses[0].node.as_str(), pauses[0].question.as_str()),
@@ -264,32 +284,140 @@ async fn output_pauses_for_a_choice_and_routes_on_it() {
             .collect::<Vec<_>>(),
         [("yes", "Approve"), ("no", "no")]
     );
-    let mut messages = Vec::new();
-    let outcome = flow
-        .resume("t", Some("no"), |e| {
-            if let Event::Message { text, .. } = e {
-                messages.push(text);
-            }
-        })
-        .await
-        .unwrap();
+    let snap = flow.state("t").await.unwrap().unwrap();
+    assert_eq!(
+        (snap.next, snap.writes),
+        (vec!["ask".to_owned()], vec!["ask".to_owned()])
+    );
+    let mut sent = Vec::new();
+    let outcome = flow.resume("t", Some("no"), messages(&mut sent)).await.unwrap();
     let Outcome::Done(state) = outcome else {
         panic!("the run is done")
     };
-    assert_eq!(messages, ["Refund 30?"]);
+    assert!(sent.is_empty(), "the output does not run again: {sent:?}");
     assert_eq!(state.get("verdict"), Some(&json!("declined")));
     assert_eq!(state.get("log"), Some(&json!(["Refund 30?"])));
 }
 
+/// s -> note (output, `pause: true`, no choices) -> e, with `after` between them when given.
+fn acknowledgement_flow() -> Value {
+    json!({
+        "nodes": [node("s", "start"),
+                  {"id": "note", "type": "output", "data": {"message": "Shipped {{ n }} parcels", "to": "trace", "pause": true}},
+                  node("after", "log"), node("e", "end")],
+        "edges": [edge("1", "s", "note"), edge("2", "note", "after"), edge("3", "after", "e")],
+        "state": trace_state()
+    })
+}
+
 #[tokio::test]
-async fn output_with_choices_needs_a_checkpointer() {
-    let flow = load(approval_flow());
-    let err = flow.invoke(json!({"amount": 30})).await.unwrap_err();
-    assert_eq!(err.node(), Some("ask"));
+async fn output_without_choices_pauses_for_an_acknowledgement_when_asked_to() {
+    let options = LoadOptions::default().checkpointer(weir_runtime::checkpoint::MemorySaver::new());
+    let flow = Flow::from_value(&acknowledgement_flow(), &registry(), options).unwrap();
+    let mut sent = Vec::new();
+    let outcome = flow.run(json!({"n": 2}), Some("t"), messages(&mut sent)).await.unwrap();
+    let Outcome::Paused { pauses, state } = outcome else {
+        panic!("the run pauses")
+    };
+    assert_eq!(sent, ["Shipped 2 parcels"]);
+    assert_eq!(state.get("trace"), Some(&json!(["Shipped 2 parcels"])));
+    assert_eq!(pauses.len(), 1);
+    assert_eq!(
+        pauses[0].to_string(),
+        "node `note` asks for an acknowledgement: Shipped 2 parcels"
+    );
+    assert!(pauses[0].choices.is_empty());
+    // A choice is refused, and the question stays.
+    let err = flow.resume("t", Some("yes"), |_| {}).await.unwrap_err();
+    assert_eq!(err.node(), Some("note"));
     assert_eq!(
         err.to_string(),
-        "node `ask` failed at step 2: `interrupt` needs a checkpointer to pause the run: compile the graph with one"
+        "node `note` asks for an acknowledgement, not a choice: resume without `yes`; the question is still waiting"
     );
+    // Resuming without a choice acknowledges it; the output does not run again.
+    let mut sent = Vec::new();
+    let outcome = flow.resume("t", None, messages(&mut sent)).await.unwrap();
+    let Outcome::Done(state) = outcome else {
+        panic!("the run is done")
+    };
+    assert!(sent.is_empty(), "{sent:?}");
+    assert_eq!(state.get("trace"), Some(&json!(["Shipped 2 parcels", "after"])));
+
+    // Without `pause`, the same output does not stop the run.
+    let mut plain = acknowledgement_flow();
+    plain["nodes"][1]["data"].as_object_mut().unwrap().remove("pause");
+    let state = load(plain).invoke(json!({"n": 2})).await.unwrap();
+    assert_eq!(state.get("trace"), Some(&json!(["Shipped 2 parcels", "after"])));
+}
+
+#[test]
+fn output_with_choices_cannot_be_told_not_to_pause() {
+    let mut flow = approval_flow();
+    flow["nodes"][1]["data"]["pause"] = json!(false);
+    let err = Flow::from_value(&flow, &registry(), LoadOptions::default()).unwrap_err();
+    let first = err.to_string().lines().next().unwrap().to_owned();
+    assert_eq!(
+        first,
+        "$.nodes[1].data.pause: node `ask`: an output with choices always pauses for the choice; remove `pause` or set it to true"
+    );
+}
+
+#[tokio::test]
+async fn output_that_pauses_needs_a_checkpointer_and_fails_before_its_message() {
+    for (flow, input) in [
+        (approval_flow(), json!({"amount": 30})),
+        (acknowledgement_flow(), json!({"n": 1})),
+    ] {
+        let flow = load(flow);
+        let mut sent = Vec::new();
+        let err = flow.invoke_with(input, messages(&mut sent)).await.unwrap_err();
+        let node = err.node().unwrap().to_owned();
+        assert!(sent.is_empty(), "{sent:?}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "node `{node}` failed at step 2: it pauses for a person's answer, which needs a checkpointer: load \
+                 the flow with `LoadOptions::checkpointer` and run it on a thread"
+            )
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_resumed_flow_counts_its_recursion_limit_from_the_resume() {
+    // The run pauses after `ask` (steps: start 0, s 1, ask 2, its question 3); the resume runs
+    // from step 3: the question, `ko` and `e`, and the step that finds nothing left, at 6 — so
+    // a limit of 2 is enough (stop = 3 + 2 + 1), and 1 is not, whatever the first run used.
+    for (limit, ok) in [(2, true), (1, false)] {
+        let saver = weir_runtime::checkpoint::MemorySaver::new();
+        let first = Flow::from_value(
+            &approval_flow(),
+            &registry(),
+            LoadOptions::default().checkpointer(saver.clone()),
+        )
+        .unwrap();
+        assert!(matches!(
+            first.run(json!({"amount": 30}), Some("t"), |_| {}).await.unwrap(),
+            Outcome::Paused { .. }
+        ));
+        let options = LoadOptions::default().checkpointer(saver).recursion_limit(limit);
+        let flow = Flow::from_value(&approval_flow(), &registry(), options).unwrap();
+        let resumed = flow.resume("t", Some("no"), |_| {}).await;
+        if ok {
+            let Outcome::Done(state) = resumed.unwrap() else {
+                panic!("the run is done")
+            };
+            assert_eq!(state.get("verdict"), Some(&json!("declined")));
+        } else {
+            let err = resumed.unwrap_err();
+            assert!(err.is_recursion_limit(), "{err}");
+            assert_eq!(
+                err.to_string(),
+                "the run reached its recursion limit of 1 steps before an end node; a loop may not stop: check \
+                 its condition, or raise the limit with `LoadOptions::recursion_limit`"
+            );
+        }
+    }
 }
 
 #[tokio::test]
@@ -301,5 +429,18 @@ async fn input_fields_are_checked_against_the_declaration() {
     assert_eq!(
         err.to_string(),
         "input field `m` is not declared; declared fields are `n`, `trace`"
+    );
+}
+
+#[test]
+fn a_node_id_may_not_take_the_name_of_an_outputs_question() {
+    let mut flow = approval_flow();
+    flow["nodes"][2]["id"] = json!("ask#ask");
+    flow["edges"][1]["target"] = json!("ask#ask");
+    flow["edges"][3]["source"] = json!("ask#ask");
+    let err = Flow::from_value(&flow, &registry(), LoadOptions::default()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "$.nodes[2].id: node id `ask#ask` may not end with `#ask`: weir names the question of an `output` node so"
     );
 }

@@ -258,6 +258,40 @@ pub trait State: Clone + fmt::Debug + Send + Sync + Sized + 'static {
         changed: &mut [bool],
     ) -> Result<(), FieldError>;
 
+    /// Runs `read` on the state as one task sees it with its own `update` applied and nobody
+    /// else's (LangGraph's fresh read, `local_read(fresh=True)`): the fields `update` writes take
+    /// their writes through their channels, on copies; every other field is read as it is. Then
+    /// `self` is as it was. The loop reads routers' states this way, and nodes' through
+    /// [`GraphBuilder::then_fresh`].
+    ///
+    /// `#[derive(State)]` implements it as an overlay: it copies only the fields the update
+    /// writes, swaps them in for `read` and back out. This default copies the whole state (and
+    /// its channels) and applies `update` to the copy: right for a state written by hand whose
+    /// [`apply`](State::apply) gives an unwritten field no update when `bump` is unset.
+    /// `read` must not unwind (the loop calls user code in it under `catch_unwind`).
+    ///
+    /// # Errors
+    /// When a written field's channel refuses `update`'s writes (two writes to a last value).
+    ///
+    /// [`GraphBuilder::then_fresh`]: crate::GraphBuilder::then_fresh
+    fn read_fresh<R>(
+        &mut self,
+        channels: &Self::Channels,
+        update: &Self::Update,
+        read: impl FnOnce(&Self) -> R,
+    ) -> Result<R, FieldError> {
+        let mut fresh = self.clone();
+        let mut channels = channels.clone();
+        let mut changed = vec![false; self.fields().len()];
+        fresh.apply(
+            &mut channels,
+            std::slice::from_mut(&mut update.clone()),
+            false,
+            &mut changed,
+        )?;
+        Ok(read(&fresh))
+    }
+
     /// [`Channel::consume`] on the field at `index`.
     fn consume(&mut self, channels: &mut Self::Channels, index: usize) -> bool;
 

@@ -245,7 +245,7 @@ fn inc() -> CountUpdate {
     CountUpdate::default().n(ReducerWrite::Reduce(1))
 }
 
-// G10: how the recursion limit counts steps (the resume cases are in the checkpoint tests).
+// G10: how the recursion limit counts steps (the resume cases are in tests/managed_values.rs).
 #[tokio::test]
 async fn g10_recursion_limit_counting() {
     for limit in [1, 3, 5] {

@@ -1,8 +1,9 @@
 //! `weir`: check, draw and run flows drawn in a visual editor, with durable threads in SQLite
 //! (or, with `--postgres URL`, on a PostgreSQL server several machines share).
 //!
-//! Exit status: 0 success, 1 a failed run or a bad flow, 2 bad usage, 3 the run paused at an
-//! `output` node that asks for a choice (answer it with `weir resume --choice`).
+//! Exit status: 0 success, 1 a failed run or a bad flow, 2 bad usage, 3 the run paused after an
+//! `output` node that asks for a choice (answer it with `weir resume --choice`) or for an
+//! acknowledgement (`weir resume` without a choice).
 
 use clap::{Args, Parser, Subcommand};
 use std::io::{IsTerminal, Write};
@@ -107,7 +108,8 @@ enum Cmd {
         #[command(flatten)]
         limit: Limit,
     },
-    /// Go on with a thread: answer its question with `--choice`, or re-run what failed.
+    /// Go on with a thread: answer its question with `--choice`, acknowledge a message that
+    /// asks for no choice, or re-run what failed.
     Resume {
         #[command(flatten)]
         thread: Thread,
@@ -430,7 +432,11 @@ fn stream(
                     for c in &p.choices {
                         let _ = writeln!(out, "  [{}] {}", c.id, c.label);
                     }
-                    let _ = writeln!(out, "answer with: weir resume --thread <ID> --choice <CHOICE>");
+                    if p.choices.is_empty() {
+                        let _ = writeln!(out, "acknowledge with: weir resume --thread <ID>");
+                    } else {
+                        let _ = writeln!(out, "answer with: weir resume --thread <ID> --choice <CHOICE>");
+                    }
                 }
             }
             ExitCode::from(PAUSED)

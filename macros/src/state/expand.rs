@@ -308,6 +308,7 @@ pub(crate) fn expand(input: &Input<'_>) -> TokenStream {
     let idents: Vec<&syn::Ident> = plans.iter().map(|f| f.field.ident).collect();
     let tys: Vec<&syn::Type> = plans.iter().map(|f| f.field.ty).collect();
     let indices: Vec<Literal> = (0..plans.len()).map(index).collect();
+    let fresh_idents: Vec<syn::Ident> = (0..plans.len()).map(|i| format_ident!("__weir_fresh_{}", i)).collect();
     let name_strs: Vec<&str> = plans.iter().map(|f| f.name.as_str()).collect();
     let kinds = plans.iter().map(|f| &f.kind);
     let channel_tys: Vec<&TokenStream> = plans.iter().map(|f| &f.channel_ty).collect();
@@ -565,6 +566,48 @@ pub(crate) fn expand(input: &Input<'_>) -> TokenStream {
                     )*
                     let _ = (__weir_channels, __weir_updates, __weir_bump, __weir_changed);
                     ::core::result::Result::Ok(())
+                }
+
+                fn read_fresh<__WeirR>(
+                    &mut self,
+                    __weir_channels: &Self::Channels,
+                    __weir_update: &Self::Update,
+                    __weir_read: impl ::core::ops::FnOnce(&Self) -> __WeirR,
+                ) -> ::core::result::Result<__WeirR, #p::FieldError> {
+                    // Only the fields the update writes are copied, on copies of their channels;
+                    // the others are read in place.
+                    let mut __weir_own = ::core::clone::Clone::clone(__weir_update);
+                    #(
+                        let mut #fresh_idents = if #p::Update::is_written(__weir_update, #indices) {
+                            let mut __weir_value = ::core::clone::Clone::clone(&self.#idents);
+                            let mut __weir_channel = ::core::clone::Clone::clone(&__weir_channels.#idents);
+                            #p::apply_field(
+                                #indices,
+                                &mut __weir_value,
+                                &mut __weir_channel,
+                                ::core::slice::from_mut(&mut __weir_own),
+                                |__weir_u: &mut Self::Update| __weir_u.#idents.take(),
+                                false,
+                            )?;
+                            ::core::option::Option::Some(__weir_value)
+                        } else {
+                            ::core::option::Option::None
+                        };
+                    )*
+                    #(
+                        if let ::core::option::Option::Some(__weir_v) = &mut #fresh_idents {
+                            ::core::mem::swap(&mut self.#idents, __weir_v);
+                        }
+                    )*
+                    let __weir_out = __weir_read(self);
+                    // Back as it was: the fresh values swapped out again.
+                    #(
+                        if let ::core::option::Option::Some(__weir_v) = &mut #fresh_idents {
+                            ::core::mem::swap(&mut self.#idents, __weir_v);
+                        }
+                    )*
+                    let _ = (&mut __weir_own, __weir_channels);
+                    ::core::result::Result::Ok(__weir_out)
                 }
 
                 fn consume(&mut self, __weir_channels: &mut Self::Channels, __weir_index: usize) -> bool {

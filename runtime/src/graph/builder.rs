@@ -2,7 +2,7 @@ use super::compile::{GraphInner, InputMode};
 use super::node::{
     encode_json, packet, EncodeFn, Goto, IntoGotos, IntoNode, NodeFn, NodeHandle, NodeId, PacketDecoder, RouterFn,
 };
-use super::node::{HandlerFn, NodeError, NodeOutput};
+use super::node::{FreshFn, HandlerFn, NodeError, NodeOutput};
 use super::policy::RetryPolicy;
 use super::CompiledGraph;
 use crate::cache::{CachePolicy, NodeCache};
@@ -67,6 +67,7 @@ pub(crate) struct NodeSpec<S: State> {
     pub(crate) decode: Option<PacketDecoder<S>>,
     pub(crate) cache: Option<CachePolicy<S>>,
     pub(crate) handler: Option<HandlerFn<S>>,
+    pub(crate) fresh: Option<FreshFn<S>>,
 }
 
 pub(crate) struct RouterSpec<S: State> {
@@ -174,6 +175,7 @@ impl<S: State> GraphBuilder<S> {
             decode: None,
             cache: None,
             handler: None,
+            fresh: None,
         });
         id
     }
@@ -300,6 +302,52 @@ impl<S: State> GraphBuilder<S> {
     ) -> &mut Self {
         if let Some(n) = self.spec(node.into()) {
             n.handler = Some(Arc::new(move |s, e| handler(s, e).into_command()));
+        }
+        self
+    }
+
+    /// Runs `f` after each run of `node`, on the state as that task sees it with its own writes
+    /// applied and nobody else's (LangGraph's fresh read, which only its routers had): the
+    /// fields the node wrote hold their new values (a reducer's fold, an appended list), every
+    /// other field holds its value from the start of the step, whatever the node's siblings in
+    /// the step wrote. `f`'s update is applied after the node's, in the same step, and its
+    /// destinations are added to the node's; the node's routers then see both updates.
+    ///
+    /// The read costs a copy of the fields the node wrote, not of the state. `f` runs on the
+    /// loop, like a router: keep it short, and do slow work in the node. Its failure or panic
+    /// fails the node's task; it does not run after an error handler, nor for a task whose
+    /// writes were saved by a step that did not complete (they include `f`'s).
+    ///
+    /// A field of one value written by the node cannot be written again by `f` (two writes in a
+    /// step, as for any task); a reducer's can.
+    ///
+    /// LangGraph lets a node read fresh in its middle (`ChannelRead.do_read(fresh=True)` after
+    /// its own `ChannelWrite`s); a weir node returns its writes at once, so the fresh read is this
+    /// second function, after the node, in the same task.
+    ///
+    /// ```
+    /// # use weir_runtime::{GraphBuilder, START, END};
+    /// # use std::sync::{Arc, Mutex};
+    /// # weir_runtime::__doc_state!();
+    /// let mut g = GraphBuilder::<Doc>::new();
+    /// let greet = g.add_node("greet", |s: &Doc| DocUpdate::default().text(format!("hello {}", s.text))).id();
+    /// let seen = Arc::new(Mutex::new(String::new()));
+    /// let saw = seen.clone();
+    /// // Reads what `greet` just wrote, before the step's writes are applied.
+    /// g.then_fresh(greet, move |fresh: &Doc| *saw.lock().unwrap() = fresh.text.clone());
+    /// g.add_edge(START, "greet").add_edge("greet", END);
+    /// let app = g.compile().unwrap();
+    /// # let rt = tokio::runtime::Runtime::new().unwrap();
+    /// rt.block_on(app.invoke(Doc { text: "world".into() }, &Default::default())).unwrap();
+    /// assert_eq!(*seen.lock().unwrap(), "hello world");
+    /// ```
+    pub fn then_fresh<O: NodeOutput<S>>(
+        &mut self,
+        node: impl Into<NodeId>,
+        f: impl Fn(&S) -> O + Send + Sync + 'static,
+    ) -> &mut Self {
+        if let Some(n) = self.spec(node.into()) {
+            n.fresh = Some(Arc::new(move |s| f(s).into_command()));
         }
         self
     }

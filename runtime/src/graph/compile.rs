@@ -2,7 +2,7 @@
 //! the channel each edge writes. No name is looked up once this is done.
 
 use super::policy::NodePolicy;
-use super::{GraphBuilder, HandlerFn, NodeFn, NodeRef, PacketDecoder, RouterFn};
+use super::{FreshFn, GraphBuilder, HandlerFn, NodeFn, NodeRef, PacketDecoder, RouterFn};
 use crate::cache::{CachePolicy, NodeCache};
 use crate::error::BuildError;
 use crate::state::{FieldInfo, State};
@@ -55,6 +55,8 @@ pub(crate) struct CompiledNode<S: State> {
     pub(crate) policy: NodePolicy,
     pub(crate) cache: Option<CachePolicy<S>>,
     pub(crate) handler: Option<HandlerFn<S>>,
+    /// What runs after the node on its fresh state ([`GraphBuilder::then_fresh`]).
+    pub(crate) fresh: Option<FreshFn<S>>,
 }
 
 #[derive(Clone)]
@@ -205,6 +207,7 @@ impl<S: State> GraphInner<S> {
                 }),
                 cache: n.cache.clone(),
                 handler: n.handler.clone(),
+                fresh: n.fresh.clone(),
                 policy: NodePolicy {
                     retry: n.retry.clone().or_else(|| b.default_retry.clone()),
                     timeout: n.timeout,
@@ -236,6 +239,7 @@ impl<S: State> GraphInner<S> {
                 policy: NodePolicy::default(),
                 cache: None,
                 handler: None,
+                fresh: None,
             });
         }
         // One branch channel per node (for the start node: the input channel).

@@ -29,6 +29,10 @@ pub struct Context {
     /// The task's index among the step's `Send`s; `None` for a node triggered by its edges.
     pub(crate) push: Option<usize>,
     pub(crate) step: i64,
+    /// The last step the run may take (LangGraph's `stop`): see [`Context::remaining_steps`].
+    pub(crate) stop: i64,
+    /// The run's recursion limit, which a subgraph run by this task inherits.
+    pub(crate) limit: usize,
     pub(crate) scratch: Option<Arc<Scratch>>,
     pub(crate) emitter: Option<Emitter>,
     pub(crate) run: Option<Arc<RunInfo>>,
@@ -54,6 +58,54 @@ impl Context {
     /// The step the node runs in (0 is the first step after the input).
     pub fn step(&self) -> i64 {
         self.step
+    }
+
+    /// How many steps the run may still take, counting this one's successors and the step after
+    /// the last that finds nothing to do (LangGraph's managed value `RemainingSteps`:
+    /// `stop - step`). A run may take steps up to `stop`, which is its first step plus the
+    /// recursion limit plus one: a new run's input is step -1, so its first node (step 1, after
+    /// the start step 0) sees `limit - 1`; a resumed run counts from its own first step (the
+    /// step after the checkpoint it loaded), so its first node sees `limit + 1`; a subgraph
+    /// counts its own steps, under the recursion limit of the run it is part of. The last step a
+    /// task can run in sees 0.
+    ///
+    /// An agent reads it to wrap up before the limit: a node that must be followed by one more
+    /// step to finish checks `remaining_steps() >= 2`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use weir_runtime::{Context, GraphBuilder, RunConfig, START, END};
+    /// # weir_runtime::__doc_state!();
+    /// let mut g = GraphBuilder::<Doc>::new();
+    /// g.add_node("a", |_: &Doc, ctx: &Context| {
+    ///     let seen = format!("{} {} {}", ctx.step(), ctx.remaining_steps(), ctx.is_last_step());
+    ///     DocUpdate::default().text(seen)
+    /// });
+    /// g.add_edge(START, "a").add_edge("a", END);
+    /// let app = g.compile().unwrap();
+    /// # let rt = tokio::runtime::Runtime::new().unwrap();
+    /// let out = rt.block_on(app.invoke(Doc::default(), &RunConfig::default().recursion_limit(5))).unwrap();
+    /// assert_eq!(out.text, "1 4 false");
+    /// ```
+    pub fn remaining_steps(&self) -> i64 {
+        self.stop.saturating_sub(self.step)
+    }
+
+    /// Whether this is the step before the run's last (LangGraph's managed value `IsLastStep`:
+    /// `step == stop - 1`, so [`remaining_steps`](Self::remaining_steps) is 1). A task that
+    /// sees `true` has exactly one step after its own: a node it leads to can still run, and
+    /// that node's own successor would pass the recursion limit. Like LangGraph, the very last
+    /// step (`remaining_steps() == 0`) sees `false`.
+    pub fn is_last_step(&self) -> bool {
+        self.step == self.stop.saturating_sub(1)
+    }
+
+    /// The recursion limit of the run this task is part of ([`RunConfig::recursion_limit`]).
+    ///
+    /// [`RunConfig::recursion_limit`]: crate::RunConfig::recursion_limit
+    pub fn recursion_limit(&self) -> usize {
+        self.limit
     }
 
     /// Emits `value` to the run's stream, in `custom` mode (LangGraph's stream writer): LLM tokens,

@@ -25,4 +25,4 @@ pub use node::{
     AsyncCtxMarker, AsyncFn1, AsyncFn2, AsyncMarker, Command, Goto, IntoGotos, IntoNode, NodeError, NodeFn, NodeHandle,
     NodeId, NodeOutput, Packet, SyncCtxMarker, SyncMarker,
 };
-pub(crate) use node::{HandlerFn, PacketDecoder, RouterFn};
+pub(crate) use node::{FreshFn, HandlerFn, PacketDecoder, RouterFn};

@@ -500,3 +500,8 @@ pub struct NodeError {
 }
 
 pub(crate) type HandlerFn<S> = Arc<dyn Fn(&S, &NodeError) -> Result<Command<S>, BoxError> + Send + Sync>;
+
+/// What runs after a node on its fresh state: see [`GraphBuilder::then_fresh`].
+///
+/// [`GraphBuilder::then_fresh`]: crate::GraphBuilder::then_fresh
+pub(crate) type FreshFn<S> = Arc<dyn Fn(&S) -> Result<Command<S>, BoxError> + Send + Sync>;

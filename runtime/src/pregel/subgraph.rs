@@ -19,7 +19,9 @@ use std::sync::Arc;
 /// parent's thread, under a namespace of its own (`<parent ns>|<task>:<step>`; see
 /// [`RunConfig::ns`]); a pause inside `sub` pauses the parent with `sub`'s question, and answering
 /// the parent resumes `sub` where it paused. A node of `sub` returning [`Command::to_parent`] ends
-/// `sub`'s run and applies that command in the parent, as this node's.
+/// `sub`'s run and applies that command in the parent, as this node's. `sub` runs under the
+/// parent run's recursion limit, counting its own steps from its own start (as LangGraph's
+/// subgraphs, which inherit their parent's config).
 pub fn subgraph<S: State, T: State>(
     sub: CompiledGraph<T>,
     into: impl Fn(&S) -> T::Update + Send + Sync + 'static,
@@ -88,7 +90,8 @@ fn parent_command<S: State>(e: BoxError) -> Result<Command<S>, BoxError> {
 async fn run_sub<T: State>(sub: &CompiledGraph<T>, input: T::Update, ctx: &Context) -> Result<Outcome<T>, BoxError> {
     let Some(run) = &ctx.run else {
         // The parent is not checkpointed: a plain run.
-        return Ok(go(sub, Start::Input(input), &RunConfig::default(), ctx).await?);
+        let config = RunConfig::default().recursion_limit(ctx.limit);
+        return Ok(go(sub, Start::Input(input), &config, ctx).await?);
     };
     let sub = sub.with_parent_checkpointer(run.checkpointer.clone());
     let task = super::persist::task_id(&ctx.node, ctx.push);
@@ -101,6 +104,8 @@ async fn run_sub<T: State>(sub: &CompiledGraph<T>, input: T::Update, ctx: &Conte
         thread_id: Some(run.thread.to_string()),
         ns,
         durability: run.durability,
+        // LangGraph's subgraph inherits its parent's config, recursion limit included.
+        recursion_limit: ctx.limit,
         ..RunConfig::default()
     };
     if let Some(snapshot) = sub.get_state(&config).await? {

@@ -1,6 +1,7 @@
 //! Executing a step: its tasks run (one in place, more on the executor), each task's result
-//! becomes a finished task or a failure, error handlers and cache writes are applied, routers of
-//! a wide step read their own task's writes, and an incomplete step keeps its pending writes.
+//! becomes a finished task or a failure, error handlers and cache writes are applied, a node's
+//! `then_fresh` and the routers of a wide step read their own task's writes (the fresh view,
+//! [`State::read_fresh`]), and an incomplete step keeps its pending writes.
 
 use super::super::executor::{panic_message, run_job, Failure, Job, TaskInput, TaskOutput};
 use super::super::persist::{ERROR, INTERRUPT, RESUME, WRITES};
@@ -8,6 +9,7 @@ use super::super::stream::StreamMode;
 use super::super::task::{CacheLookup, Finished, Running, Task, TaskReport, TaskResult};
 use super::{field_error, Loop};
 use crate::error::Error;
+use crate::graph::compile::GraphInner;
 use crate::graph::Context;
 use crate::graph::{Command, Goto};
 use crate::signal::{PauseKind, Paused};
@@ -157,24 +159,29 @@ impl<S: State> Loop<S> {
             }
             let result = self.finish_task(node, push.is_none(), output.result);
             let has_handler = self.g.nodes[node as usize].handler.is_some();
-            let result = match result {
+            // A failed task with a handler is reported with its error, the handler as a task of
+            // its own (how long the handler took, to report it).
+            let (result, handler_took) = match result {
                 Err(e) if has_handler && e.node_name().is_some() && !e.is_invalid_update() => {
                     let handler = self.g.nodes[node as usize].handler.clone().expect("a handler");
-                    // The failed task is reported with its error, the handler as a task of its own.
                     self.note(node, push, output.duration, Err(e.to_string()), false);
                     let started = self.times_tasks().then(Instant::now);
                     let handled = self.handle(node, push.is_none(), e, &handler);
-                    let took = started.map_or(Duration::ZERO, |s| s.elapsed());
-                    self.note_result(&task, took, &handled, true);
-                    handled
+                    (handled, Some(started.map_or(Duration::ZERO, |s| s.elapsed())))
                 }
-                r => {
-                    self.note_result(&task, output.duration, &r, false);
-                    r
-                }
+                r => (r, None),
             };
             if let (Ok(d), Some(CacheLookup::Miss(key)), None) = (&result, &task.cache_key, &taken.cache_failure) {
                 taken.cache_failure = self.store_in_cache(node, key, &d.command).await.err();
+            }
+            // A task whose writes were saved had its fresh read then: they include its update.
+            let result = match result {
+                Ok(d) if !task.saved && !d.handled => self.then_fresh(d),
+                r => r,
+            };
+            match handler_took {
+                Some(took) => self.note_result(&task, took, &result, true),
+                None => self.note_result(&task, output.duration, &result, false),
             }
             match result {
                 Ok(d) => {
@@ -311,6 +318,8 @@ impl<S: State> Loop<S> {
             node,
             push: task.push,
             step,
+            stop: self.stop,
+            limit: usize::try_from(self.limit).unwrap_or(usize::MAX),
             scratch: task.scratch.clone(),
             emitter,
             run,
@@ -411,43 +420,85 @@ impl<S: State> Loop<S> {
             .map_err(|e| Error::cache(&self.g.names[node as usize], self.step, e))
     }
 
-    /// Runs a task's routers on the state with its own writes applied, and nobody else's.
-    pub(crate) fn route_fresh(&self, d: &mut Finished<S>) -> Result<(), Error> {
+    /// Runs a task's routers on the state with its own writes applied, and nobody else's: an
+    /// overlay of the fields it wrote on the step's state, not a copy of the state.
+    pub(crate) fn route_fresh(&mut self, d: &mut Finished<S>) -> Result<(), Error> {
         d.routed = true;
         if d.handled || self.g.nodes[d.node as usize].routers.is_empty() {
             return Ok(());
         }
-        let mut fresh = (*self.state).clone();
-        let mut channels = self.channels.clone();
-        let mut own = [d.command.update.clone()];
-        let mut scratch = vec![false; self.g.n_fields()];
-        fresh
-            .apply(&mut channels, &mut own, true, &mut scratch)
-            .map_err(|e| field_error(e, &[d.node], &self.g, self.step))?;
-        self.route(d.node, &fresh, &mut d.command.goto)
+        let (g, step, node) = (&self.g, self.step, d.node);
+        // The step's tasks are done: nobody else holds the state, and `make_mut` copies nothing.
+        let state = Arc::make_mut(&mut self.state);
+        let Command { update, goto, .. } = &mut d.command;
+        state
+            .read_fresh(&self.channels, update, |fresh| route(g, step, node, fresh, goto))
+            .map_err(|e| field_error(e, &[node], g, step))?
+    }
+
+    /// Runs `node`'s [`then_fresh`](crate::GraphBuilder::then_fresh) on the state with the
+    /// task's own writes applied, and adds what it returns to the task's command.
+    fn then_fresh(&mut self, mut d: Finished<S>) -> Result<Finished<S>, Error> {
+        let Some(f) = self.g.nodes[d.node as usize].fresh.clone() else {
+            return Ok(d);
+        };
+        let (g, step, node) = (&self.g, self.step, d.node);
+        let name = &g.names[node as usize];
+        let state = Arc::make_mut(&mut self.state);
+        let out = state
+            .read_fresh(&self.channels, &d.command.update, |fresh| {
+                // User code: its panic fails the task, naming the node.
+                std::panic::catch_unwind(AssertUnwindSafe(|| f(fresh)))
+            })
+            .map_err(|e| field_error(e, &[node], g, step))?;
+        let command = match out {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return Err(Error::node(name, step, format!("its fresh read failed: {e}").into())),
+            Err(p) => {
+                let message = format!("its fresh read panicked: {}", panic_message(p));
+                return Err(Error::panic(name, step, message));
+            }
+        };
+        if let Some(p) = command.parent {
+            return Err(Error::to_parent(name, p));
+        }
+        if let Some(allowed) = &g.nodes[node as usize].writes {
+            if let Some(f) = (0..g.n_fields()).find(|&f| !allowed[f] && command.update.is_written(f)) {
+                return Err(Error::undeclared_write(name, g.fields[f].name.clone(), step));
+            }
+        }
+        d.command.update.merge(command.update);
+        d.command.goto.extend(command.goto);
+        Ok(d)
     }
 
     /// Runs the routers of `task` on `state` (the state with the task's own writes applied).
     pub(super) fn route(&self, node: u32, state: &S, out: &mut Vec<Goto<S>>) -> Result<(), Error> {
-        for router in &self.g.nodes[node as usize].routers {
-            let from = out.len();
-            // A router is user code: its panic fails the run, naming the node it follows.
-            std::panic::catch_unwind(AssertUnwindSafe(|| (router.func)(state, out))).map_err(|p| {
-                let name = &self.g.names[node as usize];
-                Error::panic(name, self.step, format!("its router panicked: {}", panic_message(p)))
-            })?;
-            for g in &out[from..] {
-                let target = match g {
-                    Goto::Node(id) => Some(id.0),
-                    Goto::End => None,
-                    Goto::Send(_) | Goto::Named(_) => continue,
-                };
-                if !router.targets.contains(&target) {
-                    let what = target.map_or_else(|| "END".to_owned(), |t| self.g.node_name(t));
-                    return Err(Error::unknown_target(&self.g.names[node as usize], what, self.step));
-                }
+        route(&self.g, self.step, node, state, out)
+    }
+}
+
+/// Runs the routers of `node` on `state` (the state with its task's own writes applied) into
+/// `out`, checking each destination against the router's declared targets.
+fn route<S: State>(g: &GraphInner<S>, step: i64, node: u32, state: &S, out: &mut Vec<Goto<S>>) -> Result<(), Error> {
+    for router in &g.nodes[node as usize].routers {
+        let from = out.len();
+        // A router is user code: its panic fails the run, naming the node it follows.
+        std::panic::catch_unwind(AssertUnwindSafe(|| (router.func)(state, out))).map_err(|p| {
+            let name = &g.names[node as usize];
+            Error::panic(name, step, format!("its router panicked: {}", panic_message(p)))
+        })?;
+        for goto in &out[from..] {
+            let target = match goto {
+                Goto::Node(id) => Some(id.0),
+                Goto::End => None,
+                Goto::Send(_) | Goto::Named(_) => continue,
+            };
+            if !router.targets.contains(&target) {
+                let what = target.map_or_else(|| "END".to_owned(), |t| g.node_name(t));
+                return Err(Error::unknown_target(&g.names[node as usize], what, step));
             }
         }
-        Ok(())
     }
+    Ok(())
 }
