@@ -5,7 +5,7 @@ use super::policy::NodePolicy;
 use super::{GraphBuilder, HandlerFn, NodeFn, NodeRef, PacketDecoder, RouterFn};
 use crate::cache::{CachePolicy, NodeCache};
 use crate::error::BuildError;
-use crate::state::{FieldInfo, State};
+use crate::state::{FieldInfo, State, Update};
 use std::collections::HashMap;
 use std::sync::Arc;
 use weir_topology::{NodeDecl, ProblemKind, Ref, Route, Topology};
@@ -125,6 +125,12 @@ impl<S: State> GraphInner<S> {
 
     pub(crate) fn n_fields(&self) -> usize {
         self.fields.len()
+    }
+
+    /// The first field `update` writes that node `n` did not declare, when it declares its fields.
+    pub(crate) fn undeclared_write(&self, n: u32, update: &S::Update) -> Option<usize> {
+        let allowed = self.nodes[n as usize].writes.as_ref()?;
+        (0..self.n_fields()).find(|&f| !allowed[f] && update.is_written(f))
     }
 
     /// The channel id of internal channel `index`.

@@ -13,6 +13,7 @@ mod control;
 mod drive;
 mod executor;
 mod outcome;
+mod pending;
 mod persist;
 mod restore;
 mod run;

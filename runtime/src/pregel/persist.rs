@@ -75,6 +75,21 @@ pub(crate) enum SavedGoto {
 pub(crate) struct SavedTask<U> {
     pub(crate) update: U,
     pub(crate) goto: Vec<SavedGoto>,
+    /// Whether `goto` holds what the task's routers returned. A task's writes saved as it ended
+    /// are saved before its routers ran: a resume runs them. Absent (saved by an older weir, or
+    /// after routing) means routed.
+    #[serde(default = "routed", skip_serializing_if = "is_routed")]
+    pub(crate) routed: bool,
+}
+
+fn routed() -> bool {
+    true
+}
+
+// serde's `skip_serializing_if` passes a reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_routed(routed: &bool) -> bool {
+    *routed
 }
 
 /// What the pending writes of one task say.
@@ -285,54 +300,72 @@ impl<S: State> Loop<S> {
         })
     }
 
-    /// The saved form of a task's command.
-    pub(crate) fn save_task(&self, command: &Command<S>) -> Result<Vec<u8>, Error> {
+    /// The saved form of a task's command; `routed` says whether its routers' destinations are
+    /// in it.
+    pub(crate) fn save_task(&self, command: &Command<S>, routed: bool) -> Result<Vec<u8>, Error> {
         let thread = self.persist.as_ref().map_or("-", |p| &*p.info.thread);
-        let mut goto = Vec::new();
-        for g in &command.goto {
-            goto.push(match g {
-                Goto::Node(id) => SavedGoto::Node(self.g.node_name(id.0)),
-                Goto::End => SavedGoto::End,
-                Goto::Named(n) => SavedGoto::Node(n.clone()),
-                Goto::Send(p) => {
-                    let node = self.g.node_name(p.node.0);
-                    let payload = p
-                        .job
-                        .encode()
-                        .ok_or_else(|| Error::unsaved_send(&node))?
-                        .map_err(|e| Error::checkpoint(thread, e))?;
-                    SavedGoto::Send { node, payload }
-                }
-            });
-        }
-        serde_json::to_vec(&SavedTask {
-            update: &command.update,
-            goto,
-        })
-        .map_err(|e| Error::checkpoint(thread, e.to_string()))
+        save_command(&self.g, thread, command, routed)
     }
 
     /// Saves the pending writes of one task against the current checkpoint.
     pub(crate) async fn put_task_writes(&self, task_id: &str, writes: Vec<(&str, Vec<u8>)>) -> Result<(), Error> {
         let p = self.persist.as_ref().expect("a checkpointed run");
         let Some(current) = &p.current else { return Ok(()) };
-        let rows = writes
-            .into_iter()
-            .enumerate()
-            .map(|(i, (channel, bytes))| PendingWrite {
-                task_id: task_id.to_owned(),
-                task_path: task_id.to_owned(),
-                idx: i as i64,
-                channel: channel.to_owned(),
-                bytes,
-            })
-            .collect();
+        let rows = pending_rows(task_id, writes);
         let info = &p.info;
         info.checkpointer
             .put_writes(&info.thread, &info.ns, current, task_id, rows)
             .await
             .map_err(|e| checkpointer_error(&info.thread, e))
     }
+}
+
+/// A task's pending writes as a checkpointer stores them: `(channel, bytes)` rows in order.
+pub(crate) fn pending_rows(task_id: &str, writes: Vec<(&str, Vec<u8>)>) -> Vec<PendingWrite> {
+    writes
+        .into_iter()
+        .enumerate()
+        .map(|(i, (channel, bytes))| PendingWrite {
+            task_id: task_id.to_owned(),
+            task_path: task_id.to_owned(),
+            idx: i as i64,
+            channel: channel.to_owned(),
+            bytes,
+        })
+        .collect()
+}
+
+/// The saved form of a task's command, on `thread` (for errors); `routed` says whether its
+/// routers' destinations are in it.
+pub(crate) fn save_command<S: State>(
+    g: &GraphInner<S>,
+    thread: &str,
+    command: &Command<S>,
+    routed: bool,
+) -> Result<Vec<u8>, Error> {
+    let mut goto = Vec::new();
+    for to in &command.goto {
+        goto.push(match to {
+            Goto::Node(id) => SavedGoto::Node(g.node_name(id.0)),
+            Goto::End => SavedGoto::End,
+            Goto::Named(n) => SavedGoto::Node(n.clone()),
+            Goto::Send(p) => {
+                let node = g.node_name(p.node.0);
+                let payload = p
+                    .job
+                    .encode()
+                    .ok_or_else(|| Error::unsaved_send(&node))?
+                    .map_err(|e| Error::checkpoint(thread, e))?;
+                SavedGoto::Send { node, payload }
+            }
+        });
+    }
+    serde_json::to_vec(&SavedTask {
+        update: &command.update,
+        goto,
+        routed,
+    })
+    .map_err(|e| Error::checkpoint(thread, e.to_string()))
 }
 
 /// The node names of a step's tasks, for a checkpoint's metadata, a run of one node named once.

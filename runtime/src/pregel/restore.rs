@@ -127,8 +127,8 @@ impl<S: State> Loop<S> {
         Ok(())
     }
 
-    /// A task's command, from its saved writes.
-    pub(crate) fn load_task(&self, bytes: &[u8]) -> Result<Command<S>, Error> {
+    /// A task's command, from its saved writes, and whether its routers' destinations are in it.
+    pub(crate) fn load_task(&self, bytes: &[u8]) -> Result<(Command<S>, bool), Error> {
         let g = &self.g;
         let thread = self.persist.as_ref().map_or("-", |p| &*p.info.thread);
         let bad = |m: String| Error::checkpoint(thread, m);
@@ -153,10 +153,11 @@ impl<S: State> Loop<S> {
                 }
             });
         }
-        Ok(Command {
+        let command = Command {
             update: saved.update,
             goto,
             parent: None,
-        })
+        };
+        Ok((command, saved.routed))
     }
 }

@@ -349,6 +349,7 @@ impl<S: State> Loop<S> {
                 push: None,
                 job,
                 saved: false,
+                routed: false,
                 scratch: None,
                 failed: None,
                 cache_key: None,
@@ -360,6 +361,7 @@ impl<S: State> Loop<S> {
                 push: Some(i),
                 job: Job::Packet(p),
                 saved: false,
+                routed: false,
                 scratch: None,
                 failed: None,
                 cache_key: None,
@@ -386,8 +388,10 @@ impl<S: State> Loop<S> {
                     Some(TaskRecord {
                         writes: Some(bytes), ..
                     }) => {
-                        self.tasks[i].job = Job::Ready(self.load_task(&bytes)?);
+                        let (command, routed) = self.load_task(&bytes)?;
+                        self.tasks[i].job = Job::Ready(command);
                         self.tasks[i].saved = true;
+                        self.tasks[i].routed = routed;
                         continue;
                     }
                     Some(TaskRecord { error: Some(e), .. })

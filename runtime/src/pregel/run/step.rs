@@ -3,6 +3,7 @@
 //! a wide step read their own task's writes, and an incomplete step keeps its pending writes.
 
 use super::super::executor::{panic_message, run_job, Failure, Job, TaskInput, TaskOutput};
+use super::super::pending::{StepSaver, TaskSaver};
 use super::super::persist::{ERROR, INTERRUPT, RESUME, WRITES};
 use super::super::stream::StreamMode;
 use super::super::task::{Finished, Running, Task, TaskReport, TaskResult};
@@ -11,7 +12,7 @@ use crate::error::Error;
 use crate::graph::Context;
 use crate::graph::{Command, Goto};
 use crate::signal::{PauseKind, Paused};
-use crate::state::{State, Update};
+use crate::state::State;
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
@@ -29,12 +30,12 @@ pub(crate) enum StepEnd<S: State> {
 type Asked = (u32, Option<usize>, serde_json::Value, Vec<serde_json::Value>);
 
 /// What a step's results came to: the finished tasks, the first failure (with its task), a
-/// cache that could not store, the paused tasks, and the finished tasks whose writes are not
-/// saved yet (their index in `done`, and push index).
+/// cache or checkpointer that could not store, the paused tasks, and the finished tasks whose
+/// writes are not saved yet (their index in `done`, and push index).
 struct Taken<S: State> {
     done: Vec<Finished<S>>,
     failure: Option<(Error, u32, Option<usize>)>,
-    cache_failure: Option<Error>,
+    store_failure: Option<Error>,
     paused: Vec<Asked>,
     unsaved: Vec<(usize, Option<usize>)>,
 }
@@ -67,6 +68,7 @@ impl<S: State> Loop<S> {
             let output = TaskOutput {
                 result: result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p)))),
                 duration: started.map_or(Duration::ZERO, |s| s.elapsed()),
+                saved: Ok(false),
             };
             results.push(TaskResult { task, output });
         } else {
@@ -86,19 +88,19 @@ impl<S: State> Loop<S> {
                 }
             }
         }
-        let incomplete = taken.failure.is_some() || taken.cache_failure.is_some() || !taken.paused.is_empty();
+        let incomplete = taken.failure.is_some() || taken.store_failure.is_some() || !taken.paused.is_empty();
         if incomplete {
             self.keep_incomplete(&taken)?;
         }
         let Taken {
             done,
             failure,
-            cache_failure,
+            store_failure,
             paused,
             unsaved,
         } = taken;
         self.unsaved = unsaved;
-        if let Some(e) = failure.map(|(e, _, _)| e).or(cache_failure) {
+        if let Some(e) = failure.map(|(e, _, _)| e).or(store_failure) {
             return Err(e);
         }
         if !paused.is_empty() {
@@ -114,9 +116,18 @@ impl<S: State> Loop<S> {
         let step = self.step;
         let mut running = Vec::with_capacity(tasks.len());
         let mut inputs = Vec::with_capacity(tasks.len());
+        // A checkpointed run saves each task's writes as it ends.
+        let saver = self.persist.as_ref().and_then(|p| StepSaver::of(&self.g, p));
         for (job, task) in tasks.drain(..).map(Task::start) {
             let ctx = self.context(&task, step);
+            // Writes loaded from pending writes are saved already.
+            let saver = saver.as_ref().filter(|_| !task.saved).map(|step| TaskSaver {
+                step: step.clone(),
+                node: task.node,
+                task_id: self.task_id(task.node, task.push),
+            });
             inputs.push(TaskInput {
+                saver,
                 job,
                 state: self.state.clone(),
                 span: tracing::info_span!("weir.task", node = &*ctx.node, step),
@@ -140,7 +151,7 @@ impl<S: State> Loop<S> {
         let mut taken = Taken {
             done: std::mem::take(&mut self.done),
             failure: None,
-            cache_failure: None,
+            store_failure: None,
             paused: Vec::new(),
             unsaved: std::mem::take(&mut self.unsaved),
         };
@@ -154,6 +165,14 @@ impl<S: State> Loop<S> {
                 taken.paused.push((node, push, question, answers));
                 continue;
             }
+            // Writes saved as the task ended are not saved again if the step does not complete.
+            let saved = match output.saved {
+                Ok(saved) => saved,
+                Err(e) => {
+                    taken.store_failure.get_or_insert(e);
+                    false
+                }
+            };
             let result = self.finish_task(node, push.is_none(), output.result);
             let result = match (result, &self.g.nodes[node as usize].handler) {
                 (Err(e), Some(handler)) if e.node_name().is_some() && !e.is_invalid_update() => {
@@ -161,8 +180,8 @@ impl<S: State> Loop<S> {
                 }
                 (r, _) => r,
             };
-            if let (Ok(d), Some(key), None) = (&result, &task.cache_key, &taken.cache_failure) {
-                taken.cache_failure = self.store_in_cache(node, key, &d.command).await.err();
+            if let (Ok(d), Some(key), None) = (&result, &task.cache_key, &taken.store_failure) {
+                taken.store_failure = self.store_in_cache(node, key, &d.command).await.err();
             }
             let (update, error) = match &result {
                 Ok(d) => (streaming.then(|| d.command.update.clone()), None),
@@ -180,11 +199,11 @@ impl<S: State> Loop<S> {
             }
             match result {
                 Ok(d) => {
-                    if !task.saved {
+                    if !task.saved && !saved {
                         taken.unsaved.push((taken.done.len(), push));
                     }
                     taken.done.push(Finished {
-                        routed: task.saved,
+                        routed: task.routed,
                         ..d
                     });
                 }
@@ -205,7 +224,10 @@ impl<S: State> Loop<S> {
         let mut rows = Vec::new();
         for (i, push) in &taken.unsaved {
             let d = &taken.done[*i];
-            rows.push((self.task_id(d.node, *push), vec![(WRITES, self.save_task(&d.command)?)]));
+            rows.push((
+                self.task_id(d.node, *push),
+                vec![(WRITES, self.save_task(&d.command, d.routed)?)],
+            ));
         }
         if let Some((e, node, push)) = &taken.failure {
             rows.push((self.task_id(*node, *push), vec![(ERROR, e.to_string().into_bytes())]));
@@ -264,10 +286,8 @@ impl<S: State> Loop<S> {
             Err(Failure::Timeout(limit)) => return Err(Error::timeout(name, self.step, limit)),
             Err(Failure::Panic(message)) => return Err(Error::panic(name, self.step, message)),
         };
-        if let Some(allowed) = &self.g.nodes[node as usize].writes {
-            if let Some(f) = (0..self.g.n_fields()).find(|&f| !allowed[f] && command.update.is_written(f)) {
-                return Err(Error::undeclared_write(name, self.g.fields[f].name.clone(), self.step));
-            }
+        if let Some(f) = self.g.undeclared_write(node, &command.update) {
+            return Err(Error::undeclared_write(name, self.g.fields[f].name.clone(), self.step));
         }
         Ok(Finished {
             node,
@@ -327,7 +347,7 @@ impl<S: State> Loop<S> {
             let key = format!("{name}:{user_key}");
             let hit = cache.get(&key).await.map_err(|e| Error::cache(name, self.step, e))?;
             match hit {
-                Some(bytes) => t.job = Job::Ready(self.load_task(&bytes)?),
+                Some(bytes) => t.job = Job::Ready(self.load_task(&bytes)?.0),
                 None => t.cache_key = Some(key),
             }
         }
@@ -338,7 +358,8 @@ impl<S: State> Loop<S> {
         let (Some(cache), Some(policy)) = (&self.g.cache, &self.g.nodes[node as usize].cache) else {
             return Ok(());
         };
-        let bytes = self.save_task(command)?;
+        // A cache hit runs its task's routers as a fresh task's run: no flag to keep.
+        let bytes = self.save_task(command, true)?;
         cache
             .put(key, bytes, policy.ttl)
             .await
