@@ -73,9 +73,9 @@ fn snapshot<S: State>(graph: &CompiledGraph<S>, mut run: Loop<S>, applied: bool)
     let g = &graph.inner;
     let record = run
         .persist
-        .as_ref()
+        .on()
         .and_then(|p| p.record.clone())
-        .expect("a loaded checkpoint");
+        .ok_or_else(|| Error::config("reading a thread's state needs a checkpointer"))?;
     let pending = run.pending().cloned().unwrap_or_default();
     run.prepare_tasks()?;
     let mut tasks = Vec::new();
@@ -176,7 +176,7 @@ pub(crate) async fn update_state<S: State>(
             Error::config("`update_state` cannot tell which node the update comes from: name it with `as_node`")
         })?,
     };
-    if let Some(p) = &mut run.persist {
+    if let Some(p) = run.persist.on_mut() {
         p.pending.clear();
     }
     run.after_tick(vec![Finished {
@@ -192,9 +192,8 @@ pub(crate) async fn update_state<S: State>(
     }])?;
     let writers = super::persist::writers(g, std::iter::once(node));
     save(&mut run, Durability::Sync, Source::Update, writers).await?;
-    Ok(run
-        .persist
-        .as_ref()
+    run.persist
+        .on()
         .and_then(|p| p.current.as_deref().map(str::to_owned))
-        .expect("a saved checkpoint"))
+        .ok_or_else(|| Error::config("updating a thread's state needs a checkpointer"))
 }

@@ -10,7 +10,7 @@ impl<S: State> Loop<S> {
     /// LangGraph's `should_interrupt`: a task's node is in `mask`, and something changed since
     /// the run last resumed (so a resumed run passes the breakpoint it stopped at).
     pub(super) fn should_interrupt(&self, mask: &[bool], nodes: impl Iterator<Item = u32>) -> bool {
-        let Some(p) = &self.persist else { return false };
+        let Some(p) = self.persist.on() else { return false };
         let changed = self.versions.iter().zip(&p.interrupt_seen).any(|(v, seen)| v > seen);
         changed
             && nodes
@@ -53,7 +53,7 @@ impl<S: State> Loop<S> {
 
     /// Marks every channel's version as seen by the interrupts (LangGraph does this on resume).
     pub(crate) fn pass_interrupts(&mut self) {
-        if let Some(p) = &mut self.persist {
+        if let Some(p) = self.persist.on_mut() {
             p.interrupt_seen.clone_from(&self.versions);
         }
     }
@@ -62,7 +62,7 @@ impl<S: State> Loop<S> {
     pub(crate) fn answer(&mut self, id: Option<&str>, value: serde_json::Value) -> Result<(), Error> {
         let p = self
             .persist
-            .as_mut()
+            .on_mut()
             .ok_or_else(|| Error::config("resuming needs a checkpointer"))?;
         let paused: Vec<String> = p
             .pending

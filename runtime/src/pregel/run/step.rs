@@ -117,7 +117,7 @@ impl<S: State> Loop<S> {
         let mut running = Vec::with_capacity(tasks.len());
         let mut inputs = Vec::with_capacity(tasks.len());
         // A checkpointed run saves each task's writes as it ends.
-        let saver = self.persist.as_ref().and_then(|p| StepSaver::of(&self.g, p));
+        let saver = self.persist.on().and_then(|p| StepSaver::of(&self.g, p));
         for (job, task) in tasks.drain(..).map(Task::start) {
             let ctx = self.context(&task, step);
             // Writes loaded from pending writes are saved already.
@@ -218,7 +218,7 @@ impl<S: State> Loop<S> {
     /// A step that did not complete keeps the writes of the tasks that succeeded, so a resume
     /// does not run them again, and the error or question of the others.
     fn keep_incomplete(&mut self, taken: &Taken<S>) -> Result<(), Error> {
-        if self.persist.is_none() {
+        if !self.persist.is_on() {
             return Ok(());
         }
         let mut rows = Vec::new();
@@ -238,7 +238,7 @@ impl<S: State> Loop<S> {
             let a = serde_json::to_vec(answers).expect("JSON values serialize");
             rows.push((self.task_id(*node, *push), vec![(INTERRUPT, q), (RESUME, a)]));
         }
-        if let Some(p) = &mut self.persist {
+        if let Some(p) = self.persist.on_mut() {
             p.rows = rows;
         }
         Ok(())
@@ -266,7 +266,7 @@ impl<S: State> Loop<S> {
     fn context(&self, task: &Running, step: i64) -> Context {
         let node = self.g.names[task.node as usize].clone();
         let emitter = self.sink.as_ref().and_then(|s| s.emitter(node.clone(), step));
-        let run = self.persist.as_ref().map(|p| p.info.clone());
+        let run = self.persist.on().map(|p| p.info.clone());
         Context {
             node,
             push: task.push,
