@@ -12,6 +12,7 @@ mod context;
 pub(crate) mod interrupt;
 mod node;
 pub(crate) mod policy;
+mod wiring;
 
 pub use crate::signal::ParentCommand;
 pub use builder::{GraphBuilder, NodeRef, END, START};
