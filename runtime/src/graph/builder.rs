@@ -60,7 +60,8 @@ pub(crate) struct NodeSpec<S: State> {
     pub(crate) func: Option<NodeFn<S, S>>,
     pub(crate) defer: bool,
     pub(crate) subscribes: Vec<usize>,
-    pub(crate) writes: Option<Vec<usize>>,
+    /// The fields the node declared it may write, when it declared them.
+    pub(crate) may_write: Option<Vec<usize>>,
     pub(crate) retry: Option<RetryPolicy>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) is_async: bool,
@@ -167,7 +168,7 @@ impl<S: State> GraphBuilder<S> {
             func,
             defer: false,
             subscribes: Vec::new(),
-            writes: None,
+            may_write: None,
             retry: None,
             timeout: None,
             is_async,
@@ -351,7 +352,7 @@ impl<S: State> GraphBuilder<S> {
     /// naming the node and the field.
     pub fn declare_writes(&mut self, node: impl Into<NodeId>, fields: impl IntoIterator<Item = usize>) -> &mut Self {
         if let Some(n) = self.spec(node.into()) {
-            n.writes = Some(fields.into_iter().collect());
+            n.may_write = Some(fields.into_iter().collect());
         }
         self
     }

@@ -95,7 +95,7 @@ impl<'b, S: State> Wiring<'b, S> {
                 edges: Vec::new(),
                 joins: Vec::new(),
                 routers: Vec::new(),
-                may_write: n.writes.as_ref().map(|w| {
+                may_write: n.may_write.as_ref().map(|w| {
                     let mut mask = vec![false; n_fields];
                     for f in w {
                         if let Some(m) = mask.get_mut(*f) {
@@ -119,7 +119,7 @@ impl<'b, S: State> Wiring<'b, S> {
                     n.name
                 ));
             }
-            if let Some(f) = n.writes.iter().flatten().find(|f| **f >= n_fields) {
+            if let Some(f) = n.may_write.iter().flatten().find(|f| **f >= n_fields) {
                 self.problems.push(format!(
                     "node `{}` declares writes of field {f}, but the state has {n_fields} fields",
                     n.name
@@ -336,7 +336,7 @@ pub(super) fn topology_of<S: State>(b: &GraphBuilder<S>, fields: &[FieldInfo]) -
         if n.defer {
             decl = decl.deferred();
         }
-        if let Some(w) = &n.writes {
+        if let Some(w) = &n.may_write {
             decl = decl.writes(w.iter().filter_map(|f| fields.get(*f)).map(|f| (f.name(), 0)));
         }
         t = t.node(decl);
