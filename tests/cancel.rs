@@ -1,8 +1,9 @@
 //! Work does not outlive its caller: a run given up on (`invoke` under a timeout, a stream
-//! dropped) stops every task of the step under way, in place or spawned.
+//! dropped) stops every task of the step under way, in place or spawned. Each node holds a
+//! guard that counts it stopped when its future is dropped: the tests wait for those events,
+//! never for wall-clock time to pass (a run that leaks its tasks fails at a 30-second deadline).
 
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,18 +17,66 @@ struct S {
     n: i64,
 }
 
-/// Nodes `names`, all after START: each counts itself started, waits for `gate`, then writes its
-/// file in `dir`.
-fn gated(dir: &Path, names: &[&'static str], started: &Arc<AtomicUsize>, gate: &Arc<Notify>) -> CompiledGraph<S> {
+/// Nodes started, and nodes whose future was dropped before it finished: what a run that stops
+/// its tasks leaves behind, counted as it happens.
+#[derive(Default)]
+struct Tally {
+    started: AtomicUsize,
+    stopped: AtomicUsize,
+    changed: Notify,
+}
+
+impl Tally {
+    /// Waits until `count` reaches `n`, woken by each change (no polling, no sleep).
+    async fn reaches(&self, count: impl Fn(&Self) -> usize, n: usize) {
+        loop {
+            // Made before the check: a change between the check and the await still wakes it.
+            let changed = self.changed.notified();
+            if count(self) >= n {
+                return;
+            }
+            changed.await;
+        }
+    }
+
+    /// Waits until every one of `n` nodes' futures was dropped, for at most 30 seconds of a
+    /// run that does not stop its tasks.
+    async fn all_stopped(&self, n: usize) {
+        let stopped = tokio::time::timeout(
+            Duration::from_secs(30),
+            self.reaches(|t| t.stopped.load(Ordering::SeqCst), n),
+        );
+        assert!(
+            stopped.await.is_ok(),
+            "{} of {n} nodes outlived their run",
+            n - self.stopped.load(Ordering::SeqCst)
+        );
+    }
+}
+
+/// Counts its node stopped when dropped: a node holds one while it waits.
+struct StopGuard(Arc<Tally>);
+
+impl Drop for StopGuard {
+    fn drop(&mut self) {
+        self.0.stopped.fetch_add(1, Ordering::SeqCst);
+        self.0.changed.notify_waiters();
+    }
+}
+
+/// Nodes `names`, all after START: each counts itself started, then waits for ever (for a reply
+/// that never comes) holding a [`StopGuard`]: it ends only when its run drops it.
+fn waiting(names: &[&'static str], tally: &Arc<Tally>) -> CompiledGraph<S> {
     let mut g = GraphBuilder::<S>::new();
     for &name in names {
-        let (file, started, gate) = (dir.join(name), started.clone(), gate.clone());
+        let tally = tally.clone();
         g.add_node(name, move |_: &S| {
-            let (file, started, gate) = (file.clone(), started.clone(), gate.clone());
+            let tally = tally.clone();
             async move {
-                started.fetch_add(1, Ordering::SeqCst);
-                gate.notified().await;
-                std::fs::write(&file, name).unwrap();
+                let _guard = StopGuard(tally.clone());
+                tally.started.fetch_add(1, Ordering::SeqCst);
+                tally.changed.notify_waiters();
+                std::future::pending::<()>().await;
                 SUpdate::default().n(1)
             }
         });
@@ -36,81 +85,44 @@ fn gated(dir: &Path, names: &[&'static str], started: &Arc<AtomicUsize>, gate: &
     g.compile().unwrap()
 }
 
-/// Waits until `n` nodes started.
-async fn started_all(started: &AtomicUsize, n: usize) {
-    while started.load(Ordering::SeqCst) < n {
-        tokio::task::yield_now().await;
-    }
-}
-
-/// Lets the run see that its caller is gone, opens the gate (the nodes' "delay" is over), and
-/// gives any node still alive the time to write its file.
-async fn open_and_settle(gate: &Notify) {
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    gate.notify_waiters();
-    tokio::time::sleep(Duration::from_millis(50)).await;
-}
-
-fn written(dir: &Path, names: &[&str]) -> Vec<PathBuf> {
-    names.iter().map(|n| dir.join(n)).filter(|f| f.exists()).collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_invoke_stops_every_task_of_a_wide_step() {
-    let dir = tempfile::tempdir().unwrap();
     let names = ["a", "b", "c"];
-    let (started, gate) = (Arc::new(AtomicUsize::new(0)), Arc::new(Notify::new()));
-    let app = gated(dir.path(), &names, &started, &gate);
+    let tally = Arc::new(Tally::default());
+    let app = waiting(&names, &tally);
     let cfg = RunConfig::default();
     let run = app.invoke(S::default(), &cfg);
-    let waited = tokio::time::timeout(Duration::from_secs(30), async {
-        tokio::select! {
-            _ = run => panic!("the nodes wait for the gate"),
-            () = started_all(&started, names.len()) => {}
-        }
-    })
-    .await;
-    assert!(waited.is_ok(), "every node started");
-    open_and_settle(&gate).await;
-    assert_eq!(
-        written(dir.path(), &names),
-        Vec::<PathBuf>::new(),
-        "no node outlived its run"
-    );
+    tokio::select! {
+        _ = run => panic!("the nodes never finish"),
+        () = tally.reaches(|t| t.started.load(Ordering::SeqCst), names.len()) => {}
+    }
+    // `run` is dropped here: each of its nodes' futures must be too.
+    tally.all_stopped(names.len()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invoke_under_a_timeout_stops_its_nodes_when_the_timeout_fires() {
-    let dir = tempfile::tempdir().unwrap();
     let names = ["a", "b"];
-    let (started, gate) = (Arc::new(AtomicUsize::new(0)), Arc::new(Notify::new()));
-    let app = gated(dir.path(), &names, &started, &gate);
+    let tally = Arc::new(Tally::default());
+    let app = waiting(&names, &tally);
     let out = tokio::time::timeout(
         Duration::from_millis(200),
         app.invoke(S::default(), &RunConfig::default()),
     )
     .await;
     assert!(out.is_err(), "the timeout fired");
-    assert_eq!(started.load(Ordering::SeqCst), 2);
-    open_and_settle(&gate).await;
-    assert_eq!(written(dir.path(), &names), Vec::<PathBuf>::new());
+    assert_eq!(tally.started.load(Ordering::SeqCst), 2);
+    tally.all_stopped(names.len()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_a_stream_stops_the_tasks_of_the_step_under_way() {
     for names in [&["a"][..], &["a", "b", "c"][..]] {
-        let dir = tempfile::tempdir().unwrap();
-        let (started, gate) = (Arc::new(AtomicUsize::new(0)), Arc::new(Notify::new()));
-        let app = gated(dir.path(), names, &started, &gate);
+        let tally = Arc::new(Tally::default());
+        let app = waiting(names, &tally);
         let stream = app.stream(S::default(), &RunConfig::default(), StreamMode::VALUES);
-        started_all(&started, names.len()).await;
+        tally.reaches(|t| t.started.load(Ordering::SeqCst), names.len()).await;
         drop(stream);
-        open_and_settle(&gate).await;
-        assert_eq!(
-            written(dir.path(), names),
-            Vec::<PathBuf>::new(),
-            "{} task(s)",
-            names.len()
-        );
+        tally.all_stopped(names.len()).await;
     }
 }

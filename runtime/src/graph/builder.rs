@@ -60,7 +60,8 @@ pub(crate) struct NodeSpec<S: State> {
     pub(crate) func: Option<NodeFn<S, S>>,
     pub(crate) defer: bool,
     pub(crate) subscribes: Vec<usize>,
-    pub(crate) writes: Option<Vec<usize>>,
+    /// The fields the node declared it may write, when it declared them.
+    pub(crate) may_write: Option<Vec<usize>>,
     pub(crate) retry: Option<RetryPolicy>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) is_async: bool,
@@ -168,7 +169,7 @@ impl<S: State> GraphBuilder<S> {
             func,
             defer: false,
             subscribes: Vec::new(),
-            writes: None,
+            may_write: None,
             retry: None,
             timeout: None,
             is_async,
@@ -315,8 +316,10 @@ impl<S: State> GraphBuilder<S> {
     ///
     /// The read costs a copy of the fields the node wrote, not of the state. `f` runs on the
     /// loop, like a router: keep it short, and do slow work in the node. Its failure or panic
-    /// fails the node's task; it does not run after an error handler, nor for a task whose
-    /// writes were saved by a step that did not complete (they include `f`'s).
+    /// fails the node's task; it does not run after an error handler, nor again for a task whose
+    /// writes were saved by a step that did not complete (they include `f`'s). So that it never
+    /// runs twice, such a node's task does not save its writes the moment it ends, as the other
+    /// tasks of a wide step do: a process killed in the middle of its step runs it again.
     ///
     /// A field of one value written by the node cannot be written again by `f` (two writes in a
     /// step, as for any task); a reducer's can.
@@ -399,7 +402,7 @@ impl<S: State> GraphBuilder<S> {
     /// naming the node and the field.
     pub fn declare_writes(&mut self, node: impl Into<NodeId>, fields: impl IntoIterator<Item = usize>) -> &mut Self {
         if let Some(n) = self.spec(node.into()) {
-            n.writes = Some(fields.into_iter().collect());
+            n.may_write = Some(fields.into_iter().collect());
         }
         self
     }

@@ -2,13 +2,14 @@
 //! the channel each edge writes. No name is looked up once this is done.
 
 use super::policy::NodePolicy;
-use super::{FreshFn, GraphBuilder, HandlerFn, NodeFn, NodeRef, PacketDecoder, RouterFn};
+use super::wiring::{channel_names, names_and_rank, topology_of, Wiring};
+use super::{FreshFn, GraphBuilder, HandlerFn, NodeFn, PacketDecoder, RouterFn};
 use crate::cache::{CachePolicy, NodeCache};
 use crate::error::BuildError;
-use crate::state::{FieldInfo, State};
+use crate::state::{FieldInfo, State, Update};
 use std::collections::HashMap;
 use std::sync::Arc;
-use weir_topology::{NodeDecl, ProblemKind, Ref, Route, Topology};
+use weir_topology::ProblemKind;
 
 /// How a run's input enters the graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +51,8 @@ pub(crate) struct CompiledNode<S: State> {
     /// Barriers this node writes its own name to: (internal channel index, name).
     pub(crate) joins: Vec<u32>,
     pub(crate) routers: Vec<CompiledRouter<S>>,
-    /// Declared writable fields, when declared.
-    pub(crate) writes: Option<Vec<bool>>,
+    /// The fields the node declared it may write (a mask), when it declared them.
+    pub(crate) may_write: Option<Vec<bool>>,
     pub(crate) policy: NodePolicy,
     pub(crate) cache: Option<CachePolicy<S>>,
     pub(crate) handler: Option<HandlerFn<S>>,
@@ -129,310 +130,56 @@ impl<S: State> GraphInner<S> {
         self.fields.len()
     }
 
+    /// The first field `update` writes that node `n` did not declare, when it declares its fields.
+    pub(crate) fn undeclared_write(&self, n: u32, update: &S::Update) -> Option<usize> {
+        let allowed = self.nodes[n as usize].may_write.as_ref()?;
+        (0..self.n_fields()).find(|&f| !allowed[f] && update.is_written(f))
+    }
+
     /// The channel id of internal channel `index`.
     pub(crate) fn control_id(&self, index: usize) -> u32 {
         (self.fields.len() + index) as u32
     }
 
+    /// Compiles `b`: the shared graph-shape rules, then the wiring of every node's channels,
+    /// then the tables the loop reads. Every problem found is reported at once.
     pub(crate) fn build(mut b: GraphBuilder<S>) -> Result<Self, BuildError> {
         let n_user = b.nodes.len();
         let prototype = b.prototype.take().unwrap_or_else(S::empty);
         let fields = prototype.0.fields().to_vec();
         let n_fields = fields.len();
         let with_start = b.mode == InputMode::Start;
+        let mermaid = check_shape(&b, &fields, with_start)?;
 
-        // The graph-shape rules shared with `graph!` and the JSON loader. A pregel graph has no
-        // START: reachability does not apply to it.
-        let topology = topology_of(&b, &fields);
-        let mut problems: Vec<String> = weir_topology::check(&topology)
-            .into_iter()
-            .filter(|p| {
-                with_start
-                    || !matches!(
-                        p.kind,
-                        ProblemKind::NoEntry | ProblemKind::Unreachable { .. } | ProblemKind::NoPathToEnd { .. }
-                    )
-            })
-            .map(|p| p.to_string())
-            .collect();
-        if !problems.is_empty() {
-            return Err(BuildError::new(problems));
-        }
-        let mermaid = weir_topology::mermaid(&topology);
-
-        // Names checkpoints cannot tell apart from LangGraph's own channel names.
-        let mut by_name: HashMap<&str, u32> = HashMap::new();
-        for (i, n) in b.nodes.iter().enumerate() {
-            if n.name.is_empty() || n.name.contains(['|', ':']) {
-                problems.push(format!(
-                    "node name `{}` is invalid: names may not be empty or contain `|` or `:`",
-                    n.name
-                ));
-            }
-            by_name.insert(&n.name, i as u32);
-        }
-        let resolve = |r: &NodeRef, problems: &mut Vec<String>| -> Option<Endpoint> {
-            match r {
-                NodeRef::Start => Some(Endpoint::Start),
-                NodeRef::End => Some(Endpoint::End),
-                NodeRef::Id(id) if id.index() < n_user => Some(Endpoint::Node(id.0)),
-                NodeRef::Id(id) => {
-                    problems.push(format!("node id {} does not belong to this graph", id.index()));
-                    None
-                }
-                // Unknown names were reported by the shared rules.
-                NodeRef::Name(n) => by_name.get(&**n).map(|i| Endpoint::Node(*i)),
-            }
-        };
-
-        let start = with_start.then_some(n_user as u32);
-        let n_nodes = n_user + usize::from(with_start);
-        let mut nodes: Vec<CompiledNode<S>> = b
-            .nodes
-            .iter()
-            .map(|n| CompiledNode {
-                func: n.func.clone(),
-                triggers: Vec::new(),
-                edges: Vec::new(),
-                joins: Vec::new(),
-                routers: Vec::new(),
-                writes: n.writes.as_ref().map(|w| {
-                    let mut mask = vec![false; n_fields];
-                    for f in w {
-                        if let Some(m) = mask.get_mut(*f) {
-                            *m = true;
-                        }
-                    }
-                    mask
-                }),
-                cache: n.cache.clone(),
-                handler: n.handler.clone(),
-                fresh: n.fresh.clone(),
-                policy: NodePolicy {
-                    retry: n.retry.clone().or_else(|| b.default_retry.clone()),
-                    timeout: n.timeout,
-                },
-            })
-            .collect();
-        for n in &b.nodes {
-            if n.timeout.is_some() && !n.is_async {
-                problems.push(format!(
-                    "node `{}` has a timeout but is a plain function, which cannot be stopped while it runs: make it async",
-                    n.name
-                ));
-            }
-            if let Some(f) = n.writes.iter().flatten().find(|f| **f >= n_fields) {
-                problems.push(format!(
-                    "node `{}` declares writes of field {f}, but the state has {n_fields} fields",
-                    n.name
-                ));
-            }
-        }
-        if with_start {
-            nodes.push(CompiledNode {
-                func: None,
-                triggers: Vec::new(),
-                edges: Vec::new(),
-                joins: Vec::new(),
-                routers: Vec::new(),
-                writes: None,
-                policy: NodePolicy::default(),
-                cache: None,
-                handler: None,
-                fresh: None,
-            });
-        }
-        // One branch channel per node (for the start node: the input channel).
-        let mut controls: Vec<ControlSpec> = (0..n_nodes)
-            .map(|i| ControlSpec::Branch {
-                deferred: i < n_user && b.nodes[i].defer,
-            })
-            .collect();
-
-        // Edges out of END and into START were reported by the shared rules.
-        let source_of = |e: Endpoint, what: &str, problems: &mut Vec<String>| -> Option<u32> {
-            match e {
-                Endpoint::Node(i) => Some(i),
-                Endpoint::Start if with_start => Some(n_user as u32),
-                Endpoint::Start => {
-                    problems.push(format!(
-                        "{what} from START in a pregel graph, which has no START: nodes subscribe to fields instead"
-                    ));
-                    None
-                }
-                Endpoint::End => None,
-            }
-        };
-        let target_of = |e: Endpoint| -> Option<Option<u32>> {
-            match e {
-                Endpoint::Node(i) => Some(Some(i)),
-                Endpoint::End => Some(None),
-                Endpoint::Start => None,
-            }
-        };
-
-        // Plain edges: the source writes the target's branch channel.
-        for (from, to) in &b.edges {
-            let (Some(f), Some(t)) = (resolve(from, &mut problems), resolve(to, &mut problems)) else {
-                continue;
-            };
-            let (Some(f), Some(t)) = (source_of(f, "edge", &mut problems), target_of(t)) else {
-                continue;
-            };
-            if let Some(t) = t {
-                if b.nodes[t as usize].func.is_none() {
-                    problems.push(format!(
-                        "edge into `{}`, which runs only from `Send`s on an input of its own",
-                        b.nodes[t as usize].name
-                    ));
-                    continue;
-                }
-                if !nodes[f as usize].edges.contains(&t) {
-                    nodes[f as usize].edges.push(t);
-                }
-            }
+        let mut w = Wiring::new(&b, n_fields, with_start);
+        let mut nodes = w.nodes();
+        let n_nodes = nodes.len();
+        let mut controls = w.branches(n_nodes);
+        w.edges(&mut nodes);
+        w.joins(&mut nodes, &mut controls);
+        w.routers(&mut nodes);
+        w.triggers(&mut nodes);
+        let interrupt_before = w.interrupts(&b.interrupt_before, n_nodes);
+        let interrupt_after = w.interrupts(&b.interrupt_after, n_nodes);
+        if !w.problems.is_empty() {
+            return Err(BuildError::new(w.problems));
         }
 
-        // Joins: each source writes its name to the barrier; the target is triggered by it.
-        for (from, to) in &b.joins {
-            let Some(t) = resolve(to, &mut problems) else {
-                continue;
-            };
-            let Some(t) = target_of(t) else {
-                continue;
-            };
-            let mut sources = Vec::new();
-            for r in from {
-                let Some(e) = resolve(r, &mut problems) else {
-                    continue;
-                };
-                let Some(s) = source_of(e, "join", &mut problems) else {
-                    continue;
-                };
-                // A source named twice was reported by the shared rules.
-                if !sources.contains(&s) {
-                    sources.push(s);
-                }
-            }
-            // A join into END triggers nothing (LangGraph adds nothing either).
-            let Some(t) = t else { continue };
-            let index = controls.len() as u32;
-            controls.push(ControlSpec::Join {
-                sources: sources.clone(),
-                deferred: b.nodes[t as usize].defer,
-            });
-            for s in sources {
-                nodes[s as usize].joins.push(index);
-            }
-            nodes[t as usize].triggers.push((n_fields as u32) + index);
-        }
-
-        // Routers.
-        for r in b.routers {
-            let Some(e) = resolve(&r.source, &mut problems) else {
-                continue;
-            };
-            let Some(s) = source_of(e, "router", &mut problems) else {
-                continue;
-            };
-            let mut targets = Vec::new();
-            for t in &r.targets {
-                if let Some(t) = resolve(t, &mut problems).and_then(target_of) {
-                    targets.push(t);
-                }
-            }
-            nodes[s as usize].routers.push(CompiledRouter { func: r.func, targets });
-        }
-
-        // Triggers: the node's own branch channel, then subscribed fields.
-        for (i, node) in nodes.iter_mut().enumerate() {
-            node.triggers.insert(0, (n_fields + i) as u32);
-            if i < n_user {
-                for &f in &b.nodes[i].subscribes {
-                    if f >= n_fields {
-                        problems.push(format!(
-                            "node `{}` subscribes to field {f}, but the state has {n_fields} fields",
-                            b.nodes[i].name
-                        ));
-                        continue;
-                    }
-                    node.triggers.push(f as u32);
-                }
-            }
-        }
-        let interrupt = |refs: &[NodeRef], problems: &mut Vec<String>| {
-            let mut mask = vec![false; n_nodes];
-            for r in refs {
-                match resolve(r, problems) {
-                    Some(Endpoint::Node(i)) => mask[i as usize] = true,
-                    Some(_) => problems.push("interrupts name nodes, not START or END".to_owned()),
-                    None => {}
-                }
-            }
-            mask
-        };
-        let interrupt_before = interrupt(&b.interrupt_before, &mut problems);
-        let interrupt_after = interrupt(&b.interrupt_after, &mut problems);
-
-        if !problems.is_empty() {
-            return Err(BuildError::new(problems));
-        }
-
-        let mut all_names: Vec<Arc<str>> = b.nodes.iter().map(|n| Arc::from(n.name.as_str())).collect();
-        if with_start {
-            all_names.push(Arc::from(START_NAME));
-        }
-        let mut order: Vec<u32> = (0..n_nodes as u32).collect();
-        order.sort_by(|a, b| all_names[*a as usize].as_bytes().cmp(all_names[*b as usize].as_bytes()));
-        let mut rank = vec![0u32; n_nodes];
-        for (pos, id) in order.iter().enumerate() {
-            rank[*id as usize] = pos as u32;
-        }
+        let (names, rank) = names_and_rank(&b, with_start);
         let mut trigger_to_nodes = vec![Vec::new(); n_fields + controls.len()];
         for (i, node) in nodes.iter().enumerate() {
             for &t in &node.triggers {
                 trigger_to_nodes[t as usize].push(i as u32);
             }
         }
-        let mut channel_names: Vec<String> = fields.iter().map(|f| f.name().to_owned()).collect();
-        for c in &controls {
-            channel_names.push(match c {
-                ControlSpec::Branch { .. } if channel_names.len() - n_fields == n_user => START_NAME.to_owned(),
-                ControlSpec::Branch { .. } => format!("branch:to:{}", all_names[channel_names.len() - n_fields]),
-                ControlSpec::Join { sources, .. } => String::new() + &sources.len().to_string(),
-            });
-        }
-        // Joins are named after their sources and target: fill those names in now.
-        let mut join_targets = vec![None; controls.len()];
-        for (i, node) in nodes.iter().enumerate() {
-            for &t in &node.triggers {
-                let c = t as usize;
-                if c >= n_fields && matches!(controls[c - n_fields], ControlSpec::Join { .. }) {
-                    join_targets[c - n_fields] = Some(i);
-                }
-            }
-        }
-        for (c, spec) in controls.iter().enumerate() {
-            if let (ControlSpec::Join { sources, .. }, Some(t)) = (spec, join_targets[c]) {
-                let from: Vec<&str> = sources.iter().map(|s| &*all_names[*s as usize]).collect();
-                channel_names[n_fields + c] = format!("join:{}:{}", from.join("+"), all_names[t]);
-            }
-        }
-        let channel_ids = channel_names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.to_string(), i as u32))
-            .collect();
-        let channel_names = channel_names.into_iter().map(Arc::from).collect();
-        let node_ids = all_names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.to_string(), i as u32))
-            .collect();
+        let channel_names = channel_names(&fields, &controls, &nodes, &names, n_user);
+        let ids = |names: &[String]| names.iter().enumerate().map(|(i, n)| (n.clone(), i as u32)).collect();
+        let channel_ids = ids(&channel_names);
+        let node_ids = ids(&names.iter().map(|n| n.to_string()).collect::<Vec<_>>());
         let mut decoders: Vec<Option<PacketDecoder<S>>> = b.nodes.iter().map(|n| n.decode.clone()).collect();
         decoders.resize(n_nodes, None);
         Ok(Self {
-            channel_names,
+            channel_names: channel_names.into_iter().map(Arc::from).collect(),
             quoted: std::sync::OnceLock::new(),
             channel_ids,
             node_ids,
@@ -444,10 +191,10 @@ impl<S: State> GraphInner<S> {
             fields,
             interrupt_before,
             interrupt_after,
-            lone_writers: all_names.iter().map(|n| Arc::from([n.clone()])).collect(),
-            names: all_names,
+            lone_writers: names.iter().map(|n| Arc::from([n.clone()])).collect(),
+            names,
             n_user,
-            start,
+            start: with_start.then_some(n_user as u32),
             rank,
             nodes,
             controls,
@@ -456,61 +203,23 @@ impl<S: State> GraphInner<S> {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Endpoint {
-    Start,
-    End,
-    Node(u32),
-}
-
-/// The builder's graph as the shared rules see it. Sites are indices into nothing: the rules'
-/// messages name the nodes themselves.
-fn topology_of<S: State>(b: &GraphBuilder<S>, fields: &[FieldInfo]) -> Topology {
-    let name = |r: &NodeRef| -> Ref {
-        match r {
-            NodeRef::Start => Ref::Start(0),
-            NodeRef::End => Ref::End(0),
-            NodeRef::Id(id) => Ref::node(b.nodes.get(id.index()).map_or("?", |n| n.name.as_str()), 0),
-            NodeRef::Name(n) => Ref::node(n.to_string(), 0),
-        }
-    };
-    let mut t = Topology::new();
-    for n in &b.nodes {
-        let mut decl = NodeDecl::new(n.name.clone(), 0);
-        if n.func.is_none() {
-            decl = decl.send_only();
-        }
-        if n.defer {
-            decl = decl.deferred();
-        }
-        if let Some(w) = &n.writes {
-            decl = decl.writes(w.iter().filter_map(|f| fields.get(*f)).map(|f| (f.name(), 0)));
-        }
-        t = t.node(decl);
+/// The graph-shape rules shared with `graph!` and the JSON loader; the graph's Mermaid drawing
+/// when they pass. A pregel graph has no START: reachability does not apply to it.
+fn check_shape<S: State>(b: &GraphBuilder<S>, fields: &[FieldInfo], with_start: bool) -> Result<String, BuildError> {
+    let topology = topology_of(b, fields);
+    let problems: Vec<String> = weir_topology::check(&topology)
+        .into_iter()
+        .filter(|p| {
+            with_start
+                || !matches!(
+                    p.kind,
+                    ProblemKind::NoEntry | ProblemKind::Unreachable { .. } | ProblemKind::NoPathToEnd { .. }
+                )
+        })
+        .map(|p| p.to_string())
+        .collect();
+    if !problems.is_empty() {
+        return Err(BuildError::new(problems));
     }
-    for (from, to) in &b.edges {
-        t = t.edge(name(from), name(to));
-    }
-    for (from, to) in &b.joins {
-        t = t.join(from.iter().map(name), name(to), 0);
-    }
-    for r in &b.routers {
-        // A router of the builder may choose several targets at once, or none.
-        let mut route = Route::new(name(&r.source), 0).multi();
-        for target in &r.targets {
-            route = route.unlabelled(name(target));
-        }
-        t = t.route(route);
-    }
-    for (from, targets) in &b.destinations {
-        let mut route = Route::new(name(from), 0).multi();
-        for target in targets {
-            route = route.unlabelled(name(target));
-        }
-        t = t.route(route);
-    }
-    for f in fields.iter().filter(|f| f.kind.takes_one_write()) {
-        t = t.single_write_field(f.name());
-    }
-    t
+    Ok(weir_topology::mermaid(&topology))
 }

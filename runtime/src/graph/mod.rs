@@ -13,6 +13,7 @@ mod forward;
 pub(crate) mod interrupt;
 mod node;
 pub(crate) mod policy;
+mod wiring;
 
 pub use crate::signal::ParentCommand;
 pub use builder::{GraphBuilder, NodeRef, END, START};

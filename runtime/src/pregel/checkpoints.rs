@@ -2,7 +2,7 @@
 //! step as the durability says, settled as it ends (the last checkpoint, the pending writes of an
 //! incomplete step, every put under way).
 
-use super::persist::{checkpointer_error, writers, TaskRecord, ERROR, INTERRUPT, RESUME};
+use super::persist::{checkpointer_error, writers, Persist, TaskRecord, ERROR, INTERRUPT, RESUME};
 use super::run::Loop;
 use super::RunConfig;
 use crate::checkpoint::{CheckpointRecord, MadeByRun, Source};
@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// Loads the thread into a new loop; returns whether it had a checkpoint.
 pub(crate) async fn load<S: State>(graph: &CompiledGraph<S>, config: &RunConfig) -> Result<(Loop<S>, bool), Error> {
     let mut run = Loop::new(graph.inner.clone(), graph.checkpointer.as_ref(), config)?;
-    let Some(p) = &mut run.persist else {
+    let Some(p) = run.persist.on_mut() else {
         return Ok((run, false));
     };
     let info = p.info.clone();
@@ -60,19 +60,20 @@ pub(crate) async fn save<S: State>(
     source: Source,
     writers: Arc<[Arc<str>]>,
 ) -> Result<(), Error> {
-    if run.persist.is_none() {
+    let (Some(p), view) = run.checkpointing() else {
         return Ok(());
-    }
+    };
     if durability == Durability::Exit && source != Source::Update {
-        run.persist.as_mut().expect("checked").dirty = true;
+        p.dirty = true;
         return Ok(());
     }
-    let record = run.record(source, writers)?;
-    put(run, record, durability).await
+    let record = p.record(&view, source, writers)?;
+    put(p, record, durability).await
 }
 
-async fn put<S: State>(run: &mut Loop<S>, record: CheckpointRecord, durability: Durability) -> Result<(), Error> {
-    let p = run.persist.as_mut().expect("a checkpointed run");
+/// Puts `record` as the durability says: in place when the checkpointer can, in the background
+/// (async), or now.
+async fn put(p: &mut Persist, record: CheckpointRecord, durability: Durability) -> Result<(), Error> {
     p.last_source = record.source;
     let expected = p.head.replace(record.id.clone());
     p.current = Some(record.id.clone());
@@ -108,16 +109,16 @@ pub(crate) async fn settle<S: State>(
     durability: Durability,
     writers: Arc<[Arc<str>]>,
 ) -> Result<(), Error> {
-    let Some(p) = &mut run.persist else { return Ok(()) };
+    let (Some(p), view) = run.checkpointing() else {
+        return Ok(());
+    };
     if p.dirty || (durability == Durability::Exit && p.current.is_none()) {
-        let record = run.record(Source::Loop, writers)?;
-        put(run, record, Durability::Sync).await?;
+        let record = p.record(&view, Source::Loop, writers)?;
+        put(p, record, Durability::Sync).await?;
     }
-    let p = run.persist.as_mut().expect("checked");
     p.flush().await?;
-    let rows = std::mem::take(&mut p.rows);
-    for (task, writes) in rows {
-        run.put_task_writes(&task, writes).await?;
+    for (task, writes) in std::mem::take(&mut p.rows) {
+        p.put_task_writes(&task, writes).await?;
     }
     Ok(())
 }
@@ -129,7 +130,7 @@ pub(crate) async fn save_step<S: State>(
     durability: Durability,
     exit_writers: &mut Arc<[Arc<str>]>,
 ) -> Result<(), Error> {
-    if run.persist.is_none() {
+    if !run.persist.is_on() {
         return Ok(());
     }
     let names = writers(&run.g, run.writers.iter().copied());
@@ -144,7 +145,7 @@ pub(crate) async fn save_step<S: State>(
 /// An answer of the wrong type failed the task that asked: its question stays open, with the
 /// answers it had before, so the thread can be resumed with an answer of the right type.
 pub(crate) fn keep_question_open<S: State>(run: &mut Loop<S>, task: &str, asked: TaskRecord) {
-    let Some(p) = &mut run.persist else { return };
+    let Some(p) = run.persist.on_mut() else { return };
     let Some((_, rows)) = p.rows.iter_mut().find(|(id, _)| id == task) else {
         return;
     };

@@ -223,7 +223,7 @@ impl<S: State> CompiledGraph<S> {
     pub fn decode_checkpoint(&self, loaded: crate::checkpoint::Loaded) -> Result<S, Error> {
         let config = RunConfig::thread(&*loaded.record.thread_id);
         let mut inner = run::Loop::new(self.inner.clone(), self.checkpointer.as_ref(), &config)?;
-        if inner.persist.is_none() {
+        if !inner.persist.is_on() {
             let checkpointer: Arc<dyn crate::checkpoint::Checkpointer> =
                 Arc::new(crate::checkpoint::MemorySaver::new());
             let info = RunInfo {
@@ -232,7 +232,8 @@ impl<S: State> CompiledGraph<S> {
                 ns: loaded.record.ns.clone(),
                 durability: Durability::default(),
             };
-            inner.persist = Some(persist::Persist::new(info, self.inner.n_fields(), inner.versions.len()));
+            let p = persist::Persist::new(info, self.inner.n_fields(), inner.versions.len());
+            inner.persist = persist::Checkpointing::On(Box::new(p));
         }
         inner.restore(loaded)?;
         Ok(inner.into_state())

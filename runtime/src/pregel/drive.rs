@@ -4,7 +4,7 @@
 
 use super::checkpoints::{keep_question_open, load, save, save_step, settle};
 use super::outcome::Outcome;
-use super::persist::TaskRecord;
+use super::persist::{Checkpointing, TaskRecord};
 use super::run::Status;
 use super::run::{Loop, StepEnd};
 use super::stream::{announce, fresh_checkpoint, report, Event, Sink, StreamMode};
@@ -111,13 +111,13 @@ async fn begin<S: State>(
     if !loaded {
         let thread = config.thread_id.as_deref().unwrap_or_default();
         return Err(match &run.persist {
-            Some(_) => Error::nothing_to_resume(thread, None),
-            None => Error::config("resuming needs a checkpointer"),
+            Checkpointing::On(_) => Error::nothing_to_resume(thread, None),
+            Checkpointing::Off => Error::config("resuming needs a checkpointer"),
         });
     }
     if config.checkpoint_id.is_some() {
         // Replaying a past checkpoint: its tasks run again, as a fork of it.
-        if let Some(p) = &mut run.persist {
+        if let Some(p) = run.persist.on_mut() {
             p.pending.clear();
         }
         save(run, Durability::Sync, Source::Fork, Arc::default()).await?;
@@ -215,7 +215,7 @@ async fn supersteps<S: State>(
         applied?;
 
         // checkpoint: as the durability says (in the background, now, or at the end).
-        if run.persist.is_some() {
+        if run.persist.is_on() {
             save_step(run, config.durability, exit_writers).await?;
         }
 

@@ -71,11 +71,10 @@ pub(crate) async fn bulk_update_state<S: State>(
         edit_step(&mut run, fresh, edits).await?;
         fresh = false;
     }
-    Ok(run
-        .persist
-        .as_ref()
+    run.persist
+        .on()
         .and_then(|p| p.current.as_deref().map(str::to_owned))
-        .expect("a saved checkpoint"))
+        .ok_or_else(|| Error::config("updating a thread's state needs a checkpointer"))
 }
 
 /// Applies one superstep of edits and checkpoints it.
@@ -85,7 +84,7 @@ async fn edit_step<S: State>(
     mut edits: Vec<StateEdit<S::Update>>,
 ) -> Result<(), Error> {
     // The writes kept for the checkpoint edited are not carried to the new one.
-    if let Some(p) = &mut run.persist {
+    if let Some(p) = run.persist.on_mut() {
         p.pending.clear();
     }
     let as_input = |e: &StateEdit<S::Update>| e.as_node.as_deref() == Some(AS_INPUT);

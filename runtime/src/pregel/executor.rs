@@ -12,7 +12,8 @@
 //! The groups live in the [`Executor`]'s `JoinSet`: a step whose future is dropped (its caller
 //! gave up on `invoke`, or dropped the stream) aborts them, so no node outlives its run.
 
-use crate::error::BoxError;
+use super::pending::TaskSaver;
+use crate::error::{BoxError, Error};
 use crate::graph::policy::NodePolicy;
 use crate::graph::Context;
 use crate::graph::{Command, NodeFn, Packet};
@@ -104,16 +105,20 @@ pub(crate) struct TaskInput<S: State> {
     pub(crate) ctx: Context,
     pub(crate) policy: NodePolicy,
     pub(crate) span: tracing::Span,
+    /// Where its writes are saved as it ends, in a checkpointed run.
+    pub(crate) saver: Option<TaskSaver<S>>,
 }
 
-/// What a task came to: its command or failure, and how long it ran (zero when untimed).
+/// What a task came to: its command or failure, how long it ran (zero when untimed), and
+/// whether its writes were saved as it ended (or why they could not be).
 pub(crate) struct TaskOutput<S: State> {
     pub(crate) result: Result<Command<S>, Failure>,
     pub(crate) duration: Duration,
+    pub(crate) saved: Result<bool, Error>,
 }
 
-/// Runs a task of a wide step in its span, timed when `timed`. A panicking node fails its task,
-/// never the other tasks of its group.
+/// Runs a task of a wide step in its span, timed when `timed`, and saves its writes as it ends
+/// when it has a saver. A panicking node fails its task, never the other tasks of its group.
 async fn run_task<S: State>(task: TaskInput<S>, timed: bool) -> TaskOutput<S> {
     let started = timed.then(Instant::now);
     let TaskInput {
@@ -122,13 +127,21 @@ async fn run_task<S: State>(task: TaskInput<S>, timed: bool) -> TaskOutput<S> {
         ctx,
         policy,
         span,
+        saver,
     } = task;
     let result = AssertUnwindSafe(run_job(job, state, ctx, policy).instrument(span))
         .catch_unwind()
         .await;
+    let duration = started.map_or(Duration::ZERO, |s| s.elapsed());
+    let result = result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p))));
+    let saved = match (&result, saver) {
+        (Ok(command), Some(saver)) => saver.put(command).await,
+        _ => Ok(false),
+    };
     TaskOutput {
-        result: result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p)))),
-        duration: started.map_or(Duration::ZERO, |s| s.elapsed()),
+        result,
+        duration,
+        saved,
     }
 }
 
@@ -203,6 +216,7 @@ impl<S: State> Executor<S> {
             r.unwrap_or_else(|| TaskOutput {
                 result: Err(Failure::Panic(lost.clone().unwrap_or_default())),
                 duration: Duration::ZERO,
+                saved: Ok(false),
             })
         }));
     }

@@ -3,7 +3,8 @@
 //!
 //! `drive` is the loop, phase by phase; `run` holds the loop's state and plans a step (`tick`),
 //! `run::step` executes it on the `executor`, `run::apply` is the step boundary (`after_tick`);
-//! `persist`, `body`, `restore` and `writer` are its checkpoints.
+//! `persist` (the checkpoint component), `record`, `pending`, `body`, `restore` and `writer` are
+//! its checkpoints.
 
 mod body;
 mod checkpoints;
@@ -14,7 +15,9 @@ mod drive;
 mod edit;
 mod executor;
 mod outcome;
+mod pending;
 mod persist;
+mod record;
 mod restore;
 mod run;
 mod snapshot;

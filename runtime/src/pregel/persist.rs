@@ -1,5 +1,6 @@
-//! Checkpoints of a run: the loop's state written as a [`CheckpointRecord`] after a step, read
-//! back to resume, and the pending writes of the tasks of a step that did not complete.
+//! A run's checkpoint component ([`Checkpointing`], [`Persist`]): what it keeps between
+//! checkpoints to write the loop's state as a [`CheckpointRecord`] after a step (`record.rs`),
+//! read it back (`restore.rs`), and the saved forms of the pending writes of a step's tasks.
 //!
 //! A record holds a reference to each channel's value blob. A field that did not change points at
 //! the blob of an earlier checkpoint; an append-only field that only grew stores the new items as
@@ -10,10 +11,10 @@
 //! A rewrite every fixed number of steps would not: its cost grows with the list, and the total
 //! with the square of the run's length.
 
-use super::body::{BodyRef, SavedSend, SeenEntry};
+use super::body::SeenEntry;
 use super::run::Loop;
 use super::writer::Writer;
-use crate::checkpoint::{checkpoint_id_after, Blob, ChannelRef, CheckpointRecord, PendingWrite, Source};
+use crate::checkpoint::{CheckpointRecord, PendingWrite, Source};
 use crate::error::Error;
 use crate::graph::compile::GraphInner;
 use crate::graph::RunInfo;
@@ -38,7 +39,7 @@ pub(crate) struct Chain {
 }
 
 impl Chain {
-    fn whole(mark: AppendMark, bytes: usize) -> Self {
+    pub(super) fn whole(mark: AppendMark, bytes: usize) -> Self {
         Self {
             mark,
             base_bytes: bytes,
@@ -48,7 +49,7 @@ impl Chain {
     }
 
     /// Whether a delta of `bytes` more may extend the chain, rather than a whole value.
-    fn takes(&self, bytes: usize) -> bool {
+    pub(super) fn takes(&self, bytes: usize) -> bool {
         self.links < MAX_CHAIN && self.delta_bytes + bytes <= self.base_bytes
     }
 }
@@ -75,6 +76,21 @@ pub(crate) enum SavedGoto {
 pub(crate) struct SavedTask<U> {
     pub(crate) update: U,
     pub(crate) goto: Vec<SavedGoto>,
+    /// Whether `goto` holds what the task's routers returned. A task's writes saved as it ended
+    /// are saved before its routers ran: a resume runs them. Absent (saved by an older weir, or
+    /// after routing) means routed.
+    #[serde(default = "routed", skip_serializing_if = "is_routed")]
+    pub(crate) routed: bool,
+}
+
+fn routed() -> bool {
+    true
+}
+
+// serde's `skip_serializing_if` passes a reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_routed(routed: &bool) -> bool {
+    *routed
 }
 
 /// What the pending writes of one task say.
@@ -89,7 +105,45 @@ pub(crate) struct TaskRecord {
 /// One task's pending writes: its id, and `(channel, bytes)` rows.
 pub(crate) type TaskRows = (String, Vec<(&'static str, Vec<u8>)>);
 
-/// A run's link to its checkpointer.
+/// A run's checkpointing, decided once as the run is made: a run of a graph without a
+/// checkpointer is `Off` and every checkpoint phase skips it; a run with one is `On`, and what
+/// needs the checkpointer is a method of [`Persist`], reached by one `match` per phase.
+pub(crate) enum Checkpointing {
+    /// The graph has no checkpointer.
+    Off,
+    /// The run's link to its checkpointer (boxed: a run without one carries a pointer, not it).
+    On(Box<Persist>),
+}
+
+impl Checkpointing {
+    /// The checkpointer's side of the run, when there is one.
+    pub(crate) fn on(&self) -> Option<&Persist> {
+        match self {
+            Self::Off => None,
+            Self::On(p) => Some(p),
+        }
+    }
+
+    /// The checkpointer's side of the run, mutable, when there is one.
+    pub(crate) fn on_mut(&mut self) -> Option<&mut Persist> {
+        match self {
+            Self::Off => None,
+            Self::On(p) => Some(p),
+        }
+    }
+
+    /// Whether the run has a checkpointer.
+    pub(crate) fn is_on(&self) -> bool {
+        matches!(self, Self::On(_))
+    }
+
+    /// The run's thread, for errors ("-" when the run has no checkpointer).
+    pub(crate) fn thread(&self) -> &str {
+        self.on().map_or("-", |p| &p.info.thread)
+    }
+}
+
+/// A run's link to its checkpointer: the checkpoint component of a checkpointed run.
 pub(crate) struct Persist {
     /// The checkpointer, thread and namespace, shared with the run's tasks' contexts.
     pub(crate) info: Arc<RunInfo>,
@@ -164,175 +218,72 @@ impl<S: State> Loop<S> {
         task_id(&self.g.names[node as usize], push_index)
     }
 
-    /// The record of the loop's state as it is now (after `self.step - 1` was applied).
-    pub(crate) fn record(&mut self, source: Source, writes: Arc<[Arc<str>]>) -> Result<CheckpointRecord, Error> {
-        let g = self.g.clone();
-        let n_fields = g.n_fields();
-        let p = self.persist.as_ref().expect("a checkpointed run");
-        // Greater than the head this record will follow, as checkpointers require.
-        let (id, created_at) = checkpoint_id_after(p.head.as_deref());
-        let thread = p.info.thread.clone();
-        // A field is saved when it has a value its last checkpoint did not store.
-        let changed = |f: usize, saved: &[u64]| self.versions[f] != 0 && self.versions[f] != saved[f];
-        // Both lists at their length: the record keeps them as long as it is stored.
-        let mut channels = Vec::with_capacity(self.versions.iter().filter(|v| **v > 0).count());
-        let mut blobs = Vec::with_capacity((0..n_fields).filter(|&f| changed(f, &p.saved_versions)).count());
-        for f in 0..n_fields {
-            let version = self.versions[f];
-            if version == 0 {
-                continue;
-            }
-            let p = self.persist.as_mut().expect("a checkpointed run");
-            if changed(f, &p.saved_versions) {
-                p.saved_versions[f] = version;
-                let mark = self.state.append_mark(&self.channels, f);
-                let name = &g.channel_names[f];
-                let fail = |e: crate::state::CodecError| Error::checkpoint(&thread, e.to_string());
-                // An append-only field that only grew: its new items, onto its previous blob.
-                let mut delta = None;
-                if let (Some(chain), Some(new), Some(prev)) = (p.chains[f], mark, &p.blobs[f]) {
-                    if chain.mark.overwrites == new.overwrites && new.len >= chain.mark.len {
-                        let bytes = self.state.save_items(f, chain.mark.len).map_err(fail)?;
-                        if chain.takes(bytes.len()) {
-                            p.chains[f] = Some(Chain {
-                                mark: new,
-                                delta_bytes: chain.delta_bytes + bytes.len(),
-                                links: chain.links + 1,
-                                ..chain
-                            });
-                            delta = Some(Blob {
-                                channel: name.clone(),
-                                delta_of: Some(prev.clone()),
-                                bytes,
-                            });
-                        }
-                    }
-                }
-                let blob = match delta {
-                    Some(blob) => Some(blob),
-                    None => {
-                        let whole = self.state.save_field(&self.channels, f).map_err(fail)?;
-                        p.chains[f] = mark.map(|m| Chain::whole(m, whole.as_ref().map_or(0, Vec::len)));
-                        whole.map(|bytes| Blob {
-                            channel: name.clone(),
-                            delta_of: None,
-                            bytes,
-                        })
-                    }
-                };
-                p.blobs[f] = blob.as_ref().map(|_| id.clone());
-                blobs.extend(blob);
-            }
-            let p = self.persist.as_ref().expect("a checkpointed run");
-            channels.push(ChannelRef {
-                channel: g.channel_names[f].clone(),
-                version,
-                blob: p.blobs[f].clone(),
-            });
-        }
-        for cid in n_fields..n_fields + self.controls.len() {
-            if self.versions[cid] > 0 {
-                channels.push(ChannelRef {
-                    channel: g.channel_names[cid].clone(),
-                    version: self.versions[cid],
-                    blob: None,
-                });
-            }
-        }
-        let mut sends = Vec::new();
-        for s in &self.sends {
-            let node = g.node_name(s.node.0);
-            let payload = s
-                .job
-                .encode()
-                .ok_or_else(|| Error::unsaved_send(&node))?
-                .map_err(|e| Error::checkpoint(&thread, format!("the `Send` to `{node}`: {e}")))?;
-            sends.push(SavedSend { node, payload });
-        }
-        let input = match &self.input {
-            Some(input) => Some(serde_json::to_value(input).map_err(|e| Error::checkpoint(&thread, e.to_string()))?),
-            None => None,
-        };
-        let p = self.persist.as_mut().expect("a checkpointed run");
-        // Room for a body as long as the last one: one allocation, no growing.
-        let mut bytes = Vec::with_capacity(p.body_bytes);
-        let mut body = BodyRef {
-            g: &g,
-            seen: &self.seen,
-            seen_entries: &mut p.seen_entries,
-            controls: &self.controls,
-            sends,
-            input,
-            interrupt_seen: &p.interrupt_seen,
-        };
-        body.write(&mut bytes)
-            .map_err(|e| Error::checkpoint(&thread, e.to_string()))?;
-        let p = self.persist.as_mut().expect("a checkpointed run");
-        p.body_bytes = bytes.len();
-        Ok(CheckpointRecord {
-            thread_id: thread,
-            ns: p.info.ns.clone(),
-            id,
-            parent_id: p.current.clone(),
-            step: self.step - 1,
-            source,
-            writes,
-            metadata: BTreeMap::new(),
-            created_at,
-            channels,
-            body: bytes,
-            blobs,
-        })
+    /// The saved form of a task's command; `routed` says whether its routers' destinations are
+    /// in it.
+    pub(crate) fn save_task(&self, command: &Command<S>, routed: bool) -> Result<Vec<u8>, Error> {
+        save_command(&self.g, self.persist.thread(), command, routed)
     }
+}
 
-    /// The saved form of a task's command.
-    pub(crate) fn save_task(&self, command: &Command<S>) -> Result<Vec<u8>, Error> {
-        let thread = self.persist.as_ref().map_or("-", |p| &*p.info.thread);
-        let mut goto = Vec::new();
-        for g in &command.goto {
-            goto.push(match g {
-                Goto::Node(id) => SavedGoto::Node(self.g.node_name(id.0)),
-                Goto::End => SavedGoto::End,
-                Goto::Named(n) => SavedGoto::Node(n.clone()),
-                Goto::Send(p) => {
-                    let node = self.g.node_name(p.node.0);
-                    let payload = p
-                        .job
-                        .encode()
-                        .ok_or_else(|| Error::unsaved_send(&node))?
-                        .map_err(|e| Error::checkpoint(thread, e))?;
-                    SavedGoto::Send { node, payload }
-                }
-            });
-        }
-        serde_json::to_vec(&SavedTask {
-            update: &command.update,
-            goto,
-        })
-        .map_err(|e| Error::checkpoint(thread, e.to_string()))
-    }
-
+impl Persist {
     /// Saves the pending writes of one task against the current checkpoint.
     pub(crate) async fn put_task_writes(&self, task_id: &str, writes: Vec<(&str, Vec<u8>)>) -> Result<(), Error> {
-        let p = self.persist.as_ref().expect("a checkpointed run");
-        let Some(current) = &p.current else { return Ok(()) };
-        let rows = writes
-            .into_iter()
-            .enumerate()
-            .map(|(i, (channel, bytes))| PendingWrite {
-                task_id: task_id.to_owned(),
-                task_path: task_id.to_owned(),
-                idx: i as i64,
-                channel: channel.to_owned(),
-                bytes,
-            })
-            .collect();
-        let info = &p.info;
+        let Some(current) = &self.current else { return Ok(()) };
+        let rows = pending_rows(task_id, writes);
+        let info = &self.info;
         info.checkpointer
             .put_writes(&info.thread, &info.ns, current, task_id, rows)
             .await
             .map_err(|e| checkpointer_error(&info.thread, e))
     }
+}
+
+/// A task's pending writes as a checkpointer stores them: `(channel, bytes)` rows in order.
+pub(crate) fn pending_rows(task_id: &str, writes: Vec<(&str, Vec<u8>)>) -> Vec<PendingWrite> {
+    writes
+        .into_iter()
+        .enumerate()
+        .map(|(i, (channel, bytes))| PendingWrite {
+            task_id: task_id.to_owned(),
+            task_path: task_id.to_owned(),
+            idx: i as i64,
+            channel: channel.to_owned(),
+            bytes,
+        })
+        .collect()
+}
+
+/// The saved form of a task's command, on `thread` (for errors); `routed` says whether its
+/// routers' destinations are in it.
+pub(crate) fn save_command<S: State>(
+    g: &GraphInner<S>,
+    thread: &str,
+    command: &Command<S>,
+    routed: bool,
+) -> Result<Vec<u8>, Error> {
+    let mut goto = Vec::new();
+    for to in &command.goto {
+        goto.push(match to {
+            Goto::Node(id) => SavedGoto::Node(g.node_name(id.0)),
+            Goto::End => SavedGoto::End,
+            Goto::Named(n) => SavedGoto::Node(n.clone()),
+            Goto::Send(p) => {
+                let node = g.node_name(p.node.0);
+                let payload = p
+                    .job
+                    .encode()
+                    .ok_or_else(|| Error::unsaved_send(&node))?
+                    .map_err(|e| Error::checkpoint(thread, e))?;
+                SavedGoto::Send { node, payload }
+            }
+        });
+    }
+    serde_json::to_vec(&SavedTask {
+        update: &command.update,
+        goto,
+        routed,
+    })
+    .map_err(|e| Error::checkpoint(thread, e.to_string()))
 }
 
 /// The node names of a step's tasks, for a checkpoint's metadata, a run of one node named once.

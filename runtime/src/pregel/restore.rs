@@ -3,9 +3,11 @@
 //! command.
 
 use super::body::Body;
-use super::persist::{Chain, SavedGoto, SavedTask, ERROR, INTERRUPT, RESUME, WRITES};
+use super::persist::{
+    Chain, Checkpointing, Persist, SavedGoto, SavedTask, TaskRecord, ERROR, INTERRUPT, RESUME, WRITES,
+};
 use super::run::Loop;
-use crate::checkpoint::Loaded;
+use crate::checkpoint::{CheckpointRecord, Loaded, PendingWrite};
 use crate::error::Error;
 use crate::graph::{Command, Goto, NodeId};
 use crate::state::State;
@@ -14,105 +16,33 @@ use std::sync::Arc;
 
 impl<S: State> Loop<S> {
     /// Restores the loop's state from a loaded checkpoint; keeps its pending writes.
+    ///
+    /// # Errors
+    /// A run without a checkpointer has nothing to restore into; a checkpoint that does not fit
+    /// this graph's state is an error naming the thread and the checkpoint.
     pub(crate) fn restore(&mut self, loaded: Loaded) -> Result<(), Error> {
-        let g = self.g.clone();
-        let n_fields = g.n_fields();
-        let thread = self.persist.as_ref().expect("a checkpointed run").info.thread.clone();
-        let bad = |m: String| Error::checkpoint(&thread, m);
+        // The checkpoint component is taken out while the loop is filled in, then put back.
+        let Checkpointing::On(mut p) = std::mem::replace(&mut self.persist, Checkpointing::Off) else {
+            return Err(Error::config("restoring a checkpoint needs a checkpointer"));
+        };
+        let restored = self.restore_with(&mut p, loaded);
+        self.persist = Checkpointing::On(p);
+        restored
+    }
+
+    fn restore_with(&mut self, p: &mut Persist, loaded: Loaded) -> Result<(), Error> {
         let record = loaded.record;
-        let values: BTreeMap<String, Vec<Vec<u8>>> = loaded.values.into_iter().collect();
-        let state = Arc::make_mut(&mut self.state);
-        let p = self.persist.as_mut().expect("a checkpointed run");
-        for r in &record.channels {
-            let Some(&c) = g.channel_ids.get(&*r.channel) else {
-                if !r.channel.starts_with("branch:to:") && !r.channel.starts_with("join:") {
-                    return Err(bad(format!(
-                        "checkpoint `{}` has field `{}`, which this state does not have: it was written by another state type",
-                        record.id, r.channel
-                    )));
-                }
-                continue;
-            };
-            let c = c as usize;
-            self.versions[c] = r.version;
-            if c < n_fields {
-                let chain = values.get(&*r.channel).map(Vec::as_slice).unwrap_or_default();
-                state
-                    .load_field(&mut self.channels, c, chain)
-                    .map_err(|e| bad(format!("checkpoint `{}`: {e}", record.id)))?;
-                p.blobs[c] = r.blob.clone();
-                p.saved_versions[c] = r.version;
-                p.chains[c] = state.append_mark(&self.channels, c).map(|mark| Chain {
-                    mark,
-                    base_bytes: chain.first().map_or(0, Vec::len),
-                    delta_bytes: chain.iter().skip(1).map(Vec::len).sum(),
-                    links: chain.len().saturating_sub(1),
-                });
-            }
-        }
+        let at = Bad {
+            thread: p.info.thread.clone(),
+            checkpoint: record.id.clone(),
+        };
+        self.restore_channels(p, &record, loaded.values, &at)?;
         let body: Body = serde_json::from_slice(&record.body)
-            .map_err(|e| bad(format!("checkpoint `{}` is not a weir checkpoint: {e}", record.id)))?;
-        for (name, saved) in &body.controls {
-            if let Some(&c) = g.channel_ids.get(name) {
-                let Some(c) = (c as usize).checked_sub(n_fields) else {
-                    return Err(bad(format!(
-                        "checkpoint `{}` keeps field `{name}` among its internal channels",
-                        record.id
-                    )));
-                };
-                self.controls[c] = self.controls[c]
-                    .restore(saved, &g.node_ids)
-                    .map_err(|e| bad(format!("channel `{name}`: {e}")))?;
-            }
-        }
-        for (node, seen) in &body.seen {
-            let Some(&n) = g.node_ids.get(node) else { continue };
-            for (k, t) in g.nodes[n as usize].triggers.iter().enumerate() {
-                if let Some(v) = seen.get(&*g.channel_names[*t as usize]) {
-                    self.seen[n as usize][k] = *v;
-                }
-            }
-        }
-        for s in body.sends {
-            let n = *g
-                .node_ids
-                .get(&s.node)
-                .ok_or_else(|| bad(format!("a saved `Send` to unknown node `{}`", s.node)))?;
-            let decode = g.decoders[n as usize]
-                .as_ref()
-                .ok_or_else(|| bad(format!("a saved `Send` to `{}`, which does not take `Send`s", s.node)))?;
-            self.sends
-                .push(decode(s.payload).map_err(|e| bad(format!("the `Send` to `{}`: {e}", s.node)))?);
-        }
-        if let Some(input) = body.input {
-            self.input = Some(serde_json::from_value(input).map_err(|e| bad(format!("the saved input: {e}")))?);
-        }
-        for (name, v) in body.interrupt_seen {
-            if let Some(&c) = g.channel_ids.get(&name) {
-                p.interrupt_seen[c as usize] = v;
-            }
-        }
-        p.pending.clear();
-        for w in loaded.pending_writes {
-            let undecodable = |what: &str, e: serde_json::Error| {
-                bad(format!(
-                    "checkpoint `{}`: the saved {what} of task `{}` does not decode: {e}",
-                    record.id, w.task_id
-                ))
-            };
-            let entry = p.pending.entry(w.task_id.clone()).or_default();
-            match &*w.channel {
-                WRITES => entry.writes = Some(w.bytes),
-                ERROR => entry.error = Some(String::from_utf8_lossy(&w.bytes).into_owned()),
-                INTERRUPT => {
-                    entry.question = Some(serde_json::from_slice(&w.bytes).map_err(|e| undecodable("question", e))?);
-                }
-                RESUME => entry.answers = serde_json::from_slice(&w.bytes).map_err(|e| undecodable("answers", e))?,
-                _ => {}
-            }
-        }
+            .map_err(|e| at.error(format!("checkpoint `{}` is not a weir checkpoint: {e}", at.checkpoint)))?;
+        self.restore_body(p, body, &at)?;
+        p.pending = pending_of(loaded.pending_writes, &at)?;
         let step = record.step.checked_add(1).ok_or_else(|| {
-            bad(format!(
+            at.error(format!(
                 "checkpoint `{}` has step {}, out of range",
                 record.id, record.step
             ))
@@ -127,10 +57,100 @@ impl<S: State> Loop<S> {
         Ok(())
     }
 
-    /// A task's command, from its saved writes.
-    pub(crate) fn load_task(&self, bytes: &[u8]) -> Result<Command<S>, Error> {
+    /// Each channel's version, and each field's value from its chain of blobs.
+    fn restore_channels(
+        &mut self,
+        p: &mut Persist,
+        record: &CheckpointRecord,
+        values: Vec<(String, Vec<Vec<u8>>)>,
+        at: &Bad,
+    ) -> Result<(), Error> {
+        let g = self.g.clone();
+        let n_fields = g.n_fields();
+        let values: BTreeMap<String, Vec<Vec<u8>>> = values.into_iter().collect();
+        let state = Arc::make_mut(&mut self.state);
+        for r in &record.channels {
+            let Some(&c) = g.channel_ids.get(&*r.channel) else {
+                if !r.channel.starts_with("branch:to:") && !r.channel.starts_with("join:") {
+                    return Err(at.error(format!(
+                        "checkpoint `{}` has field `{}`, which this state does not have: it was written by another state type",
+                        record.id, r.channel
+                    )));
+                }
+                continue;
+            };
+            let c = c as usize;
+            self.versions[c] = r.version;
+            if c < n_fields {
+                let chain = values.get(&*r.channel).map(Vec::as_slice).unwrap_or_default();
+                state
+                    .load_field(&mut self.channels, c, chain)
+                    .map_err(|e| at.error(format!("checkpoint `{}`: {e}", record.id)))?;
+                p.blobs[c] = r.blob.clone();
+                p.saved_versions[c] = r.version;
+                p.chains[c] = state.append_mark(&self.channels, c).map(|mark| Chain {
+                    mark,
+                    base_bytes: chain.first().map_or(0, Vec::len),
+                    delta_bytes: chain.iter().skip(1).map(Vec::len).sum(),
+                    links: chain.len().saturating_sub(1),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The body's bookkeeping: internal channels, versions seen, `Send`s, the input, and the
+    /// versions interrupts have seen.
+    fn restore_body(&mut self, p: &mut Persist, body: Body, at: &Bad) -> Result<(), Error> {
+        let g = self.g.clone();
+        let n_fields = g.n_fields();
+        for (name, saved) in &body.controls {
+            if let Some(&c) = g.channel_ids.get(name) {
+                let Some(c) = (c as usize).checked_sub(n_fields) else {
+                    return Err(at.error(format!(
+                        "checkpoint `{}` keeps field `{name}` among its internal channels",
+                        at.checkpoint
+                    )));
+                };
+                self.controls[c] = self.controls[c]
+                    .restore(saved, &g.node_ids)
+                    .map_err(|e| at.error(format!("channel `{name}`: {e}")))?;
+            }
+        }
+        for (node, seen) in &body.seen {
+            let Some(&n) = g.node_ids.get(node) else { continue };
+            for (k, t) in g.nodes[n as usize].triggers.iter().enumerate() {
+                if let Some(v) = seen.get(&*g.channel_names[*t as usize]) {
+                    self.seen[n as usize][k] = *v;
+                }
+            }
+        }
+        for s in body.sends {
+            let n = *g
+                .node_ids
+                .get(&s.node)
+                .ok_or_else(|| at.error(format!("a saved `Send` to unknown node `{}`", s.node)))?;
+            let decode = g.decoders[n as usize]
+                .as_ref()
+                .ok_or_else(|| at.error(format!("a saved `Send` to `{}`, which does not take `Send`s", s.node)))?;
+            self.sends
+                .push(decode(s.payload).map_err(|e| at.error(format!("the `Send` to `{}`: {e}", s.node)))?);
+        }
+        if let Some(input) = body.input {
+            self.input = Some(serde_json::from_value(input).map_err(|e| at.error(format!("the saved input: {e}")))?);
+        }
+        for (name, v) in body.interrupt_seen {
+            if let Some(&c) = g.channel_ids.get(&name) {
+                p.interrupt_seen[c as usize] = v;
+            }
+        }
+        Ok(())
+    }
+
+    /// A task's command, from its saved writes, and whether its routers' destinations are in it.
+    pub(crate) fn load_task(&self, bytes: &[u8]) -> Result<(Command<S>, bool), Error> {
         let g = &self.g;
-        let thread = self.persist.as_ref().map_or("-", |p| &*p.info.thread);
+        let thread = self.persist.thread();
         let bad = |m: String| Error::checkpoint(thread, m);
         let saved: SavedTask<S::Update> =
             serde_json::from_slice(bytes).map_err(|e| bad(format!("a task's saved writes: {e}")))?;
@@ -153,10 +173,47 @@ impl<S: State> Loop<S> {
                 }
             });
         }
-        Ok(Command {
+        let command = Command {
             update: saved.update,
             goto,
             parent: None,
-        })
+        };
+        Ok((command, saved.routed))
     }
+}
+
+/// Where a checkpoint being restored came from, for its errors.
+struct Bad {
+    thread: Arc<str>,
+    checkpoint: Arc<str>,
+}
+
+impl Bad {
+    fn error(&self, message: String) -> Error {
+        Error::checkpoint(&self.thread, message)
+    }
+}
+
+/// The pending writes of a checkpoint, by task: saved writes, an error, a question and answers.
+fn pending_of(rows: Vec<PendingWrite>, at: &Bad) -> Result<BTreeMap<String, TaskRecord>, Error> {
+    let mut pending: BTreeMap<String, TaskRecord> = BTreeMap::new();
+    for w in rows {
+        let undecodable = |what: &str, e: serde_json::Error| {
+            at.error(format!(
+                "checkpoint `{}`: the saved {what} of task `{}` does not decode: {e}",
+                at.checkpoint, w.task_id
+            ))
+        };
+        let entry = pending.entry(w.task_id.clone()).or_default();
+        match &*w.channel {
+            WRITES => entry.writes = Some(w.bytes),
+            ERROR => entry.error = Some(String::from_utf8_lossy(&w.bytes).into_owned()),
+            INTERRUPT => {
+                entry.question = Some(serde_json::from_slice(&w.bytes).map_err(|e| undecodable("question", e))?);
+            }
+            RESUME => entry.answers = serde_json::from_slice(&w.bytes).map_err(|e| undecodable("answers", e))?,
+            _ => {}
+        }
+    }
+    Ok(pending)
 }

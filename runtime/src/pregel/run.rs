@@ -12,7 +12,7 @@ pub(crate) use step::StepEnd;
 use super::config::{DrainHandle, RunConfig};
 use super::control::Control;
 use super::executor::{Executor, Job, TaskOutput};
-use super::persist::{Persist, TaskRecord};
+use super::persist::{Checkpointing, Persist, TaskRecord};
 use super::stream::Sink;
 use super::task::{Finished, Task, TaskReport, TaskResult};
 use crate::checkpoint::Checkpointer;
@@ -66,8 +66,8 @@ pub(crate) struct Loop<S: State> {
     pub(crate) input: Option<S::Update>,
     drain: Option<DrainHandle>,
     pub(crate) tasks: Vec<Task<S>>,
-    /// The run's link to its checkpointer, when the graph has one.
-    pub(crate) persist: Option<Persist>,
+    /// The run's checkpointing: its link to the checkpointer, when the graph has one.
+    pub(crate) persist: Checkpointing,
     /// Where a streamed run sends its events, and what each task of the last step did.
     pub(crate) sink: Option<Sink<S>>,
     pub(crate) report: Vec<TaskReport<S>>,
@@ -117,7 +117,7 @@ impl<S: State> Loop<S> {
         let interrupt_before = interrupt_mask(&g, &g.interrupt_before, &config.interrupt_before)?;
         let interrupt_after = interrupt_mask(&g, &g.interrupt_after, &config.interrupt_after)?;
         let persist = persist_of(&g, checkpointer, config)?;
-        if persist.is_none() && (interrupt_before.iter().chain(&interrupt_after).any(|b| *b)) {
+        if !persist.is_on() && (interrupt_before.iter().chain(&interrupt_after).any(|b| *b)) {
             return Err(Error::config(
                 "interrupts need a checkpointer to pause the run: compile the graph with one",
             ));
@@ -212,7 +212,7 @@ impl<S: State> Loop<S> {
     /// A new input on a thread with pending tasks cancels them (LangGraph's `discard_tasks`):
     /// they count as having seen their triggers, and pending `Send`s are dropped.
     pub(crate) fn discard_pending(&mut self) -> Result<(), Error> {
-        if let Some(p) = &mut self.persist {
+        if let Some(p) = self.persist.on_mut() {
             p.pending.clear();
         }
         self.prepare_tasks()?;
@@ -356,6 +356,7 @@ impl<S: State> Loop<S> {
                 push: None,
                 job,
                 saved: false,
+                routed: false,
                 scratch: None,
                 failed: None,
                 cache_key: None,
@@ -367,6 +368,7 @@ impl<S: State> Loop<S> {
                 push: Some(i),
                 job: Job::Packet(p),
                 saved: false,
+                routed: false,
                 scratch: None,
                 failed: None,
                 cache_key: None,
@@ -379,13 +381,13 @@ impl<S: State> Loop<S> {
     /// say of them: saved writes (the task does not run again), a failure for the node's error
     /// handler, or the answers given to its interrupts.
     fn take_pending_writes(&mut self) -> Result<(), Error> {
-        if let Some(p) = &self.persist {
+        if let Some(p) = self.persist.on() {
             // Most steps have no pending writes: no task id to make then.
             let saved = !p.pending.is_empty();
             for i in 0..self.tasks.len() {
                 let pending = if saved {
                     let id = self.task_id(self.tasks[i].node, self.tasks[i].push);
-                    self.persist.as_mut().and_then(|p| p.pending.remove(&id))
+                    self.persist.on_mut().and_then(|p| p.pending.remove(&id))
                 } else {
                     None
                 };
@@ -393,8 +395,10 @@ impl<S: State> Loop<S> {
                     Some(TaskRecord {
                         writes: Some(bytes), ..
                     }) => {
-                        self.tasks[i].job = Job::Ready(self.load_task(&bytes)?);
+                        let (command, routed) = self.load_task(&bytes)?;
+                        self.tasks[i].job = Job::Ready(command);
                         self.tasks[i].saved = true;
+                        self.tasks[i].routed = routed;
                         continue;
                     }
                     Some(TaskRecord { error: Some(e), .. })
@@ -415,7 +419,7 @@ impl<S: State> Loop<S> {
     /// The pending writes of the current checkpoint, for `get_state`: tasks that paused and
     /// their questions, and which tasks already have writes.
     pub(crate) fn pending(&self) -> Option<&std::collections::BTreeMap<String, TaskRecord>> {
-        self.persist.as_ref().map(|p| &p.pending)
+        self.persist.on().map(|p| &p.pending)
     }
 }
 
@@ -431,12 +435,12 @@ fn interrupt_mask<S: State>(g: &GraphInner<S>, mask: &[bool], names: &[String]) 
     Ok(mask)
 }
 
-/// The run's link to its checkpointer, when the graph has one (the run must name a thread).
+/// The run's checkpointing: on when the graph has a checkpointer (the run must name a thread).
 fn persist_of<S: State>(
     g: &GraphInner<S>,
     checkpointer: Option<&Arc<dyn Checkpointer>>,
     config: &RunConfig,
-) -> Result<Option<Persist>, Error> {
+) -> Result<Checkpointing, Error> {
     let (checkpointer, thread) = match (checkpointer, &config.thread_id) {
         (Some(c), Some(thread)) => (c, thread),
         (Some(_), None) => {
@@ -444,7 +448,7 @@ fn persist_of<S: State>(
                 "this graph has a checkpointer: give the run a thread (`RunConfig::thread`)",
             ))
         }
-        (None, _) => return Ok(None),
+        (None, _) => return Ok(Checkpointing::Off),
     };
     let info = RunInfo {
         checkpointer: checkpointer.clone(),
@@ -452,7 +456,8 @@ fn persist_of<S: State>(
         ns: config.ns.as_str().into(),
         durability: config.durability,
     };
-    Ok(Some(Persist::new(info, g.n_fields(), g.n_fields() + g.controls.len())))
+    let p = Persist::new(info, g.n_fields(), g.n_fields() + g.controls.len());
+    Ok(Checkpointing::On(Box::new(p)))
 }
 
 pub(crate) fn field_error<S: State>(e: FieldError, writers: &[u32], g: &GraphInner<S>, step: i64) -> Error {

@@ -70,9 +70,9 @@ fn snapshot<S: State>(graph: &CompiledGraph<S>, mut run: Loop<S>, applied: bool)
     let g = &graph.inner;
     let record = run
         .persist
-        .as_ref()
+        .on()
         .and_then(|p| p.record.clone())
-        .expect("a loaded checkpoint");
+        .ok_or_else(|| Error::config("reading a thread's state needs a checkpointer"))?;
     let pending = run.pending().cloned().unwrap_or_default();
     run.prepare_tasks()?;
     let mut tasks = Vec::new();

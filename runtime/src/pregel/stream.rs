@@ -450,7 +450,7 @@ pub(crate) fn fresh_checkpoint<S: State>(
     if !run.sink.as_ref()?.wants(StreamMode::CHECKPOINTS) {
         return None;
     }
-    let p = run.persist.as_ref()?;
+    let p = run.persist.on()?;
     let current = p.current.as_ref()?;
     if announced.as_ref() == Some(current) || p.dirty {
         return None;

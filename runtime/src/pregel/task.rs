@@ -15,6 +15,8 @@ pub(crate) struct Task<S: State> {
     pub(crate) job: Job<S>,
     /// The task's writes come from the pending writes of a step that did not complete.
     pub(crate) saved: bool,
+    /// Its routers' destinations are among its saved writes: they do not run again.
+    pub(crate) routed: bool,
     pub(crate) scratch: Option<Arc<Scratch>>,
     /// The node failed in a step that did not complete, and has an error handler: the handler
     /// runs, not the node again.
@@ -60,6 +62,8 @@ pub(crate) struct Running {
     pub(crate) push: Option<usize>,
     /// Its writes were saved already (it does not run again).
     pub(crate) saved: bool,
+    /// Its routers' destinations are among its saved writes.
+    pub(crate) routed: bool,
     /// Its interrupts: answers given, the question asked.
     pub(crate) scratch: Option<Arc<Scratch>>,
     /// What the node cache had for it, when the node is cacheable.
@@ -77,6 +81,7 @@ impl<S: State> Task<S> {
             node: self.node,
             push: self.push,
             saved: self.saved,
+            routed: self.routed,
             scratch: self.scratch,
             cache_key: self.cache_key,
         };

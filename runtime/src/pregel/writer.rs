@@ -2,7 +2,7 @@
 //! in order while the run goes on, in batches when the checkpointer is slower than the loop.
 
 use super::persist::{checkpointer_error, Persist};
-use crate::checkpoint::{CheckpointRecord, Checkpointer, MadeByRun};
+use crate::checkpoint::{CheckpointRecord, Checkpointer, MadeByRun, PendingWrite};
 use crate::error::Error;
 use std::sync::Arc;
 use tokio::sync::{Semaphore, SemaphorePermit};
@@ -61,6 +61,32 @@ impl Persist {
         }
         Ok(())
     }
+
+    /// Where the tasks of a wide step queue their pending writes as they end, when the
+    /// background writer runs: behind the checkpoints queued before them.
+    pub(crate) fn queue(&self) -> Option<WriterQueue> {
+        self.writer.as_ref().map(|w| WriterQueue(w.jobs.clone()))
+    }
+}
+
+/// A handle on a run's background writer, for a task to queue its pending writes.
+#[derive(Clone)]
+pub(crate) struct WriterQueue(tokio::sync::mpsc::Sender<Job>);
+
+impl WriterQueue {
+    /// Queues one task's pending writes. False when the writer has stopped (its failure is the
+    /// run's at the next flush): the loop saves them itself if the step does not complete.
+    pub(crate) async fn put_writes(&self, writes: QueuedWrites) -> bool {
+        self.0.send(Job::Writes(Box::new(writes))).await.is_ok()
+    }
+}
+
+/// One task's pending writes, queued: the namespace, the checkpoint they belong to, the task.
+pub(crate) struct QueuedWrites {
+    pub(crate) ns: Arc<str>,
+    pub(crate) checkpoint: Arc<str>,
+    pub(crate) task_id: String,
+    pub(crate) rows: Vec<PendingWrite>,
 }
 
 /// What a queued checkpoint counts against [`QUEUE_BYTES`]: its body and blobs, and a kilobyte
@@ -74,6 +100,8 @@ fn queued_bytes(record: &CheckpointRecord) -> u32 {
 pub(crate) enum Job {
     /// A checkpoint, the head it follows, and its bytes' share of the queue.
     Put(Box<CheckpointRecord>, Option<Arc<str>>, u32),
+    /// A task's pending writes: stored after the checkpoints queued before them.
+    Writes(Box<QueuedWrites>),
     Flush(tokio::sync::oneshot::Sender<()>),
 }
 
@@ -116,6 +144,19 @@ impl Writer {
                 for job in queued.drain(..) {
                     match job {
                         Job::Put(record, head, bytes) => batch.push(*record, head, bytes),
+                        Job::Writes(w) => {
+                            if !batch.store(&*checkpointer, &gives_back.0, &thread, &failure).await {
+                                return;
+                            }
+                            let stored = checkpointer
+                                .put_writes(&thread, &w.ns, &w.checkpoint, &w.task_id, w.rows)
+                                .await;
+                            if let Err(e) = stored {
+                                *failure.lock().unwrap_or_else(|p| p.into_inner()) =
+                                    Some(checkpointer_error(&thread, e));
+                                return;
+                            }
+                        }
                         Job::Flush(done) => {
                             if !batch.store(&*checkpointer, &gives_back.0, &thread, &failure).await {
                                 return;

@@ -10,7 +10,7 @@ impl<S: State> Loop<S> {
     /// LangGraph's `should_interrupt`: a task's node is in `mask`, and something changed since
     /// the run last resumed (so a resumed run passes the breakpoint it stopped at).
     pub(super) fn should_interrupt(&self, mask: &[bool], nodes: impl Iterator<Item = u32>) -> bool {
-        let Some(p) = &self.persist else { return false };
+        let Some(p) = self.persist.on() else { return false };
         let changed = self.versions.iter().zip(&p.interrupt_seen).any(|(v, seen)| v > seen);
         changed
             && nodes
@@ -53,7 +53,7 @@ impl<S: State> Loop<S> {
 
     /// Marks every channel's version as seen by the interrupts (LangGraph does this on resume).
     pub(crate) fn pass_interrupts(&mut self) {
-        if let Some(p) = &mut self.persist {
+        if let Some(p) = self.persist.on_mut() {
             p.interrupt_seen.clone_from(&self.versions);
         }
     }
@@ -63,7 +63,7 @@ impl<S: State> Loop<S> {
     /// the task's id. Every pause of one task in one step has it, however often the task runs
     /// again; a pause of the same node in another step, or in another subgraph, has another.
     pub(crate) fn pause_id(&self, node: u32, push: Option<usize>) -> String {
-        let ns = self.persist.as_ref().map_or("", |p| &*p.info.ns);
+        let ns = self.persist.on().map_or("", |p| &*p.info.ns);
         pause_id(ns, self.step, &self.task_id(node, push))
     }
 
@@ -86,7 +86,9 @@ impl<S: State> Loop<S> {
             }
             resolved.push((task, value));
         }
-        let p = self.persist.as_mut().expect("a paused task has a checkpointer");
+        let Some(p) = self.persist.on_mut() else {
+            return Err(Error::config("resuming needs a checkpointer"));
+        };
         for (task, value) in resolved {
             let record = p.pending.get_mut(&task).expect("a paused task");
             record.question = None;
@@ -100,7 +102,7 @@ impl<S: State> Loop<S> {
     fn paused_task(&self, id: Option<&str>) -> Result<String, Error> {
         let p = self
             .persist
-            .as_ref()
+            .on()
             .ok_or_else(|| Error::config("resuming needs a checkpointer"))?;
         // Each paused task, by its task id and its pause id.
         let paused: Vec<(&String, String)> = p

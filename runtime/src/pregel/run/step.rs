@@ -4,6 +4,7 @@
 //! [`State::read_fresh`]), and an incomplete step keeps its pending writes.
 
 use super::super::executor::{panic_message, run_job, Failure, Job, TaskInput, TaskOutput};
+use super::super::pending::{StepSaver, TaskSaver};
 use super::super::persist::{ERROR, INTERRUPT, RESUME, WRITES};
 use super::super::stream::StreamMode;
 use super::super::task::{CacheLookup, Finished, Running, Task, TaskReport, TaskResult};
@@ -33,12 +34,12 @@ pub(crate) enum StepEnd<S: State> {
 type Asked = (u32, Option<usize>, serde_json::Value, Vec<serde_json::Value>);
 
 /// What a step's results came to: the finished tasks, the first failure (with its task), a
-/// cache that could not store, the paused tasks, and the finished tasks whose writes are not
-/// saved yet (their index in `done`, and push index).
+/// cache or checkpointer that could not store, the paused tasks, and the finished tasks whose
+/// writes are not saved yet (their index in `done`, and push index).
 struct Taken<S: State> {
     done: Vec<Finished<S>>,
     failure: Option<(Error, u32, Option<usize>)>,
-    cache_failure: Option<Error>,
+    store_failure: Option<Error>,
     paused: Vec<Asked>,
     unsaved: Vec<(usize, Option<usize>)>,
 }
@@ -71,6 +72,7 @@ impl<S: State> Loop<S> {
             let output = TaskOutput {
                 result: result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p)))),
                 duration: started.map_or(Duration::ZERO, |s| s.elapsed()),
+                saved: Ok(false),
             };
             results.push(TaskResult { task, output });
         } else {
@@ -90,19 +92,19 @@ impl<S: State> Loop<S> {
                 }
             }
         }
-        let incomplete = taken.failure.is_some() || taken.cache_failure.is_some() || !taken.paused.is_empty();
+        let incomplete = taken.failure.is_some() || taken.store_failure.is_some() || !taken.paused.is_empty();
         if incomplete {
             self.keep_incomplete(&taken)?;
         }
         let Taken {
             done,
             failure,
-            cache_failure,
+            store_failure,
             paused,
             unsaved,
         } = taken;
         self.unsaved = unsaved;
-        if let Some(e) = failure.map(|(e, _, _)| e).or(cache_failure) {
+        if let Some(e) = failure.map(|(e, _, _)| e).or(store_failure) {
             return Err(e);
         }
         if !paused.is_empty() {
@@ -118,9 +120,21 @@ impl<S: State> Loop<S> {
         let step = self.step;
         let mut running = Vec::with_capacity(tasks.len());
         let mut inputs = Vec::with_capacity(tasks.len());
+        // A checkpointed run saves each task's writes as it ends.
+        let saver = self.persist.on().and_then(|p| StepSaver::of(&self.g, p));
         for (job, task) in tasks.drain(..).map(Task::start) {
             let ctx = self.context(&task, step);
+            // Writes loaded from pending writes are saved already. A node with a fresh read
+            // (`then_fresh`, which runs on the loop once the step's tasks are in) saves its
+            // writes with the read's, when the step ends, so the read never runs twice.
+            let fresh = self.g.nodes[task.node as usize].fresh.is_some();
+            let saver = saver.as_ref().filter(|_| !task.saved && !fresh).map(|step| TaskSaver {
+                step: step.clone(),
+                node: task.node,
+                task_id: self.task_id(task.node, task.push),
+            });
             inputs.push(TaskInput {
+                saver,
                 job,
                 state: self.state.clone(),
                 span: tracing::info_span!("weir.task", node = &*ctx.node, step),
@@ -144,7 +158,7 @@ impl<S: State> Loop<S> {
         let mut taken = Taken {
             done: std::mem::take(&mut self.done),
             failure: None,
-            cache_failure: None,
+            store_failure: None,
             paused: Vec::new(),
             unsaved: std::mem::take(&mut self.unsaved),
         };
@@ -157,6 +171,14 @@ impl<S: State> Loop<S> {
                 taken.paused.push((node, push, question, answers));
                 continue;
             }
+            // Writes saved as the task ended are not saved again if the step does not complete.
+            let saved = match output.saved {
+                Ok(saved) => saved,
+                Err(e) => {
+                    taken.store_failure.get_or_insert(e);
+                    false
+                }
+            };
             let result = self.finish_task(node, push.is_none(), output.result);
             let has_handler = self.g.nodes[node as usize].handler.is_some();
             // A failed task with a handler is reported with its error, the handler as a task of
@@ -171,12 +193,13 @@ impl<S: State> Loop<S> {
                 }
                 r => (r, None),
             };
-            if let (Ok(d), Some(CacheLookup::Miss(key)), None) = (&result, &task.cache_key, &taken.cache_failure) {
-                taken.cache_failure = self.store_in_cache(node, key, &d.command).await.err();
+            if let (Ok(d), Some(CacheLookup::Miss(key)), None) = (&result, &task.cache_key, &taken.store_failure) {
+                taken.store_failure = self.store_in_cache(node, key, &d.command).await.err();
             }
-            // A task whose writes were saved had its fresh read then: they include its update.
+            // A task's fresh read runs where its routers do: writes saved after routing include
+            // its update; writes saved as the task ended (not routed yet) do not.
             let result = match result {
-                Ok(d) if !task.saved && !d.handled => self.then_fresh(d),
+                Ok(d) if !(task.saved && task.routed) && !d.handled => self.then_fresh(d),
                 r => r,
             };
             match handler_took {
@@ -185,11 +208,11 @@ impl<S: State> Loop<S> {
             }
             match result {
                 Ok(d) => {
-                    if !task.saved {
+                    if !task.saved && !saved {
                         taken.unsaved.push((taken.done.len(), push));
                     }
                     taken.done.push(Finished {
-                        routed: task.saved,
+                        routed: task.routed,
                         ..d
                     });
                 }
@@ -262,13 +285,16 @@ impl<S: State> Loop<S> {
     /// A step that did not complete keeps the writes of the tasks that succeeded, so a resume
     /// does not run them again, and the error or question of the others.
     fn keep_incomplete(&mut self, taken: &Taken<S>) -> Result<(), Error> {
-        if self.persist.is_none() {
+        if !self.persist.is_on() {
             return Ok(());
         }
         let mut rows = Vec::new();
         for (i, push) in &taken.unsaved {
             let d = &taken.done[*i];
-            rows.push((self.task_id(d.node, *push), vec![(WRITES, self.save_task(&d.command)?)]));
+            rows.push((
+                self.task_id(d.node, *push),
+                vec![(WRITES, self.save_task(&d.command, d.routed)?)],
+            ));
         }
         if let Some((e, node, push)) = &taken.failure {
             rows.push((self.task_id(*node, *push), vec![(ERROR, e.to_string().into_bytes())]));
@@ -279,7 +305,7 @@ impl<S: State> Loop<S> {
             let a = serde_json::to_vec(answers).expect("JSON values serialize");
             rows.push((self.task_id(*node, *push), vec![(INTERRUPT, q), (RESUME, a)]));
         }
-        if let Some(p) = &mut self.persist {
+        if let Some(p) = self.persist.on_mut() {
             p.rows = rows;
         }
         Ok(())
@@ -313,7 +339,7 @@ impl<S: State> Loop<S> {
             .as_ref()
             .filter(|s| s.streams_subgraphs())
             .and_then(|s| s.forward(&node, &self.task_id(task.node, task.push), step));
-        let run = self.persist.as_ref().map(|p| p.info.clone());
+        let run = self.persist.on().map(|p| p.info.clone());
         Context {
             node,
             push: task.push,
@@ -336,10 +362,8 @@ impl<S: State> Loop<S> {
             Err(Failure::Timeout(limit)) => return Err(Error::timeout(name, self.step, limit)),
             Err(Failure::Panic(message)) => return Err(Error::panic(name, self.step, message)),
         };
-        if let Some(allowed) = &self.g.nodes[node as usize].writes {
-            if let Some(f) = (0..self.g.n_fields()).find(|&f| !allowed[f] && command.update.is_written(f)) {
-                return Err(Error::undeclared_write(name, self.g.fields[f].name.clone(), self.step));
-            }
+        if let Some(f) = self.g.undeclared_write(node, &command.update) {
+            return Err(Error::undeclared_write(name, self.g.fields[f].name.clone(), self.step));
         }
         Ok(Finished {
             node,
@@ -400,7 +424,7 @@ impl<S: State> Loop<S> {
             let hit = cache.get(&key).await.map_err(|e| Error::cache(name, self.step, e))?;
             match hit {
                 Some(bytes) => {
-                    t.job = Job::Ready(self.load_task(&bytes)?);
+                    t.job = Job::Ready(self.load_task(&bytes)?.0);
                     t.cache_key = Some(CacheLookup::Hit);
                 }
                 None => t.cache_key = Some(CacheLookup::Miss(key)),
@@ -413,7 +437,8 @@ impl<S: State> Loop<S> {
         let (Some(cache), Some(policy)) = (&self.g.cache, &self.g.nodes[node as usize].cache) else {
             return Ok(());
         };
-        let bytes = self.save_task(command)?;
+        // A cache hit runs its task's routers as a fresh task's run: no flag to keep.
+        let bytes = self.save_task(command, true)?;
         cache
             .put(key, bytes, policy.ttl)
             .await
@@ -462,7 +487,7 @@ impl<S: State> Loop<S> {
         if let Some(p) = command.parent {
             return Err(Error::to_parent(name, p));
         }
-        if let Some(allowed) = &g.nodes[node as usize].writes {
+        if let Some(allowed) = &g.nodes[node as usize].may_write {
             if let Some(f) = (0..g.n_fields()).find(|&f| !allowed[f] && command.update.is_written(f)) {
                 return Err(Error::undeclared_write(name, g.fields[f].name.clone(), step));
             }
