@@ -10,7 +10,6 @@ use std::time::Duration;
 /// A cached value and when it expires (ms since the epoch).
 type Entry = (Vec<u8>, Option<u64>);
 
-
 /// A cache in memory, shared by clones.
 ///
 /// Expired entries are dropped when read, and swept out by `put` whenever the cache has doubled

@@ -41,4 +41,3 @@ impl<S> CachePolicy<S> {
         self
     }
 }
-

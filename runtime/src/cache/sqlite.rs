@@ -134,7 +134,9 @@ mod tests {
         let inner = cache.inner.lock().unwrap();
         inner
             .conn
-            .query_row("SELECT COUNT(*) FROM weir_node_cache WHERE key LIKE ?1", [like], |r| r.get(0))
+            .query_row("SELECT COUNT(*) FROM weir_node_cache WHERE key LIKE ?1", [like], |r| {
+                r.get(0)
+            })
             .unwrap()
     }
 
