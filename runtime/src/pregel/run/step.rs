@@ -2,7 +2,7 @@
 //! becomes a finished task or a failure, error handlers and cache writes are applied, routers of
 //! a wide step read their own task's writes, and an incomplete step keeps its pending writes.
 
-use super::super::executor::{panic_message, run_job, Failure, Job, TaskInput, TaskOutput};
+use super::super::executor::{panic_message, run_job, Deal, Failure, Job, TaskInput, TaskOutput};
 use super::super::persist::{ERROR, INTERRUPT, RESUME, WRITES};
 use super::super::stream::StreamMode;
 use super::super::task::{Finished, Running, Task, TaskReport, TaskResult};
@@ -113,10 +113,10 @@ impl<S: State> Loop<S> {
     async fn run_wide(&mut self, tasks: &mut Vec<Task<S>>, results: &mut Vec<TaskResult<S>>) {
         let step = self.step;
         let mut running = Vec::with_capacity(tasks.len());
-        let mut inputs = Vec::with_capacity(tasks.len());
+        let mut deal = Deal::new(tasks.len());
         for (job, task) in tasks.drain(..).map(Task::start) {
             let ctx = self.context(&task, step);
-            inputs.push(TaskInput {
+            deal.push(TaskInput {
                 job,
                 state: self.state.clone(),
                 span: tracing::info_span!("weir.task", node = &*ctx.node, step),
@@ -127,7 +127,7 @@ impl<S: State> Loop<S> {
         }
         let mut outputs = std::mem::take(&mut self.outputs);
         let timed = self.times_tasks();
-        self.executor.run_wide(inputs.into_iter(), timed, &mut outputs).await;
+        self.executor.run_wide(deal, timed, &mut outputs).await;
         let finished = running.into_iter().zip(outputs.drain(..));
         results.extend(finished.map(|(task, output)| TaskResult { task, output }));
         self.outputs = outputs;
