@@ -9,7 +9,7 @@
 //! holds up the nodes sharing its tokio task: run such work in `tokio::task::spawn_blocking`
 //! from an async node.
 //!
-//! The groups live in the [`Executor`]'s `JoinSet`: a step whose future is dropped (its caller
+//! The groups' handles live in the [`Executor`]: a step whose future is dropped (its caller
 //! gave up on `invoke`, or dropped the stream) aborts them, so no node outlives its run.
 
 use super::pending::TaskSaver;
@@ -22,7 +22,7 @@ use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::task::JoinSet;
+use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 /// What a task runs.
@@ -151,84 +151,106 @@ async fn run_task<S: State>(task: TaskInput<S>, timed: bool) -> TaskOutput<S> {
 /// (callgrind, fanout 1000).
 const GROUP_MAX: usize = 30;
 
-/// A group's index among the step's groups, and its tasks' outputs in order.
-type GroupOutput<S> = (usize, Vec<TaskOutput<S>>);
-
 /// Runs a group of tasks together, their outputs in order. The tasks' futures (over a kilobyte
 /// each) are made and joined inside the spawned task, on its worker, not on the loop's.
-async fn join_group<S: State>(index: usize, tasks: Vec<TaskInput<S>>, timed: bool) -> GroupOutput<S> {
+async fn join_group<S: State>(tasks: Vec<TaskInput<S>>, timed: bool) -> Vec<TaskOutput<S>> {
     let tasks = tasks.into_iter().map(|task| run_task(task, timed));
-    (index, futures::future::join_all(tasks).await)
+    futures::future::join_all(tasks).await
 }
 
-/// Where a run's wide steps run: one `JoinSet` for the run, empty between steps.
+/// The tasks of a wide step, dealt round-robin into groups as they are made: a few groups per
+/// worker (more when a group would hold over [`GROUP_MAX`] tasks). Dealt straight into their
+/// groups, the tasks are moved once, not through a list of the step's tasks first (a thousand
+/// tasks of a few hundred bytes each, a fresh allocation per run, faulted in page by page).
+pub(crate) struct Deal<S: State> {
+    groups: Vec<Vec<TaskInput<S>>>,
+    dealt: usize,
+}
+
+impl<S: State> Deal<S> {
+    /// Room for `n_tasks` tasks (more than one) in their groups.
+    pub(crate) fn new(n_tasks: usize) -> Self {
+        // The loop checked for a runtime when the run started.
+        let workers = tokio::runtime::Handle::current().metrics().num_workers();
+        let n_groups = (4 * workers).max(n_tasks.div_ceil(GROUP_MAX)).clamp(1, n_tasks.max(1));
+        let groups = (0..n_groups)
+            .map(|_| Vec::with_capacity(n_tasks.div_ceil(n_groups)))
+            .collect();
+        Self { groups, dealt: 0 }
+    }
+
+    /// Deals the next task to its group.
+    pub(crate) fn push(&mut self, task: TaskInput<S>) {
+        let n_groups = self.groups.len();
+        self.groups[self.dealt % n_groups].push(task);
+        self.dealt += 1;
+    }
+}
+
+/// Where a run's wide steps run: the handles of the step's groups, empty between steps.
 pub(crate) struct Executor<S: State> {
-    groups: JoinSet<GroupOutput<S>>,
+    groups: Vec<JoinHandle<Vec<TaskOutput<S>>>>,
 }
 
 impl<S: State> Executor<S> {
     pub(crate) fn new() -> Self {
-        Self { groups: JoinSet::new() }
+        Self { groups: Vec::new() }
     }
 
-    /// Runs `tasks` (more than one) concurrently and appends their outputs to `out`, in task
+    /// Runs the tasks `deal` holds concurrently and appends their outputs to `out`, in task
     /// order whatever order they finished in.
     ///
-    /// A few spawned groups per worker (more when a group would hold over [`GROUP_MAX`] tasks),
-    /// each polling its tasks together: parallel across workers, concurrent within a group,
-    /// one spawn per group instead of one per task. Tasks are dealt round-robin and groups
-    /// outnumber workers, so that idle workers steal groups when costs differ. Dropping the
-    /// returned future aborts every group.
-    pub(crate) async fn run_wide(
-        &mut self,
-        tasks: impl ExactSizeIterator<Item = TaskInput<S>>,
-        timed: bool,
-        out: &mut Vec<TaskOutput<S>>,
-    ) {
-        let n_tasks = tasks.len();
-        // The loop checked for a runtime when the run started.
-        let workers = tokio::runtime::Handle::current().metrics().num_workers();
-        let n_groups = (4 * workers).max(n_tasks.div_ceil(GROUP_MAX)).clamp(1, n_tasks);
-        let mut groups: Vec<Vec<_>> = (0..n_groups)
-            .map(|_| Vec::with_capacity(n_tasks.div_ceil(n_groups)))
-            .collect();
-        for (i, task) in tasks.enumerate() {
-            groups[i % n_groups].push(task);
-        }
-        let set = AbortOnDrop(&mut self.groups);
-        for (g, group) in groups.into_iter().enumerate() {
-            set.0.spawn(join_group(g, group, timed));
-        }
-        let mut outputs: Vec<Option<TaskOutput<S>>> = (0..n_tasks).map(|_| None).collect();
-        // Only a runtime shutting down stops a group: each of its tasks failed.
-        let mut lost = None;
-        while let Some(joined) = set.0.join_next().await {
-            match joined {
-                Ok((g, group)) => {
+    /// One spawned tokio task per group, polling its tasks together: parallel across workers,
+    /// concurrent within a group, one spawn per group instead of one per task. Tasks are dealt
+    /// round-robin and groups outnumber workers, so that idle workers steal groups when costs
+    /// differ. Dropping the returned future aborts every group.
+    ///
+    /// The groups are awaited in order, not as they finish (a `JoinSet`): a group finishing
+    /// before those ahead of it wakes nobody, where a `JoinSet` wakes the loop once per group.
+    pub(crate) async fn run_wide(&mut self, deal: Deal<S>, timed: bool, out: &mut Vec<TaskOutput<S>>) {
+        let Deal { groups, dealt: n_tasks } = deal;
+        let n_groups = groups.len();
+        let handles = AbortOnDrop(&mut self.groups);
+        handles
+            .0
+            .extend(groups.into_iter().map(|group| tokio::spawn(join_group(group, timed))));
+        let start = out.len();
+        out.reserve(n_tasks);
+        out.extend((0..n_tasks).map(|_| TaskOutput {
+            result: Err(Failure::Panic(String::new())),
+            duration: Duration::ZERO,
+            saved: Ok(false),
+        }));
+        let outputs = &mut out[start..];
+        for g in 0..n_groups {
+            // Only a runtime shutting down stops a group: each of its tasks failed.
+            match (&mut handles.0[g]).await {
+                Ok(group) => {
                     for (k, r) in group.into_iter().enumerate() {
-                        outputs[g + k * n_groups] = Some(r);
+                        outputs[g + k * n_groups] = r;
                     }
                 }
-                Err(e) => lost = Some(e.to_string()),
+                Err(e) => {
+                    let lost = e.to_string();
+                    for slot in outputs[g..].iter_mut().step_by(n_groups) {
+                        slot.result = Err(Failure::Panic(lost.clone()));
+                    }
+                }
             }
         }
-        out.extend(outputs.into_iter().map(|r| {
-            r.unwrap_or_else(|| TaskOutput {
-                result: Err(Failure::Panic(lost.clone().unwrap_or_default())),
-                duration: Duration::ZERO,
-                saved: Ok(false),
-            })
-        }));
+        handles.0.clear();
     }
 }
 
 /// Aborts a step's groups unless they were all joined: a step cancelled half way leaves no
 /// task running.
-struct AbortOnDrop<'a, T: 'static>(&'a mut JoinSet<T>);
+struct AbortOnDrop<'a, T>(&'a mut Vec<JoinHandle<T>>);
 
-impl<T: 'static> Drop for AbortOnDrop<'_, T> {
+impl<T> Drop for AbortOnDrop<'_, T> {
     fn drop(&mut self) {
-        self.0.abort_all();
+        for handle in self.0.drain(..) {
+            handle.abort();
+        }
     }
 }
 

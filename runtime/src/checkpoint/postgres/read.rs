@@ -1,12 +1,51 @@
 //! The PostgreSQL saver's reads of whole checkpoints: one, or a history of them, each in one
 //! repeatable-read snapshot.
 
-use super::{read_row, Failure, PostgresSaver, SELECT_HEAD};
+use super::pool::Failure;
+use super::saver::PostgresSaver;
 use crate::checkpoint::check::{self, Link};
 use crate::checkpoint::sql;
+use crate::checkpoint::sql::Row;
 use crate::checkpoint::{CheckpointRecord, Loaded, PendingWrite, SaverError};
 use std::collections::HashMap;
 use tokio_postgres::IsolationLevel;
+
+/// The query of a thread and namespace's head.
+pub(super) const SELECT_HEAD: &str = "SELECT head FROM heads WHERE thread_id = $1 AND ns = $2";
+
+/// The query of one checkpoint's row.
+pub(super) fn select_checkpoint() -> String {
+    format!(
+        "SELECT {} FROM checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3",
+        sql::COLUMNS
+    )
+}
+
+/// The query of a thread's rows, newest first, before a checkpoint and up to a limit.
+pub(super) fn select_list() -> String {
+    format!(
+        "SELECT {} FROM checkpoints WHERE thread_id = $1 AND ns = $2 AND ($3::text IS NULL OR id < $3) \
+         ORDER BY id DESC LIMIT $4",
+        sql::COLUMNS
+    )
+}
+
+/// A checkpoint row as PostgreSQL returns it, in [`sql::COLUMNS`] order.
+pub(super) fn read_row(r: &tokio_postgres::Row) -> Row {
+    Row {
+        thread_id: r.get(0),
+        ns: r.get(1),
+        id: r.get(2),
+        parent_id: r.get(3),
+        step: r.get(4),
+        source: r.get(5),
+        writes: r.get(6),
+        metadata: r.get(7),
+        created_at: r.get(8),
+        channels: r.get(9),
+        body: r.get(10),
+    }
+}
 
 const SELECT_CHAINS: &str = "WITH RECURSIVE chain (channel, checkpoint_id, delta_of, bytes) AS ( \
        SELECT b.channel, b.checkpoint_id, b.delta_of, b.bytes \

@@ -1,7 +1,7 @@
 //! The PostgreSQL saver's schema: the migrations from each version to the next, applied under
 //! an advisory lock so two processes starting together migrate once.
 
-use super::Inner;
+use super::pool::Inner;
 use crate::checkpoint::SaverError;
 use tokio_postgres::Client;
 

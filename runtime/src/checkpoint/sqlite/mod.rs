@@ -4,10 +4,13 @@
 //! and several processes can share it: a write waits up to the busy timeout for another
 //! process's write to finish.
 //!
-//! No SQLite call runs on a tokio worker. Within a process, every write goes to one thread
-//! that owns the write connection ([`writer`]): it stores what is queued in one transaction,
-//! and runs the log's checkpoints itself, outside any commit. Reads run on tokio's blocking pool,
-//! each on a pooled read connection and in one read transaction ([`read`]).
+//! No SQLite call runs on a tokio worker. Within a process, writes go to one thread that owns
+//! the write connection ([`writer`]): it stores what is queued in one transaction ([`batch`]),
+//! and runs the log's checkpoints itself, outside any commit. A lone put with nothing queued
+//! (every step of a run with synchronous durability) is stored by its caller instead, on a
+//! thread tokio lends for blocking (`block_in_place`), so it crosses no thread. Reads run on
+//! tokio's blocking pool, each on a pooled read connection and in one read transaction
+//! ([`read`]).
 //!
 //! A put is one write transaction that writes two B-trees: it reads the head (the thread's
 //! greatest checkpoint id, from the key index), then adds one row to `checkpoints` (a rowid
@@ -21,6 +24,7 @@
 //! each version to the next. A file with a newer version than this weir knows is refused and left
 //! untouched.
 
+mod batch;
 mod read;
 mod rows;
 mod schema;
@@ -29,6 +33,7 @@ mod tests;
 mod writer;
 
 use super::{CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, SaverError, Usage};
+use batch::Work;
 use futures::future::{BoxFuture, FutureExt};
 use rows::{pack_bytes, pack_index};
 use rusqlite::{Connection, OpenFlags};
@@ -37,7 +42,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
-use writer::Work;
 
 /// How many pages the log grows by, about, before the writer checkpoints it: SQLite's own
 /// `wal_autocheckpoint` default.
@@ -130,7 +134,8 @@ impl SqliteOptions {
         let mut conn = Connection::open(&path).map_err(|e| backend(&path, e))?;
         schema::migrate(&mut conn, &path, &self).map_err(|e| e.into_saver_error(&path))?;
         let readers = Arc::new(Mutex::new(Vec::new()));
-        let writer = writer::Handle::start(conn, path.clone(), self.wal_pages, readers.clone())?;
+        let direct = self.synchronous != Synchronous::Full;
+        let writer = writer::Handle::start(conn, path.clone(), self.wal_pages, readers.clone(), direct)?;
         let inner = Inner {
             path,
             options: self.clone(),

@@ -2,8 +2,8 @@
 //! pool, never a tokio worker): a checkpoint with its value chains and pending writes, a listing,
 //! a whole history at once, what a thread uses.
 
+use super::batch::HEAD;
 use super::rows::{find_blob, read_row, row_index, BlobColumns};
-use super::writer::HEAD;
 use super::{backend, Failure};
 use crate::checkpoint::sql::{self, Row};
 use crate::checkpoint::{check, CheckpointRecord, Loaded, PendingWrite, Usage};

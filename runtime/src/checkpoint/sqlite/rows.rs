@@ -33,34 +33,19 @@ pub(super) fn insert_sql(rows: usize) -> String {
     )
 }
 
-/// The two inserts of checkpoint rows, compiled once for the writer's life: one row, and
-/// [`CHUNK`] rows (from [`insert_sql`]).
-pub(super) struct Inserts<'c> {
-    pub(super) one: Statement<'c>,
-    pub(super) chunk: Statement<'c>,
-}
-
-impl Inserts<'_> {
-    /// Inserts the checkpoint rows of `records` (one thread and namespace), [`CHUNK`] at a
-    /// time, then the rest one by one.
-    pub(super) fn insert(&mut self, records: &[CheckpointRecord]) -> rusqlite::Result<()> {
-        let Some(first) = records.first() else { return Ok(()) };
-        let split = records.len() - records.len() % CHUNK;
-        for (insert, per, part) in [
-            (&mut self.chunk, CHUNK, &records[..split]),
-            (&mut self.one, 1, &records[split..]),
-        ] {
-            for rows in part.chunks(per) {
-                insert.raw_bind_parameter(1, &*first.thread_id)?;
-                insert.raw_bind_parameter(2, &*first.ns)?;
-                for (row, record) in rows.iter().enumerate() {
-                    bind_row(insert, row, record)?;
-                }
-                insert.raw_execute()?;
-            }
+/// Inserts the checkpoint rows of `records` (one thread and namespace) with `insert`, the
+/// statement of `per` rows ([`insert_sql`]); `records` holds a multiple of `per`.
+pub(super) fn insert(insert: &mut Statement<'_>, per: usize, records: &[CheckpointRecord]) -> rusqlite::Result<()> {
+    let Some(first) = records.first() else { return Ok(()) };
+    for rows in records.chunks(per) {
+        insert.raw_bind_parameter(1, &*first.thread_id)?;
+        insert.raw_bind_parameter(2, &*first.ns)?;
+        for (row, record) in rows.iter().enumerate() {
+            bind_row(insert, row, record)?;
         }
-        Ok(())
+        insert.raw_execute()?;
     }
+    Ok(())
 }
 
 /// Binds `record`'s columns besides the thread and namespace as row `row` of a checkpoint

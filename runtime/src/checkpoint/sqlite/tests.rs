@@ -62,7 +62,7 @@ async fn hold(saver: &SqliteSaver) -> std::sync::mpsc::Sender<()> {
 }
 
 fn transactions(saver: &SqliteSaver) -> u64 {
-    saver.inner.writer.stats.transactions.load(Ordering::Relaxed)
+    saver.inner.writer.stats().transactions.load(Ordering::Relaxed)
 }
 
 /// A run's put with synchronous durability (`put_made`) runs no SQLite on the tokio thread
@@ -89,9 +89,51 @@ async fn a_run_s_put_runs_on_the_writer_thread_and_the_runtime_stays_responsive(
     drop(release);
     put.await.unwrap().unwrap();
     assert_eq!(saver.head("t", "").await.unwrap().as_deref(), Some("cp-1"));
-    let threads = saver.inner.writer.stats.threads.lock().unwrap().clone();
+    let threads = saver.inner.writer.stats().threads.lock().unwrap().clone();
     assert_eq!(threads, ["weir-sqlite-writer"]);
     assert_ne!(std::thread::current().name(), Some("weir-sqlite-writer"));
+}
+
+/// On a multi-threaded runtime, a lone put with nothing queued is stored by the task that
+/// awaits it, on its own thread, with no hop to the writer thread and back (a run with
+/// synchronous durability puts every step that way). The thread is lent by tokio
+/// (`block_in_place`): while the put waits for the file (another connection holds its write
+/// lock), the runtime's only worker goes on running other tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_lone_put_runs_on_its_caller_s_thread_and_the_runtime_goes_on_meanwhile() {
+    let dir = TempDir::new();
+    let saver = SqliteSaver::open(dir.db()).unwrap();
+    let put = |id: &'static str, parent: Option<&'static str>| {
+        let saver = saver.clone();
+        tokio::spawn(async move {
+            let record = record("t", id, parent, b"1");
+            saver.put_made(vec![record], parent, MadeByRun::new()).await
+        })
+    };
+    put("cp-1", None).await.unwrap().unwrap();
+    // Tokio names its threads `tokio-rt-worker` (`tokio-runtime-worker` in older versions).
+    let by_tokio = |n: usize| {
+        let threads = saver.inner.writer.stats().threads.lock().unwrap().clone();
+        assert_eq!(threads.len(), n, "{threads:?}");
+        assert!(threads.iter().all(|t| t.starts_with("tokio-")), "{threads:?}");
+    };
+    by_tokio(1);
+
+    let other = Connection::open(dir.db()).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let waiting = put("cp-2", Some("cp-1"));
+    // The put holds the connection, waiting in SQLite for the other connection's lock.
+    while !saver.inner.writer.busy() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let other_task = tokio::spawn(async { "ran" });
+    let ran = tokio::time::timeout(Duration::from_secs(3), other_task).await;
+    assert_eq!(ran.expect("another task runs while the put waits").unwrap(), "ran");
+    assert!(!waiting.is_finished(), "the put still waits for the lock");
+    other.execute_batch("ROLLBACK").unwrap();
+    waiting.await.unwrap().unwrap();
+    assert_eq!(saver.head("t", "").await.unwrap().as_deref(), Some("cp-2"));
+    by_tokio(2);
 }
 
 /// What is queued while the writer is busy goes into one transaction: twenty puts of twenty
@@ -151,7 +193,7 @@ async fn the_writer_checkpoints_the_log_itself_and_commits_never_do() {
             head = Some(id);
         }
         let wal = std::fs::metadata(dir.0.join("weir.db-wal")).unwrap().len();
-        let checkpoints = saver.inner.writer.stats.wal_checkpoints.load(Ordering::Relaxed);
+        let checkpoints = saver.inner.writer.stats().wal_checkpoints.load(Ordering::Relaxed);
         (wal, checkpoints)
     };
     // Each put writes at least two pages of 4 KB values: SQLite's default would have

@@ -3,7 +3,7 @@
 //! `then_fresh` and the routers of a wide step read their own task's writes (the fresh view,
 //! [`State::read_fresh`]), and an incomplete step keeps its pending writes.
 
-use super::super::executor::{panic_message, run_job, Failure, Job, TaskInput, TaskOutput};
+use super::super::executor::{panic_message, run_job, Deal, Failure, Job, TaskInput, TaskOutput};
 use super::super::pending::{StepSaver, TaskSaver};
 use super::super::persist::{ERROR, INTERRUPT, RESUME, WRITES};
 use super::super::stream::StreamMode;
@@ -119,7 +119,7 @@ impl<S: State> Loop<S> {
     async fn run_wide(&mut self, tasks: &mut Vec<Task<S>>, results: &mut Vec<TaskResult<S>>) {
         let step = self.step;
         let mut running = Vec::with_capacity(tasks.len());
-        let mut inputs = Vec::with_capacity(tasks.len());
+        let mut deal = Deal::new(tasks.len());
         // A checkpointed run saves each task's writes as it ends.
         let saver = self.persist.on().and_then(|p| StepSaver::of(&self.g, p));
         for (job, task) in tasks.drain(..).map(Task::start) {
@@ -133,7 +133,7 @@ impl<S: State> Loop<S> {
                 node: task.node,
                 task_id: self.task_id(task.node, task.push),
             });
-            inputs.push(TaskInput {
+            deal.push(TaskInput {
                 saver,
                 job,
                 state: self.state.clone(),
@@ -145,7 +145,7 @@ impl<S: State> Loop<S> {
         }
         let mut outputs = std::mem::take(&mut self.outputs);
         let timed = self.times_tasks();
-        self.executor.run_wide(inputs.into_iter(), timed, &mut outputs).await;
+        self.executor.run_wide(deal, timed, &mut outputs).await;
         let finished = running.into_iter().zip(outputs.drain(..));
         results.extend(finished.map(|(task, output)| TaskResult { task, output }));
         self.outputs = outputs;

@@ -1,0 +1,294 @@
+//! The saver and its options: connecting, and the `Checkpointer` methods.
+
+use super::pool::{Failure, Inner};
+use super::read::{read_row, select_checkpoint, select_list, SELECT_HEAD};
+use super::schema::{migrate, redact};
+use crate::checkpoint::sql;
+use crate::checkpoint::{CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, SaverError, Usage};
+use futures::future::{BoxFuture, FutureExt};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use tokio::sync::Semaphore;
+
+const THREADS: &str = "SELECT DISTINCT thread_id FROM heads ORDER BY thread_id";
+const USAGE: &str = "SELECT (SELECT COUNT(*) FROM checkpoints WHERE thread_id = $1), \
+     (SELECT COUNT(*) FROM blobs WHERE thread_id = $1), \
+     (SELECT COALESCE(SUM(octet_length(bytes)), 0)::bigint FROM blobs WHERE thread_id = $1), \
+     (SELECT COUNT(*) FROM writes WHERE thread_id = $1)";
+
+/// How a [`PostgresSaver`] connects: made by [`PostgresSaver::options`].
+#[derive(Clone, Debug)]
+pub struct PostgresOptions {
+    schema: String,
+    connections: usize,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        Self {
+            schema: "weir".to_owned(),
+            connections: 4,
+        }
+    }
+}
+
+impl PostgresOptions {
+    /// The PostgreSQL schema that holds the tables (default `weir`): lower-case ASCII letters,
+    /// digits and `_`, not starting with a digit, at most 63 bytes.
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+    /// How many connections calls share (default 4, at least 1).
+    pub fn connections(mut self, connections: usize) -> Self {
+        self.connections = connections.max(1);
+        self
+    }
+    /// Connects to the database at `url` (e.g. `postgres://postgres@127.0.0.1:5432/test`),
+    /// creating the schema and its tables on first use and migrating an older version.
+    ///
+    /// # Errors
+    ///
+    /// [`SaverError::is_schema_too_new`] when the schema was written by a newer weir (it is not
+    /// modified); [`SaverError::is_invalid`] for a bad schema name; a database error when the
+    /// server cannot be reached.
+    pub async fn connect(self, url: &str) -> Result<PostgresSaver, SaverError> {
+        let valid = !self.schema.is_empty()
+            && self.schema.len() <= 63
+            && !self.schema.starts_with(|c: char| c.is_ascii_digit())
+            && self
+                .schema
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !valid {
+            return Err(SaverError::config(format!(
+                "`{}` cannot name a PostgreSQL schema; use lower-case ASCII letters, digits and `_`",
+                self.schema
+            )));
+        }
+        let inner = Inner {
+            url: url.to_owned(),
+            schema: self.schema.clone(),
+            idle: Mutex::new(Vec::new()),
+            permits: Semaphore::new(self.connections),
+            select_checkpoint: select_checkpoint(),
+            select_list: select_list(),
+        };
+        let mut first = inner.open_unprepared().await?;
+        migrate(&mut first.client, &inner.schema)
+            .await
+            .map_err(|e| e.into_saver_error(&inner))?;
+        first
+            .client
+            .batch_execute(&format!("SET search_path TO \"{}\"", inner.schema))
+            .await
+            .map_err(|e| inner.fail(e))?;
+        inner.idle.lock().unwrap_or_else(|p| p.into_inner()).push(first);
+        Ok(PostgresSaver { inner: Arc::new(inner) })
+    }
+}
+
+/// The PostgreSQL checkpoint saver: for several machines sharing threads.
+///
+/// Clones share the connections. See the [module docs](super) for the model.
+///
+/// # Examples
+///
+/// ```no_run
+/// use weir_runtime::checkpoint::{Checkpointer, PostgresSaver};
+///
+/// # async fn run() -> Result<(), weir_runtime::checkpoint::SaverError> {
+/// let saver = PostgresSaver::connect("postgres://postgres@127.0.0.1:5432/test").await?;
+/// println!("{:?}", saver.threads().await?);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct PostgresSaver {
+    pub(super) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for PostgresSaver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresSaver")
+            .field("url", &redact(&self.inner.url))
+            .field("schema", &self.inner.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresSaver {
+    /// Connects to the database at `url`, keeping the tables in the schema `weir`. See
+    /// [`PostgresOptions::connect`].
+    pub async fn connect(url: &str) -> Result<Self, SaverError> {
+        PostgresOptions::default().connect(url).await
+    }
+
+    /// Connects to the database at `url`, keeping the tables in `schema` (created on first use),
+    /// apart from every other schema's. See [`PostgresOptions::connect`].
+    pub async fn connect_with_schema(url: &str, schema: &str) -> Result<Self, SaverError> {
+        PostgresOptions::default().schema(schema).connect(url).await
+    }
+
+    /// Options for connecting, to change the defaults of [`connect`](Self::connect).
+    pub fn options() -> PostgresOptions {
+        PostgresOptions::default()
+    }
+
+    /// The PostgreSQL schema that holds the tables.
+    pub fn schema(&self) -> &str {
+        &self.inner.schema
+    }
+}
+
+impl Checkpointer for PostgresSaver {
+    fn put_many<'a>(
+        &'a self,
+        records: Vec<CheckpointRecord>,
+        expected_head: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.put_batch(records, expected_head, None).boxed()
+    }
+
+    fn put_made<'a>(
+        &'a self,
+        records: Vec<CheckpointRecord>,
+        expected_head: Option<&'a str>,
+        made: MadeByRun,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.put_batch(records, expected_head, Some(made)).boxed()
+    }
+
+    fn get<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
+        self.get_now(thread_id, ns, id).boxed()
+    }
+
+    fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>> {
+        async move {
+            let mut pooled = self.conn().await?;
+            let conn = &mut *pooled;
+            let result: Result<_, Failure> = async {
+                let select_head = conn.prepare(SELECT_HEAD).await?;
+                Ok(conn
+                    .client
+                    .query_opt(&select_head, &[&thread_id, &ns])
+                    .await?
+                    .map(|r| r.get(0)))
+            }
+            .await;
+            self.finish(result)
+        }
+        .boxed()
+    }
+
+    fn list<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        before: Option<&'a str>,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, SaverError>> {
+        let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+        async move {
+            let mut pooled = self.conn().await?;
+            let conn = &mut *pooled;
+            let result: Result<_, Failure> = async {
+                let select = conn.prepare(&self.inner.select_list).await?;
+                let rows = conn.client.query(&select, &[&thread_id, &ns, &before, &limit]).await?;
+                Ok(rows
+                    .iter()
+                    .map(|r| sql::decode(read_row(r)))
+                    .collect::<Result<_, _>>()?)
+            }
+            .await;
+            self.finish(result)
+        }
+        .boxed()
+    }
+
+    fn history<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        before: Option<&'a str>,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<Loaded>, SaverError>> {
+        self.history_now(thread_id, ns, before, limit).boxed()
+    }
+
+    fn put_writes<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        checkpoint_id: &'a str,
+        task_id: &'a str,
+        writes: Vec<PendingWrite>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.put_writes_now(thread_id, ns, checkpoint_id, task_id, writes)
+            .boxed()
+    }
+
+    fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
+        async move {
+            let mut pooled = self.conn().await?;
+            let conn = &mut *pooled;
+            let result: Result<_, Failure> = async {
+                let tx = conn.client.transaction().await?;
+                for table in ["writes", "blobs", "checkpoints", "heads"] {
+                    tx.execute(&format!("DELETE FROM {table} WHERE thread_id = $1"), &[&thread_id])
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+            .await;
+            self.finish(result)
+        }
+        .boxed()
+    }
+
+    fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>> {
+        async move {
+            let mut pooled = self.conn().await?;
+            let conn = &mut *pooled;
+            let result: Result<_, Failure> = async {
+                let threads = conn.prepare(THREADS).await?;
+                Ok(conn
+                    .client
+                    .query(&threads, &[])
+                    .await?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect())
+            }
+            .await;
+            self.finish(result)
+        }
+        .boxed()
+    }
+
+    fn usage<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Usage, SaverError>> {
+        async move {
+            let mut pooled = self.conn().await?;
+            let conn = &mut *pooled;
+            let result: Result<_, Failure> = async {
+                let usage = conn.prepare(USAGE).await?;
+                let row = conn.client.query_one(&usage, &[&thread_id]).await?;
+                let n = |i: usize| row.get::<_, i64>(i) as u64;
+                Ok(Usage {
+                    checkpoints: n(0),
+                    blobs: n(1),
+                    blob_bytes: n(2),
+                    pending_writes: n(3),
+                })
+            }
+            .await;
+            self.finish(result)
+        }
+        .boxed()
+    }
+}

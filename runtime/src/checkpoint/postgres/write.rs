@@ -1,0 +1,162 @@
+//! The transactions that store: a batch of checkpoints as successive heads, and a task's
+//! pending writes.
+
+use super::pool::Failure;
+use super::read::SELECT_HEAD;
+use super::saver::PostgresSaver;
+use crate::checkpoint::sql;
+use crate::checkpoint::{check, CheckpointRecord, MadeByRun, PendingWrite, SaverError};
+
+const INSERT_HEAD: &str = "INSERT INTO heads (thread_id, ns, head) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
+const MOVE_HEAD: &str = "UPDATE heads SET head = $3 WHERE thread_id = $1 AND ns = $2 AND head = $4";
+const INSERT_CHECKPOINT: &str = "INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, writes, \
+     metadata, created_at, channels, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+     ON CONFLICT DO NOTHING";
+const MISSING_BASES: &str = "SELECT d.channel, d.base FROM unnest($3::text[], $4::text[]) AS d(channel, base) \
+     WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = $1 AND b.ns = $2 \
+     AND b.checkpoint_id = d.base AND b.channel = d.channel) LIMIT 1";
+const INSERT_BLOBS: &str = "INSERT INTO blobs (thread_id, ns, checkpoint_id, channel, delta_of, bytes) \
+     SELECT $1, $2, $3, t.channel, t.delta_of, t.bytes \
+     FROM unnest($4::text[], $5::text[], $6::bytea[]) AS t(channel, delta_of, bytes)";
+const CHECKPOINT_EXISTS: &str = "SELECT 1 FROM checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3";
+const DELETE_TASK_WRITES: &str =
+    "DELETE FROM writes WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4";
+const INSERT_WRITES: &str = "INSERT INTO writes (thread_id, ns, checkpoint_id, task_id, idx, task_path, channel, \
+     bytes) SELECT $1, $2, $3, $4, t.idx, t.task_path, t.channel, t.bytes \
+     FROM unnest($5::bigint[], $6::text[], $7::text[], $8::bytea[]) AS t(idx, task_path, channel, bytes)";
+impl PostgresSaver {
+    /// Stores `records` in one transaction, as successive heads: all of them or none.
+    pub(super) async fn put_batch(
+        &self,
+        records: Vec<CheckpointRecord>,
+        expected: Option<&str>,
+        made: Option<MadeByRun>,
+    ) -> Result<(), SaverError> {
+        let needed = check::put(&records, expected, made)?;
+        let Some(last) = records.last() else { return Ok(()) };
+        let (thread, ns, last_id) = (&*last.thread_id, &*last.ns, &*last.id);
+        let mut pooled = self.conn().await?;
+        let conn = &mut *pooled;
+        let result: Result<_, Failure> = async {
+            let head_sql = if expected.is_some() { MOVE_HEAD } else { INSERT_HEAD };
+            let move_head = conn.prepare(head_sql).await?;
+            let select_head = conn.prepare(SELECT_HEAD).await?;
+            let insert_checkpoint = conn.prepare(INSERT_CHECKPOINT).await?;
+            let missing_bases = conn.prepare(MISSING_BASES).await?;
+            let insert_blobs = conn.prepare(INSERT_BLOBS).await?;
+            let tx = conn.client.transaction().await?;
+            // Move the head first: its row lock makes a second writer wait, then miss.
+            let moved = match expected {
+                Some(expected) => tx.execute(&move_head, &[&thread, &ns, &last_id, &expected]).await?,
+                None => tx.execute(&move_head, &[&thread, &ns, &last_id]).await?,
+            };
+            if moved == 0 {
+                let found: Option<String> = tx.query_opt(&select_head, &[&thread, &ns]).await?.map(|row| row.get(0));
+                return Err(SaverError::head_moved(thread, ns, expected, found.as_deref()).into());
+            }
+            // The bases come in record order: each record takes its own off the front.
+            let mut bases_left = &needed[..];
+            for (i, r) in records.iter().enumerate() {
+                let own = bases_left.partition_point(|b| b.record <= i);
+                let (own, later) = bases_left.split_at(own);
+                bases_left = later;
+                let text = sql::encode(r);
+                let inserted = tx
+                    .execute(
+                        &insert_checkpoint,
+                        &[
+                            &&*r.thread_id,
+                            &&*r.ns,
+                            &&*r.id,
+                            &r.parent_id.as_deref(),
+                            &r.step,
+                            &r.source.as_str(),
+                            &text.writes(),
+                            &text.metadata(),
+                            &text.created_at(),
+                            &text.channels(),
+                            &r.body,
+                        ],
+                    )
+                    .await?;
+                // Only a store written before ids had to increase can hold a greater id.
+                if inserted == 0 {
+                    let detail = format!("checkpoint `{}` already exists", r.id);
+                    return Err(SaverError::conflict(thread, ns, detail).into());
+                }
+                let (channels, bases): (Vec<&str>, Vec<&str>) = own.iter().map(|b| (b.channel, b.at)).unzip();
+                if !channels.is_empty() {
+                    let missing = tx.query_opt(&missing_bases, &[&thread, &ns, &channels, &bases]).await?;
+                    if let Some(row) = missing {
+                        let (channel, base): (String, String) = (row.get(0), row.get(1));
+                        return Err(check::missing_base(r, &channel, &base).into());
+                    }
+                }
+                if !r.blobs.is_empty() {
+                    let channels: Vec<&str> = r.blobs.iter().map(|b| &*b.channel).collect();
+                    let delta_of: Vec<Option<&str>> = r.blobs.iter().map(|b| b.delta_of.as_deref()).collect();
+                    let bytes: Vec<&[u8]> = r.blobs.iter().map(|b| b.bytes.as_slice()).collect();
+                    tx.execute(&insert_blobs, &[&thread, &ns, &&*r.id, &channels, &delta_of, &bytes])
+                        .await?;
+                }
+            }
+            tx.commit().await?;
+            Ok(())
+        }
+        .await;
+        self.finish(result)
+    }
+
+    /// Stores the writes of a task against a stored checkpoint, replacing its earlier ones.
+    pub(super) async fn put_writes_now(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        task_id: &str,
+        writes: Vec<PendingWrite>,
+    ) -> Result<(), SaverError> {
+        check::writes(thread_id, checkpoint_id, task_id, &writes)?;
+        let mut pooled = self.conn().await?;
+        let conn = &mut *pooled;
+        let result: Result<_, Failure> = async {
+            let exists = conn.prepare(CHECKPOINT_EXISTS).await?;
+            let delete = conn.prepare(DELETE_TASK_WRITES).await?;
+            let insert = conn.prepare(INSERT_WRITES).await?;
+            let tx = conn.client.transaction().await?;
+            if tx
+                .query_opt(&exists, &[&thread_id, &ns, &checkpoint_id])
+                .await?
+                .is_none()
+            {
+                return Err(check::unknown_checkpoint(thread_id, ns, checkpoint_id).into());
+            }
+            tx.execute(&delete, &[&thread_id, &ns, &checkpoint_id, &task_id])
+                .await?;
+            if !writes.is_empty() {
+                let idx: Vec<i64> = writes.iter().map(|w| w.idx).collect();
+                let paths: Vec<&str> = writes.iter().map(|w| w.task_path.as_str()).collect();
+                let channels: Vec<&str> = writes.iter().map(|w| &*w.channel).collect();
+                let bytes: Vec<&[u8]> = writes.iter().map(|w| w.bytes.as_slice()).collect();
+                tx.execute(
+                    &insert,
+                    &[
+                        &thread_id,
+                        &ns,
+                        &checkpoint_id,
+                        &task_id,
+                        &idx,
+                        &paths,
+                        &channels,
+                        &bytes,
+                    ],
+                )
+                .await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        }
+        .await;
+        self.finish(result)
+    }
+}

@@ -1,0 +1,428 @@
+//! A batch of writes in one transaction, on the file's write connection: whoever holds the
+//! connection ([`Core`]) runs it, the writer thread for what is queued, or a caller that stores
+//! its own put directly (see [`super::writer`]).
+//!
+//! Each request runs under a savepoint of its own when the batch has several, so one refused
+//! put rolls back alone; the outcomes are known once the batch is committed.
+//!
+//! The statements come from the connection's statement cache, each taken once per batch and
+//! held until the batch ends ([`Statements`]): a batch of a thousand puts looks each up once,
+//! not a thousand times (a lookup costs about 1.4 k instructions).
+
+use super::rows;
+use super::{Failure, SaverError};
+use crate::checkpoint::{check, CheckpointRecord, MadeByRun, PendingWrite};
+use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Statement};
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+
+/// The pages a commit writes to the log besides its rows' bytes: a table leaf, an index leaf,
+/// and their parents, about.
+const PAGES_PER_COMMIT: u64 = 3;
+
+/// A write.
+pub(super) enum Work {
+    /// Checkpoints to store as successive heads, the head the first follows, and whether a
+    /// run made them.
+    Put(Vec<CheckpointRecord>, Option<Box<str>>, Option<MadeByRun>),
+    /// A task's pending writes: thread, namespace, checkpoint and task, then the writes.
+    Writes([String; 4], Vec<PendingWrite>),
+    /// Deletes a thread.
+    Delete(String),
+}
+
+/// The outcome of a write: its result, or the payload of a panic while it ran.
+pub(super) type Outcome = Result<Result<(), SaverError>, Box<dyn Any + Send>>;
+
+/// What the writes have done, for tests and diagnostics.
+#[derive(Debug, Default)]
+pub(super) struct Stats {
+    /// Write transactions committed.
+    pub(super) transactions: AtomicU64,
+    /// WAL checkpoints run.
+    pub(super) wal_checkpoints: AtomicU64,
+    /// The names of the threads that ran write transactions.
+    #[cfg(test)]
+    pub(super) threads: std::sync::Mutex<Vec<String>>,
+}
+
+/// The thread, namespace and head of the last put stored; with the file's data version after
+/// the commit that stored it, when that is known.
+struct LastPut {
+    thread: Arc<str>,
+    ns: Arc<str>,
+    head: Arc<str>,
+    version: Option<u32>,
+}
+
+/// The file's write connection, and what its writes keep between batches.
+pub(super) struct Core {
+    conn: Connection,
+    /// The last put stored: inside a transaction, the head of its thread and namespace; across
+    /// transactions, while the file's data version says nothing was written since.
+    last_put: Option<LastPut>,
+    /// About how many pages the log has grown by since the last checkpoint, and how many make
+    /// a checkpoint due (0: never).
+    wal_grown: u64,
+    wal_pages: u64,
+}
+
+/// The query of a thread and namespace's head: its greatest checkpoint id, from the key index.
+pub(super) const HEAD: &str = "SELECT id FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 ORDER BY id DESC LIMIT 1";
+
+/// The statements of a batch, by name.
+#[derive(Clone, Copy)]
+enum Sql {
+    Begin,
+    Commit,
+    Savepoint,
+    Release,
+    RollbackTo,
+    InsertOne,
+    InsertChunk,
+    Head,
+    BlobIndexOf,
+    CheckpointExists,
+    DeleteTaskWrites,
+    InsertWrite,
+    DeleteWrites,
+    DeleteCheckpoints,
+}
+
+/// How many statements [`Sql`] names.
+const STATEMENTS: usize = 14;
+
+/// The texts of the checkpoint inserts, of one row and of [`rows::CHUNK`] rows.
+static INSERTS: LazyLock<[String; 2]> = LazyLock::new(|| [rows::insert_sql(1), rows::insert_sql(rows::CHUNK)]);
+
+impl Sql {
+    fn text(self) -> &'static str {
+        match self {
+            Sql::Begin => "BEGIN IMMEDIATE",
+            Sql::Commit => "COMMIT",
+            Sql::Savepoint => "SAVEPOINT request",
+            Sql::Release => "RELEASE request",
+            Sql::RollbackTo => "ROLLBACK TO request",
+            Sql::InsertOne => &INSERTS[0],
+            Sql::InsertChunk => &INSERTS[1],
+            Sql::Head => HEAD,
+            Sql::BlobIndexOf => {
+                "SELECT blob_index, LENGTH(blob_bytes) FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3"
+            }
+            Sql::CheckpointExists => "SELECT 1 FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
+            Sql::DeleteTaskWrites => {
+                "DELETE FROM writes WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3 AND task_id = ?4"
+            }
+            Sql::InsertWrite => {
+                "INSERT INTO writes (thread_id, ns, checkpoint_id, task_id, idx, task_path, channel, bytes) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+            }
+            Sql::DeleteWrites => "DELETE FROM writes WHERE thread_id = ?1",
+            Sql::DeleteCheckpoints => "DELETE FROM checkpoints WHERE thread_id = ?1",
+        }
+    }
+}
+
+/// The statements a batch has used, each taken from the statement cache on first use and given
+/// back when the batch ends.
+struct Statements<'c> {
+    conn: &'c Connection,
+    held: [Option<CachedStatement<'c>>; STATEMENTS],
+}
+
+impl<'c> Statements<'c> {
+    fn get(&mut self, sql: Sql) -> rusqlite::Result<&mut Statement<'c>> {
+        let slot = &mut self.held[sql as usize];
+        if slot.is_none() {
+            *slot = Some(self.conn.prepare_cached(sql.text())?);
+        }
+        Ok(slot.as_mut().expect("just prepared"))
+    }
+}
+
+impl Core {
+    /// The write connection `conn`, checkpointing its log after about `wal_pages` pages (0:
+    /// never). SQLite's automatic checkpoint is turned off: a commit never runs one.
+    pub(super) fn new(conn: Connection, wal_pages: u64) -> rusqlite::Result<Self> {
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        conn.set_prepared_statement_cache_capacity(2 * STATEMENTS);
+        Ok(Core {
+            conn,
+            last_put: None,
+            wal_grown: 0,
+            wal_pages,
+        })
+    }
+
+    /// Runs `works` in one transaction and appends their outcomes to `outcomes`, in order: a
+    /// write that fails is rolled back alone (to its savepoint) and its outcome says why; a
+    /// transaction that cannot begin or commit gives every write that error.
+    pub(super) fn commit(&mut self, works: &[Work], path: &Path, stats: &Stats, outcomes: &mut Vec<Outcome>) {
+        if works.is_empty() {
+            return;
+        }
+        #[cfg(test)]
+        stats
+            .threads
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(std::thread::current().name().unwrap_or("").to_owned());
+        let start = outcomes.len();
+        let mut batch = Batch {
+            statements: Statements {
+                conn: &self.conn,
+                held: std::array::from_fn(|_| None),
+            },
+            last_put: &mut self.last_put,
+            wal_grown: &mut self.wal_grown,
+            path,
+        };
+        let committed = batch.run_all(works, outcomes);
+        let conn = &self.conn;
+        drop(batch);
+        match committed {
+            Ok(true) => {
+                stats.transactions.fetch_add(1, Ordering::Relaxed);
+                let version = data_version(conn);
+                if let Some(last) = &mut self.last_put {
+                    last.version = version;
+                }
+            }
+            // A lone write failed: its outcome says why, and its transaction stores nothing.
+            Ok(false) => self.abandon(),
+            Err(e) => {
+                // Nothing of the batch is stored: every write that did its part, or did not
+                // get to run, hears why.
+                self.abandon();
+                outcomes.resize_with(start + works.len(), || Ok(Ok(())));
+                let message = e.to_string();
+                let mut first = Some(e);
+                for outcome in outcomes[start..].iter_mut().filter(|o| matches!(o, Ok(Ok(())))) {
+                    *outcome = Ok(Err(match first.take() {
+                        Some(e) => super::backend(path, e),
+                        None => super::backend_text(path, message.clone()),
+                    }));
+                }
+            }
+        }
+    }
+
+    /// Rolls back the transaction under way, if any; the last put is forgotten.
+    fn abandon(&mut self) {
+        self.last_put = None;
+        if !self.conn.is_autocommit() {
+            // A failed rollback leaves SQLite to roll back when the connection closes.
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
+
+    /// Whether the log has grown by the page budget since its last checkpoint (by four
+    /// budgets, when writes are queued: `idle` false).
+    pub(super) fn wal_due(&self, idle: bool) -> bool {
+        let due = self.wal_pages.saturating_mul(if idle { 1 } else { 4 });
+        self.wal_pages != 0 && self.wal_grown >= due
+    }
+
+    /// Checkpoints the log when [`wal_due`](Self::wal_due). Passive: it copies what no reader
+    /// still needs and waits for nobody; what it could not copy counts towards the next one.
+    pub(super) fn checkpoint_wal(&mut self, idle: bool, path: &Path, stats: &Stats) {
+        if !self.wal_due(idle) {
+            return;
+        }
+        let done = self.conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+            Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+        });
+        match done {
+            Ok((log, copied)) => {
+                stats.wal_checkpoints.fetch_add(1, Ordering::Relaxed);
+                self.wal_grown = log.saturating_sub(copied).max(0) as u64;
+            }
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "sqlite saver could not checkpoint its log");
+                self.wal_grown = 0;
+            }
+        }
+    }
+}
+
+/// One transaction under way: its statements, and the core's state it updates.
+struct Batch<'c> {
+    statements: Statements<'c>,
+    last_put: &'c mut Option<LastPut>,
+    wal_grown: &'c mut u64,
+    path: &'c Path,
+}
+
+impl Batch<'_> {
+    /// Begins, runs each write (under a savepoint of its own when there are several), keeps its
+    /// outcome, and commits unless the batch is a lone write that failed (`Ok(false)`). An
+    /// error is SQLite failing the transaction itself.
+    fn run_all(&mut self, works: &[Work], outcomes: &mut Vec<Outcome>) -> rusqlite::Result<bool> {
+        self.statements.get(Sql::Begin)?.execute([])?;
+        let conn = self.statements.conn;
+        if self
+            .last_put
+            .as_ref()
+            .is_some_and(|last| last.version != data_version(conn))
+        {
+            *self.last_put = None;
+        }
+        let many = works.len() > 1;
+        for work in works {
+            if many {
+                self.statements.get(Sql::Savepoint)?.execute([])?;
+            }
+            let outcome = catch_unwind(AssertUnwindSafe(|| self.run(work)));
+            let stored = matches!(outcome, Ok(Ok(())));
+            outcomes.push(outcome.map(|done| done.map_err(|e| e.into_saver_error(self.path))));
+            if many && !stored {
+                self.statements.get(Sql::RollbackTo)?.execute([])?;
+            }
+            if many {
+                self.statements.get(Sql::Release)?.execute([])?;
+            }
+        }
+        if !many && !matches!(outcomes.last(), Some(Ok(Ok(())))) {
+            return Ok(false);
+        }
+        self.statements.get(Sql::Commit)?.execute([])?;
+        Ok(true)
+    }
+
+    /// Runs one write inside the batch's transaction.
+    fn run(&mut self, work: &Work) -> Result<(), Failure> {
+        match work {
+            Work::Put(records, expected, made) => {
+                self.put(records, expected.as_deref(), *made)?;
+                let bytes: usize = records
+                    .iter()
+                    .map(|r| r.body.len() + r.blobs.iter().map(|b| b.bytes.len()).sum::<usize>())
+                    .sum();
+                *self.wal_grown += PAGES_PER_COMMIT + (bytes / 4096) as u64;
+                Ok(())
+            }
+            Work::Writes([thread, ns, checkpoint, task], writes) => {
+                *self.wal_grown += PAGES_PER_COMMIT;
+                self.put_writes(thread, ns, checkpoint, task, writes)
+            }
+            Work::Delete(thread) => {
+                *self.last_put = None;
+                *self.wal_grown += PAGES_PER_COMMIT;
+                self.statements.get(Sql::DeleteWrites)?.execute([thread])?;
+                self.statements.get(Sql::DeleteCheckpoints)?.execute([thread])?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Stores `records` as successive heads of their thread and namespace, in the transaction
+    /// under way: all of them or none.
+    fn put(
+        &mut self,
+        records: &[CheckpointRecord],
+        expected: Option<&str>,
+        made: Option<MadeByRun>,
+    ) -> Result<(), Failure> {
+        let needed = check::put(records, expected, made)?;
+        let Some(first) = records.first() else { return Ok(()) };
+        let (thread, ns) = (&first.thread_id, &first.ns);
+        let head: Option<Arc<str>> = match &*self.last_put {
+            Some(last) if last.thread == *thread && last.ns == *ns => Some(last.head.clone()),
+            _ => self
+                .statements
+                .get(Sql::Head)?
+                .query_row(params![thread, ns], |r| r.get::<_, String>(0))
+                .optional()?
+                .map(Arc::from),
+        };
+        if head.as_deref() != expected {
+            return Err(SaverError::head_moved(thread, ns, expected, head.as_deref()).into());
+        }
+        // Every base the batch does not store itself must be stored already: checked before
+        // anything is written.
+        for &check::Base { record, channel, at } in &needed {
+            let record = &records[record];
+            let mut rows = self.statements.get(Sql::BlobIndexOf)?.query(params![thread, ns, at])?;
+            let stored = match rows.next()? {
+                None => false,
+                Some(row) => {
+                    let (index, bytes) = (row.get_ref(0)?.as_blob()?, row.get::<_, i64>(1)? as usize);
+                    let entries = rows::row_index(thread, &record.id, at, index, bytes)?;
+                    entries.iter().any(|e| e.channel == channel)
+                }
+            };
+            if !stored {
+                return Err(check::missing_base(record, channel, at).into());
+            }
+        }
+        drop(needed);
+        let split = records.len() - records.len() % rows::CHUNK;
+        if split > 0 {
+            rows::insert(self.statements.get(Sql::InsertChunk)?, rows::CHUNK, &records[..split])?;
+        }
+        if split < records.len() {
+            rows::insert(self.statements.get(Sql::InsertOne)?, 1, &records[split..])?;
+        }
+        let last = records.last().expect("not empty");
+        *self.last_put = Some(LastPut {
+            thread: thread.clone(),
+            ns: ns.clone(),
+            head: last.id.clone(),
+            version: None,
+        });
+        Ok(())
+    }
+
+    /// Stores the writes of a task against a stored checkpoint, replacing its earlier ones.
+    fn put_writes(
+        &mut self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        task_id: &str,
+        writes: &[PendingWrite],
+    ) -> Result<(), Failure> {
+        check::writes(thread_id, checkpoint_id, task_id, writes)?;
+        if !self
+            .statements
+            .get(Sql::CheckpointExists)?
+            .exists(params![thread_id, ns, checkpoint_id])?
+        {
+            return Err(check::unknown_checkpoint(thread_id, ns, checkpoint_id).into());
+        }
+        self.statements
+            .get(Sql::DeleteTaskWrites)?
+            .execute(params![thread_id, ns, checkpoint_id, task_id])?;
+        let insert = self.statements.get(Sql::InsertWrite)?;
+        for w in writes {
+            insert.execute(params![
+                thread_id,
+                ns,
+                checkpoint_id,
+                task_id,
+                w.idx,
+                w.task_path,
+                w.channel,
+                w.bytes
+            ])?;
+        }
+        Ok(())
+    }
+}
+
+/// The data version of `conn`'s file: it changes with every commit to the file, this
+/// connection's and other processes' alike (SQLite's `SQLITE_FCNTL_DATA_VERSION`; another
+/// process's commit shows once a transaction of this connection has begun). `None` when SQLite
+/// cannot tell.
+fn data_version(conn: &Connection) -> Option<u32> {
+    let mut version = 0;
+    conn.file_control(
+        Some(rusqlite::MAIN_DB),
+        rusqlite::FileControl::DataVersion(&mut version),
+    )
+    .ok()
+    .map(|()| version)
+}
