@@ -280,3 +280,87 @@ async fn without_as_node_after_only_the_start_node_ran_the_update_is_the_start_n
     assert_eq!(st.next, ["a"]);
     assert_eq!(st.values.log, ["edited"]);
 }
+
+/// `START -> a -> b -> END`, paused before `b`.
+fn paused_chain() -> CompiledGraph<Steps> {
+    let mut g = GraphBuilder::<Steps>::new();
+    g.add_node("a", |_: &Steps| log("a"));
+    g.add_node("b", |_: &Steps| log("b"));
+    g.add_edge(START, "a").add_edge("a", "b").add_edge("b", END);
+    g.interrupt_before("b");
+    g.with_checkpointer(MemorySaver::new()).compile().unwrap()
+}
+
+#[tokio::test]
+async fn a_copy_of_the_head_is_a_fork_sibling_with_the_same_values_and_next() {
+    let app = paused_chain();
+    let cfg = RunConfig::thread("copy");
+    assert!(app.run(Steps::default(), &cfg).await.unwrap().is_paused());
+    let head = app.get_state(&cfg).await.unwrap().unwrap();
+    let id = app
+        .bulk_update_state(&cfg, vec![vec![StateEdit::copy()]])
+        .await
+        .unwrap();
+    let copy = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(copy.checkpoint_id, id);
+    assert_ne!(copy.checkpoint_id, head.checkpoint_id);
+    assert_eq!((copy.source, copy.step), (Source::Fork, head.step + 1));
+    // A sibling of the copied checkpoint: same parent.
+    assert_eq!(copy.parent_id, head.parent_id);
+    assert_eq!(
+        (copy.values.clone(), copy.next.clone()),
+        (head.values.clone(), vec!["b".to_owned()])
+    );
+    // The copy resumes as the original would; the original stays in the history.
+    let out = app.resume(&cfg).await.unwrap();
+    assert_eq!(out.state().log, ["a", "b"]);
+    let history = app.get_state_history(&cfg, None).await.unwrap();
+    assert!(history.iter().any(|s| s.checkpoint_id == head.checkpoint_id));
+}
+
+#[tokio::test]
+async fn a_copy_of_a_past_checkpoint_takes_its_values_and_next_then_later_supersteps_edit_the_copy() {
+    let app = paused_chain();
+    let cfg = RunConfig::thread("past");
+    assert!(app.run(Steps::default(), &cfg).await.unwrap().is_paused());
+    let history = app.get_state_history(&cfg, None).await.unwrap();
+    let before_a = history.iter().find(|s| s.next == ["a"]).unwrap().clone();
+    let at = cfg.clone().checkpoint_id(before_a.checkpoint_id.clone());
+    let supersteps = vec![vec![StateEdit::copy()], vec![StateEdit::new(log("as a"), Some("a"))]];
+    let id = app.bulk_update_state(&at, supersteps).await.unwrap();
+    let edited = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(edited.checkpoint_id, id);
+    assert_eq!(
+        (edited.source, edited.values.log.clone()),
+        (Source::Update, vec!["as a".to_owned()])
+    );
+    let copy = app
+        .get_state(&cfg.clone().checkpoint_id(edited.parent_id.clone().unwrap()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((copy.source, copy.step), (Source::Fork, before_a.step + 1));
+    assert_eq!(copy.parent_id, before_a.parent_id);
+    assert_eq!((copy.values, copy.next), (before_a.values, vec!["a".to_owned()]));
+}
+
+#[tokio::test]
+async fn a_copy_is_refused_on_a_thread_without_a_checkpoint_or_beside_other_updates() {
+    let app = paused_chain();
+    let cfg = RunConfig::thread("none");
+    let err = app
+        .bulk_update_state(&cfg, vec![vec![StateEdit::copy()]])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "an update as `__copy__` needs a checkpoint to copy: thread `none` has none"
+    );
+    app.run(Steps::default(), &cfg).await.unwrap();
+    let both = vec![vec![StateEdit::copy(), StateEdit::new(log("x"), Some("a"))]];
+    let err = app.bulk_update_state(&cfg, both).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "an update as `__copy__` cannot share its superstep with other updates"
+    );
+}

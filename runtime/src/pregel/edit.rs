@@ -14,12 +14,17 @@ use std::sync::Arc;
 /// The `as_node` that writes an edit as a new input of the thread (LangGraph's `__input__`).
 pub const AS_INPUT: &str = "__input__";
 
+/// The `as_node` that copies the thread's checkpoint (LangGraph's `__copy__`): see
+/// [`StateEdit::copy`].
+pub const AS_COPY: &str = "__copy__";
+
 /// One edit of a thread's state: an update, written as node `as_node` would have returned it
 /// (LangGraph's `StateUpdate`). See [`CompiledGraph::bulk_update_state`].
 ///
 /// `as_node` is a node's name, `"__start__"` (the update is the input as the start node passes
 /// it on: the nodes after `START` run next) or [`AS_INPUT`] (`"__input__"`: the update is a new
-/// input, checkpointed with source `input`, as `invoke` would write it). `None` lets the runtime
+/// input, checkpointed with source `input`, as `invoke` would write it) or [`AS_COPY`]
+/// (`"__copy__"`: a copy of the checkpoint, see [`StateEdit::copy`]). `None` lets the runtime
 /// infer it, as [`CompiledGraph::update_state`] says.
 #[derive(Debug, Clone)]
 pub struct StateEdit<U> {
@@ -44,6 +49,27 @@ impl<U> StateEdit<U> {
             values,
             as_node: as_node.map(str::to_owned),
         }
+    }
+
+    /// An edit copying the checkpoint it applies to (LangGraph's `as_node="__copy__"`): a new
+    /// checkpoint with the same values, versions and next tasks, source `fork`, step one more,
+    /// written as a sibling of the copied one (its parent is the copied one's parent). The
+    /// copied checkpoint's pending writes are not carried over: every task of its step runs
+    /// again on the copy. It stands alone in its superstep; edits in the supersteps after it
+    /// apply to the copy (LangGraph instead takes them as a list in the copy's `values`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use weir_runtime::{StateEdit, AS_COPY};
+    /// let edit = StateEdit::<u32>::copy();
+    /// assert_eq!(edit.as_node.as_deref(), Some(AS_COPY));
+    /// ```
+    pub fn copy() -> Self
+    where
+        U: Default,
+    {
+        Self::new(U::default(), Some(AS_COPY))
     }
 }
 
@@ -88,6 +114,9 @@ async fn edit_step<S: State>(
         p.pending.clear();
     }
     let as_input = |e: &StateEdit<S::Update>| e.as_node.as_deref() == Some(AS_INPUT);
+    if edits.iter().any(|e| e.as_node.as_deref() == Some(AS_COPY)) {
+        return copy_step(run, fresh, edits.len()).await;
+    }
     if edits.iter().any(as_input) {
         if edits.len() > 1 {
             return Err(Error::config(format!(
@@ -127,6 +156,26 @@ async fn edit_step<S: State>(
     run.after_tick(done)?;
     let writers = super::persist::writers(&run.g, nodes.iter().copied());
     save(run, Durability::Sync, Source::Update, writers).await
+}
+
+/// Copies the loop's checkpoint as a sibling of it (an edit as [`AS_COPY`]).
+async fn copy_step<S: State>(run: &mut Loop<S>, fresh: bool, edits: usize) -> Result<(), Error> {
+    if edits > 1 {
+        return Err(Error::config(format!(
+            "an update as `{AS_COPY}` cannot share its superstep with other updates"
+        )));
+    }
+    if fresh {
+        return Err(Error::config(format!(
+            "an update as `{AS_COPY}` needs a checkpoint to copy: thread `{}` has none",
+            run.persist.thread()
+        )));
+    }
+    if let Some(p) = run.persist.on_mut() {
+        p.current = p.record.as_ref().and_then(|r| r.parent_id.clone());
+    }
+    run.step += 1;
+    save(run, Durability::Sync, Source::Fork, Arc::default()).await
 }
 
 /// The node of each edit: named, or for a lone edit inferred (LangGraph's rules): the only node
