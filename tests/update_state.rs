@@ -1,6 +1,7 @@
 //! `update_state` and `bulk_update_state` in LangGraph's forms: a thread's first checkpoint,
 //! updates as the input (`__input__`) or as the start node (`__start__`), several nodes'
-//! updates in one superstep, and the errors of each.
+//! updates in one superstep, copies of a checkpoint (`__copy__`) and of a whole thread, and the
+//! errors of each.
 
 use weir::checkpoint::{MemorySaver, Source};
 use weir::prelude::*;
@@ -363,4 +364,40 @@ async fn a_copy_is_refused_on_a_thread_without_a_checkpoint_or_beside_other_upda
         err.to_string(),
         "an update as `__copy__` cannot share its superstep with other updates"
     );
+}
+
+#[tokio::test]
+async fn a_copied_thread_has_the_same_state_and_history_and_resumes_apart_from_the_original() {
+    let app = paused_chain();
+    let (from, to) = (RunConfig::thread("from"), RunConfig::thread("to"));
+    assert!(app
+        .run(StepsUpdate::default().status("go".into()), &from)
+        .await
+        .unwrap()
+        .is_paused());
+    app.copy_thread("from", "to").await.unwrap();
+    let original = app.get_state(&from).await.unwrap().unwrap();
+    let copy = app.get_state(&to).await.unwrap().unwrap();
+    assert_eq!(
+        (&copy.checkpoint_id, &copy.values, &copy.next, copy.step),
+        (&original.checkpoint_id, &original.values, &original.next, original.step)
+    );
+    let ids = |h: Vec<StateSnapshot<Steps>>| -> Vec<(String, Steps)> {
+        h.into_iter().map(|s| (s.checkpoint_id, s.values)).collect()
+    };
+    let history = ids(app.get_state_history(&from, None).await.unwrap());
+    assert_eq!(ids(app.get_state_history(&to, None).await.unwrap()), history);
+    // Resuming the copy runs `b` there only.
+    let out = app.resume(&to).await.unwrap();
+    assert_eq!(out.state().log, ["a", "b"]);
+    let still = app.get_state(&from).await.unwrap().unwrap();
+    assert_eq!(
+        (still.checkpoint_id, still.next),
+        (original.checkpoint_id, vec!["b".to_owned()])
+    );
+    assert_eq!(ids(app.get_state_history(&from, None).await.unwrap()), history);
+    // A second copy onto the same thread is refused, naming it.
+    let err = app.copy_thread("from", "to").await.unwrap_err();
+    assert!(err.to_string().contains("thread `to`"), "{err}");
+    assert!(err.to_string().contains("already has checkpoints"), "{err}");
 }

@@ -214,6 +214,24 @@ impl<S: State> CompiledGraph<S> {
         super::edit::bulk_update_state(self, config, supersteps).await
     }
 
+    /// Copies thread `from` to the new thread `to`, every namespace's checkpoints and pending
+    /// writes (the server's `POST /threads/{id}/copy`; see
+    /// [`Checkpointer::copy_thread`](crate::checkpoint::Checkpointer::copy_thread)): the copy
+    /// has the same state and history, and runs and resumes on its own.
+    ///
+    /// # Errors
+    /// Without a checkpointer; when `to` already has checkpoints or `from` has none (an error
+    /// naming that thread); when the checkpointer fails.
+    pub async fn copy_thread(&self, from: &str, to: &str) -> Result<(), Error> {
+        let Some(checkpointer) = &self.checkpointer else {
+            return Err(Error::config("copying a thread needs a checkpointer"));
+        };
+        checkpointer
+            .copy_thread(from, to)
+            .await
+            .map_err(|e| persist::checkpointer_error(e.thread_id().unwrap_or(from).to_owned().as_str(), e))
+    }
+
     /// Decodes a checkpoint read from a checkpointer into the state it holds, with typed serde and
     /// nothing else: bytes that do not fit the state give an error naming the thread and the
     /// field, never garbage or a panic (this is what the checkpoint fuzz target drives).
