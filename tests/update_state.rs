@@ -5,7 +5,7 @@
 
 use weir::checkpoint::{MemorySaver, Source};
 use weir::prelude::*;
-use weir::{NodeRef, StateEdit, StateSnapshot, AS_INPUT};
+use weir::{NodeRef, StateEdit, StateSnapshot, AS_END, AS_INPUT};
 
 #[derive(State, Clone, Debug, Default, PartialEq)]
 struct Steps {
@@ -400,4 +400,67 @@ async fn a_copied_thread_has_the_same_state_and_history_and_resumes_apart_from_t
     let err = app.copy_thread("from", "to").await.unwrap_err();
     assert!(err.to_string().contains("thread `to`"), "{err}");
     assert!(err.to_string().contains("already has checkpoints"), "{err}");
+}
+
+/// `START -> {x, y}`, `x -> z`, `y -> w`: `y` asks a question, so a run pauses in the first
+/// step with `x`'s writes saved.
+fn paused_mid_step() -> CompiledGraph<Steps> {
+    let mut g = GraphBuilder::<Steps>::new();
+    g.add_node("x", |_: &Steps| log("x"));
+    g.add_node("y", |_: &Steps, ctx: &Context| -> Result<StepsUpdate, weir::BoxError> {
+        let answer: String = ctx.interrupt("go on?")?;
+        Ok(log(&format!("y:{answer}")))
+    });
+    g.add_node("z", |_: &Steps| log("z"));
+    g.add_node("w", |_: &Steps| log("w"));
+    g.add_edge(START, "x").add_edge(START, "y");
+    g.add_edge("x", "z").add_edge("y", "w");
+    g.add_edge("z", END).add_edge("w", END);
+    g.with_checkpointer(MemorySaver::new()).compile().unwrap()
+}
+
+#[tokio::test]
+async fn an_end_edit_applies_the_finished_tasks_writes_and_cancels_the_rest_of_the_step() {
+    let app = paused_mid_step();
+    let cfg = RunConfig::thread("end");
+    assert!(app.run(Steps::default(), &cfg).await.unwrap().is_paused());
+    let paused = app.get_state(&cfg).await.unwrap().unwrap();
+    // `x` finished (its writes saved and shown), `y` asked.
+    assert_eq!(
+        (paused.next.as_slice(), paused.values.log.as_slice()),
+        (&["y".to_owned()][..], &["x".to_owned()][..])
+    );
+    let id = app
+        .update_state(&cfg, StepsUpdate::default(), Some(AS_END))
+        .await
+        .unwrap();
+    let st = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(st.checkpoint_id, id);
+    assert_eq!((st.source, st.step), (Source::Update, paused.step + 1));
+    assert_eq!(st.parent_id.as_deref(), Some(paused.checkpoint_id.as_str()));
+    // `x`'s saved write is in, its edge fired; `y` was cancelled: neither it nor `w` runs.
+    assert_eq!(st.values.log, ["x"]);
+    assert_eq!(st.writes, ["x"]);
+    assert_eq!(st.next, ["z"]);
+    assert!(st.tasks.iter().all(|t| t.pause.is_none()), "{:?}", st.tasks);
+    let out = app.resume(&cfg).await.unwrap();
+    assert!(!out.is_paused());
+    assert_eq!(out.state().log, ["x", "z"]);
+}
+
+#[tokio::test]
+async fn an_end_edit_of_a_step_paused_before_it_ran_cancels_every_task_and_ends_the_thread() {
+    let app = paused_chain();
+    let cfg = RunConfig::thread("before");
+    assert!(app.run(Steps::default(), &cfg).await.unwrap().is_paused());
+    app.bulk_update_state(&cfg, vec![vec![StateEdit::end()]]).await.unwrap();
+    let st = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(st.values.log, ["a"]);
+    assert!(st.next.is_empty(), "{:?}", st.next);
+    let both = vec![vec![StateEdit::end(), StateEdit::new(log("x"), Some("a"))]];
+    let err = app.bulk_update_state(&cfg, both).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "an update as `__end__` cannot share its superstep with other updates"
+    );
 }

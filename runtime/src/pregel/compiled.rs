@@ -179,7 +179,9 @@ impl<S: State> CompiledGraph<S> {
     /// On a thread without a checkpoint it writes the thread's first (step 0). `as_node` may be
     /// `"__start__"` (the update is the input as the start node passes it on) or
     /// [`AS_INPUT`](crate::AS_INPUT) (`"__input__"`: a new input, source `input`, the start node
-    /// next; unlike [`run`](Self::run), tasks left pending are not cancelled, as in LangGraph).
+    /// next; unlike [`run`](Self::run), tasks left pending are not cancelled, as in LangGraph),
+    /// [`AS_COPY`](crate::AS_COPY) (a copy of the checkpoint, [`StateEdit::copy`](crate::StateEdit::copy)) or
+    /// [`AS_END`](crate::AS_END) (the step ends, [`StateEdit::end`](crate::StateEdit::end)).
     /// With `as_node` `None`: the only node of a one-node graph; the start node on a thread
     /// without a checkpoint; else the node that ran last (an error if two did, in one step).
     ///
