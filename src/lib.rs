@@ -103,7 +103,7 @@ pub use weir_runtime::{
     ChannelKind, CodecError, Command, CompiledGraph, Context, DrainHandle, Durability, Error, Event, FieldInfo, Goto,
     GraphBuilder, Interrupt, IntoInput, NodeError, NodeHandle, NodeId, NodeRef, Outcome, ParentCommand, PauseKind,
     Paused, RetryPolicy, RunConfig, RunStream, State, StateEdit, StateSnapshot, StreamMode, SubgraphEvent,
-    TaskSnapshot, Update, Writes, AS_INPUT, END, START,
+    TaskSnapshot, Update, Writes, AS_COPY, AS_END, AS_INPUT, END, START,
 };
 
 /// Derives [`State`](trait@State) for a struct with named fields: each field becomes a channel.

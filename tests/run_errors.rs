@@ -114,6 +114,9 @@ impl Checkpointer for NoPendingWrites {
     fn delete_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
         self.0.delete_thread(thread)
     }
+    fn namespaces<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, SaverError>> {
+        self.0.namespaces(thread_id)
+    }
     fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>> {
         self.0.threads()
     }

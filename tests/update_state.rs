@@ -1,10 +1,11 @@
 //! `update_state` and `bulk_update_state` in LangGraph's forms: a thread's first checkpoint,
 //! updates as the input (`__input__`) or as the start node (`__start__`), several nodes'
-//! updates in one superstep, and the errors of each.
+//! updates in one superstep, copies of a checkpoint (`__copy__`) and of a whole thread, and the
+//! errors of each.
 
 use weir::checkpoint::{MemorySaver, Source};
 use weir::prelude::*;
-use weir::{NodeRef, StateEdit, StateSnapshot, AS_INPUT};
+use weir::{NodeRef, StateEdit, StateSnapshot, AS_END, AS_INPUT};
 
 #[derive(State, Clone, Debug, Default, PartialEq)]
 struct Steps {
@@ -279,4 +280,187 @@ async fn without_as_node_after_only_the_start_node_ran_the_update_is_the_start_n
     assert_eq!(st.writes, ["__start__"]);
     assert_eq!(st.next, ["a"]);
     assert_eq!(st.values.log, ["edited"]);
+}
+
+/// `START -> a -> b -> END`, paused before `b`.
+fn paused_chain() -> CompiledGraph<Steps> {
+    let mut g = GraphBuilder::<Steps>::new();
+    g.add_node("a", |_: &Steps| log("a"));
+    g.add_node("b", |_: &Steps| log("b"));
+    g.add_edge(START, "a").add_edge("a", "b").add_edge("b", END);
+    g.interrupt_before("b");
+    g.with_checkpointer(MemorySaver::new()).compile().unwrap()
+}
+
+#[tokio::test]
+async fn a_copy_of_the_head_is_a_fork_sibling_with_the_same_values_and_next() {
+    let app = paused_chain();
+    let cfg = RunConfig::thread("copy");
+    assert!(app.run(Steps::default(), &cfg).await.unwrap().is_paused());
+    let head = app.get_state(&cfg).await.unwrap().unwrap();
+    let id = app
+        .bulk_update_state(&cfg, vec![vec![StateEdit::copy()]])
+        .await
+        .unwrap();
+    let copy = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(copy.checkpoint_id, id);
+    assert_ne!(copy.checkpoint_id, head.checkpoint_id);
+    assert_eq!((copy.source, copy.step), (Source::Fork, head.step + 1));
+    // A sibling of the copied checkpoint: same parent.
+    assert_eq!(copy.parent_id, head.parent_id);
+    assert_eq!(
+        (copy.values.clone(), copy.next.clone()),
+        (head.values.clone(), vec!["b".to_owned()])
+    );
+    // The copy resumes as the original would; the original stays in the history.
+    let out = app.resume(&cfg).await.unwrap();
+    assert_eq!(out.state().log, ["a", "b"]);
+    let history = app.get_state_history(&cfg, None).await.unwrap();
+    assert!(history.iter().any(|s| s.checkpoint_id == head.checkpoint_id));
+}
+
+#[tokio::test]
+async fn a_copy_of_a_past_checkpoint_takes_its_values_and_next_then_later_supersteps_edit_the_copy() {
+    let app = paused_chain();
+    let cfg = RunConfig::thread("past");
+    assert!(app.run(Steps::default(), &cfg).await.unwrap().is_paused());
+    let history = app.get_state_history(&cfg, None).await.unwrap();
+    let before_a = history.iter().find(|s| s.next == ["a"]).unwrap().clone();
+    let at = cfg.clone().checkpoint_id(before_a.checkpoint_id.clone());
+    let supersteps = vec![vec![StateEdit::copy()], vec![StateEdit::new(log("as a"), Some("a"))]];
+    let id = app.bulk_update_state(&at, supersteps).await.unwrap();
+    let edited = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(edited.checkpoint_id, id);
+    assert_eq!(
+        (edited.source, edited.values.log.clone()),
+        (Source::Update, vec!["as a".to_owned()])
+    );
+    let copy = app
+        .get_state(&cfg.clone().checkpoint_id(edited.parent_id.clone().unwrap()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((copy.source, copy.step), (Source::Fork, before_a.step + 1));
+    assert_eq!(copy.parent_id, before_a.parent_id);
+    assert_eq!((copy.values, copy.next), (before_a.values, vec!["a".to_owned()]));
+}
+
+#[tokio::test]
+async fn a_copy_is_refused_on_a_thread_without_a_checkpoint_or_beside_other_updates() {
+    let app = paused_chain();
+    let cfg = RunConfig::thread("none");
+    let err = app
+        .bulk_update_state(&cfg, vec![vec![StateEdit::copy()]])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "an update as `__copy__` needs a checkpoint to copy: thread `none` has none"
+    );
+    app.run(Steps::default(), &cfg).await.unwrap();
+    let both = vec![vec![StateEdit::copy(), StateEdit::new(log("x"), Some("a"))]];
+    let err = app.bulk_update_state(&cfg, both).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "an update as `__copy__` cannot share its superstep with other updates"
+    );
+}
+
+#[tokio::test]
+async fn a_copied_thread_has_the_same_state_and_history_and_resumes_apart_from_the_original() {
+    let app = paused_chain();
+    let (from, to) = (RunConfig::thread("from"), RunConfig::thread("to"));
+    assert!(app
+        .run(StepsUpdate::default().status("go".into()), &from)
+        .await
+        .unwrap()
+        .is_paused());
+    app.copy_thread("from", "to").await.unwrap();
+    let original = app.get_state(&from).await.unwrap().unwrap();
+    let copy = app.get_state(&to).await.unwrap().unwrap();
+    assert_eq!(
+        (&copy.checkpoint_id, &copy.values, &copy.next, copy.step),
+        (&original.checkpoint_id, &original.values, &original.next, original.step)
+    );
+    let ids = |h: Vec<StateSnapshot<Steps>>| -> Vec<(String, Steps)> {
+        h.into_iter().map(|s| (s.checkpoint_id, s.values)).collect()
+    };
+    let history = ids(app.get_state_history(&from, None).await.unwrap());
+    assert_eq!(ids(app.get_state_history(&to, None).await.unwrap()), history);
+    // Resuming the copy runs `b` there only.
+    let out = app.resume(&to).await.unwrap();
+    assert_eq!(out.state().log, ["a", "b"]);
+    let still = app.get_state(&from).await.unwrap().unwrap();
+    assert_eq!(
+        (still.checkpoint_id, still.next),
+        (original.checkpoint_id, vec!["b".to_owned()])
+    );
+    assert_eq!(ids(app.get_state_history(&from, None).await.unwrap()), history);
+    // A second copy onto the same thread is refused, naming it.
+    let err = app.copy_thread("from", "to").await.unwrap_err();
+    assert!(err.to_string().contains("thread `to`"), "{err}");
+    assert!(err.to_string().contains("already has checkpoints"), "{err}");
+}
+
+/// `START -> {x, y}`, `x -> z`, `y -> w`: `y` asks a question, so a run pauses in the first
+/// step with `x`'s writes saved.
+fn paused_mid_step() -> CompiledGraph<Steps> {
+    let mut g = GraphBuilder::<Steps>::new();
+    g.add_node("x", |_: &Steps| log("x"));
+    g.add_node("y", |_: &Steps, ctx: &Context| -> Result<StepsUpdate, weir::BoxError> {
+        let answer: String = ctx.interrupt("go on?")?;
+        Ok(log(&format!("y:{answer}")))
+    });
+    g.add_node("z", |_: &Steps| log("z"));
+    g.add_node("w", |_: &Steps| log("w"));
+    g.add_edge(START, "x").add_edge(START, "y");
+    g.add_edge("x", "z").add_edge("y", "w");
+    g.add_edge("z", END).add_edge("w", END);
+    g.with_checkpointer(MemorySaver::new()).compile().unwrap()
+}
+
+#[tokio::test]
+async fn an_end_edit_applies_the_finished_tasks_writes_and_cancels_the_rest_of_the_step() {
+    let app = paused_mid_step();
+    let cfg = RunConfig::thread("end");
+    assert!(app.run(Steps::default(), &cfg).await.unwrap().is_paused());
+    let paused = app.get_state(&cfg).await.unwrap().unwrap();
+    // `x` finished (its writes saved and shown), `y` asked.
+    assert_eq!(
+        (paused.next.as_slice(), paused.values.log.as_slice()),
+        (&["y".to_owned()][..], &["x".to_owned()][..])
+    );
+    let id = app
+        .update_state(&cfg, StepsUpdate::default(), Some(AS_END))
+        .await
+        .unwrap();
+    let st = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(st.checkpoint_id, id);
+    assert_eq!((st.source, st.step), (Source::Update, paused.step + 1));
+    assert_eq!(st.parent_id.as_deref(), Some(paused.checkpoint_id.as_str()));
+    // `x`'s saved write is in, its edge fired; `y` was cancelled: neither it nor `w` runs.
+    assert_eq!(st.values.log, ["x"]);
+    assert_eq!(st.writes, ["x"]);
+    assert_eq!(st.next, ["z"]);
+    assert!(st.tasks.iter().all(|t| t.pause.is_none()), "{:?}", st.tasks);
+    let out = app.resume(&cfg).await.unwrap();
+    assert!(!out.is_paused());
+    assert_eq!(out.state().log, ["x", "z"]);
+}
+
+#[tokio::test]
+async fn an_end_edit_of_a_step_paused_before_it_ran_cancels_every_task_and_ends_the_thread() {
+    let app = paused_chain();
+    let cfg = RunConfig::thread("before");
+    assert!(app.run(Steps::default(), &cfg).await.unwrap().is_paused());
+    app.bulk_update_state(&cfg, vec![vec![StateEdit::end()]]).await.unwrap();
+    let st = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(st.values.log, ["a"]);
+    assert!(st.next.is_empty(), "{:?}", st.next);
+    let both = vec![vec![StateEdit::end(), StateEdit::new(log("x"), Some("a"))]];
+    let err = app.bulk_update_state(&cfg, both).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "an update as `__end__` cannot share its superstep with other updates"
+    );
 }

@@ -32,7 +32,7 @@ pub use graph::{
 };
 pub use pregel::{
     subgraph, writes_json, DrainHandle, Event, IntoInput, Outcome, RunConfig, RunStream, StateEdit, StateSnapshot,
-    StreamMode, TaskSnapshot, AS_INPUT,
+    StreamMode, TaskSnapshot, AS_COPY, AS_END, AS_INPUT,
 };
 pub use signal::{Interrupt, PauseKind, Paused};
 pub use state::{AppendMark, ChannelKind, CodecError, FieldInfo, State, Update, Writes};

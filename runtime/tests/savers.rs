@@ -1129,6 +1129,167 @@ async fn history_is_each_listed_checkpoint_as_get_reads_it(saver: Arc<dyn Checkp
     assert_eq!(s.history("nobody", "", None, None).await.unwrap(), []);
 }
 
+/// Thread `t`: in the root namespace a delta chain and a fork (`cp-4` appends onto `cp-1`'s
+/// value again), pending writes on `cp-2`; in namespace `sub:1` one checkpoint with a write.
+async fn a_thread_to_copy(s: &dyn Checkpointer) {
+    let puts = [
+        record(
+            "t",
+            "",
+            "cp-1",
+            None,
+            -1,
+            &[("log", 1, Some("cp-1"))],
+            vec![full("log", "a")],
+        ),
+        record(
+            "t",
+            "",
+            "cp-2",
+            Some("cp-1"),
+            0,
+            &[("log", 2, Some("cp-2"))],
+            vec![delta("log", "cp-1", ",b")],
+        ),
+        record(
+            "t",
+            "",
+            "cp-3",
+            Some("cp-2"),
+            1,
+            &[("log", 2, Some("cp-2")), ("q", 1, Some("cp-3"))],
+            vec![full("q", "why")],
+        ),
+        record(
+            "t",
+            "",
+            "cp-4",
+            Some("cp-1"),
+            0,
+            &[("log", 2, Some("cp-4"))],
+            vec![delta("log", "cp-1", ",c")],
+        ),
+    ];
+    let mut head: Option<String> = None;
+    for r in puts {
+        let id = r.id.to_string();
+        s.put(r, head.as_deref()).await.unwrap();
+        head = Some(id);
+    }
+    s.put_writes(
+        "t",
+        "",
+        "cp-2",
+        "task-b",
+        vec![write("task-b", "b", 0, "log", "w1"), write("task-b", "b", 1, "q", "w2")],
+    )
+    .await
+    .unwrap();
+    s.put_writes("t", "", "cp-2", "task-a", vec![write("task-a", "a", 0, "log", "w0")])
+        .await
+        .unwrap();
+    s.put(
+        record(
+            "t",
+            "sub:1",
+            "cp-1",
+            None,
+            -1,
+            &[("a", 1, Some("cp-1"))],
+            vec![full("a", "x")],
+        ),
+        None,
+    )
+    .await
+    .unwrap();
+    s.put_writes("t", "sub:1", "cp-1", "task", vec![write("task", "", 0, "a", "w")])
+        .await
+        .unwrap();
+}
+
+/// The thread's history in each namespace, each record's thread renamed `thread`.
+async fn histories_as(s: &dyn Checkpointer, of: &str, thread: &str) -> Vec<Vec<Loaded>> {
+    let mut out = Vec::new();
+    for ns in ["", "sub:1"] {
+        let mut history = s.history(of, ns, None, None).await.unwrap();
+        for l in &mut history {
+            l.record.thread_id = thread.into();
+        }
+        out.push(history);
+    }
+    out
+}
+
+async fn copy_thread_copies_every_namespace_with_its_writes_and_the_copy_lives_apart(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    a_thread_to_copy(s).await;
+    s.copy_thread("t", "c").await.unwrap();
+    assert_eq!(s.namespaces("c").await.unwrap(), ["", "sub:1"]);
+    assert_eq!(s.threads().await.unwrap(), ["c", "t"]);
+    let original = histories_as(s, "t", "c").await;
+    assert_eq!(original[0].len(), 4);
+    assert_eq!(original[0][2].pending_writes.len(), 3, "cp-2's writes");
+    assert_eq!(histories_as(s, "c", "c").await, original);
+    assert_eq!(s.usage("c").await.unwrap(), s.usage("t").await.unwrap());
+    assert_eq!(s.head("c", "").await.unwrap().as_deref(), Some("cp-4"));
+    // Each thread moves on alone: a put onto the copy, then the original deleted.
+    s.put(
+        record(
+            "c",
+            "",
+            "cp-5",
+            Some("cp-4"),
+            1,
+            &[("log", 3, Some("cp-5"))],
+            vec![delta("log", "cp-4", ",d")],
+        ),
+        Some("cp-4"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(s.head("t", "").await.unwrap().as_deref(), Some("cp-4"));
+    s.delete_thread("t").await.unwrap();
+    let copy = s.get("c", "", None).await.unwrap().unwrap();
+    assert_eq!(
+        chains(&copy),
+        [("log".to_owned(), ["a", ",c", ",d"].map(String::from).to_vec())]
+    );
+    let sub = s.get("c", "sub:1", None).await.unwrap().unwrap();
+    assert_eq!((chains(&sub).len(), sub.pending_writes.len()), (1, 1));
+}
+
+async fn copy_thread_refuses_a_taken_target_a_missing_source_and_itself(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    a_thread_to_copy(s).await;
+    s.put(record("taken", "sub:1", "cp-1", None, -1, &[], vec![]), None)
+        .await
+        .unwrap();
+    let err = s.copy_thread("t", "taken").await.unwrap_err();
+    assert!(err.is_invalid(), "{err}");
+    assert_eq!(err.thread_id(), Some("taken"));
+    assert_eq!(
+        err.to_string(),
+        "invalid checkpoint data for thread `taken`: cannot copy thread `t` into it: it already has checkpoints"
+    );
+    let err = s.copy_thread("nobody", "new").await.unwrap_err();
+    assert_eq!(
+        (err.is_invalid(), err.thread_id(), err.to_string().as_str()),
+        (
+            true,
+            Some("nobody"),
+            "invalid checkpoint data for thread `nobody`: cannot copy it: it has no checkpoints"
+        )
+    );
+    let err = s.copy_thread("t", "t").await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid checkpoint data for thread `t`: cannot copy a thread onto itself"
+    );
+    // Nothing was written.
+    assert_eq!(s.threads().await.unwrap(), ["t", "taken"]);
+    assert_eq!(s.namespaces("taken").await.unwrap(), ["sub:1"]);
+}
+
 /// Generates one test per behaviour for a saver, given an async constructor of a [`Harness`].
 /// `ignore = "why"` marks every test of the saver ignored, for a saver that needs a server:
 /// `cargo test` lists them as ignored, and `-- --include-ignored` runs them.
@@ -1150,6 +1311,8 @@ macro_rules! suite {
                 two_writers_with_one_expected_head_exactly_one_wins
                 many_threads_put_concurrently_keep_complete_ordered_histories
                 history_is_each_listed_checkpoint_as_get_reads_it
+                copy_thread_copies_every_namespace_with_its_writes_and_the_copy_lives_apart
+                copy_thread_refuses_a_taken_target_a_missing_source_and_itself
             );
         }
     };
@@ -1188,6 +1351,65 @@ async fn memory_harness() -> Harness {
 }
 
 suite!(memory: super::memory_harness);
+
+/// A [`MemorySaver`] behind the trait's defaults (`put`, `history`, `copy_thread`): what a saver
+/// of another crate gets, which the whole suite runs against too.
+#[derive(Debug)]
+struct Defaults(MemorySaver);
+
+type Saved<'a, T> = futures::future::BoxFuture<'a, Result<T, weir_runtime::checkpoint::SaverError>>;
+
+impl Checkpointer for Defaults {
+    fn put_many<'a>(&'a self, records: Vec<CheckpointRecord>, expected: Option<&'a str>) -> Saved<'a, ()> {
+        self.0.put_many(records, expected)
+    }
+    fn get<'a>(&'a self, thread: &'a str, ns: &'a str, id: Option<&'a str>) -> Saved<'a, Option<Loaded>> {
+        self.0.get(thread, ns, id)
+    }
+    fn head<'a>(&'a self, thread: &'a str, ns: &'a str) -> Saved<'a, Option<String>> {
+        self.0.head(thread, ns)
+    }
+    fn list<'a>(
+        &'a self,
+        thread: &'a str,
+        ns: &'a str,
+        before: Option<&'a str>,
+        limit: Option<usize>,
+    ) -> Saved<'a, Vec<CheckpointRecord>> {
+        self.0.list(thread, ns, before, limit)
+    }
+    fn put_writes<'a>(
+        &'a self,
+        thread: &'a str,
+        ns: &'a str,
+        checkpoint: &'a str,
+        task: &'a str,
+        writes: Vec<PendingWrite>,
+    ) -> Saved<'a, ()> {
+        self.0.put_writes(thread, ns, checkpoint, task, writes)
+    }
+    fn delete_thread<'a>(&'a self, thread: &'a str) -> Saved<'a, ()> {
+        self.0.delete_thread(thread)
+    }
+    fn threads(&self) -> Saved<'_, Vec<String>> {
+        self.0.threads()
+    }
+    fn usage<'a>(&'a self, thread: &'a str) -> Saved<'a, Usage> {
+        self.0.usage(thread)
+    }
+    fn namespaces<'a>(&'a self, thread: &'a str) -> Saved<'a, Vec<String>> {
+        self.0.namespaces(thread)
+    }
+}
+
+async fn defaults_harness() -> Harness {
+    Harness {
+        saver: Arc::new(Defaults(MemorySaver::new())),
+        _cleanup: None,
+    }
+}
+
+suite!(defaults: super::defaults_harness);
 
 // ---------------------------------------------------------------------------------------------
 // SQLite

@@ -478,6 +478,12 @@ impl Checkpointer for Counting {
     ) -> futures::future::BoxFuture<'a, Result<(), weir::checkpoint::SaverError>> {
         self.inner.delete_thread(thread_id)
     }
+    fn namespaces<'a>(
+        &'a self,
+        thread_id: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<String>, weir::checkpoint::SaverError>> {
+        self.inner.namespaces(thread_id)
+    }
     fn threads(&self) -> futures::future::BoxFuture<'_, Result<Vec<String>, weir::checkpoint::SaverError>> {
         self.inner.threads()
     }

@@ -140,6 +140,9 @@ impl Checkpointer for Gated {
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
         self.inner.delete_thread(thread_id)
     }
+    fn namespaces<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, SaverError>> {
+        self.inner.namespaces(thread_id)
+    }
     fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>> {
         self.inner.threads()
     }

@@ -24,7 +24,7 @@ pub struct MemorySaver {
 }
 
 /// One `(thread, ns)`.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Namespace {
     /// The records, each with the blobs stored under it, in id order: ids increase (every put
     /// follows the head with greater ids), so a put appends and the head is the last.
@@ -36,7 +36,7 @@ struct Namespace {
 /// Records in blocks of [`BLOCK`], every block full but the last: a put appends to the last
 /// block and never moves the records stored before it (a vector that doubles copies them all
 /// each time it grows; a record is some 200 bytes).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Records {
     blocks: Vec<Vec<CheckpointRecord>>,
 }
@@ -361,6 +361,38 @@ impl Checkpointer for MemorySaver {
 
     fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>> {
         async move { Ok(self.lock().keys().cloned().collect()) }.boxed()
+    }
+
+    fn namespaces<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, SaverError>> {
+        let store = self.lock();
+        let spaces = store.get(thread_id).into_iter().flat_map(|t| t.iter());
+        let found = spaces
+            .filter(|(_, space)| space.checkpoints.len() > 0)
+            .map(|(ns, _)| ns.clone());
+        futures::future::ready(Ok(found.collect())).boxed()
+    }
+
+    /// Copies the thread under the store's lock: a clone of its namespaces, every record's
+    /// thread renamed.
+    fn copy_thread<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
+        let mut store = self.lock();
+        let stored = |t: &&BTreeMap<String, Namespace>| t.values().any(|s| s.checkpoints.len() > 0);
+        let copied = if from == to {
+            Err(super::copy::same_thread(from))
+        } else if store.get(to).filter(stored).is_some() {
+            Err(super::copy::target_taken(from, to))
+        } else if let Some(mut thread) = store.get(from).filter(stored).cloned() {
+            let name: Arc<str> = to.into();
+            let records = thread
+                .values_mut()
+                .flat_map(|s| s.checkpoints.blocks.iter_mut().flatten());
+            records.for_each(|r| r.thread_id = name.clone());
+            store.insert(to.to_owned(), thread);
+            Ok(())
+        } else {
+            Err(super::copy::source_missing(from))
+        };
+        futures::future::ready(copied).boxed()
     }
 
     fn usage<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Usage, SaverError>> {

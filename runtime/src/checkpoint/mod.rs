@@ -48,6 +48,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 mod check;
+mod copy;
 mod error;
 mod memory;
 #[cfg(feature = "postgres")]
@@ -479,6 +480,29 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
 
     /// What is stored for the thread, all namespaces together.
     fn usage<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Usage, SaverError>>;
+
+    /// The namespaces of the thread with at least one checkpoint (`""` for the root graph's),
+    /// sorted; empty for a thread without checkpoints.
+    fn namespaces<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, SaverError>>;
+
+    /// Copies everything of thread `from` to the new thread `to` (the server's
+    /// `POST /threads/{id}/copy`): every namespace's checkpoints, with the same ids, parents,
+    /// values and metadata, and their pending writes. The copy is a thread of its own: writing
+    /// to one thread afterwards changes nothing of the other.
+    ///
+    /// The default reads each namespace's [`history`](Self::history) and stores it again with
+    /// [`put_many`](Self::put_many) and [`put_writes`](Self::put_writes): not atomic (a failure
+    /// part way leaves part of the copy), and it needs each delta to append onto the blob its
+    /// checkpoint's parent holds, as a run writes them. The savers of this crate copy in one
+    /// step: under one lock ([`MemorySaver`]), one transaction of the SQLite writer, one
+    /// PostgreSQL transaction of `INSERT … SELECT`s.
+    ///
+    /// # Errors
+    /// [`SaverError::is_invalid`], naming the thread at fault, when `to` already has
+    /// checkpoints, `from` has none, or they are the same thread; else as the saver's writes.
+    fn copy_thread<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
+        Box::pin(copy::copy_thread(self, from, to))
+    }
 }
 
 #[cfg(test)]

@@ -179,7 +179,9 @@ impl<S: State> CompiledGraph<S> {
     /// On a thread without a checkpoint it writes the thread's first (step 0). `as_node` may be
     /// `"__start__"` (the update is the input as the start node passes it on) or
     /// [`AS_INPUT`](crate::AS_INPUT) (`"__input__"`: a new input, source `input`, the start node
-    /// next; unlike [`run`](Self::run), tasks left pending are not cancelled, as in LangGraph).
+    /// next; unlike [`run`](Self::run), tasks left pending are not cancelled, as in LangGraph),
+    /// [`AS_COPY`](crate::AS_COPY) (a copy of the checkpoint, [`StateEdit::copy`](crate::StateEdit::copy)) or
+    /// [`AS_END`](crate::AS_END) (the step ends, [`StateEdit::end`](crate::StateEdit::end)).
     /// With `as_node` `None`: the only node of a one-node graph; the start node on a thread
     /// without a checkpoint; else the node that ran last (an error if two did, in one step).
     ///
@@ -212,6 +214,24 @@ impl<S: State> CompiledGraph<S> {
         supersteps: Vec<Vec<super::edit::StateEdit<S::Update>>>,
     ) -> Result<String, Error> {
         super::edit::bulk_update_state(self, config, supersteps).await
+    }
+
+    /// Copies thread `from` to the new thread `to`, every namespace's checkpoints and pending
+    /// writes (the server's `POST /threads/{id}/copy`; see
+    /// [`Checkpointer::copy_thread`](crate::checkpoint::Checkpointer::copy_thread)): the copy
+    /// has the same state and history, and runs and resumes on its own.
+    ///
+    /// # Errors
+    /// Without a checkpointer; when `to` already has checkpoints or `from` has none (an error
+    /// naming that thread); when the checkpointer fails.
+    pub async fn copy_thread(&self, from: &str, to: &str) -> Result<(), Error> {
+        let Some(checkpointer) = &self.checkpointer else {
+            return Err(Error::config("copying a thread needs a checkpointer"));
+        };
+        checkpointer
+            .copy_thread(from, to)
+            .await
+            .map_err(|e| persist::checkpointer_error(e.thread_id().unwrap_or(from).to_owned().as_str(), e))
     }
 
     /// Decodes a checkpoint read from a checkpointer into the state it holds, with typed serde and

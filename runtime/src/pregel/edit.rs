@@ -2,6 +2,7 @@
 //! each superstep of edits is applied as a step of the loop would apply it, and checkpointed.
 
 use super::checkpoints::{load, save};
+use super::executor::Job;
 use super::run::Loop;
 use super::task::Finished;
 use super::RunConfig;
@@ -14,12 +15,22 @@ use std::sync::Arc;
 /// The `as_node` that writes an edit as a new input of the thread (LangGraph's `__input__`).
 pub const AS_INPUT: &str = "__input__";
 
+/// The `as_node` that ends the step the thread is in (LangGraph's `values=None, as_node=END`):
+/// see [`StateEdit::end`].
+pub const AS_END: &str = "__end__";
+
+/// The `as_node` that copies the thread's checkpoint (LangGraph's `__copy__`): see
+/// [`StateEdit::copy`].
+pub const AS_COPY: &str = "__copy__";
+
 /// One edit of a thread's state: an update, written as node `as_node` would have returned it
 /// (LangGraph's `StateUpdate`). See [`CompiledGraph::bulk_update_state`].
 ///
 /// `as_node` is a node's name, `"__start__"` (the update is the input as the start node passes
 /// it on: the nodes after `START` run next) or [`AS_INPUT`] (`"__input__"`: the update is a new
-/// input, checkpointed with source `input`, as `invoke` would write it). `None` lets the runtime
+/// input, checkpointed with source `input`, as `invoke` would write it) or [`AS_COPY`]
+/// (`"__copy__"`: a copy of the checkpoint, see [`StateEdit::copy`]) or [`AS_END`]
+/// (`"__end__"`: the step ends, see [`StateEdit::end`]). `None` lets the runtime
 /// infer it, as [`CompiledGraph::update_state`] says.
 #[derive(Debug, Clone)]
 pub struct StateEdit<U> {
@@ -44,6 +55,49 @@ impl<U> StateEdit<U> {
             values,
             as_node: as_node.map(str::to_owned),
         }
+    }
+
+    /// An edit copying the checkpoint it applies to (LangGraph's `as_node="__copy__"`): a new
+    /// checkpoint with the same values, versions and next tasks, source `fork`, step one more,
+    /// written as a sibling of the copied one (its parent is the copied one's parent). The
+    /// copied checkpoint's pending writes are not carried over: every task of its step runs
+    /// again on the copy. It stands alone in its superstep; edits in the supersteps after it
+    /// apply to the copy (LangGraph instead takes them as a list in the copy's `values`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use weir_runtime::{StateEdit, AS_COPY};
+    /// let edit = StateEdit::<u32>::copy();
+    /// assert_eq!(edit.as_node.as_deref(), Some(AS_COPY));
+    /// ```
+    pub fn copy() -> Self
+    where
+        U: Default,
+    {
+        Self::new(U::default(), Some(AS_COPY))
+    }
+
+    /// An edit ending the step the thread is in without running what is left of it (LangGraph's
+    /// `update_state(values=None, as_node=END)`): the saved writes of the step's tasks that
+    /// finished are applied, with their edges and routers, and every other task of the step
+    /// (one that paused, failed, or had not run) is cancelled: its triggers are consumed, its
+    /// `Send` dropped, and it does not run again. The new checkpoint has source `update`; what
+    /// the finished tasks' edges lead to runs next (nothing: the thread is done). `values` is
+    /// not read (LangGraph's form has none); the edit stands alone in its superstep.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use weir_runtime::{StateEdit, AS_END};
+    /// let edit = StateEdit::<u32>::end();
+    /// assert_eq!(edit.as_node.as_deref(), Some(AS_END));
+    /// ```
+    pub fn end() -> Self
+    where
+        U: Default,
+    {
+        Self::new(U::default(), Some(AS_END))
     }
 }
 
@@ -83,11 +137,17 @@ async fn edit_step<S: State>(
     fresh: bool,
     mut edits: Vec<StateEdit<S::Update>>,
 ) -> Result<(), Error> {
+    if edits.iter().any(|e| e.as_node.as_deref() == Some(AS_END)) {
+        return end_step(run, fresh, edits.len()).await;
+    }
     // The writes kept for the checkpoint edited are not carried to the new one.
     if let Some(p) = run.persist.on_mut() {
         p.pending.clear();
     }
     let as_input = |e: &StateEdit<S::Update>| e.as_node.as_deref() == Some(AS_INPUT);
+    if edits.iter().any(|e| e.as_node.as_deref() == Some(AS_COPY)) {
+        return copy_step(run, fresh, edits.len()).await;
+    }
     if edits.iter().any(as_input) {
         if edits.len() > 1 {
             return Err(Error::config(format!(
@@ -126,6 +186,75 @@ async fn edit_step<S: State>(
     }
     run.after_tick(done)?;
     let writers = super::persist::writers(&run.g, nodes.iter().copied());
+    save(run, Durability::Sync, Source::Update, writers).await
+}
+
+/// Copies the loop's checkpoint as a sibling of it (an edit as [`AS_COPY`]).
+async fn copy_step<S: State>(run: &mut Loop<S>, fresh: bool, edits: usize) -> Result<(), Error> {
+    if edits > 1 {
+        return Err(Error::config(format!(
+            "an update as `{AS_COPY}` cannot share its superstep with other updates"
+        )));
+    }
+    if fresh {
+        return Err(Error::config(format!(
+            "an update as `{AS_COPY}` needs a checkpoint to copy: thread `{}` has none",
+            run.persist.thread()
+        )));
+    }
+    if let Some(p) = run.persist.on_mut() {
+        p.current = p.record.as_ref().and_then(|r| r.parent_id.clone());
+    }
+    run.step += 1;
+    save(run, Durability::Sync, Source::Fork, Arc::default()).await
+}
+
+/// Ends the loop's step (an edit as [`AS_END`]): the tasks with saved writes as they finished,
+/// every other one cancelled.
+async fn end_step<S: State>(run: &mut Loop<S>, fresh: bool, edits: usize) -> Result<(), Error> {
+    if edits > 1 {
+        return Err(Error::config(format!(
+            "an update as `{AS_END}` cannot share its superstep with other updates"
+        )));
+    }
+    if fresh {
+        // Nothing to end: LangGraph writes the empty thread's first checkpoint, step 0.
+        run.step = 1;
+        return save(run, Durability::Sync, Source::Update, Arc::default()).await;
+    }
+    // The step's tasks, the finished ones with their saved writes.
+    run.prepare_tasks()?;
+    let mut done = Vec::new();
+    let mut finished = Vec::new();
+    for task in std::mem::take(&mut run.tasks) {
+        let (command, cancelled) = match task.job {
+            Job::Ready(command) if task.saved => (command, false),
+            _ => (Command::default(), true),
+        };
+        if cancelled && task.push.is_some() {
+            // A cancelled `Send`: dropped with its packet.
+            continue;
+        }
+        if !cancelled {
+            finished.push(task.node);
+        }
+        // A cancelled pull task consumes its triggers, and its edges and routers do not fire.
+        done.push(Finished {
+            node: task.node,
+            pull: task.push.is_none(),
+            command,
+            routed: task.routed || cancelled,
+            handled: cancelled,
+        });
+    }
+    for d in done.iter_mut().filter(|d| !d.routed) {
+        run.route_fresh(d)?;
+    }
+    if let Some(p) = run.persist.on_mut() {
+        p.pending.clear();
+    }
+    run.after_tick(done)?;
+    let writers = super::persist::writers(&run.g, finished.iter().copied());
     save(run, Durability::Sync, Source::Update, writers).await
 }
 

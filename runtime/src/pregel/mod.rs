@@ -27,7 +27,7 @@ mod task;
 mod writer;
 
 pub use config::{DrainHandle, IntoInput, RunConfig};
-pub use edit::{StateEdit, AS_INPUT};
+pub use edit::{StateEdit, AS_COPY, AS_END, AS_INPUT};
 pub use outcome::Outcome;
 pub use snapshot::{StateSnapshot, TaskSnapshot};
 pub use stream::{writes_json, Event, RunStream, StreamMode};

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
 
 const THREADS: &str = "SELECT DISTINCT thread_id FROM heads ORDER BY thread_id";
+const NAMESPACES: &str = "SELECT DISTINCT ns FROM checkpoints WHERE thread_id = $1 ORDER BY ns";
 const USAGE: &str = "SELECT (SELECT COUNT(*) FROM checkpoints WHERE thread_id = $1), \
      (SELECT COUNT(*) FROM blobs WHERE thread_id = $1), \
      (SELECT COALESCE(SUM(octet_length(bytes)), 0)::bigint FROM blobs WHERE thread_id = $1), \
@@ -249,6 +250,26 @@ impl Checkpointer for PostgresSaver {
             self.finish(result)
         }
         .boxed()
+    }
+
+    fn namespaces<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, SaverError>> {
+        async move {
+            let mut pooled = self.conn().await?;
+            let conn = &mut *pooled;
+            let result: Result<_, Failure> = async {
+                let select = conn.prepare(NAMESPACES).await?;
+                let rows = conn.client.query(&select, &[&thread_id]).await?;
+                Ok(rows.iter().map(|r| r.get(0)).collect())
+            }
+            .await;
+            self.finish(result)
+        }
+        .boxed()
+    }
+
+    /// Copies the thread in one transaction of `INSERT … SELECT`s.
+    fn copy_thread<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.copy_thread_now(from, to).boxed()
     }
 
     fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>> {

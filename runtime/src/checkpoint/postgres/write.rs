@@ -1,11 +1,11 @@
-//! The transactions that store: a batch of checkpoints as successive heads, and a task's
-//! pending writes.
+//! The transactions that store: a batch of checkpoints as successive heads, a task's pending
+//! writes, and a copy of a thread.
 
 use super::pool::Failure;
 use super::read::SELECT_HEAD;
 use super::saver::PostgresSaver;
 use crate::checkpoint::sql;
-use crate::checkpoint::{check, CheckpointRecord, MadeByRun, PendingWrite, SaverError};
+use crate::checkpoint::{check, copy, CheckpointRecord, MadeByRun, PendingWrite, SaverError};
 
 const INSERT_HEAD: &str = "INSERT INTO heads (thread_id, ns, head) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
 const MOVE_HEAD: &str = "UPDATE heads SET head = $3 WHERE thread_id = $1 AND ns = $2 AND head = $4";
@@ -24,7 +24,47 @@ const DELETE_TASK_WRITES: &str =
 const INSERT_WRITES: &str = "INSERT INTO writes (thread_id, ns, checkpoint_id, task_id, idx, task_path, channel, \
      bytes) SELECT $1, $2, $3, $4, t.idx, t.task_path, t.channel, t.bytes \
      FROM unnest($5::bigint[], $6::text[], $7::text[], $8::bytea[]) AS t(idx, task_path, channel, bytes)";
+const HAS_CHECKPOINT: &str = "SELECT 1 FROM checkpoints WHERE thread_id = $1 LIMIT 1";
+/// The copy of a thread (`$1`) to another (`$2`): heads first, whose rows make a put into the
+/// new thread wait for the copy, then checkpoints, blobs and writes.
+const COPY_THREAD: [&str; 4] = [
+    "INSERT INTO heads (thread_id, ns, head) SELECT $2, ns, head FROM heads WHERE thread_id = $1",
+    "INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, writes, metadata, created_at, channels, \
+     body) SELECT $2, ns, id, parent_id, step, source, writes, metadata, created_at, channels, body \
+     FROM checkpoints WHERE thread_id = $1",
+    "INSERT INTO blobs (thread_id, ns, checkpoint_id, channel, delta_of, bytes) \
+     SELECT $2, ns, checkpoint_id, channel, delta_of, bytes FROM blobs WHERE thread_id = $1",
+    "INSERT INTO writes (thread_id, ns, checkpoint_id, task_id, idx, task_path, channel, bytes) \
+     SELECT $2, ns, checkpoint_id, task_id, idx, task_path, channel, bytes FROM writes WHERE thread_id = $1",
+];
+
 impl PostgresSaver {
+    /// Copies thread `from` to `to`, which has no checkpoint, in one transaction.
+    pub(super) async fn copy_thread_now(&self, from: &str, to: &str) -> Result<(), SaverError> {
+        if from == to {
+            return Err(copy::same_thread(from));
+        }
+        let mut pooled = self.conn().await?;
+        let conn = &mut *pooled;
+        let result: Result<_, Failure> = async {
+            let has = conn.prepare(HAS_CHECKPOINT).await?;
+            let tx = conn.client.transaction().await?;
+            if tx.query_opt(&has, &[&to]).await?.is_some() {
+                return Err(copy::target_taken(from, to).into());
+            }
+            if tx.query_opt(&has, &[&from]).await?.is_none() {
+                return Err(copy::source_missing(from).into());
+            }
+            for statement in COPY_THREAD {
+                tx.execute(statement, &[&from, &to]).await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        }
+        .await;
+        self.finish(result)
+    }
+
     /// Stores `records` in one transaction, as successive heads: all of them or none.
     pub(super) async fn put_batch(
         &self,

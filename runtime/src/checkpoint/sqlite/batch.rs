@@ -11,7 +11,7 @@
 
 use super::rows;
 use super::{Failure, SaverError};
-use crate::checkpoint::{check, CheckpointRecord, MadeByRun, PendingWrite};
+use crate::checkpoint::{check, copy, CheckpointRecord, MadeByRun, PendingWrite};
 use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Statement};
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -32,6 +32,8 @@ pub(super) enum Work {
     Writes([String; 4], Vec<PendingWrite>),
     /// Deletes a thread.
     Delete(String),
+    /// Copies a thread (`from`, `to`).
+    Copy([String; 2]),
 }
 
 /// The outcome of a write: its result, or the payload of a panic while it ran.
@@ -315,7 +317,45 @@ impl Batch<'_> {
                 self.statements.get(Sql::DeleteCheckpoints)?.execute([thread])?;
                 Ok(())
             }
+            Work::Copy([from, to]) => {
+                *self.last_put = None;
+                *self.wal_grown += PAGES_PER_COMMIT;
+                self.copy(from, to)
+            }
         }
+    }
+
+    /// Copies thread `from` to `to`, which has no checkpoint, in the transaction under way.
+    fn copy(&mut self, from: &str, to: &str) -> Result<(), Failure> {
+        let conn = self.statements.conn;
+        let has = |thread: &str| -> rusqlite::Result<bool> {
+            conn.prepare_cached("SELECT 1 FROM checkpoints WHERE thread_id = ?1 LIMIT 1")?
+                .query_row([thread], |_| Ok(()))
+                .optional()
+                .map(|found| found.is_some())
+        };
+        if from == to {
+            return Err(Failure::Saver(copy::same_thread(from)));
+        }
+        if has(to)? {
+            return Err(Failure::Saver(copy::target_taken(from, to)));
+        }
+        if !has(from)? {
+            return Err(Failure::Saver(copy::source_missing(from)));
+        }
+        conn.prepare_cached(
+            "INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, writes, metadata, created_at, \
+             channels, body, blob_index, blob_bytes) \
+             SELECT ?2, ns, id, parent_id, step, source, writes, metadata, created_at, channels, body, blob_index, \
+             blob_bytes FROM checkpoints WHERE thread_id = ?1",
+        )?
+        .execute([from, to])?;
+        conn.prepare_cached(
+            "INSERT INTO writes (thread_id, ns, checkpoint_id, task_id, idx, task_path, channel, bytes) \
+             SELECT ?2, ns, checkpoint_id, task_id, idx, task_path, channel, bytes FROM writes WHERE thread_id = ?1",
+        )?
+        .execute([from, to])?;
+        Ok(())
     }
 
     /// Stores `records` as successive heads of their thread and namespace, in the transaction

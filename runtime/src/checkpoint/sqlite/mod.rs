@@ -398,6 +398,17 @@ impl Checkpointer for SqliteSaver {
         self.read(read::threads).boxed()
     }
 
+    fn namespaces<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, SaverError>> {
+        let thread_id = thread_id.to_owned();
+        self.read(move |conn| read::namespaces(conn, &thread_id)).boxed()
+    }
+
+    /// Copies the thread in one transaction of the writer: two `INSERT … SELECT`s.
+    fn copy_thread<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
+        let work = Work::Copy([from, to].map(str::to_owned));
+        self.inner.writer.write(work).boxed()
+    }
+
     fn usage<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Usage, SaverError>> {
         let thread_id = thread_id.to_owned();
         self.read(move |conn| read::usage(conn, &thread_id)).boxed()

@@ -204,6 +204,14 @@ pub(super) fn threads(conn: &mut Connection) -> Result<Vec<String>, Failure> {
         .collect::<rusqlite::Result<Vec<String>>>()?)
 }
 
+/// The namespaces of a thread with a checkpoint, sorted.
+pub(super) fn namespaces(conn: &mut Connection, thread_id: &str) -> Result<Vec<String>, Failure> {
+    Ok(conn
+        .prepare_cached("SELECT DISTINCT ns FROM checkpoints WHERE thread_id = ?1 ORDER BY ns")?
+        .query_map([thread_id], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?)
+}
+
 /// What is stored for a thread, all namespaces together: one transaction.
 pub(super) fn usage(conn: &mut Connection, thread_id: &str) -> Result<Usage, Failure> {
     let tx = conn.transaction()?;
