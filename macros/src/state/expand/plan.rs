@@ -34,7 +34,6 @@ impl<'a> Plan<'a> {
     pub(super) fn new(names: &Names<'_>, field: &'a Field<'a>) -> Self {
         let p = &names.private;
         let ty = field.ty;
-        let span = ty.span();
         let update_ty = field.attrs.update.as_ref();
         let arg_ty = update_ty.map_or_else(|| ty.to_token_stream(), ToTokens::to_token_stream);
         let generic =
@@ -94,59 +93,66 @@ impl<'a> Plan<'a> {
                 quote!(#p::LastValueAfterFinish),
                 quote!(#p::LastValueAfterFinish::new()),
             ),
-            Some(Kind::Reducer(reducer)) => {
-                // The reducer is called through a check trait, at the user's tokens: a field type
-                // the reducer does not fit is reported there, with the trait's message.
-                let (check, reduce) = match reducer {
-                    Reducer::Append => (Some(quote!(AppendField)), None),
-                    Reducer::Add => (Some(quote!(AddField)), None),
-                    Reducer::Merge => (Some(quote!(MergeField)), None),
-                    Reducer::With(path) => (None, Some(path)),
-                };
-                let u = arg_ty.clone();
-                let fold = match (&check, reduce) {
-                    (Some(check), _) => quote_spanned! {span=>
-                        |__weir_acc: &mut #ty, __weir_write: #ty| <#ty as #p::#check>::reduce(__weir_acc, __weir_write)
-                    },
-                    (None, Some(path)) => quote_spanned! {path.span()=>
-                        |__weir_acc: &mut #ty, __weir_write: #u| {
-                            <_ as #p::ReducerFn<#ty, #u>>::reduce(&#path, __weir_acc, __weir_write)
-                        }
-                    },
-                    (None, None) => unreachable!("a reducer is built in or `with`"),
-                };
-                let mut bounds = Vec::new();
-                if let (Some(check), true) = (&check, generic) {
-                    bounds.push(quote!(#ty: #p::#check));
+            Some(Kind::Reducer(reducer)) => Self::reducer(p, field, reducer, arg_ty, generic),
+        }
+    }
+
+    /// The plan of a reducer field: its channel folds each write into the value through the
+    /// reducer, and the builder also has `overwrite_<field>`.
+    fn reducer(p: &TokenStream, field: &'a Field<'a>, reducer: &Reducer, arg_ty: TokenStream, generic: bool) -> Self {
+        let ty = field.ty;
+        let span = ty.span();
+        let update_ty = field.attrs.update.as_ref();
+        // The reducer is called through a check trait, at the user's tokens: a field type
+        // the reducer does not fit is reported there, with the trait's message.
+        let (check, reduce) = match reducer {
+            Reducer::Append => (Some(quote!(AppendField)), None),
+            Reducer::Add => (Some(quote!(AddField)), None),
+            Reducer::Merge => (Some(quote!(MergeField)), None),
+            Reducer::With(path) => (None, Some(path)),
+        };
+        let u = arg_ty.clone();
+        let fold = match (&check, reduce) {
+            (Some(check), _) => quote_spanned! {span=>
+                |__weir_acc: &mut #ty, __weir_write: #ty| <#ty as #p::#check>::reduce(__weir_acc, __weir_write)
+            },
+            (None, Some(path)) => quote_spanned! {path.span()=>
+                |__weir_acc: &mut #ty, __weir_write: #u| {
+                    <_ as #p::ReducerFn<#ty, #u>>::reduce(&#path, __weir_acc, __weir_write)
                 }
-                if let (Some(u), true) = (update_ty, generic) {
-                    bounds.push(quote! {
-                        #u: ::core::clone::Clone + ::core::fmt::Debug + ::core::marker::Send
-                            + ::core::marker::Sync + 'static
-                    });
-                }
-                // The input gives the field's value, a `T`: folded in when the reducer takes `T`s,
-                // an overwrite otherwise.
-                let input_overwrite =
-                    update_ty.is_some_and(|u| u.to_token_stream().to_string() != ty.to_token_stream().to_string());
-                Plan {
-                    field,
-                    name: field.ident.unraw().to_string(),
-                    kind: quote!(#p::ChannelKind::Reducer),
-                    channel_ty: quote!(#p::BinaryOperatorAggregate<#ty, #u>),
-                    channel_new: quote!(#p::BinaryOperatorAggregate::<#ty, #u>::new(#fold)),
-                    write_ty: quote!(#p::ReducerWrite<#u, #ty>),
-                    arg_ty,
-                    reducer: true,
-                    // Only a plain `Vec<E>` field stores deltas: for another type `append` is an
-                    // error reported at the field, and a generic element type would need bounds
-                    // the user did not write (such a field is saved whole each time).
-                    append: matches!(reducer, Reducer::Append) && !generic && is_vec(ty),
-                    input_overwrite,
-                    generic,
-                    bounds,
-                }
-            }
+            },
+            (None, None) => unreachable!("a reducer is built in or `with`"),
+        };
+        let mut bounds = Vec::new();
+        if let (Some(check), true) = (&check, generic) {
+            bounds.push(quote!(#ty: #p::#check));
+        }
+        if let (Some(u), true) = (update_ty, generic) {
+            bounds.push(quote! {
+                #u: ::core::clone::Clone + ::core::fmt::Debug + ::core::marker::Send
+                    + ::core::marker::Sync + 'static
+            });
+        }
+        // The input gives the field's value, a `T`: folded in when the reducer takes `T`s,
+        // an overwrite otherwise.
+        let input_overwrite =
+            update_ty.is_some_and(|u| u.to_token_stream().to_string() != ty.to_token_stream().to_string());
+        Plan {
+            field,
+            name: field.ident.unraw().to_string(),
+            kind: quote!(#p::ChannelKind::Reducer),
+            channel_ty: quote!(#p::BinaryOperatorAggregate<#ty, #u>),
+            channel_new: quote!(#p::BinaryOperatorAggregate::<#ty, #u>::new(#fold)),
+            write_ty: quote!(#p::ReducerWrite<#u, #ty>),
+            arg_ty,
+            reducer: true,
+            // Only a plain `Vec<E>` field stores deltas: for another type `append` is an
+            // error reported at the field, and a generic element type would need bounds
+            // the user did not write (such a field is saved whole each time).
+            append: matches!(reducer, Reducer::Append) && !generic && is_vec(ty),
+            input_overwrite,
+            generic,
+            bounds,
         }
     }
 
