@@ -60,7 +60,7 @@ pub(crate) struct Arc {
 
 /// How the targets in one [`Group`] fire after their source runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fire {
+pub(crate) enum Fire {
     /// A plain edge: always.
     Always,
     /// A single-choice route: exactly one of the targets.
@@ -75,9 +75,9 @@ enum Fire {
 
 /// The node targets one connection out of a vertex may start in the next step.
 #[derive(Clone, Debug)]
-struct Group {
-    fire: Fire,
-    targets: Vec<usize>,
+pub(crate) struct Group {
+    pub(crate) fire: Fire,
+    pub(crate) targets: Vec<usize>,
 }
 
 /// The resolved graph of a topology.
@@ -293,7 +293,7 @@ impl<'t> Graph<'t> {
     /// A depth-first search from START, then from each node not yet visited in declaration
     /// order, following arcs in their fixed order. Returns which arcs are back edges (they enter a
     /// vertex on the current path) and the vertices in the order they finished.
-    fn dfs(&self) -> (Vec<bool>, Vec<usize>) {
+    pub(crate) fn dfs(&self) -> (Vec<bool>, Vec<usize>) {
         let mut out = vec![Vec::new(); self.len()];
         for (i, arc) in self.arcs.iter().enumerate() {
             if let (Some(from), Some(_)) = (arc.from, arc.to) {
@@ -337,7 +337,7 @@ impl<'t> Graph<'t> {
     }
 
     /// For each vertex, the vertices strictly after it once back edges are cut.
-    fn descendants(&self, back: &[bool], finished: &[usize]) -> Vec<Vec<bool>> {
+    pub(crate) fn descendants(&self, back: &[bool], finished: &[usize]) -> Vec<Vec<bool>> {
         let mut out = vec![Vec::new(); self.len()];
         for (arc, is_back) in self.arcs.iter().zip(back) {
             if let (Some(from), Some(to), false) = (arc.from, arc.to, *is_back) {
@@ -360,7 +360,7 @@ impl<'t> Graph<'t> {
     }
 
     /// The node groups each connection out of `u` may start.
-    fn groups(&self, u: usize) -> Vec<Group> {
+    pub(crate) fn groups(&self, u: usize) -> Vec<Group> {
         let node = |r: &Ref| self.vertex(r).filter(|&v| v >= 2);
         let mut groups = Vec::new();
         for e in &self.t.edges {
@@ -399,122 +399,6 @@ impl<'t> Graph<'t> {
         }
         groups.retain(|g| !g.targets.is_empty());
         groups
-    }
-
-    // Co-running: the pairs of nodes that may run in the same superstep. A pair `(v, v)` means
-    // several tasks of `v` in one step (a send target). The analysis over-approximates:
-    // - siblings: the targets of two different connections out of one vertex (a fan-out of
-    //   edges, an edge beside a route, two routes, a send beside an edge...) run together, so do
-    //   any two targets of one multi route, and a send target with itself; the targets of one
-    //   single-choice route never do;
-    // - parallel branches: when `a` and `b` run together, every successor of `a` runs with every
-    //   successor of `b` in the next step, so nodes at the same distance along parallel
-    //   branches (up to a join) pair up; when `v` runs several times at once, any two of its
-    //   successors pair up, two picks of one route included;
-    // - joins: a join's target counts as a successor of its source `a` unless another source
-    //   lies after `a`, or after `a`'s partner, once back edges are cut (the join is still
-    //   waiting then);
-    // - deferred nodes run once every other branch has drained, so they pair only with other
-    //   deferred nodes and with send targets.
-    // Nodes at the same distance on exclusive paths of single-choice routes do not pair. In
-    // loops, cutting back edges may miss a join that fires early on a later lap.
-    pub(crate) fn co_running(&self) -> Vec<(usize, usize)> {
-        let (back, finished) = self.dfs();
-        let desc = self.descendants(&back, &finished);
-        let groups: Vec<Vec<Group>> = (0..self.len()).map(|u| self.groups(u)).collect();
-        let sent: HashSet<usize> = self.t.sends.iter().filter_map(|s| self.vertex(&s.to)).collect();
-        let join_sources = |j: usize| {
-            self.t.joins[j]
-                .from
-                .iter()
-                .filter_map(|r| self.vertex(r))
-                .collect::<Vec<_>>()
-        };
-        // Whether join `j`'s target may fire right after its source `u` runs beside `partner`.
-        let join_fires = |j: usize, u: usize, partner: Option<usize>| {
-            join_sources(j)
-                .into_iter()
-                .all(|s| !desc[u][s] && partner.is_none_or(|p| !desc[p][s]))
-        };
-        let successors = |u: usize, partner: Option<usize>| -> Vec<usize> {
-            let mut out = Vec::new();
-            for g in &groups[u] {
-                if let Fire::Join(j) = g.fire {
-                    if !join_fires(j, u, partner) {
-                        continue;
-                    }
-                }
-                out.extend(&g.targets);
-            }
-            out
-        };
-
-        let mut pairs = HashSet::new();
-        let mut work = Vec::new();
-        let mut add = |a: usize, b: usize, work: &mut Vec<(usize, usize)>| {
-            let (da, db) = (self.decl(a).defer, self.decl(b).defer);
-            if da != db && !(if da { sent.contains(&b) } else { sent.contains(&a) }) {
-                return;
-            }
-            let pair = (a.min(b), a.max(b));
-            if pairs.insert(pair) {
-                work.push(pair);
-            }
-        };
-
-        // Siblings.
-        for (u, gs) in groups.iter().enumerate() {
-            let gs: Vec<&Group> = gs
-                .iter()
-                .filter(|g| match g.fire {
-                    Fire::Join(j) => join_fires(j, u, None),
-                    _ => true,
-                })
-                .collect();
-            for (i, g) in gs.iter().enumerate() {
-                for h in &gs[i + 1..] {
-                    for &a in &g.targets {
-                        for &b in h.targets.iter().filter(|&&b| b != a) {
-                            add(a, b, &mut work);
-                        }
-                    }
-                }
-                match g.fire {
-                    Fire::AnyOf => {
-                        for (k, &a) in g.targets.iter().enumerate() {
-                            for &b in g.targets[k + 1..].iter().filter(|&&b| b != a) {
-                                add(a, b, &mut work);
-                            }
-                        }
-                    }
-                    Fire::Send => add(g.targets[0], g.targets[0], &mut work),
-                    _ => {}
-                }
-            }
-        }
-
-        // Parallel branches.
-        while let Some((a, b)) = work.pop() {
-            if a == b {
-                let next = successors(a, None);
-                for (k, &x) in next.iter().enumerate() {
-                    for &y in next[k + 1..].iter().filter(|&&y| y != x) {
-                        add(x, y, &mut work);
-                    }
-                }
-            } else {
-                let next_b = successors(b, Some(a));
-                for x in successors(a, Some(b)) {
-                    for &y in next_b.iter().filter(|&&y| y != x) {
-                        add(x, y, &mut work);
-                    }
-                }
-            }
-        }
-
-        let mut pairs: Vec<(usize, usize)> = pairs.into_iter().collect();
-        pairs.sort_unstable();
-        pairs
     }
 }
 

@@ -49,6 +49,7 @@
 #![forbid(unsafe_code)]
 
 mod check;
+mod corun;
 mod decl;
 mod graph;
 mod levels;

@@ -7,7 +7,8 @@ use super::outcome::Outcome;
 use super::persist::{Checkpointing, TaskRecord};
 use super::run::Status;
 use super::run::{Loop, StepEnd};
-use super::stream::{announce, fresh_checkpoint, report, Event, Sink, StreamMode};
+use super::stream::{announce, fresh_checkpoint, report, Event, Item, Sink, StreamMode};
+use super::task::Finished;
 use super::RunConfig;
 use crate::checkpoint::Source;
 use crate::error::Error;
@@ -16,6 +17,7 @@ use crate::graph::Durability;
 use crate::signal::{PauseKind, Paused};
 use crate::state::State;
 use std::sync::Arc;
+use tokio::sync::mpsc;
 use tracing::Instrument;
 
 /// How a run starts.
@@ -151,48 +153,11 @@ async fn supersteps<S: State>(
     // A streamed run watches its stream: once dropped, the step under way is cancelled.
     let watch = run.sink.as_ref().and_then(Sink::watch);
     loop {
-        // tick: plan the step from the channels' versions, or learn why there is none. A dropped
-        // stream stops the run between two steps, like a drain.
-        let status = match run.tick()? {
-            Status::Pending if run.sink.as_ref().is_some_and(Sink::is_closed) => Status::Draining,
-            status => status,
-        };
-        match status {
-            Status::Pending => {}
-            Status::Done => {
-                announce(run, fresh_checkpoint(run, &mut announced)).await;
-                return Ok(Vec::new());
-            }
-            Status::InterruptBefore => return Ok(run.pauses_before()),
-            Status::OutOfSteps => return Err(Error::recursion_limit(config.recursion_limit)),
-            Status::Draining => return Err(Error::drained(run.step())),
+        if let Some(pauses) = plan_step(run, config, &mut announced).await? {
+            return Ok(pauses);
         }
         let step = run.step();
-        // The stream's and the checkpointer's phases are awaited only when the run has them: an
-        // async call made and dropped costs a step instructions even when it does nothing.
-        if run.sink.is_some() {
-            announce(run, fresh_checkpoint(run, &mut announced)).await;
-        }
-
-        // execute: run the step's tasks in a `weir.step` span; a failed or paused step applies
-        // nothing. When the run's stream is dropped meanwhile, the step's future is dropped,
-        // which aborts its tasks and applies nothing: the run stops as a drain does, at the
-        // checkpoint before this step. The step's future is large (a lone task's job runs in
-        // it): it is pinned where it is made and awaited by reference, never moved (a move is a
-        // copy of it per step: callgrind, loop 2000).
-        let span = tracing::info_span!("weir.step", step, tasks = run.tasks.len());
-        let end = {
-            let mut running = std::pin::pin!(run.execute().instrument(span));
-            match &watch {
-                None => running.as_mut().await,
-                Some(tx) => tokio::select! {
-                    biased;
-                    end = running.as_mut() => end,
-                    () = tx.closed() => Err(Error::drained(step)),
-                },
-            }
-        };
-        let finished = match end {
+        let finished = match execute_step(run, step, watch.as_ref()).await {
             Ok(StepEnd::Ran(finished)) => finished,
             Ok(StepEnd::Paused(pauses, values)) => {
                 report(run, step, values).await;
@@ -203,25 +168,95 @@ async fn supersteps<S: State>(
                 return Err(e);
             }
         };
-
-        // after_tick: apply the step's writes at the boundary, in task order, bump versions.
-        let applied = run.after_tick(finished);
-
-        // stream events: each task's end and update, then the state after the step.
-        if run.sink.is_some() {
-            let values = applied.is_ok().then(|| run.shared_state());
-            report(run, step, values).await;
-        }
-        applied?;
-
-        // checkpoint: as the durability says (in the background, now, or at the end).
-        if run.persist.is_on() {
-            save_step(run, config.durability, exit_writers).await?;
-        }
-
-        // interrupts: a node to pause after ran in this step.
-        if run.interrupt_after(&run.writers) {
-            return Ok(run.static_pauses(PauseKind::After, run.writers.iter().map(|n| (*n, None))));
+        if let Some(pauses) = end_step(run, step, finished, config, exit_writers).await? {
+            return Ok(pauses);
         }
     }
+}
+
+/// The tick phase: plans the step from the channels' versions, or says why the run stops there
+/// (`Some` of its pauses, or an error). A dropped stream stops the run between two steps, like a
+/// drain.
+async fn plan_step<S: State>(
+    run: &mut Loop<S>,
+    config: &RunConfig,
+    announced: &mut Option<Arc<str>>,
+) -> Result<Option<Vec<Paused>>, Error> {
+    let status = match run.tick()? {
+        Status::Pending if run.sink.as_ref().is_some_and(Sink::is_closed) => Status::Draining,
+        status => status,
+    };
+    match status {
+        Status::Pending => {}
+        Status::Done => {
+            announce(run, fresh_checkpoint(run, announced)).await;
+            return Ok(Some(Vec::new()));
+        }
+        Status::InterruptBefore => return Ok(Some(run.pauses_before())),
+        Status::OutOfSteps => return Err(Error::recursion_limit(config.recursion_limit)),
+        Status::Draining => return Err(Error::drained(run.step())),
+    }
+    // The stream's and the checkpointer's phases are awaited only when the run has them: an
+    // async call made and dropped costs a step instructions even when it does nothing.
+    if run.sink.is_some() {
+        announce(run, fresh_checkpoint(run, announced)).await;
+    }
+    Ok(None)
+}
+
+/// The execute phase: runs the step's tasks in a `weir.step` span; a failed or paused step
+/// applies nothing. When the run's stream is dropped meanwhile, the step's future is dropped,
+/// which aborts its tasks and applies nothing: the run stops as a drain does, at the checkpoint
+/// before this step.
+async fn execute_step<S: State>(
+    run: &mut Loop<S>,
+    step: i64,
+    watch: Option<&mpsc::Sender<Item<S>>>,
+) -> Result<StepEnd<S>, Error> {
+    // The step's future is large (a lone task's job runs in it): it is pinned where it is made
+    // and awaited by reference, never moved (a move is a copy of it per step: callgrind, loop
+    // 2000).
+    let span = tracing::info_span!("weir.step", step, tasks = run.tasks.len());
+    let mut running = std::pin::pin!(run.execute().instrument(span));
+    match watch {
+        None => running.as_mut().await,
+        Some(tx) => tokio::select! {
+            biased;
+            end = running.as_mut() => end,
+            () = tx.closed() => Err(Error::drained(step)),
+        },
+    }
+}
+
+/// The phases after a step ran: after_tick (the step's writes applied at the boundary, in task
+/// order, versions bumped), its events streamed, its checkpoint saved as the durability says,
+/// and the interrupts after its nodes (`Some` of the pauses when one ran).
+async fn end_step<S: State>(
+    run: &mut Loop<S>,
+    step: i64,
+    finished: Vec<Finished<S>>,
+    config: &RunConfig,
+    exit_writers: &mut Arc<[Arc<str>]>,
+) -> Result<Option<Vec<Paused>>, Error> {
+    let applied = run.after_tick(finished);
+
+    // stream events: each task's end and update, then the state after the step.
+    if run.sink.is_some() {
+        let values = applied.is_ok().then(|| run.shared_state());
+        report(run, step, values).await;
+    }
+    applied?;
+
+    // checkpoint: as the durability says (in the background, now, or at the end).
+    if run.persist.is_on() {
+        save_step(run, config.durability, exit_writers).await?;
+    }
+
+    // interrupts: a node to pause after ran in this step.
+    if run.interrupt_after(&run.writers) {
+        return Ok(Some(
+            run.static_pauses(PauseKind::After, run.writers.iter().map(|n| (*n, None))),
+        ));
+    }
+    Ok(None)
 }

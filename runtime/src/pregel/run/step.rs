@@ -199,7 +199,7 @@ impl<S: State> Loop<S> {
             // A task's fresh read runs where its routers do: writes saved after routing include
             // its update; writes saved as the task ended (not routed yet) do not.
             let result = match result {
-                Ok(d) if !(d.handled || task.saved && task.routed) => self.then_fresh(d),
+                Ok(d) if !(d.handled || (task.saved && task.routed)) => self.then_fresh(d),
                 r => r,
             };
             match handler_took {
