@@ -146,7 +146,7 @@ pub struct Join {
 pub struct RouteTarget {
     /// Where the choice leads; may be `END`.
     pub to: Ref,
-    /// The choice's label, drawn on the edge by [`mermaid`].
+    /// The choice's label, drawn on the edge by [`mermaid`](crate::mermaid()).
     pub label: Option<String>,
 }
 

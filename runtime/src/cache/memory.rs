@@ -14,7 +14,7 @@ type Entry = (Vec<u8>, Option<u64>);
 ///
 /// Expired entries are dropped when read, and swept out by `put` whenever the cache has doubled
 /// since its last sweep: each insert pays amortised O(1), and the entries held stay within twice
-/// the number alive at the last sweep (or [`MIN_SWEEP`]), even for keys never read again.
+/// the number alive at the last sweep (or 64), even for keys never read again.
 #[derive(Debug, Clone)]
 pub struct InMemoryCache {
     inner: Arc<Mutex<Entries>>,

@@ -11,7 +11,7 @@ use std::time::Duration;
 ///
 /// Expired rows are never served, and `put` deletes them, amortised as the in-memory cache
 /// sweeps: once this handle has put as many rows as the table held after its last sweep (or
-/// [`MIN_SWEEP`]), one `DELETE` drops every expired row, by whichever process it was put. Each
+/// 64), one `DELETE` drops every expired row, by whichever process it was put. Each
 /// put pays O(1) on average, and a table whose keys are never read again stays within about
 /// twice its live rows.
 #[derive(Debug, Clone)]

@@ -91,7 +91,7 @@ impl PostgresOptions {
 
 /// The PostgreSQL checkpoint saver: for several machines sharing threads.
 ///
-/// Clones share the connections. See the [module docs](super) for the model.
+/// Clones share the connections. See the [`checkpoint`](crate::checkpoint) module docs for the model.
 ///
 /// # Examples
 ///
