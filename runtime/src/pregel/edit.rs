@@ -149,11 +149,7 @@ async fn edit_step<S: State>(
         return copy_step(run, fresh, edits.len()).await;
     }
     if edits.iter().any(as_input) {
-        if edits.len() > 1 {
-            return Err(Error::config(format!(
-                "an update as `{AS_INPUT}` cannot share its superstep with other updates"
-            )));
-        }
+        alone(AS_INPUT, edits.len())?;
         let edit = edits.pop().expect("one edit");
         run.input(edit.values)?;
         return save(run, Durability::Sync, Source::Input, Arc::default()).await;
@@ -189,13 +185,19 @@ async fn edit_step<S: State>(
     save(run, Durability::Sync, Source::Update, writers).await
 }
 
-/// Copies the loop's checkpoint as a sibling of it (an edit as [`AS_COPY`]).
-async fn copy_step<S: State>(run: &mut Loop<S>, fresh: bool, edits: usize) -> Result<(), Error> {
+/// An edit as `as_node` (the input, a copy, the end) must be the only edit of its superstep.
+fn alone(as_node: &str, edits: usize) -> Result<(), Error> {
     if edits > 1 {
         return Err(Error::config(format!(
-            "an update as `{AS_COPY}` cannot share its superstep with other updates"
+            "an update as `{as_node}` cannot share its superstep with other updates"
         )));
     }
+    Ok(())
+}
+
+/// Copies the loop's checkpoint as a sibling of it (an edit as [`AS_COPY`]).
+async fn copy_step<S: State>(run: &mut Loop<S>, fresh: bool, edits: usize) -> Result<(), Error> {
+    alone(AS_COPY, edits)?;
     if fresh {
         return Err(Error::config(format!(
             "an update as `{AS_COPY}` needs a checkpoint to copy: thread `{}` has none",
@@ -212,11 +214,7 @@ async fn copy_step<S: State>(run: &mut Loop<S>, fresh: bool, edits: usize) -> Re
 /// Ends the loop's step (an edit as [`AS_END`]): the tasks with saved writes as they finished,
 /// every other one cancelled.
 async fn end_step<S: State>(run: &mut Loop<S>, fresh: bool, edits: usize) -> Result<(), Error> {
-    if edits > 1 {
-        return Err(Error::config(format!(
-            "an update as `{AS_END}` cannot share its superstep with other updates"
-        )));
-    }
+    alone(AS_END, edits)?;
     if fresh {
         // Nothing to end: LangGraph writes the empty thread's first checkpoint, step 0.
         run.step = 1;

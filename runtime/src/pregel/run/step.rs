@@ -487,10 +487,8 @@ impl<S: State> Loop<S> {
         if let Some(p) = command.parent {
             return Err(Error::to_parent(name, p));
         }
-        if let Some(allowed) = &g.nodes[node as usize].may_write {
-            if let Some(f) = (0..g.n_fields()).find(|&f| !allowed[f] && command.update.is_written(f)) {
-                return Err(Error::undeclared_write(name, g.fields[f].name.clone(), step));
-            }
+        if let Some(f) = g.undeclared_write(node, &command.update) {
+            return Err(Error::undeclared_write(name, g.fields[f].name.clone(), step));
         }
         d.command.update.merge(command.update);
         d.command.goto.extend(command.goto);
