@@ -10,6 +10,8 @@
 #   env: PASSES=n (default 1)   IMPLS="weir langgraph peers" (default all three)
 #        WEIR_TARGET_DIR (default target/)   PEERS_TARGET_DIR (default bench/peers/target)
 #        RESULTS=path (default bench/results/<UTC stamp>.txt)
+#        ROWS_ONLY="row; row; …" runs only these rows (same form as ROWS below, e.g.
+#          ROWS_ONLY="func_sequential 1000 5; func_parallel 10000 1") and leaves the chart alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -62,6 +64,10 @@ if [ $QUICK = 1 ]; then
     "checkpoint_memory 20 1"
     "checkpoint_sqlite 20 1 --sqlite-synchronous OFF"
     "checkpoint_growing_state 20 1 --sqlite-synchronous OFF"
+    "func_sequential 20 1"
+    "func_parallel 20 1"
+    "func_sequential_sqlite 20 1 --sqlite-synchronous OFF"
+    "func_parallel_sqlite 20 1 --sqlite-synchronous OFF"
   )
 else
   ROWS=(
@@ -84,7 +90,16 @@ else
     "checkpoint_growing_state 4000 2 --sqlite-synchronous OFF"
     "checkpoint_growing_state 10000 - --sqlite-synchronous OFF"
     "checkpoint_growing_state 10000 - "
+    # the functional API (issue 26): 1,000 tasks one after the other, and 1,000 at once
+    "func_sequential 1000 5"
+    "func_parallel 1000 5"
+    "func_sequential_sqlite 1000 5"
+    "func_parallel_sqlite 1000 5"
+    "func_sequential 10000 1"
   )
+fi
+if [ -n "${ROWS_ONLY:-}" ]; then
+  IFS=';' read -r -a ROWS <<<"$ROWS_ONLY"
 fi
 REPEAT=5
 [ $QUICK = 1 ] && REPEAT=1
@@ -148,4 +163,9 @@ run_one() {
 } | tee "$RESULTS"
 
 echo >&2
-python3 bench/report.py "$RESULTS" --svg docs/benchmarks.svg
+if [ -n "${ROWS_ONLY:-}" ]; then
+  # A subset of the rows: the table only; the chart is drawn from the full set.
+  python3 bench/report.py "$RESULTS"
+else
+  python3 bench/report.py "$RESULTS" --svg docs/benchmarks.svg
+fi

@@ -336,6 +336,40 @@ def wl_sqlite(m: int, o, grow: bool = False):
     return "superstep", m, prep, verify
 
 
+# ------------------------------------------------------------------ functional API (issue 26)
+from langgraph.func import entrypoint, task  # noqa: E402
+
+
+@task
+def bump(i: int) -> int:
+    return i + 1
+
+
+def wl_func(n: int, o, parallel: bool, sqlite: bool):
+    """An entrypoint calling `n` tasks one after the other, or starting all before awaiting any;
+    with `sqlite`, on a fresh SQLite file (every call's result saved as a pending write)."""
+
+    def body(k: int) -> int:
+        if parallel:
+            futures = [bump(i) for i in range(k)]
+            return sum(f.result() for f in futures)
+        return sum(bump(i).result() for i in range(k))
+
+    want = n * (n + 1) // 2
+
+    def prep(r):
+        saver, path = new_sqlite(o, r) if sqlite else (None, None)
+        g = entrypoint(checkpointer=saver)(body) if sqlite else entrypoint()(body)
+        return g, n, {"configurable": {"thread_id": THREAD}}, (saver, path)
+
+    def verify(out, after):
+        check(out == want, f"sum {out}, want {want}")
+        saver, path = after
+        return sqlite_facts(saver, path) if saver else {}
+
+    return "task", n, prep, verify
+
+
 WORKLOADS: dict[str, tuple[int, Callable]] = {
     "sequential": (1000, wl_sequential),
     "fanout": (1000, wl_fanout),
@@ -345,6 +379,10 @@ WORKLOADS: dict[str, tuple[int, Callable]] = {
     "checkpoint_memory": (1000, wl_ckpt_memory),
     "checkpoint_sqlite": (1000, wl_sqlite),
     "checkpoint_growing_state": (1000, lambda m, o: wl_sqlite(m, o, grow=True)),
+    "func_sequential": (1000, lambda n, o: wl_func(n, o, parallel=False, sqlite=False)),
+    "func_parallel": (1000, lambda n, o: wl_func(n, o, parallel=True, sqlite=False)),
+    "func_sequential_sqlite": (1000, lambda n, o: wl_func(n, o, parallel=False, sqlite=True)),
+    "func_parallel_sqlite": (1000, lambda n, o: wl_func(n, o, parallel=True, sqlite=True)),
 }
 
 

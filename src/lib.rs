@@ -40,6 +40,43 @@
 //! [`checkpoint::SqliteSaver`]) every step is saved: runs pause for a person
 //! ([`Context::interrupt`]), resume after a crash, and replay from any past step. See the
 //! README for streaming, subgraphs and workflows loaded from JSON.
+//!
+//! # Pausing and going on
+//!
+//! A node asks with `ctx.interrupt(question)?` and the run comes back
+//! [`Outcome::Paused`]. [`CompiledGraph::resume_with`] answers; a [`RunCommand`] (LangGraph's
+//! `Command` as a run's input) answers, updates the state and adds tasks to the paused step in
+//! one call. Its update and goto are saved with the checkpoint before the step runs, so a run
+//! stopped before the step completes applies them again, once, when the thread goes on.
+//!
+//! ```
+//! use weir::checkpoint::MemorySaver;
+//! use weir::prelude::*;
+//!
+//! #[derive(State, Clone, Debug, Default)]
+//! struct Draft {
+//!     #[reducer(append)]
+//!     log: Vec<String>,
+//! }
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let mut g = GraphBuilder::<Draft>::new();
+//! g.add_node("ask", |_: &Draft, ctx: &Context| -> Result<DraftUpdate, BoxError> {
+//!     let publish: bool = ctx.interrupt("publish?")?;
+//!     Ok(DraftUpdate::default().log(vec![format!("publish: {publish}")]))
+//! });
+//! g.add_edge(START, "ask").add_edge("ask", END);
+//! let app = g.with_checkpointer(MemorySaver::new()).compile()?;
+//! let cfg = RunConfig::thread("t-1");
+//! let out = app.run(DraftUpdate::default().log(vec!["draft".into()]), &cfg).await?;
+//! assert!(out.is_paused());
+//! // Answer, and edit the state before the node runs again, in one call.
+//! let edit = DraftUpdate::default().log(vec!["edited".into()]);
+//! let out = app.invoke(RunCommand::new().resume(true).update(edit), &cfg).await?;
+//! assert_eq!(out.log, ["draft", "edited", "publish: true"]);
+//! # Ok::<(), BoxError>(())
+//! # }).unwrap();
+//! ```
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
@@ -53,6 +90,9 @@
 ///                                            // `builder()` and `compile()`; without it the macro
 ///                                            // is an expression of type `GraphBuilder<State>`
 ///     state: Research,
+///     context: User,                         // optional: the runs' context type; nodes may
+///                                            // take it as `(&Research, &Context, &User)`, and
+///                                            // each run passes one (`RunConfig::context`)
 ///     nodes: [                               // optional: without it, the nodes are the
 ///         plan,                              // functions the edges name, in order
 ///         web = tools::search_web,           // node `web` runs `tools::search_web`
@@ -98,12 +138,89 @@
 /// assert_eq!(out.text, "hello world");
 /// ```
 pub use weir_macros::graph;
+
+/// Makes a function a task of the functional API (LangGraph's `@task`): calling it inside an
+/// [`entrypoint`] returns a [`func::TaskFuture`] of its result, so several calls made before
+/// awaiting run in parallel, and its result is saved in the entrypoint's checkpoint.
+///
+/// ```text
+/// #[task]                                           // the task's name is the function's
+/// #[task(name = "web", retry(max_attempts = 3), timeout(30s))]   // options as a node's
+/// ```
+///
+/// The function, sync or async, takes named arguments and returns a value or a `Result` of one;
+/// the arguments and the value must be serde's `Serialize` and `Deserialize` (a compile error
+/// at the type otherwise). When the entrypoint re-runs from the top after an interrupt or a
+/// crash, a call whose position (the order of task calls, counted when they are made) has a
+/// saved result returns it without running; a call whose task or arguments differ from the
+/// saved call at its position fails, naming both. Called outside an entrypoint, its future
+/// resolves to an error naming the task.
+///
+/// ```
+/// use weir::prelude::*;
+///
+/// #[task]
+/// async fn double(n: u64) -> u64 {
+///     n * 2
+/// }
+///
+/// #[entrypoint]
+/// async fn sum_doubles(n: u64) -> Result<u64, BoxError> {
+///     let calls: Vec<_> = (0..n).map(double).collect();   // all started: they run in parallel
+///     let mut total = 0;
+///     for c in calls {
+///         total += c.await?;
+///     }
+///     Ok(total)
+/// }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let app = sum_doubles().compile()?;
+/// assert_eq!(app.invoke(4, &RunConfig::default()).await?, 12);
+/// # Ok::<(), BoxError>(())
+/// # }).unwrap();
+/// ```
+pub use weir_macros::task;
+
+/// Makes a one-input function an entrypoint of the functional API (LangGraph's
+/// `@entrypoint`): the function is replaced by one returning its [`func::Entrypoint`], which
+/// compiles to a graph of one node ([`func::Func`], its graph a [`CompiledGraph`] over
+/// [`func::FuncState`]): `invoke`, `stream`, resumes, `get_state`, history, checkpointers and the
+/// server work as for any graph.
+///
+/// Besides its input (its first argument), the function may take `previous: Option<P>` (what
+/// the last call on the same thread saved: its return value, or a [`func::Final`]'s `save`)
+/// and a `Context` or `&Context` (store, custom events, interrupts). A second input is a compile
+/// error. It returns a value or a `Result` of one, or a [`func::Final`] to return one value and
+/// save another.
+///
+/// ```
+/// use weir::checkpoint::MemorySaver;
+/// use weir::func::Final;
+/// use weir::prelude::*;
+///
+/// #[entrypoint]
+/// async fn counter(add: u32, previous: Option<u32>) -> Final<String, u32> {
+///     let total = previous.unwrap_or(0) + add;
+///     Final { value: format!("total {total}"), save: total }
+/// }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let app = counter().with_checkpointer(MemorySaver::new()).compile()?;
+/// let cfg = RunConfig::thread("t");
+/// assert_eq!(app.invoke(2, &cfg).await?, "total 2");
+/// assert_eq!(app.invoke(3, &cfg).await?, "total 5");
+/// # Ok::<(), BoxError>(())
+/// # }).unwrap();
+/// ```
+pub use weir_macros::entrypoint;
 pub use weir_runtime::{
-    cache, channel, checkpoint, graph, state, subgraph, writes_json, AppendMark, BoxError, BuildError, CachePolicy,
-    ChannelKind, CodecError, Command, CompiledGraph, Context, DrainHandle, Durability, Error, Event, FieldInfo, Goto,
-    GraphBuilder, Interrupt, IntoInput, NodeError, NodeHandle, NodeId, NodeRef, Outcome, ParentCommand, PauseKind,
-    Paused, RetryPolicy, RunConfig, RunStream, State, StateEdit, StateSnapshot, StreamMode, SubgraphEvent,
-    TaskSnapshot, Update, Writes, AS_COPY, AS_END, AS_INPUT, END, START,
+    cache, channel, checkpoint, func, graph, state, store, subgraph, writes_json, Answer, AppendMark, BoxError,
+    BuildError, CachePolicy, ChannelKind, CodecError, Command, CompiledGraph, Context, ContextValue, DrainHandle,
+    Durability, Error, Event, FieldInfo, Goto, GraphBuilder, Interrupt, IntoInput, MessageMeta, NodeError, NodeHandle,
+    NodeId, NodeRef, Outcome, ParentCommand, PauseKind, Paused, RetryPolicy, RunCommand, RunConfig, RunContext,
+    RunInput, RunStream, State, StateEdit, StateSnapshot, StreamMode, SubgraphEvent, TaskSnapshot, Update, Writes,
+    AS_COPY, AS_END, AS_INPUT, END, START,
 };
 
 /// Derives [`State`](trait@State) for a struct with named fields: each field becomes a channel.
@@ -133,8 +250,8 @@ pub use weir_runtime::{
 /// | `#[reducer(append)]` (on `Vec<E>`) | reducer | `Vec<E>` | concatenated in task order |
 /// | `#[reducer(add)]` (on `T: AddAssign`) | reducer | `T` | `value += write` |
 /// | `#[reducer(merge)]` (on a map) | reducer | the map | entries extended, later keys win |
-/// | `#[reducer(with = path::to::f)]` | reducer | `T` | `f(&mut value, write)` with `f: fn(&mut T, T)` |
-/// | `#[reducer(with = f, update = U)]` | reducer | `U` | `f(&mut value, write)` with `f: fn(&mut T, U)` |
+/// | `#[reducer(with = path::to::f)]` | reducer | `T` | `f(&mut value, write)` with `f: fn(&mut T, T)` (or `-> Folded`, below) |
+/// | `#[reducer(with = f, update = U)]` | reducer | `U` | `f(&mut value, write)` with `f: fn(&mut T, U)` (or `-> Folded`) |
 /// | `#[channel(ephemeral)]` | `EphemeralValue` | `T` | one write; cleared the step after |
 /// | `#[channel(ephemeral, unguarded)]` | `EphemeralValue` | `T` | last write wins; cleared the step after |
 /// | `#[channel(any)]` | `AnyValue` | `T` | last write wins; cleared by a step that does not write it |
@@ -146,6 +263,42 @@ pub use weir_runtime::{
 ///
 /// A reducer folds a step's writes into the value, starting from the field's `Default`; the
 /// reducer functions `append`, `add` and `merge` are in [`reducers`].
+///
+/// # Checkpoints of a list that grows
+///
+/// A checkpoint stores a field that did not change as a reference to an earlier blob, and a
+/// `Vec<E>` field whose writes since its last blob only appended as the new items alone, a delta
+/// onto that blob (its whole value again once the deltas outweigh it). `#[reducer(append)]` only
+/// appends. A `with` reducer tells by its return type: a `fn(&mut Vec<E>, U) -> Folded`
+/// ([`channel::Folded`]) returns `Folded::Appended` when it only added items at the end and left
+/// the others as they were, `Folded::Rewrote` when it changed, moved or removed one; a
+/// `fn(&mut Vec<E>, U)` says nothing and its field is stored whole at each change. The
+/// attribute is the same (`#[reducer(with = f, update = U)]`); a field whose element type is a
+/// parameter of the struct is always stored whole. `add_messages` of `weir-agent` reports, so a
+/// conversation stores each checkpoint's new messages, not the whole list again:
+///
+/// ```
+/// use weir::channel::Folded;
+/// use weir::prelude::*;
+///
+/// /// Appends a line, or clears the log on an empty one.
+/// fn log_or_clear(log: &mut Vec<String>, line: String) -> Folded {
+///     if line.is_empty() {
+///         log.clear();
+///         Folded::Rewrote
+///     } else {
+///         log.push(line);
+///         Folded::Appended
+///     }
+/// }
+///
+/// #[derive(State, Clone, Debug, Default)]
+/// struct Chat {
+///     #[reducer(with = log_or_clear, update = String)]
+///     log: Vec<String>,
+/// }
+/// # let _ = ChatUpdate::default().log("hi".to_owned());
+/// ```
 ///
 /// # Struct attributes
 ///
@@ -307,9 +460,9 @@ pub mod reducers {
 pub mod prelude {
     pub use crate::{
         BoxError, BuildError, Command, CompiledGraph, Context, DrainHandle, Durability, Error, Goto, GraphBuilder,
-        NodeId, Outcome, RetryPolicy, RunConfig, State, Update, END, START,
+        NodeId, Outcome, RetryPolicy, RunCommand, RunConfig, State, Update, END, START,
     };
-    pub use weir_macros::graph;
+    pub use weir_macros::{entrypoint, graph, task};
 }
 
 /// Not public API: the paths generated code uses. Not covered by semver.
@@ -333,23 +486,28 @@ pub mod __private {
     /// What `graph!` expansions call: spanned assertions whose failures name the problem.
     mod graph_macro {
         use std::borrow::Cow;
-        use weir_runtime::graph::{IntoNode, NodeHandle};
-        use weir_runtime::{Goto, GraphBuilder, State};
+        use weir_runtime::graph::{ContextFor, IntoNode, NodeHandle};
+        use weir_runtime::{ContextValue, Goto, GraphBuilder, State};
 
         /// A function that can be a node of a graph over `S` (`M` tells its shapes apart).
         #[diagnostic::on_unimplemented(
             message = "`{Self}` cannot be a node of a graph over `{S}`",
             label = "this node's function does not fit the state `{S}`",
-            note = "a node is a function, sync or async, taking `&{S}` and optionally `&weir::Context`, and returning the state's update type, a `Command<{S}>`, `()`, or a `Result` of those"
+            note = "a node is a function, sync or async, taking `&{S}` and optionally `&weir::Context` (then, in a graph that declares a run context, a reference to it), and returning the state's update type, a `Command<{S}>`, `()`, or a `Result` of those"
         )]
-        pub trait NodeFunction<S: State, M>: Sized {
-            /// Adds the node to `g`.
-            fn add_to(self, g: &mut GraphBuilder<S>, name: &'static str) -> NodeHandle<S>;
+        pub trait NodeFunction<S: State, C, M>: Sized {
+            /// Adds the node to `g`, whose context type `C` the node's must be.
+            fn add_to(self, g: &mut GraphBuilder<S, C>, name: &'static str) -> NodeHandle<S>
+            where
+                M: ContextFor<C>;
         }
 
         #[diagnostic::do_not_recommend]
-        impl<S: State, M, F: IntoNode<S, S, M>> NodeFunction<S, M> for F {
-            fn add_to(self, g: &mut GraphBuilder<S>, name: &'static str) -> NodeHandle<S> {
+        impl<S: State, C: ContextValue, M, F: IntoNode<S, S, M>> NodeFunction<S, C, M> for F {
+            fn add_to(self, g: &mut GraphBuilder<S, C>, name: &'static str) -> NodeHandle<S>
+            where
+                M: ContextFor<C>,
+            {
                 g.add_node(name, self)
             }
         }
@@ -360,19 +518,25 @@ pub mod __private {
             label = "this node's function does not fit a `Send` target",
             note = "a node run by `Send`s is a function, sync or async, taking `&P` (the payload its router returns, which must be `Serialize` and `DeserializeOwned` to be checkpointed) and optionally `&weir::Context`, and returning the state's update type, a `Command<{S}>`, `()`, or a `Result` of those"
         )]
-        pub trait SendNodeFunction<S: State, I, M>: Sized {
-            /// Adds the node to `g`.
-            fn add_to(self, g: &mut GraphBuilder<S>, name: &'static str) -> NodeHandle<S, I>;
+        pub trait SendNodeFunction<S: State, C, I, M>: Sized {
+            /// Adds the node to `g`, whose context type `C` the node's must be.
+            fn add_to(self, g: &mut GraphBuilder<S, C>, name: &'static str) -> NodeHandle<S, I>
+            where
+                M: ContextFor<C>;
         }
 
         #[diagnostic::do_not_recommend]
-        impl<S, I, M, F> SendNodeFunction<S, I, M> for F
+        impl<S, C, I, M, F> SendNodeFunction<S, C, I, M> for F
         where
             S: State,
+            C: ContextValue,
             I: ::serde::Serialize + ::serde::de::DeserializeOwned + Send + Sync + 'static,
             F: IntoNode<I, S, M>,
         {
-            fn add_to(self, g: &mut GraphBuilder<S>, name: &'static str) -> NodeHandle<S, I> {
+            fn add_to(self, g: &mut GraphBuilder<S, C>, name: &'static str) -> NodeHandle<S, I>
+            where
+                M: ContextFor<C>,
+            {
                 g.add_send_node(name, self)
             }
         }
@@ -454,12 +618,13 @@ pub mod __private {
         note = "`append` concatenates the `Vec`s written in one step, in task order"
     )]
     pub trait AppendField: Sized {
-        /// The reducer.
-        fn reduce(acc: &mut Self, later: Self);
+        /// The reducer; it only appends.
+        fn reduce(acc: &mut Self, later: Self) -> crate::channel::Folded;
     }
     impl<E> AppendField for Vec<E> {
-        fn reduce(acc: &mut Self, later: Self) {
+        fn reduce(acc: &mut Self, later: Self) -> crate::channel::Folded {
             crate::reducers::append(acc, later);
+            crate::channel::Folded::Appended
         }
     }
 
@@ -499,20 +664,29 @@ pub mod __private {
         }
     }
 
-    /// `#[reducer(with = f)]`: `f` is a `fn(&mut T, U)`.
+    /// `#[reducer(with = f)]`: `f` is a `fn(&mut T, U)`, or a `fn(&mut T, U) -> Folded` that tells
+    /// whether each write only appended (`M`, inferred, tells the two apart). A reducer that does
+    /// not tell is taken to rewrite the value at each write.
     #[diagnostic::on_unimplemented(
         message = "the reducer `{Self}` does not fit the field: expected a `fn(&mut {T}, {U})`",
-        label = "expected a `fn(&mut {T}, {U})`",
+        label = "expected a `fn(&mut {T}, {U})` or a `fn(&mut {T}, {U}) -> Folded`",
         note = "when a write's type differs from the field's, name it: `#[reducer(with = f, update = U)]`"
     )]
-    pub trait ReducerFn<T, U> {
+    pub trait ReducerFn<T, U, M> {
         /// Calls the reducer.
-        fn reduce(&self, acc: &mut T, x: U);
+        fn reduce(&self, acc: &mut T, x: U) -> crate::channel::Folded;
     }
     #[diagnostic::do_not_recommend]
-    impl<T, U, F: Fn(&mut T, U)> ReducerFn<T, U> for F {
-        fn reduce(&self, acc: &mut T, x: U) {
+    impl<T, U, F: Fn(&mut T, U)> ReducerFn<T, U, ()> for F {
+        fn reduce(&self, acc: &mut T, x: U) -> crate::channel::Folded {
             self(acc, x);
+            crate::channel::Folded::Rewrote
+        }
+    }
+    #[diagnostic::do_not_recommend]
+    impl<T, U, F: Fn(&mut T, U) -> crate::channel::Folded> ReducerFn<T, U, crate::channel::Folded> for F {
+        fn reduce(&self, acc: &mut T, x: U) -> crate::channel::Folded {
+            self(acc, x)
         }
     }
 }

@@ -5,7 +5,8 @@
 //! unless `WEIR_MID_STEP_SIDE` is set) runs a step of two tasks: `fast` returns at once, `slow`
 //! sleeps. Each records its runs in a side file. Once the thread shows `fast`'s writes saved, the
 //! parent kills the child with SIGKILL, resumes the thread, and checks that `fast` ran once, that
-//! `slow` ran again, and that the state holds both writes.
+//! `slow` ran again under the idempotency key it had in the killed process, and that the state
+//! holds both writes.
 
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -38,15 +39,16 @@ fn record(side: &Path, line: &str) {
 fn graph(saver: Arc<dyn Checkpointer>, side: &Path, sleeps: bool) -> CompiledGraph<Pair> {
     let mut g = GraphBuilder::<Pair>::new();
     let side_fast = side.to_owned();
-    g.add_node("fast", move |_: &Pair| {
-        record(&side_fast, "fast");
+    g.add_node("fast", move |_: &Pair, ctx: &Context| {
+        record(&side_fast, &format!("fast {}", ctx.idempotency_key().unwrap()));
         PairUpdate::default().done(vec!["fast".into()])
     });
     let side_slow = side.to_owned();
-    g.add_node("slow", move |_: &Pair| {
+    g.add_node("slow", move |_: &Pair, ctx: &Context| {
         let side = side_slow.clone();
+        let line = format!("slow {}", ctx.idempotency_key().unwrap());
         async move {
-            record(&side, "slow");
+            record(&side, &line);
             if sleeps {
                 tokio::time::sleep(Duration::from_secs(60)).await;
             }
@@ -159,7 +161,11 @@ async fn killed_mid_step_resumes_only_the_unfinished_task(saver: &str, durabilit
     // (The child ran its two tasks concurrently: their lines come in either order.)
     let mut runs = side_lines(&side);
     runs.sort();
-    assert_eq!(runs, ["fast", "slow", "slow"]);
+    let (names, keys): (Vec<&str>, Vec<&str>) = runs.iter().map(|l| l.split_once(' ').unwrap()).unzip();
+    assert_eq!(names, ["fast", "slow", "slow"]);
+    // The resumed `slow` is the killed one's task: same key, which is not `fast`'s.
+    assert_eq!(keys[1], keys[2]);
+    assert_ne!(keys[0], keys[1]);
     let _ = checkpointer.delete_thread(&thread).await;
     let _ = std::fs::remove_dir_all(&dir);
 }

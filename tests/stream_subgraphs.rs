@@ -26,6 +26,7 @@ fn describe(e: &Event<S>) -> String {
         Event::TaskEnd { step, node, .. } => format!("end {step} {node}"),
         Event::Checkpoint { step, next, .. } => format!("checkpoint {step} {next:?}"),
         Event::Custom { node, value, .. } => format!("custom {node} {value}"),
+        Event::Message { chunk, meta } => format!("message {} {chunk}", meta.node),
         Event::Paused(p) => format!("paused {} {:?}", p[0].node, p[0].question),
         Event::Subgraph { ns, event } => format!("{} | {}", ns.join("|"), sub(event)),
     }
@@ -33,7 +34,7 @@ fn describe(e: &Event<S>) -> String {
 
 fn sub(e: &SubgraphEvent) -> String {
     match e {
-        SubgraphEvent::Values { step, state } => format!("values {step} {state}"),
+        SubgraphEvent::Values { step, state } => format!("values {step} {}", sorted(state)),
         SubgraphEvent::Update {
             step,
             node,
@@ -44,6 +45,7 @@ fn sub(e: &SubgraphEvent) -> String {
         SubgraphEvent::TaskEnd { step, node, error, .. } => format!("end {step} {node} {error:?}"),
         SubgraphEvent::Checkpoint { step, next, .. } => format!("checkpoint {step} {next:?}"),
         SubgraphEvent::Custom { step, node, value } => format!("custom {step} {node} {value}"),
+        SubgraphEvent::Message { chunk, meta } => format!("message {} {chunk}", meta.node),
     }
 }
 
@@ -242,4 +244,13 @@ fn writes_json_gives_each_written_field_its_value() {
         weir::writes_json(S::FIELDS, &state.into_update()),
         serde_json::json!({"log": ["x"], "topic": "t"})
     );
+}
+
+/// `value` as JSON text with its top-level keys sorted, whether or not serde_json keeps insertion
+/// order (its `preserve_order` feature is on when the workspace is built together).
+fn sorted(value: &serde_json::Value) -> String {
+    match value.as_object() {
+        Some(map) => serde_json::to_string(&map.iter().collect::<std::collections::BTreeMap<_, _>>()).unwrap(),
+        None => value.to_string(),
+    }
 }

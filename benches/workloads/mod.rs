@@ -13,6 +13,8 @@
 
 #![allow(dead_code)] // each of the two users calls a different part
 
+mod func;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -123,6 +125,10 @@ pub const WORKLOADS: &[(&str, usize, usize, &str)] = &[
     ("checkpoint_memory", 1000, 20, "superstep"),
     ("checkpoint_sqlite", 1000, 20, "superstep"),
     ("checkpoint_growing_state", 1000, 20, "superstep"),
+    ("func_sequential", 1000, 20, "task"),
+    ("func_parallel", 1000, 20, "task"),
+    ("func_sequential_sqlite", 1000, 20, "task"),
+    ("func_parallel_sqlite", 1000, 20, "task"),
 ];
 
 pub const THREAD: &str = "bench";
@@ -148,6 +154,9 @@ pub fn run(name: &str, size: usize, opts: &Opts) -> Result<Vec<Report>, String> 
         "checkpoint_memory" => checkpoint_memory(&h, size),
         "checkpoint_sqlite" => checkpoint_sqlite(&h, size),
         "checkpoint_growing_state" => checkpoint_growing_state(&h, size),
+        "func_sequential" | "func_parallel" | "func_sequential_sqlite" | "func_parallel_sqlite" => {
+            func::run(&h, name, size)
+        }
         "sqlite_floor" => {
             let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
             Ok(vec![sqlite_floor(&h, size, 300, tmp.path())?])
@@ -478,7 +487,7 @@ pub fn build_loop(m: i64) -> GraphBuilder<Count> {
 }
 
 fn looping(h: &Harness, m: usize) -> Result<Vec<Report>, String> {
-    check(m % 2 == 0, || "M must be even".into())?;
+    check(m.is_multiple_of(2), || "M must be even".into())?;
     let app = build_loop(m as i64).compile().map_err(|e| e.to_string())?;
     let cfg = RunConfig::default().recursion_limit(m + 10);
     let report = h.measure(
@@ -564,7 +573,7 @@ pub fn build_wide(n: usize) -> GraphBuilder<Wide> {
 }
 
 fn wide_state(h: &Harness, n: usize) -> Result<Vec<Report>, String> {
-    check(n % 10 == 0, || "N must be a multiple of 10".into())?;
+    check(n.is_multiple_of(10), || "N must be a multiple of 10".into())?;
     let app = build_wide(n).compile().map_err(|e| e.to_string())?;
     let cfg = RunConfig::default().recursion_limit(n + 10);
     let report = h.measure(
@@ -641,7 +650,7 @@ fn expected_checkpoints(m: usize, d: Durability) -> u64 {
 }
 
 fn checkpoint_memory(h: &Harness, m: usize) -> Result<Vec<Report>, String> {
-    check(m % 2 == 0, || "M must be even".into())?;
+    check(m.is_multiple_of(2), || "M must be even".into())?;
     let durability = h.opts.durability;
     let cfg = thread_config(m, durability);
     let mut current: Option<(CompiledGraph<Count>, MemorySaver)> = None;
@@ -751,7 +760,7 @@ fn file_facts(path: &Path) -> Result<FileFacts, String> {
 }
 
 fn checkpoint_sqlite(h: &Harness, m: usize) -> Result<Vec<Report>, String> {
-    check(m % 2 == 0, || "M must be even".into())?;
+    check(m.is_multiple_of(2), || "M must be even".into())?;
     sqlite_loop(h, "checkpoint_sqlite", m, false)
 }
 
@@ -789,7 +798,7 @@ pub fn build_grow(m: i64) -> GraphBuilder<Grow> {
 }
 
 fn checkpoint_growing_state(h: &Harness, m: usize) -> Result<Vec<Report>, String> {
-    check(m % 2 == 0, || "M must be even".into())?;
+    check(m.is_multiple_of(2), || "M must be even".into())?;
     sqlite_loop(h, "checkpoint_growing_state", m, true)
 }
 

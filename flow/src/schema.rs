@@ -11,16 +11,26 @@ fn validator() -> &'static jsonschema::Validator {
     })
 }
 
-/// Every place where `value` breaks the flow schema, with its JSON path.
+/// Every place where `value` breaks the flow schema, with its JSON path, in the order of the
+/// paths (keys by name, array items by index): the same whether or not serde_json keeps
+/// objects' key order (a crate built with it in the same workspace turns it on for all).
 pub(crate) fn validate(value: &Value) -> Vec<Diagnostic> {
-    validator()
+    let mut found: Vec<(Vec<Result<usize, String>>, Diagnostic)> = validator()
         .iter_errors(value)
         .map(|e| {
-            let path = json_path(e.instance_path().as_str());
+            let pointer = e.instance_path().as_str().to_owned();
+            let order = pointer
+                .split('/')
+                .skip(1)
+                .map(|p| p.parse::<usize>().map_err(|_| p.to_owned()))
+                .collect();
+            let path = json_path(&pointer);
             let id = id_at(value, &path);
-            Diagnostic::new(path, id.as_deref(), e.to_string())
+            (order, Diagnostic::new(path, id.as_deref(), e.to_string()))
         })
-        .collect()
+        .collect();
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found.into_iter().map(|(_, d)| d).collect()
 }
 
 /// `/nodes/2/data` as `$.nodes[2].data`.

@@ -11,14 +11,17 @@
 //!
 //! [`GraphBuilder::with_prototype`]: weir_runtime::GraphBuilder::with_prototype
 
-use crate::format::{FieldType, ReducerKind, StateSpec};
+use crate::format::{FieldType, StateSpec};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 use weir_runtime::channel::{BinaryOperatorAggregate, Channel, LastValue, ReducerWrite};
 use weir_runtime::state::{apply_field, FieldError};
 use weir_runtime::{ChannelKind, CodecError, FieldInfo, State, Update, Writes};
+
+mod reduce;
+pub(crate) use reduce::Reduce;
 
 /// The hidden field counting how many times each node ran in the run (for `max_steps`).
 pub(crate) const STEPS_FIELD: &str = "__steps";
@@ -32,29 +35,6 @@ pub(crate) const LAST_FIELD: &str = "__last";
 /// question its asking node puts to a person, the very text they were shown.
 pub(crate) const ASKED_FIELD: &str = "__asked";
 
-/// How a slot combines a step's writes: the declared reducers, and the hidden counter's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Reduce {
-    Last,
-    Append,
-    Add,
-    Merge,
-    /// `{key: n}` objects, added key by key.
-    Count,
-}
-
-impl From<ReducerKind> for Reduce {
-    fn from(r: ReducerKind) -> Self {
-        match r {
-            ReducerKind::Last => Self::Last,
-            ReducerKind::Append => Self::Append,
-            ReducerKind::Add => Self::Add,
-            ReducerKind::Merge => Self::Merge,
-        }
-    }
-}
-
 /// One field of a flow's state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct FieldDef {
@@ -64,6 +44,8 @@ pub(crate) struct FieldDef {
     pub(crate) reducer: Reduce,
     #[serde(skip)]
     pub(crate) default: Option<Value>,
+    #[serde(skip)]
+    pub(crate) description: Option<String>,
 }
 
 impl FieldDef {
@@ -85,10 +67,10 @@ impl FieldDef {
     fn channel(&self) -> Chan {
         match self.reducer {
             Reduce::Last => Chan::Last(LastValue::new()),
-            Reduce::Append => Chan::Reduce(BinaryOperatorAggregate::new(append)),
-            Reduce::Add => Chan::Reduce(BinaryOperatorAggregate::new(add)),
-            Reduce::Merge => Chan::Reduce(BinaryOperatorAggregate::new(merge)),
-            Reduce::Count => Chan::Reduce(BinaryOperatorAggregate::new(count)),
+            Reduce::Append => Chan::Reduce(BinaryOperatorAggregate::new(reduce::append)),
+            Reduce::Add => Chan::Reduce(BinaryOperatorAggregate::new(reduce::add)),
+            Reduce::Merge => Chan::Reduce(BinaryOperatorAggregate::new(reduce::merge)),
+            Reduce::Count => Chan::Reduce(BinaryOperatorAggregate::new(reduce::count)),
         }
     }
 
@@ -117,6 +99,7 @@ impl Schema {
                     ty: f.ty,
                     reducer: f.reducer.into(),
                     default: f.default.clone(),
+                    description: f.description.clone(),
                 })
             })
             .collect();
@@ -125,6 +108,7 @@ impl Schema {
             ty: FieldType::Object,
             reducer: Reduce::Count,
             default: None,
+            description: None,
         }));
         for name in [ROUTE_FIELD, LAST_FIELD, ASKED_FIELD] {
             fields.push(Arc::new(FieldDef {
@@ -132,6 +116,7 @@ impl Schema {
                 ty: FieldType::Object,
                 reducer: Reduce::Merge,
                 default: None,
+                description: None,
             }));
         }
         let infos = fields
@@ -151,13 +136,35 @@ impl Schema {
     }
 
     /// The slot of the field `name`.
-    pub(crate) fn index(&self, name: &str) -> Option<usize> {
+    pub fn index(&self, name: &str) -> Option<usize> {
         self.by_name.get(name).copied()
     }
 
     /// The declared field `name`, if any (hidden fields are not declared).
     pub(crate) fn declared(&self, name: &str) -> Option<&FieldDef> {
         self.index(name).map(|i| &*self.fields[i]).filter(|f| !f.is_hidden())
+    }
+
+    /// The JSON Schema of one declared field's value: its JSON type, with its description and
+    /// default when the flow gives them (`None` for a hidden or unknown field).
+    pub fn field_json_schema(&self, name: &str) -> Option<Value> {
+        let f = self.declared(name)?;
+        let ty = match f.ty {
+            FieldType::String => "string",
+            FieldType::Number => "number",
+            FieldType::Bool => "boolean",
+            FieldType::List => "array",
+            FieldType::Object => "object",
+        };
+        let mut schema = serde_json::Map::new();
+        schema.insert("type".into(), Value::String(ty.into()));
+        if let Some(d) = &f.description {
+            schema.insert("description".into(), Value::String(d.clone()));
+        }
+        if let Some(d) = &f.default {
+            schema.insert("default".into(), d.clone());
+        }
+        Some(Value::Object(schema))
     }
 
     /// The declared fields' names, in slot order.
@@ -479,60 +486,6 @@ struct SavedField {
     #[serde(flatten)]
     def: FieldDef,
     value: Value,
-}
-
-/// `append`: a list write is concatenated, anything else pushed.
-fn append(v: &mut Value, w: Value) {
-    if !v.is_array() {
-        *v = Value::Array(Vec::new());
-    }
-    if let Value::Array(items) = v {
-        match w {
-            Value::Array(more) => items.extend(more),
-            one => items.push(one),
-        }
-    }
-}
-
-/// `add`: integers stay integers while they fit, otherwise floats.
-fn add(v: &mut Value, w: Value) {
-    *v = match (&*v, &w) {
-        (Value::Null, _) => w,
-        (Value::Number(a), Value::Number(b)) => sum(a, b),
-        _ => w,
-    };
-}
-
-fn sum(a: &Number, b: &Number) -> Value {
-    if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) {
-        if let Some(s) = x.checked_add(y) {
-            return Value::from(s);
-        }
-    }
-    let s = a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0);
-    Number::from_f64(s).map_or(Value::Null, Value::Number)
-}
-
-/// `merge`: a shallow merge of objects.
-fn merge(v: &mut Value, w: Value) {
-    match (v, w) {
-        (Value::Object(a), Value::Object(b)) => a.extend(b),
-        (v, w) => *v = w,
-    }
-}
-
-/// The hidden counter: objects of numbers, added key by key; `null` starts it again (a run's
-/// input writes it, so that `max_steps` counts per run, not per thread).
-fn count(v: &mut Value, w: Value) {
-    if w.is_null() || !v.is_object() {
-        *v = Value::Object(Map::new());
-    }
-    if let (Value::Object(a), Value::Object(b)) = (v, w) {
-        for (k, n) in b {
-            let e = a.entry(k).or_insert(Value::from(0));
-            add(e, n);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Procedural macros of weir: `#[derive(State)]` and `graph!`.
+//! Procedural macros of weir: `#[derive(State)]`, `graph!`, and the functional API's `#[task]`
+//! and `#[entrypoint]`.
 //!
 //! Use them through the `weir` crate, which documents them and re-exports everything the
 //! generated code names. Each macro here is a thin function; the work is in one module per macro,
@@ -9,6 +10,7 @@
 #![warn(missing_debug_implementations, unreachable_pub)]
 
 mod ctxt;
+mod func;
 mod graph;
 mod state;
 
@@ -27,4 +29,17 @@ pub fn derive_state(input: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn graph(input: TokenStream) -> TokenStream {
     graph::graph(input.into()).into()
+}
+
+/// Makes a function a task of the functional API: calling it inside an entrypoint returns a
+/// future of its result, which is checkpointed; see the `weir` crate.
+#[proc_macro_attribute]
+pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
+    func::task(args.into(), item.into()).into()
+}
+
+/// Makes a one-input async function an entrypoint of the functional API; see the `weir` crate.
+#[proc_macro_attribute]
+pub fn entrypoint(args: TokenStream, item: TokenStream) -> TokenStream {
+    func::entrypoint(args.into(), item.into()).into()
 }

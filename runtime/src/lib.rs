@@ -13,10 +13,14 @@ pub mod channel;
 extern crate self as weir_runtime;
 pub mod checkpoint;
 mod error;
+pub mod func;
 pub mod graph;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 mod pregel;
 mod signal;
 pub mod state;
+pub mod store;
 
 #[doc(hidden)]
 pub mod doc_support;
@@ -27,12 +31,12 @@ pub use cache::CachePolicy;
 pub use error::{BoxError, BuildError, Error};
 pub use graph::policy::RetryPolicy;
 pub use graph::{
-    Command, CompiledGraph, Context, Durability, Goto, GraphBuilder, NodeError, NodeHandle, NodeId, NodeRef,
-    ParentCommand, SubgraphEvent, END, START,
+    Command, CompiledGraph, Context, ContextValue, Durability, Goto, GraphBuilder, NodeError, NodeHandle, NodeId,
+    NodeRef, ParentCommand, RunContext, SubgraphEvent, END, START,
 };
 pub use pregel::{
-    subgraph, writes_json, DrainHandle, Event, IntoInput, Outcome, RunConfig, RunStream, StateEdit, StateSnapshot,
-    StreamMode, TaskSnapshot, AS_COPY, AS_END, AS_INPUT,
+    subgraph, writes_json, Answer, DrainHandle, Event, IntoInput, MessageMeta, Outcome, RunCommand, RunConfig,
+    RunInput, RunStream, StateEdit, StateSnapshot, StreamMode, TaskSnapshot, AS_COPY, AS_END, AS_INPUT,
 };
 pub use signal::{Interrupt, PauseKind, Paused};
 pub use state::{AppendMark, ChannelKind, CodecError, FieldInfo, State, Update, Writes};

@@ -2,10 +2,17 @@
 //!
 //! `#[derive(State)]` implements it; it can also be written by hand (see the tests).
 
-use crate::channel::{BinaryOperatorAggregate, Channel, UpdateError};
+use crate::channel::{Channel, UpdateError};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::borrow::Cow;
 use std::fmt;
+
+mod codec;
+mod warm;
+pub use codec::{
+    append_mark, extend_items, load_append_field, load_field, save_field, save_items, AppendMark, CodecError,
+};
+pub(crate) use warm::Warm;
 
 /// What kind of channel a field is, for display and for the graph checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +29,7 @@ pub enum ChannelKind {
         /// Whether values accumulate across steps.
         accumulate: bool,
     },
-    /// [`BinaryOperatorAggregate`]: a reducer.
+    /// [`BinaryOperatorAggregate`](crate::channel::BinaryOperatorAggregate): a reducer.
     Reducer,
     /// [`UntrackedValue`](crate::channel::UntrackedValue).
     Untracked,
@@ -305,153 +312,44 @@ pub trait State: Clone + fmt::Debug + Send + Sync + Sized + 'static {
     /// When the value cannot be serialized.
     fn save_field(&self, channels: &Self::Channels, index: usize) -> Result<Option<Vec<u8>>, CodecError>;
 
-    /// Restores the field at `index` from a checkpoint chain: the saved field, then, for an
-    /// append-only field, batches of items appended since. An empty chain empties the field.
+    /// Restores the field at `index` from a checkpoint chain: the saved field, then, for a list
+    /// field saved as deltas, batches of items appended since. An empty chain empties the field.
     ///
     /// # Errors
     /// When the bytes do not decode as this field's type; the error names the field.
     fn load_field(&mut self, channels: &mut Self::Channels, index: usize, chain: &[Vec<u8>]) -> Result<(), CodecError>;
 
-    /// For an append-only field (`#[reducer(append)]`): how far it has grown, so that a checkpoint
-    /// can store only the items appended since the last one. `None` for other fields.
+    /// For a list field whose reducer reports appends (`#[reducer(append)]`, or `with` a reducer
+    /// returning [`Folded`](crate::channel::Folded)): how far it has grown and how often it was
+    /// rewritten, so that a checkpoint can store only the items appended since the last one.
+    /// `None` for other fields.
     fn append_mark(&self, channels: &Self::Channels, index: usize) -> Option<AppendMark> {
         let _ = (channels, index);
         None
     }
 
-    /// For an append-only field: the items from position `from` on, serialized as one batch.
+    /// For a field with an [`append_mark`](State::append_mark): appends the batches of items in
+    /// `links` (each saved by [`save_items`](State::save_items)), as
+    /// [`load_field`](State::load_field) does with the links after a chain's first.
     ///
     /// # Errors
-    /// When the items cannot be serialized, or the field is not append-only.
+    /// When a batch does not decode, or the field is not a list saved as deltas.
+    fn extend_field(&mut self, index: usize, links: &[Vec<u8>]) -> Result<(), CodecError> {
+        let _ = links;
+        let name = self.fields().get(index).map_or("?", FieldInfo::name);
+        Err(CodecError::new(name, "the field is not a list saved as deltas"))
+    }
+
+    /// For a field with an [`append_mark`](State::append_mark): the items from position `from`
+    /// on, serialized as one batch.
+    ///
+    /// # Errors
+    /// When the items cannot be serialized, or the field is not a list saved as deltas.
     fn save_items(&self, index: usize, from: usize) -> Result<Vec<u8>, CodecError> {
         let _ = from;
         let name = self.fields().get(index).map_or("?", FieldInfo::name);
-        Err(CodecError::new(name, "the field is not append-only"))
+        Err(CodecError::new(name, "the field is not a list saved as deltas"))
     }
-}
-
-/// How far an append-only field has grown: its length, and how many times it was replaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AppendMark {
-    /// The value's length.
-    pub len: usize,
-    /// The channel's overwrite count ([`BinaryOperatorAggregate::overwrites`]).
-    pub overwrites: u64,
-}
-
-/// A field's checkpoint could not be written or read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CodecError {
-    field: String,
-    message: String,
-}
-
-impl CodecError {
-    /// An error about `field`.
-    pub fn new(field: impl Into<String>, message: impl fmt::Display) -> Self {
-        Self {
-            field: field.into(),
-            message: message.to_string(),
-        }
-    }
-    /// The field at fault.
-    pub fn field(&self) -> &str {
-        &self.field
-    }
-}
-
-impl fmt::Display for CodecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "field `{}`: {}", self.field, self.message)
-    }
-}
-
-impl std::error::Error for CodecError {}
-
-/// Saves a field as JSON `[value, meta]`, or `None` when its channel is missing from checkpoints.
-/// What [`State::save_field`] does for each field; generated code calls it.
-///
-/// # Errors
-/// When the value cannot be serialized.
-pub fn save_field<T: Serialize, C: Channel<T>>(
-    name: &str,
-    value: &T,
-    channel: &C,
-) -> Result<Option<Vec<u8>>, CodecError> {
-    match channel.checkpoint(value) {
-        None => Ok(None),
-        Some(meta) => serde_json::to_vec(&(value, meta))
-            .map(Some)
-            .map_err(|e| CodecError::new(name, e)),
-    }
-}
-
-/// Restores a field saved by [`save_field`]; an empty chain empties it. Only the first link is
-/// read: use [`load_append_field`] for append-only fields.
-///
-/// # Errors
-/// When the bytes do not decode as `T` (the error names the field), or the chain has deltas.
-pub fn load_field<T: DeserializeOwned + Default, C: Channel<T>>(
-    name: &str,
-    value: &mut T,
-    channel: &mut C,
-    chain: &[Vec<u8>],
-) -> Result<(), CodecError> {
-    match chain {
-        [] => {
-            *channel = channel.from_checkpoint(None);
-            *value = T::default();
-            Ok(())
-        }
-        [full] => {
-            let (v, meta): (T, C::Meta) = serde_json::from_slice(full).map_err(|e| CodecError::new(name, e))?;
-            *value = v;
-            *channel = channel.from_checkpoint(Some(meta));
-            Ok(())
-        }
-        _ => Err(CodecError::new(
-            name,
-            "appended items saved for a field that is not append-only",
-        )),
-    }
-}
-
-/// Restores an append-only field: the saved value, then each batch of appended items.
-///
-/// # Errors
-/// When a link does not decode (the error names the field).
-pub fn load_append_field<E: DeserializeOwned, C: Channel<Vec<E>>>(
-    name: &str,
-    value: &mut Vec<E>,
-    channel: &mut C,
-    chain: &[Vec<u8>],
-) -> Result<(), CodecError> {
-    let (first, deltas) = match chain.split_first() {
-        Some((f, d)) => (std::slice::from_ref(f), d),
-        None => (chain, &[][..]),
-    };
-    load_field(name, value, channel, first)?;
-    for d in deltas {
-        let items: Vec<E> = serde_json::from_slice(d).map_err(|e| CodecError::new(name, e))?;
-        value.extend(items);
-    }
-    Ok(())
-}
-
-/// The [`AppendMark`] of an append-only field.
-pub fn append_mark<E, U>(value: &[E], channel: &BinaryOperatorAggregate<Vec<E>, U>) -> AppendMark {
-    AppendMark {
-        len: value.len(),
-        overwrites: channel.overwrites(),
-    }
-}
-
-/// Saves the items of an append-only field from position `from` on.
-///
-/// # Errors
-/// When the items cannot be serialized.
-pub fn save_items<E: Serialize>(name: &str, value: &[E], from: usize) -> Result<Vec<u8>, CodecError> {
-    serde_json::to_vec(&value[from.min(value.len())..]).map_err(|e| CodecError::new(name, e))
 }
 
 /// Applies one field's step: its writes (taken from each update by `take`), then the empty update

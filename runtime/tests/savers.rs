@@ -1549,7 +1549,7 @@ mod sqlite_file {
         let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
         assert_eq!(mode, "wal");
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-        assert_eq!(version, 3);
+        assert_eq!(version, 4);
         drop(conn);
 
         let reopened = SqliteSaver::open(&path).unwrap();
@@ -1583,7 +1583,7 @@ mod sqlite_file {
         assert_eq!(
             err.to_string(),
             format!(
-                "`{}` has checkpoint schema version 99, newer than version 3 that this weir supports; it was left \
+                "`{}` has checkpoint schema version 99, newer than version 4 that this weir supports; it was left \
                  untouched, open it with a newer weir",
                 path.display()
             )
@@ -1845,7 +1845,7 @@ mod sqlite_file {
         let saver = SqliteSaver::open(&path).unwrap();
         let conn = rusqlite::Connection::open(&path).unwrap();
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-        assert_eq!(version, 3);
+        assert_eq!(version, 4);
 
         let first = record(
             "t",
@@ -1913,8 +1913,8 @@ mod sqlite_file {
             }
         );
 
-        // The blobs moved into their checkpoints' rows, the tables of version 2 are gone; new
-        // checkpoints build on migrated blobs.
+        // The blobs moved into their checkpoints' rows, the tables of version 2 are gone (those
+        // of version 4, retention's, are there); new checkpoints build on migrated blobs.
         let tables: Vec<String> = conn
             .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
             .unwrap()
@@ -1922,7 +1922,7 @@ mod sqlite_file {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(tables, ["checkpoints", "writes"]);
+        assert_eq!(tables, ["checkpoints", "pruned", "retained_blobs", "writes"]);
         let third = record(
             "t",
             "",
@@ -2041,7 +2041,7 @@ mod sqlite_file {
             err.to_string(),
             format!(
                 "corrupt checkpoint `cp-9` of thread `t`: its blob for channel `a` is stored but its row is missing, so \
-                 `{}` cannot be migrated to schema version 3 (the file is left as it was)",
+                 `{}` cannot be migrated to schema version 4 (the file is left as it was)",
                 path.display()
             )
         );
@@ -2257,7 +2257,7 @@ mod postgres_schema {
         );
         assert!(
             message.ends_with(
-                "has checkpoint schema version 99, newer than version 1 that this weir supports; it was left \
+                "has checkpoint schema version 99, newer than version 2 that this weir supports; it was left \
                  untouched, open it with a newer weir"
             ),
             "{message}"

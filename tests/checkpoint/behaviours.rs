@@ -497,7 +497,8 @@ impl Checkpointer for Counting {
 
 /// A thread's history is one read of the saver (`history`), not a listing and then a read of
 /// each checkpoint; the state, and a run going on from the head, one `get` with no separate
-/// look-up of the head. Each history entry is what `get_state` shows at its checkpoint.
+/// look-up of the head. Each history entry is what `get_state` shows at its checkpoint. A page
+/// of it (`get_state_history_before`) is one read as well.
 pub async fn history_is_one_read_and_loading_the_head_is_one_read(saver: Arc<dyn Checkpointer>) {
     let counting = Arc::new(Counting {
         inner: saver,
@@ -514,6 +515,14 @@ pub async fn history_is_one_read_and_loading_the_head_is_one_read(saver: Arc<dyn
     assert_eq!(steps, [3, 2, 1, 0, -1]);
     let limited = app.get_state_history(&cfg, Some(2)).await.unwrap();
     assert_eq!(limited.len(), 2);
+    assert_eq!(counting.take(), [0, 0, 0, 1]);
+    // A page older than a checkpoint is one read too, of that page only.
+    let page = app
+        .get_state_history_before(&cfg, Some(&history[1].checkpoint_id), Some(2))
+        .await
+        .unwrap();
+    let page: Vec<i64> = page.iter().map(|s| s.step).collect();
+    assert_eq!(page, [1, 0]);
     assert_eq!(counting.take(), [0, 0, 0, 1]);
 
     let latest = app.get_state(&cfg).await.unwrap().unwrap();

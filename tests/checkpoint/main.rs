@@ -7,6 +7,7 @@
 
 mod behaviours;
 mod growth;
+mod rollback;
 mod scenarios;
 mod support;
 
@@ -41,6 +42,9 @@ macro_rules! suite {
                 a_half_seen_join_is_saved_by_name_and_resumed
                 each_checkpoint_says_what_each_node_has_seen
                 history_is_one_read_and_loading_the_head_is_one_read
+            );
+            suite!(@tests $harness $(, $why)?; rollback:
+                delete_after_takes_a_thread_back_to_a_checkpoint
             );
         }
     };

@@ -628,8 +628,8 @@ pub async fn g21_resume_passes_a_static_breakpoint(saver: Arc<dyn Checkpointer>)
     assert_eq!(out.state().text, "abc");
     // LangGraph resumes with `Command(resume="node1")` although no node called `interrupt()`;
     // weir's answer goes to a paused `interrupt` call, so a static breakpoint resumes without
-    // one (an answer is refused: nothing asked for it). LangGraph's `Command(goto=..)` on resume
-    // has no counterpart in weir's resume API.
+    // one (an answer is refused: nothing asked for it). LangGraph's `Command(goto=..)` at the
+    // breakpoint is a `RunCommand` with a goto (`tests/command_input.rs`).
     let err = app.resume_with("node1", &cfg).await.unwrap_err();
     assert!(err.is_bad_resume(), "{err}");
     let out = app.resume(&cfg).await.unwrap();

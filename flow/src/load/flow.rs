@@ -70,6 +70,28 @@ pub struct Flow {
     pub(crate) ends: Vec<String>,
 }
 
+impl Flow {
+    /// The compiled graph the flow runs on (for a server that serves it as it serves any graph).
+    pub fn graph(&self) -> &CompiledGraph<FlowState> {
+        &self.graph
+    }
+
+    /// The flow's state fields.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The update a run on `input` starts from: the input checked against the declared fields,
+    /// and the declared defaults of the fields it does not set (what [`Flow::run`] runs).
+    ///
+    /// # Errors
+    /// An input that is not an object, or a field not declared or of another type (the error
+    /// names the field).
+    pub fn input(&self, input: &serde_json::Value) -> Result<crate::FlowUpdate, crate::RunError> {
+        self.input_update(input)
+    }
+}
+
 impl std::fmt::Debug for Flow {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Flow")

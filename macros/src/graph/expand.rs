@@ -9,12 +9,13 @@ use syn::LitStr;
 
 use super::check::Checked;
 use super::model::{Graph, RouteKind};
-use super::parse::{Duration, Func, Ref};
+use super::parse::{Duration, Func, Ref, Retry};
 
 /// The expansion: an expression of type `GraphBuilder<S>`, or, for `struct Name;`, the type
 /// `Name` with `MERMAID`, `NODES`, `builder()` and `compile()`.
 pub(crate) fn expand(g: &Graph, checked: &Checked) -> TokenStream {
     let s = &g.state;
+    let c = context_type(g);
     let body = builder_body(g, checked);
     let build = quote! {
         {
@@ -53,14 +54,14 @@ pub(crate) fn expand(g: &Graph, checked: &Checked) -> TokenStream {
             #vis const NODES: &'static [&'static str] = &[#(#names),*];
 
             /// The graph's builder, with every node, edge and router added.
-            #vis fn builder() -> ::weir::__private::GraphBuilder<#s> #build
+            #vis fn builder() -> ::weir::__private::GraphBuilder<#s, #c> #build
 
             /// Builds and compiles the graph.
             ///
             /// # Errors
             /// The runtime's own build errors (the wiring was already checked by `graph!`).
             #vis fn compile() -> ::core::result::Result<
-                ::weir::__private::CompiledGraph<#s>,
+                ::weir::__private::CompiledGraph<#s, #c>,
                 ::weir::__private::BuildError,
             > {
                 Self::builder().compile()
@@ -72,7 +73,10 @@ pub(crate) fn expand(g: &Graph, checked: &Checked) -> TokenStream {
 /// `{ let mut __weir_g = GraphBuilder::new(); ...; __weir_g }`.
 fn builder_body(g: &Graph, checked: &Checked) -> TokenStream {
     let s = &g.state;
-    let new = quote_spanned!(type_span(s)=> ::weir::__private::GraphBuilder::<#s>::new());
+    let mut new = quote_spanned!(type_span(s)=> ::weir::__private::GraphBuilder::<#s>::new());
+    if let Some(c) = &g.context {
+        new = quote_spanned!(type_span(c)=> #new.context::<#c>());
+    }
     let mut out = TokenStream::new();
     for (i, node) in g.nodes.iter().enumerate() {
         out.extend(add_node(g, i));
@@ -109,6 +113,11 @@ fn builder_body(g: &Graph, checked: &Checked) -> TokenStream {
     }
 }
 
+/// The graph's context type: the declared one, or `()`.
+fn context_type(g: &Graph) -> TokenStream {
+    g.context.as_ref().map_or_else(|| quote!(()), ToTokens::to_token_stream)
+}
+
 /// The local holding node `i`'s handle.
 fn handle(i: usize) -> syn::Ident {
     format_ident!("__weir_node_{}", i)
@@ -118,16 +127,17 @@ fn handle(i: usize) -> syn::Ident {
 /// function that does not fit the state is reported there.
 fn add_node(g: &Graph, i: usize) -> TokenStream {
     let s = &g.state;
+    let c = context_type(g);
     let node = &g.nodes[i];
     let (h, func, name) = (handle(i), &node.func, node.name.to_string());
     let span = node.func.span();
     if node.send_only {
         quote_spanned! {span=>
-            let #h = ::weir::__private::SendNodeFunction::<#s, _, _>::add_to(#func, &mut __weir_g, #name);
+            let #h = ::weir::__private::SendNodeFunction::<#s, #c, _, _>::add_to(#func, &mut __weir_g, #name);
         }
     } else {
         quote_spanned! {span=>
-            let #h = ::weir::__private::NodeFunction::<#s, _>::add_to(#func, &mut __weir_g, #name);
+            let #h = ::weir::__private::NodeFunction::<#s, #c, _>::add_to(#func, &mut __weir_g, #name);
         }
     }
 }
@@ -170,25 +180,7 @@ fn node_options(g: &Graph, i: usize, o: &super::parse::NodeOptions) -> TokenStre
         });
     }
     if let Some((_, r)) = &o.retry {
-        let attempts = r
-            .max_attempts
-            .as_ref()
-            .map_or_else(|| quote!(3), ToTokens::to_token_stream);
-        let mut policy = quote!(::weir::__private::RetryPolicy::new(#attempts));
-        if let Some(d) = r.initial_interval {
-            let d = duration(d);
-            policy = quote!(#policy.initial_interval(#d));
-        }
-        if let Some(f) = &r.backoff_factor {
-            policy = quote!(#policy.backoff_factor(#f as f64));
-        }
-        if let Some(d) = r.max_interval {
-            let d = duration(d);
-            policy = quote!(#policy.max_interval(#d));
-        }
-        if let Some(b) = &r.jitter {
-            policy = quote!(#policy.jitter(#b));
-        }
+        let policy = retry_policy(r);
         out.extend(quote!(__weir_g.retry(#id, #policy);));
     }
     if let Some((_, d)) = o.timeout {
@@ -204,7 +196,31 @@ fn node_options(g: &Graph, i: usize, o: &super::parse::NodeOptions) -> TokenStre
     out
 }
 
-fn duration(d: Duration) -> TokenStream {
+/// The `RetryPolicy` a `retry(..)` option describes.
+pub(crate) fn retry_policy(r: &Retry) -> TokenStream {
+    let attempts = r
+        .max_attempts
+        .as_ref()
+        .map_or_else(|| quote!(3), ToTokens::to_token_stream);
+    let mut policy = quote!(::weir::__private::RetryPolicy::new(#attempts));
+    if let Some(d) = r.initial_interval {
+        let d = duration(d);
+        policy = quote!(#policy.initial_interval(#d));
+    }
+    if let Some(f) = &r.backoff_factor {
+        policy = quote!(#policy.backoff_factor(#f as f64));
+    }
+    if let Some(d) = r.max_interval {
+        let d = duration(d);
+        policy = quote!(#policy.max_interval(#d));
+    }
+    if let Some(b) = &r.jitter {
+        policy = quote!(#policy.jitter(#b));
+    }
+    policy
+}
+
+pub(crate) fn duration(d: Duration) -> TokenStream {
     let ms = d.millis;
     quote!(::core::time::Duration::from_millis(#ms))
 }

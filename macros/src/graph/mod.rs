@@ -5,9 +5,10 @@
 //! (the wiring rules of `weir_topology`, each problem at its token) → [`expand`].
 
 mod check;
-mod expand;
+// `#[task]` takes a node's `retry(..)` and `timeout(..)` (`crate::func`).
+pub(crate) mod expand;
 mod model;
-mod parse;
+pub(crate) mod parse;
 
 use proc_macro2::TokenStream;
 

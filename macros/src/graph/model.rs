@@ -13,6 +13,8 @@ use crate::ctxt::Ctxt;
 pub(crate) struct Graph {
     pub(crate) item: Option<parse::Item>,
     pub(crate) state: Type,
+    /// The type of the runs' context (`context: C`), when the graph declares one.
+    pub(crate) context: Option<Type>,
     /// Whether the nodes come from a `nodes:` list (otherwise from the edges).
     pub(crate) declared: bool,
     pub(crate) nodes: Vec<Node>,
@@ -75,6 +77,7 @@ impl Graph {
         let mut g = Graph {
             item: input.item,
             state,
+            context: input.context,
             declared: input.nodes.is_some(),
             nodes: Vec::new(),
             edges: Vec::new(),

@@ -4,6 +4,7 @@
 //! graph {
 //!     [pub] struct ResearchGraph;                  // optional: a named graph (item form)
 //!     state: Research,                             // `,` or `;`
+//!     context: User,                               // optional: the runs' context type
 //!     nodes: [                                     // optional: without it, the nodes are the
 //!         plan,                                    // names the edges mention, in order
 //!         web = tools::search_web,                 // alias: node `web` runs `tools::search_web`
@@ -26,36 +27,24 @@ use syn::{braced, bracketed, parenthesized, token, Expr, Ident, LitInt, Pat, Pat
 
 use crate::ctxt::Ctxt;
 
+pub(crate) mod options;
+use options::parse_option;
+
 mod kw {
     syn::custom_keyword!(state);
     syn::custom_keyword!(nodes);
+    syn::custom_keyword!(context);
     syn::custom_keyword!(START);
     syn::custom_keyword!(END);
 }
-
-/// Option names inside `name(...)`.
-pub(crate) const DEFER: &str = "defer";
-pub(crate) const WRITES: &str = "writes";
-pub(crate) const RETRY: &str = "retry";
-pub(crate) const TIMEOUT: &str = "timeout";
-pub(crate) const INTERRUPT_BEFORE: &str = "interrupt_before";
-pub(crate) const GOTO: &str = "goto";
-pub(crate) const INTERRUPT_AFTER: &str = "interrupt_after";
-const OPTIONS: &str =
-    "`defer`, `writes(..)`, `goto(..)`, `retry(..)`, `timeout(..)`, `interrupt_before`, `interrupt_after`";
-
-/// Keys of `retry(...)`.
-pub(crate) const MAX_ATTEMPTS: &str = "max_attempts";
-pub(crate) const INITIAL_INTERVAL: &str = "initial_interval";
-pub(crate) const BACKOFF_FACTOR: &str = "backoff_factor";
-pub(crate) const MAX_INTERVAL: &str = "max_interval";
-pub(crate) const JITTER: &str = "jitter";
 
 /// The whole input.
 pub(crate) struct Input {
     /// `[vis] struct Name;`, for the item form.
     pub(crate) item: Option<Item>,
     pub(crate) state: Option<Type>,
+    /// `context: Type`: the type of the runs' context, when the graph declares one.
+    pub(crate) context: Option<Type>,
     /// `None` when there is no `nodes:` list.
     pub(crate) nodes: Option<Vec<NodeDecl>>,
     pub(crate) stmts: Vec<Stmt>,
@@ -213,6 +202,7 @@ fn parse_input(cx: &Ctxt, input: ParseStream) -> syn::Result<Input> {
         item = Some(Item { attrs, vis, name });
     }
     let mut state = None;
+    let mut context = None;
     let mut nodes = None;
     loop {
         if input.peek(kw::state) && input.peek2(Token![:]) {
@@ -223,6 +213,14 @@ fn parse_input(cx: &Ctxt, input: ParseStream) -> syn::Result<Input> {
                 cx.error_at(key.span, "`state` is given twice; a graph runs over one state");
             }
             state = Some(ty);
+        } else if input.peek(kw::context) && input.peek2(Token![:]) {
+            let key: kw::context = input.parse()?;
+            input.parse::<Token![:]>()?;
+            let ty: Type = input.parse()?;
+            if context.is_some() {
+                cx.error_at(key.span, "`context` is given twice; a graph's runs carry one context");
+            }
+            context = Some(ty);
         } else if input.peek(kw::nodes) && input.peek2(Token![:]) {
             let key: kw::nodes = input.parse()?;
             input.parse::<Token![:]>()?;
@@ -261,6 +259,7 @@ fn parse_input(cx: &Ctxt, input: ParseStream) -> syn::Result<Input> {
     Ok(Input {
         item,
         state,
+        context,
         nodes,
         stmts,
     })
@@ -301,154 +300,6 @@ fn parse_func(input: ParseStream) -> syn::Result<Func> {
             Ok(Func::Path(path.path))
         }
     }
-}
-
-/// Reports a repeated option at its second occurrence.
-fn once<T>(cx: &Ctxt, slot: &mut Option<T>, span: Span, name: &str, value: T) {
-    if slot.is_some() {
-        cx.error_at(span, format!("`{name}` is given twice for this node"));
-    } else {
-        *slot = Some(value);
-    }
-}
-
-/// Reports a malformed option or setting and skips to the next one, so that every mistake in an
-/// option list is reported in one compile.
-fn recover(cx: &Ctxt, input: ParseStream, result: syn::Result<()>) -> syn::Result<()> {
-    if let Err(e) = result {
-        cx.syn_error(e);
-        while !input.is_empty() && !input.peek(Token![,]) {
-            input.parse::<proc_macro2::TokenTree>()?;
-        }
-    }
-    Ok(())
-}
-
-/// Parses `content` with `f`, then drops what it left after an error (reported by the caller).
-fn all_of<T>(content: ParseStream, f: impl FnOnce(ParseStream) -> syn::Result<T>) -> syn::Result<T> {
-    let result = f(content);
-    if result.is_err() {
-        content.parse::<TokenStream>()?;
-    }
-    result
-}
-
-fn parse_option(cx: &Ctxt, o: &mut NodeOptions, meta: syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
-    let result = option(cx, o, &meta);
-    recover(cx, meta.input, result)
-}
-
-fn option(cx: &Ctxt, o: &mut NodeOptions, meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
-    let span = meta.path.span();
-    let key = meta.path.get_ident().map(Ident::to_string).unwrap_or_default();
-    match key.as_str() {
-        DEFER => once(cx, &mut o.defer, span, DEFER, span),
-        INTERRUPT_BEFORE => once(cx, &mut o.interrupt_before, span, INTERRUPT_BEFORE, span),
-        INTERRUPT_AFTER => once(cx, &mut o.interrupt_after, span, INTERRUPT_AFTER, span),
-        WRITES => {
-            let content;
-            parenthesized!(content in meta.input);
-            let fields = all_of(&content, Punctuated::<Ident, Token![,]>::parse_terminated)?;
-            once(cx, &mut o.writes, span, WRITES, (span, fields.into_iter().collect()));
-        }
-        GOTO => {
-            let content;
-            parenthesized!(content in meta.input);
-            let targets = all_of(&content, |c| {
-                Punctuated::<Ref, Token![,]>::parse_terminated_with(c, parse_ref)
-            })?;
-            once(cx, &mut o.goto, span, GOTO, (span, targets.into_iter().collect()));
-        }
-        TIMEOUT => {
-            let content;
-            parenthesized!(content in meta.input);
-            let d = all_of(&content, parse_duration)?;
-            once(cx, &mut o.timeout, span, TIMEOUT, (span, d));
-        }
-        RETRY => {
-            let mut r = Retry::default();
-            if meta.input.peek(token::Paren) {
-                meta.parse_nested_meta(|m| parse_retry(cx, &mut r, m))?;
-            }
-            once(cx, &mut o.retry, span, RETRY, (span, r));
-        }
-        _ => {
-            return Err(meta.error(format!(
-                "unknown node option `{}`; the options are {OPTIONS}",
-                quote::ToTokens::to_token_stream(&meta.path)
-                    .to_string()
-                    .replace(' ', "")
-            )))
-        }
-    }
-    Ok(())
-}
-
-fn parse_retry(cx: &Ctxt, r: &mut Retry, meta: syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
-    let result = retry_setting(cx, r, &meta);
-    recover(cx, meta.input, result)
-}
-
-fn retry_setting(cx: &Ctxt, r: &mut Retry, meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
-    let span = meta.path.span();
-    let key = meta.path.get_ident().map(Ident::to_string).unwrap_or_default();
-    let value = meta.value()?;
-    match key.as_str() {
-        MAX_ATTEMPTS => {
-            let n: LitInt = value.parse()?;
-            n.base10_parse::<u32>()?;
-            once(cx, &mut r.max_attempts, span, MAX_ATTEMPTS, n);
-        }
-        INITIAL_INTERVAL => {
-            let d = parse_duration(value)?;
-            once(cx, &mut r.initial_interval, span, INITIAL_INTERVAL, d);
-        }
-        MAX_INTERVAL => {
-            let d = parse_duration(value)?;
-            once(cx, &mut r.max_interval, span, MAX_INTERVAL, d);
-        }
-        BACKOFF_FACTOR => {
-            let f: syn::Lit = value.parse()?;
-            if !matches!(f, syn::Lit::Float(_) | syn::Lit::Int(_)) {
-                return Err(syn::Error::new(f.span(), "`backoff_factor` is a number, like `2.0`"));
-            }
-            once(cx, &mut r.backoff_factor, span, BACKOFF_FACTOR, f);
-        }
-        JITTER => {
-            let b: syn::LitBool = value.parse()?;
-            once(cx, &mut r.jitter, span, JITTER, b);
-        }
-        _ => {
-            return Err(syn::Error::new(
-                span,
-                format!(
-                    "unknown retry setting `{key}`; the settings are `{MAX_ATTEMPTS}`, \
-                     `{INITIAL_INTERVAL}`, `{BACKOFF_FACTOR}`, `{MAX_INTERVAL}`, `{JITTER}`"
-                ),
-            ))
-        }
-    }
-    Ok(())
-}
-
-/// `500ms`, `2s`, `1min`.
-fn parse_duration(input: ParseStream) -> syn::Result<Duration> {
-    let lit: LitInt = input.parse()?;
-    let n: u64 = lit.base10_parse()?;
-    let per = match lit.suffix() {
-        "ms" => 1,
-        "s" => 1000,
-        "min" => 60_000,
-        _ => {
-            return Err(syn::Error::new(
-                lit.span(),
-                "a duration is a whole number with a unit: `500ms`, `2s` or `1min`",
-            ))
-        }
-    };
-    Ok(Duration {
-        millis: n.saturating_mul(per),
-    })
 }
 
 fn parse_stmt(input: ParseStream) -> syn::Result<Stmt> {

@@ -32,6 +32,11 @@ pub enum UpdateError {
         /// The name, as written.
         name: String,
     },
+    /// A reducer panicked: the run fails with this, naming the field.
+    ReducerPanicked {
+        /// The panic's message.
+        message: String,
+    },
 }
 
 impl fmt::Display for UpdateError {
@@ -43,6 +48,7 @@ impl fmt::Display for UpdateError {
             ),
             Self::TwoOverwrites => f.write_str("can receive only one overwrite per step"),
             Self::UnknownName { name } => write!(f, "barrier does not wait for `{name}`"),
+            Self::ReducerPanicked { message } => write!(f, "reducer panicked: {message}"),
         }
     }
 }

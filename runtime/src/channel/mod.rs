@@ -27,7 +27,7 @@ mod kinds;
 pub use cell::{ChannelCell, Checkpoint};
 pub use error::{EmptyChannel, UpdateError};
 pub use kinds::{
-    AnyValue, BinaryOperatorAggregate, EphemeralValue, LastValue, LastValueAfterFinish, NamedBarrierValue,
+    AnyValue, BinaryOperatorAggregate, EphemeralValue, Folded, LastValue, LastValueAfterFinish, NamedBarrierValue,
     NamedBarrierValueAfterFinish, ReducerWrite, Topic, UntrackedValue,
 };
 

@@ -300,3 +300,43 @@ fn only_kinds_that_clear_when_idle_change_on_an_empty_update() {
     check::<(), _>(NamedBarrierValue::new([s("a"), s("b")]), s("a"));
     check::<(), _>(NamedBarrierValueAfterFinish::new([s("a")]), s("a"));
 }
+
+/// Puts `x`, or, for a negative `x`, removes the items equal to `-x`: a reducer that reports.
+fn put_or_remove(v: &mut Vec<i64>, x: i64) -> Folded {
+    if x >= 0 {
+        v.push(x);
+        Folded::Appended
+    } else {
+        v.retain(|y| *y != -x);
+        Folded::Rewrote
+    }
+}
+
+// The rewrite count, which tells a checkpoint whether a list only grew: a reporting reducer's
+// appends leave it, its rewrites, an overwrite and a reset bump it; a reducer that says nothing
+// bumps it at every fold; a restored channel starts again from 0.
+#[test]
+fn the_rewrite_count_moves_only_when_a_list_did_not_just_grow() {
+    let mut v = Vec::new();
+    let mut c = BinaryOperatorAggregate::reporting(put_or_remove as fn(&mut Vec<i64>, i64) -> Folded);
+    c.update(&mut v, [1, 2, 3].map(ReducerWrite::Reduce)).unwrap();
+    assert_eq!((c.rewrites(), &v[..]), (0, &[1, 2, 3][..]));
+    c.update(&mut v, [ReducerWrite::Reduce(-2), ReducerWrite::Reduce(4)])
+        .unwrap();
+    assert_eq!((c.rewrites(), &v[..]), (1, &[1, 3, 4][..]));
+    c.update(&mut v, [ReducerWrite::Overwrite(vec![7])]).unwrap();
+    assert_eq!(c.rewrites(), 2);
+    c.reset(&mut v);
+    assert_eq!((c.rewrites(), v.len()), (3, 0));
+    assert_eq!(c.from_checkpoint(Some(())).rewrites(), 0);
+
+    let mut plain = BinaryOperatorAggregate::new(append as fn(&mut Vec<String>, Vec<String>));
+    let mut l = Vec::new();
+    plain
+        .update(
+            &mut l,
+            [ReducerWrite::Reduce(vec![s("a")]), ReducerWrite::Reduce(vec![s("b")])],
+        )
+        .unwrap();
+    assert_eq!(plain.rewrites(), 2, "a reducer that says nothing may have rewritten");
+}

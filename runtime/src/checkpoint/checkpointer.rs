@@ -1,6 +1,6 @@
 //! The `Checkpointer` trait: what every saver implements.
 
-use super::{CheckpointRecord, Loaded, MadeByRun, PendingWrite, SaverError, Usage};
+use super::{CheckpointRecord, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, Usage};
 use futures::future::BoxFuture;
 use std::fmt::Debug;
 
@@ -143,6 +143,28 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
     /// Deletes everything of the thread: every namespace's checkpoints, blobs, writes and head.
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<(), SaverError>>;
 
+    /// Deletes the thread's checkpoints written after checkpoint `checkpoint_id`, in every
+    /// namespace (a subgraph's too: ids compare in creation order across namespaces), with the
+    /// pending writes stored against them; `None` deletes the whole thread, as
+    /// [`delete_thread`](Self::delete_thread). What a rolled-back run wrote goes; the thread's
+    /// head is then `checkpoint_id` again. The writes stored against `checkpoint_id` itself stay.
+    ///
+    /// The default refuses with [`SaverError::is_invalid`] unless `checkpoint_id` is `None`; the
+    /// savers of this crate implement it, each in one transaction (or under one lock).
+    fn delete_after<'a>(
+        &'a self,
+        thread_id: &'a str,
+        checkpoint_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        match checkpoint_id {
+            None => self.delete_thread(thread_id),
+            Some(_) => Box::pin(std::future::ready(Err(SaverError::invalid(
+                thread_id,
+                "this saver cannot delete the checkpoints after a given one",
+            )))),
+        }
+    }
+
     /// The ids of the threads with at least one checkpoint, sorted.
     fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>>;
 
@@ -170,5 +192,33 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
     /// checkpoints, `from` has none, or they are the same thread; else as the saver's writes.
     fn copy_thread<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
         Box::pin(super::copy::copy_thread(self, from, to))
+    }
+
+    /// Applies `policy` to the thread (see [`Retention`]): removes its oldest checkpoints in
+    /// every namespace, with their pending writes and the blobs no kept checkpoint needs, or
+    /// deletes it whole past its TTL. Every kept checkpoint loads as before; a later
+    /// [`get`](Self::get) of a removed one fails with [`SaverError::is_pruned`]. Atomic: all of
+    /// it or nothing. A dry run (`policy.dry_run`) counts and removes nothing.
+    ///
+    /// The default refuses with [`SaverError::is_invalid`]; the savers of this crate implement
+    /// it, each in one transaction (or under one lock).
+    fn prune<'a>(&'a self, thread_id: &'a str, policy: &'a Retention) -> BoxFuture<'a, Result<Pruned, SaverError>> {
+        let _ = policy;
+        Box::pin(std::future::ready(Err(SaverError::invalid(
+            thread_id,
+            "this saver cannot prune checkpoints",
+        ))))
+    }
+
+    /// [`prune`](Self::prune) of every thread, one after another (each atomic on its own);
+    /// returns what was removed in all.
+    fn prune_all<'a>(&'a self, policy: &'a Retention) -> BoxFuture<'a, Result<Pruned, SaverError>> {
+        Box::pin(async move {
+            let mut total = Pruned::default();
+            for thread in self.threads().await? {
+                total += self.prune(&thread, policy).await?;
+            }
+            Ok(total)
+        })
     }
 }

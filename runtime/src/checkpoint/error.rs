@@ -31,6 +31,14 @@ enum Kind {
     Invalid { thread: Option<String>, detail: String },
     /// The database failed (I/O, connection, SQL).
     Backend { context: String },
+    /// A read of a checkpoint that retention removed (or that never existed before the
+    /// thread's pruned part ended).
+    Pruned {
+        thread: String,
+        ns: String,
+        checkpoint: String,
+        through: String,
+    },
 }
 
 impl SaverError {
@@ -70,7 +78,14 @@ impl SaverError {
             detail: detail.into(),
         })
     }
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn pruned(thread: &str, ns: &str, checkpoint: &str, through: &str) -> Self {
+        Self::new(Kind::Pruned {
+            thread: thread.to_owned(),
+            ns: ns.to_owned(),
+            checkpoint: checkpoint.to_owned(),
+            through: through.to_owned(),
+        })
+    }
     pub(crate) fn config(detail: impl Into<String>) -> Self {
         Self::new(Kind::Invalid {
             thread: None,
@@ -110,10 +125,16 @@ impl SaverError {
     pub fn is_invalid(&self) -> bool {
         matches!(self.kind, Kind::Invalid { .. })
     }
+    /// A read asked for a checkpoint of a thread that retention has pruned: its id is not
+    /// greater than the id the thread was pruned through. (A checkpoint that is missing with a
+    /// greater id never existed: the read finds nothing, with no error.)
+    pub fn is_pruned(&self) -> bool {
+        matches!(self.kind, Kind::Pruned { .. })
+    }
     /// The thread at fault, where there is one.
     pub fn thread_id(&self) -> Option<&str> {
         match &self.kind {
-            Kind::Conflict { thread, .. } | Kind::Corrupt { thread, .. } => Some(thread),
+            Kind::Conflict { thread, .. } | Kind::Corrupt { thread, .. } | Kind::Pruned { thread, .. } => Some(thread),
             Kind::Invalid { thread, .. } => thread.as_deref(),
             _ => None,
         }
@@ -154,6 +175,21 @@ impl fmt::Display for SaverError {
             }
             Kind::Invalid { thread: None, detail } => write!(f, "invalid saver configuration: {detail}"),
             Kind::Backend { context } => f.write_str(context),
+            Kind::Pruned {
+                thread,
+                ns,
+                checkpoint,
+                through,
+            } => {
+                write!(f, "checkpoint `{checkpoint}` of thread `{thread}`")?;
+                if !ns.is_empty() {
+                    write!(f, " (namespace `{ns}`)")?;
+                }
+                write!(
+                    f,
+                    " was pruned: retention removed the thread's checkpoints up to `{through}`"
+                )
+            }
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The in-memory saver.
 
-use super::{check, Blob, CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, SaverError, Usage};
+use super::{
+    check, Blob, CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, Usage,
+};
 use futures::future::{BoxFuture, FutureExt};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -31,6 +33,10 @@ struct Namespace {
     checkpoints: Records,
     /// checkpoint id → `(task_id, idx)` → write.
     writes: HashMap<String, BTreeMap<(String, i64), PendingWrite>>,
+    /// Blobs of pruned checkpoints that kept ones still need, by `(checkpoint id, channel)`.
+    retained: BTreeMap<(String, String), Blob>,
+    /// In the root namespace: the id the thread was pruned through, if it was.
+    pruned_through: Option<String>,
 }
 
 /// Records in blocks of [`BLOCK`], every block full but the last: a put appends to the last
@@ -82,6 +88,26 @@ impl Records {
         }
     }
 
+    /// Drops the first `n` records (the oldest).
+    fn drop_first(&mut self, n: usize) {
+        let old = std::mem::take(&mut self.blocks);
+        for record in old.into_iter().flatten().skip(n) {
+            self.push(record);
+        }
+    }
+
+    /// Drops the records whose ids are greater than `id`.
+    fn truncate_after(&mut self, id: &str) {
+        let mut keep = self.count_before(id);
+        if keep < self.len() && &*self.at(keep).id == id {
+            keep += 1;
+        }
+        self.blocks.truncate(keep.div_ceil(BLOCK));
+        if let Some(last) = self.blocks.last_mut() {
+            last.truncate(keep - (keep.div_ceil(BLOCK) - 1) * BLOCK);
+        }
+    }
+
     fn iter(&self) -> impl Iterator<Item = &CheckpointRecord> + Clone {
         self.blocks.iter().flatten()
     }
@@ -99,9 +125,14 @@ impl Namespace {
             .filter(|r| &*r.id == id)
     }
 
-    /// The blob of `channel` stored under checkpoint `at`.
+    /// The blob of `channel` stored under checkpoint `at`, or retained from it once it was
+    /// pruned.
     fn blob(&self, at: &str, channel: &str) -> Option<&Blob> {
-        self.checkpoint(at)?.blobs.iter().find(|b| &*b.channel == channel)
+        match self.checkpoint(at) {
+            Some(record) => record.blobs.iter().find(|b| &*b.channel == channel),
+            None if self.retained.is_empty() => None,
+            None => self.retained.get(&(at.to_owned(), channel.to_owned())),
+        }
     }
 }
 
@@ -201,15 +232,16 @@ impl MemorySaver {
 
     fn get_now(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<Loaded>, SaverError> {
         let store = self.lock();
-        let Some(space) = store.get(thread_id).and_then(|t| t.get(ns)) else {
-            return Ok(None);
+        let thread = store.get(thread_id);
+        let space = thread.and_then(|t| t.get(ns));
+        let record = match id {
+            Some(id) => space.and_then(|s| s.checkpoint(id)),
+            None => space.and_then(|s| s.checkpoints.last()),
         };
-        let Some(id) = id.or(space.head()) else {
-            return Ok(None);
-        };
-        match space.checkpoint(id) {
-            Some(record) => space.loaded(record).map(Some),
-            None => Ok(None),
+        match (space, record, id) {
+            (Some(space), Some(record), _) => space.loaded(record).map(Some),
+            (_, _, Some(id)) => prune::not_found(thread_id, ns, id, thread),
+            _ => Ok(None),
         }
     }
 
@@ -359,6 +391,33 @@ impl Checkpointer for MemorySaver {
         .boxed()
     }
 
+    /// Under the store's lock: each namespace's records after `checkpoint_id` and their writes.
+    fn delete_after<'a>(
+        &'a self,
+        thread_id: &'a str,
+        checkpoint_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        let Some(after) = checkpoint_id else {
+            return self.delete_thread(thread_id);
+        };
+        let mut store = self.lock();
+        if let Some(thread) = store.get_mut(thread_id) {
+            for space in thread.values_mut() {
+                space.checkpoints.truncate_after(after);
+                space.writes.retain(|id, _| id.as_str() <= after);
+            }
+            thread.retain(|_, space| space.checkpoints.len() > 0);
+            if thread.is_empty() {
+                store.remove(thread_id);
+            }
+        }
+        futures::future::ready(Ok(())).boxed()
+    }
+
+    fn prune<'a>(&'a self, thread_id: &'a str, policy: &'a Retention) -> BoxFuture<'a, Result<Pruned, SaverError>> {
+        futures::future::ready(prune::prune(&mut self.lock(), thread_id, policy)).boxed()
+    }
+
     fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>> {
         async move { Ok(self.lock().keys().cloned().collect()) }.boxed()
     }
@@ -405,6 +464,8 @@ impl Checkpointer for MemorySaver {
                 usage.blobs += blobs.clone().count() as u64;
                 usage.blob_bytes += blobs.map(|b| b.bytes.len() as u64).sum::<u64>();
                 usage.pending_writes += space.writes.values().map(|w| w.len() as u64).sum::<u64>();
+                usage.blobs += space.retained.len() as u64;
+                usage.blob_bytes += space.retained.values().map(|b| b.bytes.len() as u64).sum::<u64>();
             }
             Ok(usage)
         }
@@ -412,95 +473,6 @@ impl Checkpointer for MemorySaver {
     }
 }
 
+mod prune;
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::checkpoint::{ChannelRef, Source, Timestamp};
-    use futures::executor::block_on;
-
-    /// Checkpoint `id` of thread `t` after `parent`, with channel `a` at `version`: its blob
-    /// stored here (`bytes`), or under the earlier checkpoint `at`.
-    fn record(id: &str, parent: Option<&str>, version: u64, value: Result<&str, &str>) -> CheckpointRecord {
-        let (at, blobs) = match value {
-            Ok(bytes) => (
-                id,
-                vec![Blob {
-                    channel: "a".into(),
-                    delta_of: None,
-                    bytes: bytes.into(),
-                }],
-            ),
-            Err(at) => (at, vec![]),
-        };
-        CheckpointRecord {
-            thread_id: "t".into(),
-            ns: "".into(),
-            id: id.into(),
-            parent_id: parent.map(Into::into),
-            step: version as i64 - 2,
-            source: Source::Loop,
-            writes: Arc::default(),
-            metadata: BTreeMap::new(),
-            created_at: Timestamp::from_unix_micros(version),
-            channels: vec![ChannelRef {
-                channel: "a".into(),
-                version,
-                blob: Some(at.into()),
-            }],
-            body: b"{}".to_vec(),
-            blobs,
-        }
-    }
-
-    fn put_in_place(saver: &MemorySaver, record: CheckpointRecord, expected: Option<&str>) -> Result<(), SaverError> {
-        match saver.try_put_in_place(record, expected, MadeByRun::new()) {
-            Ok(stored) => stored,
-            Err(back) => panic!("the memory saver handed {} back", back.id),
-        }
-    }
-
-    /// A run's records are stored in place, as `put` stores them; what depends on the store is
-    /// still checked (the head, the order of ids, the blobs a record builds on), and a refused
-    /// record leaves the store as it was.
-    #[test]
-    fn a_record_a_run_made_is_stored_in_place_and_checked_against_the_store() {
-        let saver = MemorySaver::new();
-        put_in_place(&saver, record("cp-1", None, 1, Ok("1")), None).unwrap();
-        let unchanged = record("cp-2", Some("cp-1"), 1, Err("cp-1"));
-        put_in_place(&saver, unchanged.clone(), Some("cp-1")).unwrap();
-        let loaded = block_on(saver.get("t", "", None)).unwrap().unwrap();
-        assert_eq!(
-            loaded.record,
-            CheckpointRecord {
-                blobs: vec![],
-                ..unchanged
-            }
-        );
-        assert_eq!(loaded.values, [("a".to_owned(), vec![b"1".to_vec()])]);
-
-        let moved = put_in_place(&saver, record("cp-3", Some("cp-1"), 2, Ok("2")), Some("cp-1")).unwrap_err();
-        assert!(moved.is_conflict(), "{moved}");
-        let older = put_in_place(&saver, record("cp-0", Some("cp-2"), 2, Ok("2")), Some("cp-2")).unwrap_err();
-        assert!(
-            older.is_invalid() && older.to_string().contains("`cp-0` is not newer than `cp-2`"),
-            "{older}"
-        );
-        let unstored = put_in_place(&saver, record("cp-3", Some("cp-2"), 1, Err("cp-2")), Some("cp-2")).unwrap_err();
-        assert!(
-            unstored.is_invalid() && unstored.to_string().contains("which stores no value"),
-            "{unstored}"
-        );
-        assert_eq!(block_on(saver.head("t", "")).unwrap().as_deref(), Some("cp-2"));
-        assert_eq!(block_on(saver.usage("t")).unwrap().checkpoints, 2);
-    }
-
-    /// What a run vouches for is not checked again in a release build, but a debug build (the
-    /// tests') still checks it: a run that made a record that does not hold together fails there.
-    #[test]
-    #[cfg(debug_assertions)]
-    #[should_panic(expected = "a run made records that do not hold together")]
-    fn a_run_made_record_that_does_not_hold_together_fails_a_debug_build() {
-        let blobless = record("cp-1", None, 1, Err("cp-1"));
-        let _ = put_in_place(&MemorySaver::new(), blobless, None);
-    }
-}
+mod tests;

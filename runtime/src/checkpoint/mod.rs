@@ -23,6 +23,9 @@
 //! Because a delta names the blob it extends, two branches forked from one checkpoint share the
 //! history before the fork and never mix the deltas made after it.
 //!
+//! Retention ([`Retention`], [`Checkpointer::prune`]) removes a thread's oldest checkpoints and
+//! keeps the blobs the others still need; a read of a pruned checkpoint is an error saying so.
+//!
 //! Pending writes ([`PendingWrite`]) are the writes of tasks that finished in a step whose
 //! checkpoint was not yet taken (a sibling failed or the run was interrupted); a resume re-applies
 //! them instead of running those tasks again.
@@ -50,10 +53,12 @@ mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod record;
+mod retention;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod sweeper;
 mod time;
 
 pub use checkpointer::Checkpointer;
@@ -65,6 +70,8 @@ pub use memory::MemorySaver;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresSaver};
 pub use record::{Blob, ChannelRef, CheckpointRecord, Loaded, PendingWrite, Source, Usage};
+pub use retention::{Pruned, Retention};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteSaver, Synchronous};
+pub use sweeper::Sweeper;
 pub use time::Timestamp;

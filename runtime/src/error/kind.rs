@@ -24,6 +24,8 @@ pub(super) enum ErrorKind {
         node: String,
         step: i64,
         source: BoxError,
+        /// The short name of the node's error type, when it has one of its own.
+        kind: Option<&'static str>,
     },
     Panic {
         node: String,
@@ -98,7 +100,7 @@ pub(super) enum ErrorKind {
 impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ErrorKind::Node { node, step, source } => write!(f, "node `{node}` failed at step {step}: {source}"),
+            ErrorKind::Node { node, step, source, .. } => write!(f, "node `{node}` failed at step {step}: {source}"),
             ErrorKind::Panic { node, step, message } => write!(f, "node `{node}` panicked at step {step}: {message}"),
             ErrorKind::InvalidUpdate { field, nodes, step, source } => {
                 write!(f, "field `{field}` at step {step}: {source}")?;

@@ -8,10 +8,12 @@ use std::borrow::Cow;
 
 impl Error {
     pub(crate) fn node(node: &str, step: i64, source: BoxError) -> Self {
+        let (source, kind) = super::typed::unwrap(source);
         ErrorKind::Node {
             node: node.to_owned(),
             step,
             source,
+            kind,
         }
         .into()
     }

@@ -5,6 +5,7 @@ mod build;
 mod kind;
 mod make;
 mod run;
+pub(crate) mod typed;
 
 pub use build::BuildError;
 pub use kind::BoxError;

@@ -81,6 +81,10 @@ impl Error {
             _ => false,
         }
     }
+    /// Whether a resume found no paused task to answer (the thread finished, or never paused).
+    pub fn is_nothing_to_resume(&self) -> bool {
+        matches!(*self.kind, ErrorKind::NothingToResume { .. })
+    }
     /// The node at fault, when a node failed, panicked, wrote what it may not, or routed nowhere.
     pub fn node_name(&self) -> Option<&str> {
         match &*self.kind {
@@ -118,6 +122,16 @@ impl Error {
     /// Whether a node returned an error.
     pub fn is_node_error(&self) -> bool {
         matches!(*self.kind, ErrorKind::Node { .. })
+    }
+    /// The kind of a node's error: the short name of the Rust type the node's `Result` failed
+    /// with (`ValueError` for `my_app::ValueError`, generic arguments dropped), as a Python
+    /// node's error shows its exception's class. `None` for other errors, and for a node error
+    /// with no type of its own (a `Box<dyn Error>`, a `String`, a `&str`).
+    pub fn node_error_kind(&self) -> Option<&'static str> {
+        match &*self.kind {
+            ErrorKind::Node { kind, .. } => *kind,
+            _ => None,
+        }
     }
     /// Whether a node panicked.
     pub fn is_panic(&self) -> bool {

@@ -1,10 +1,11 @@
 use super::compile::{GraphInner, InputMode};
+use super::node::ContextFor;
 use super::node::{
     encode_json, packet, EncodeFn, Goto, IntoGotos, IntoNode, NodeFn, NodeHandle, NodeId, PacketDecoder, RouterFn,
 };
 use super::node::{FreshFn, HandlerFn, NodeError, NodeOutput};
 use super::policy::RetryPolicy;
-use super::CompiledGraph;
+use super::{CompiledGraph, ContextValue};
 use crate::cache::{CachePolicy, NodeCache};
 use crate::checkpoint::Checkpointer;
 use crate::error::BuildError;
@@ -12,6 +13,7 @@ use crate::state::State;
 use serde::{de::DeserializeOwned, Serialize};
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -94,7 +96,7 @@ pub(crate) struct RouterSpec<S: State> {
 /// let out = rt.block_on(app.invoke(Doc { text: "world".into() }, &Default::default())).unwrap();
 /// assert_eq!(out.text, "hello world");
 /// ```
-pub struct GraphBuilder<S: State> {
+pub struct GraphBuilder<S: State, C = ()> {
     pub(crate) mode: InputMode,
     pub(crate) nodes: Vec<NodeSpec<S>>,
     pub(crate) edges: Vec<(NodeRef, NodeRef)>,
@@ -107,9 +109,14 @@ pub struct GraphBuilder<S: State> {
     pub(crate) prototype: Option<(S, S::Channels)>,
     pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
     pub(crate) cache: Option<Arc<dyn NodeCache>>,
+    /// The nodes added as subgraphs, each with its subgraph's Mermaid chart (for drawings) and
+    /// its state's fields (for a server's description of its schema).
+    pub(crate) subgraphs: Vec<(String, String, &'static [crate::state::FieldInfo])>,
+    /// The graph's run context type: see [`GraphBuilder::context`].
+    pub(crate) context: PhantomData<fn() -> C>,
 }
 
-impl<S: State> fmt::Debug for GraphBuilder<S> {
+impl<S: State, C> fmt::Debug for GraphBuilder<S, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GraphBuilder")
             .field("nodes", &self.nodes.iter().map(|n| &n.name).collect::<Vec<_>>())
@@ -145,12 +152,14 @@ impl<S: State> GraphBuilder<S> {
             joins: Vec::new(),
             routers: Vec::new(),
             destinations: Vec::new(),
+            subgraphs: Vec::new(),
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
             default_retry: None,
             prototype: None,
             checkpointer: None,
             cache: None,
+            context: PhantomData,
         }
     }
 
@@ -161,7 +170,9 @@ impl<S: State> GraphBuilder<S> {
         b.prototype = Some((state, channels));
         b
     }
+}
 
+impl<S: State, C: ContextValue> GraphBuilder<S, C> {
     fn push_node(&mut self, name: String, func: Option<NodeFn<S, S>>, is_async: bool) -> NodeId {
         let id = NodeId(self.nodes.len() as u32);
         self.nodes.push(NodeSpec {
@@ -187,7 +198,9 @@ impl<S: State> GraphBuilder<S> {
 
     /// Adds a node reading the state. `f` is sync or async, takes `&S` and optionally
     /// `&Context`, and returns the update, a [`Command`](super::Command), `()` or a `Result`.
-    pub fn add_node<M>(&mut self, name: impl Into<String>, f: impl IntoNode<S, S, M>) -> NodeHandle<S> {
+    /// In a graph with a run context `C` ([`context`](GraphBuilder::context)) it may also take
+    /// `&S, &Context, &C`: a `&C` of another type is a compile error.
+    pub fn add_node<M: ContextFor<C>>(&mut self, name: impl Into<String>, f: impl IntoNode<S, S, M>) -> NodeHandle<S> {
         let func = f.into_node();
         let is_async = matches!(func, NodeFn::Async(_));
         let id = self.push_node(name.into(), Some(func.clone()), is_async);
@@ -196,7 +209,11 @@ impl<S: State> GraphBuilder<S> {
 
     /// Adds a node that runs only from `Send`s, on an input of its own type `I`. The input is
     /// saved with the checkpoint while the `Send` is pending, so it must be serializable.
-    pub fn add_send_node<I, M>(&mut self, name: impl Into<String>, f: impl IntoNode<I, S, M>) -> NodeHandle<S, I>
+    pub fn add_send_node<I, M: ContextFor<C>>(
+        &mut self,
+        name: impl Into<String>,
+        f: impl IntoNode<I, S, M>,
+    ) -> NodeHandle<S, I>
     where
         I: Serialize + DeserializeOwned + Send + Sync + 'static,
     {
@@ -425,8 +442,8 @@ impl<S: State> GraphBuilder<S> {
     /// # Errors
     /// Every problem found: unknown or duplicate nodes, edges out of `END` or into `START`, a
     /// graph without an entry, nodes `START` does not reach, nodes that never reach `END`.
-    pub fn compile(mut self) -> Result<CompiledGraph<S>, BuildError> {
+    pub fn compile(mut self) -> Result<CompiledGraph<S, C>, BuildError> {
         let checkpointer = self.checkpointer.take();
-        GraphInner::build(self).map(|inner| CompiledGraph::new(inner, checkpointer))
+        GraphInner::build(self.retype()).map(|inner| CompiledGraph::new(inner, checkpointer))
     }
 }

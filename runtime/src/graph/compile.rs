@@ -93,7 +93,12 @@ pub(crate) struct GraphInner<S: State> {
     pub(crate) decoders: Vec<Option<PacketDecoder<S>>>,
     /// The graph as a Mermaid flowchart.
     pub(crate) mermaid: String,
+    /// The nodes added as subgraphs, with their Mermaid charts and their states' fields.
+    pub(crate) subgraphs: Vec<(String, String, &'static [FieldInfo])>,
     pub(crate) cache: Option<Arc<dyn NodeCache>>,
+    /// The values a run last read back from a checkpoint, with the chains they came from: the
+    /// next run on a thread decodes only what its checkpoint added ([`Warm`](crate::state::Warm)).
+    pub(crate) warm: Arc<std::sync::Mutex<Option<crate::state::Warm<S>>>>,
 }
 
 impl<S: State> GraphInner<S> {
@@ -185,7 +190,9 @@ impl<S: State> GraphInner<S> {
             node_ids,
             decoders,
             cache: b.cache.clone(),
+            warm: Arc::default(),
             mermaid,
+            subgraphs: b.subgraphs.clone(),
             mode: b.mode,
             prototype,
             fields,

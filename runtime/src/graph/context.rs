@@ -1,9 +1,10 @@
 //! What a node sees of the run it is part of: its [`Context`] (node, step, stream writer,
-//! interrupts), and the run's checkpointer, thread and durability that a subgraph saves under.
+//! interrupts, the store, the run context), and the run's checkpointer, thread and durability that a subgraph saves under.
 
 use super::interrupt::Scratch;
 use crate::checkpoint::Checkpointer;
 use crate::signal::Interrupt;
+use crate::store::{Store, StoreError};
 use futures::future::BoxFuture;
 use serde::{de::DeserializeOwned, Serialize};
 use std::fmt;
@@ -34,10 +35,58 @@ pub struct Context {
     /// The run's recursion limit, which a subgraph run by this task inherits.
     pub(crate) limit: usize,
     pub(crate) scratch: Option<Arc<Scratch>>,
-    pub(crate) emitter: Option<Emitter>,
     pub(crate) run: Option<Arc<RunInfo>>,
+    /// The checkpoint the task's step started from, in a checkpointed run (none before a
+    /// thread's first): part of its idempotency key.
+    pub(crate) base: Option<Arc<str>>,
+    /// What a streamed run gives its tasks; `None` when nobody listens. Rarely set, and behind
+    /// one pointer: every task of a step carries its context through its group.
+    pub(crate) streams: Option<Arc<Streams>>,
+    /// The run's store, shared across threads and runs.
+    pub(crate) store: Option<Arc<dyn Store>>,
+    /// The run's context ([`RunConfig::context`](crate::RunConfig::context)), type-erased.
+    pub(crate) context: Option<super::ErasedContext>,
+}
+
+/// What a task of a streamed run streams through: its node's custom events, its message chunks,
+/// and the events of a subgraph it runs.
+#[derive(Debug)]
+pub(crate) struct Streams {
+    pub(crate) emitter: Option<Emitter>,
+    /// Where its message chunks go, when the run streams messages.
+    pub(crate) messages: Option<Emitter>,
     /// Where a subgraph this task runs streams its events, when the run streams subgraphs.
     pub(crate) forward: Option<super::Forward>,
+}
+
+impl Streams {
+    /// What a task streams through, or `None` when it streams nothing.
+    pub(crate) fn of(
+        emitter: Option<Emitter>,
+        messages: Option<Emitter>,
+        forward: Option<super::Forward>,
+    ) -> Option<Arc<Self>> {
+        (emitter.is_some() || messages.is_some() || forward.is_some()).then(|| {
+            Arc::new(Self {
+                emitter,
+                messages,
+                forward,
+            })
+        })
+    }
+
+    /// Where a subgraph run by the task of `ctx` streams its events, if anywhere.
+    pub(crate) fn forward(ctx: &Context) -> Option<&super::Forward> {
+        ctx.streams.as_ref().and_then(|s| s.forward.as_ref())
+    }
+
+    fn emitter(ctx: &Context) -> Option<&Emitter> {
+        ctx.streams.as_ref().and_then(|s| s.emitter.as_ref())
+    }
+
+    fn messages(ctx: &Context) -> Option<&Emitter> {
+        ctx.streams.as_ref().and_then(|s| s.messages.as_ref())
+    }
 }
 
 /// Where a checkpointed run's tasks run: what a subgraph needs to save under one. One per run,
@@ -48,6 +97,8 @@ pub(crate) struct RunInfo {
     pub(crate) thread: Arc<str>,
     pub(crate) ns: Arc<str>,
     pub(crate) durability: Durability,
+    /// Pairs for the metadata of the run's checkpoints.
+    pub(crate) metadata: std::collections::BTreeMap<String, String>,
 }
 
 impl Context {
@@ -108,18 +159,129 @@ impl Context {
         self.limit
     }
 
+    /// A key for this task's external side effects (a payment, an email, a ticket): give it to
+    /// the service as its idempotency key (Stripe's `Idempotency-Key`, a unique column) and the
+    /// effect happens once however often the task runs. It is the same for every run of this
+    /// task: its retries, the run that resumes it after an interrupt, an error or a crash of
+    /// the process (in this process or another one reading the same checkpointer), and it
+    /// differs between tasks: another node, another `Send` of the step, a later step, another
+    /// thread, a subgraph's task, and a task of a fork (a replay from an earlier checkpoint or a
+    /// state edit starts from a new checkpoint: new work). It is a UUID-shaped hash of the
+    /// thread, the namespace, the checkpoint the step started from, the step and the task's id.
+    ///
+    /// `None` when the run has no checkpointer: nothing can resume it, so no later run of the
+    /// task could know it. Under [`Durability::Exit`] only a run's last checkpoint is saved:
+    /// retries and the resume after a crash keep the key, but a resume after an error or an
+    /// interrupt starts from the checkpoint the run wrote as it ended, so its tasks get new
+    /// keys; keep the default durability where a side effect must happen once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use weir_runtime::{Context, GraphBuilder, RunConfig, START, END};
+    /// # use weir_runtime::checkpoint::MemorySaver;
+    /// # weir_runtime::__doc_state!();
+    /// let mut g = GraphBuilder::<Doc>::new();
+    /// g.add_node("charge", |_: &Doc, ctx: &Context| {
+    ///     let key = ctx.idempotency_key().expect("a checkpointed run");
+    ///     // payments.charge(amount, key) …
+    ///     DocUpdate::default().text(key)
+    /// });
+    /// g.add_edge(START, "charge").add_edge("charge", END);
+    /// let app = g.compile().unwrap().with_checkpointer(MemorySaver::new());
+    /// # let rt = tokio::runtime::Runtime::new().unwrap();
+    /// let out = rt.block_on(app.invoke(Doc::default(), &RunConfig::thread("t1"))).unwrap();
+    /// assert_eq!(out.text.len(), 36);
+    /// ```
+    pub fn idempotency_key(&self) -> Option<String> {
+        let run = self.run.as_ref()?;
+        let task = super::task_key::task_id(&self.node, self.push);
+        Some(super::task_key::idempotency_key(
+            &run.thread,
+            &run.ns,
+            self.base.as_deref(),
+            self.step,
+            &task,
+        ))
+    }
+
+    /// The store of the run (LangGraph's `runtime.store`): long-term memory shared by every
+    /// thread and run of the graph, attached with
+    /// [`CompiledGraph::with_store`](crate::CompiledGraph::with_store) or
+    /// [`RunConfig::store`](crate::RunConfig::store), and passed down to subgraphs. Its typed
+    /// helpers `get_as` and `put_as` read and write serde values.
+    ///
+    /// # Errors
+    /// When the run has no store, naming the node.
+    pub fn store(&self) -> Result<&Arc<dyn Store>, StoreError> {
+        self.store.as_ref().ok_or_else(|| {
+            StoreError::invalid(format!(
+                "node `{}` asked for the store, but the run has none: attach one with \
+                 `CompiledGraph::with_store` or `RunConfig::store`",
+                self.node
+            ))
+        })
+    }
+
+    /// The run's context as a `T` (LangGraph's `runtime.context`), or `None` when the run has
+    /// no context or one of another type. A node of a graph that declares a context reads it
+    /// typed instead, as its third argument (`|state, ctx: &Context, c: &C|`), which the
+    /// builder checks against the graph's context type at compile time; this lookup is for the
+    /// code that only has a `Context` (a tool, a helper shared by graphs), and cannot fail
+    /// otherwise than with `None`.
+    pub fn context<T: std::any::Any>(&self) -> Option<&T> {
+        self.context.as_ref().and_then(|c| c.get())
+    }
+
+    /// The run's context as a `C`, for a node that reads it typed: an error naming the node
+    /// when the run carries none of that type (a subgraph declaring another context type than
+    /// its parent's).
+    pub(crate) fn typed_context<C: std::any::Any>(&self) -> Result<&C, crate::BoxError> {
+        let found = self
+            .context
+            .as_ref()
+            .map_or_else(|| "none".to_owned(), |c| format!("`{}`", c.type_name()));
+        self.context().ok_or_else(|| {
+            format!(
+                "node `{}` reads a run context of type `{}`, but the run's context is {found}: a \
+                 subgraph must declare its parent's context type, or none",
+                self.node,
+                std::any::type_name::<C>()
+            )
+            .into()
+        })
+    }
+
     /// Emits `value` to the run's stream, in `custom` mode (LangGraph's stream writer): LLM tokens,
     /// progress. Waits while the consumer is behind. Does nothing when nobody streams `custom`
     /// events, or when `value` cannot be serialized.
     pub async fn emit(&self, value: impl Serialize) {
-        if let (Some(e), Ok(v)) = (&self.emitter, serde_json::to_value(value)) {
+        if let (Some(e), Ok(v)) = (Streams::emitter(self), serde_json::to_value(value)) {
             e.emit(v).await;
         }
     }
 
     /// Whether anybody listens to [`emit`](Self::emit): to skip building events nobody reads.
     pub fn is_streaming(&self) -> bool {
-        self.emitter.is_some()
+        Streams::emitter(self).is_some()
+    }
+
+    /// Emits a chat model's message chunk to the run's stream, in `messages` mode (LangGraph's
+    /// `messages` stream mode): the stream gets it as [`Event::Message`](crate::Event::Message),
+    /// with the node, step, triggers, path, namespace and thread of this task. The agent layer's
+    /// model calls emit each chunk as LangChain's `AIMessageChunk` dict; a whole message (a
+    /// tool's answer) may be emitted too. Waits while the consumer is behind. Does nothing when
+    /// nobody streams messages (check [`streams_messages`](Self::streams_messages) to skip
+    /// building chunks), or when `chunk` cannot be serialized.
+    pub async fn emit_message(&self, chunk: impl Serialize) {
+        if let (Some(e), Ok(v)) = (Streams::messages(self), serde_json::to_value(chunk)) {
+            e.emit(v).await;
+        }
+    }
+
+    /// Whether anybody listens to [`emit_message`](Self::emit_message).
+    pub fn streams_messages(&self) -> bool {
+        Streams::messages(self).is_some()
     }
 
     /// Pauses the run to ask `question`, and returns the answer once the thread is resumed with

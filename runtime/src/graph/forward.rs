@@ -73,6 +73,14 @@ pub enum SubgraphEvent {
         /// What it emitted.
         value: serde_json::Value,
     },
+    /// A node of the subgraph emitted a message chunk (mode
+    /// [`MESSAGES`](crate::StreamMode::MESSAGES)); `meta.ns` is the namespace of its task.
+    Message {
+        /// The chunk.
+        chunk: serde_json::Value,
+        /// Where it comes from.
+        meta: Arc<crate::MessageMeta>,
+    },
 }
 
 /// Sends a subgraph's event, with its namespace, to the root run's stream; `false` once that
@@ -87,6 +95,8 @@ pub(crate) struct Forward {
     pub(crate) ns: Arc<[String]>,
     /// The root stream's modes, as [`StreamMode`](crate::StreamMode)'s bits.
     pub(crate) modes: u8,
+    /// The run's thread, for the metadata of the subgraph's message chunks.
+    pub(crate) thread: Option<Arc<str>>,
 }
 
 impl fmt::Debug for Forward {

@@ -9,6 +9,8 @@ use std::sync::Mutex;
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
     inner: Mutex<ScratchInner>,
+    /// The saved task calls of an entrypoint's task (`crate::func`); `None` for a graph's node.
+    pub(crate) calls: Option<std::sync::Arc<crate::func::CallLog>>,
 }
 
 #[derive(Debug, Default)]
@@ -29,6 +31,7 @@ impl Scratch {
                 next: 0,
                 asked: None,
             }),
+            calls: None,
         }
     }
 

@@ -13,17 +13,21 @@ mod forward;
 pub(crate) mod interrupt;
 mod node;
 pub(crate) mod policy;
+mod run_context;
+pub(crate) mod task_key;
 mod wiring;
 
 pub use crate::signal::ParentCommand;
 pub use builder::{GraphBuilder, NodeRef, END, START};
 pub use compiled::CompiledGraph;
 pub use context::{Context, Durability};
-pub(crate) use context::{Emitter, RunInfo};
+pub(crate) use context::{Emitter, RunInfo, Streams};
 pub use forward::SubgraphEvent;
 pub(crate) use forward::{Forward, ForwardFn};
 pub use node::{
-    AsyncCtxMarker, AsyncFn1, AsyncFn2, AsyncMarker, Command, Goto, IntoGotos, IntoNode, NodeError, NodeFn, NodeHandle,
-    NodeId, NodeOutput, Packet, SyncCtxMarker, SyncMarker,
+    AsyncCtxMarker, AsyncFn1, AsyncFn2, AsyncFn3, AsyncMarker, Command, ContextFor, Goto, IntoGotos, IntoNode,
+    NodeError, NodeFn, NodeHandle, NodeId, NodeOutput, Packet, SyncCtxMarker, SyncMarker, WithContext,
 };
 pub(crate) use node::{FreshFn, HandlerFn, PacketDecoder, RouterFn};
+pub(crate) use run_context::ErasedContext;
+pub use run_context::{ContextValue, RunContext};

@@ -96,7 +96,11 @@ impl RetryPolicy {
         self.initial_interval.mul_f64(exp).min(self.max_interval)
     }
     pub(crate) fn should_retry(&self, attempt: u32, error: &BoxError) -> bool {
-        attempt < self.max_attempts && self.retry_on.as_ref().is_none_or(|p| p(error))
+        attempt < self.max_attempts
+            && self
+                .retry_on
+                .as_ref()
+                .is_none_or(|p| p(crate::error::typed::inner(error)))
     }
     pub(crate) fn sleep_for(&self, attempt: u32) -> Duration {
         let base = self.delay(attempt);

@@ -15,6 +15,9 @@ use std::sync::Arc;
 /// Loads the thread into a new loop; returns whether it had a checkpoint.
 pub(crate) async fn load<S: State>(graph: &CompiledGraph<S>, config: &RunConfig) -> Result<(Loop<S>, bool), Error> {
     let mut run = Loop::new(graph.inner.clone(), graph.checkpointer.as_ref(), config)?;
+    if run.store.is_none() {
+        run.store = graph.store.clone();
+    }
     let Some(p) = run.persist.on_mut() else {
         return Ok((run, false));
     };
@@ -40,7 +43,7 @@ pub(crate) async fn load<S: State>(graph: &CompiledGraph<S>, config: &RunConfig)
             if config.checkpoint_id.is_none() {
                 p.head = Some(l.record.id.clone());
             }
-            run.restore(l)?;
+            run.restore_warm(l)?;
             Ok((run, true))
         }
         None => match &config.checkpoint_id {

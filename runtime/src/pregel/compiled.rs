@@ -7,11 +7,11 @@ use super::snapshot::{self, StateSnapshot};
 use super::stream::{self, RunStream, StreamMode};
 use super::{drive, persist, run};
 use crate::error::Error;
-use crate::graph::{CompiledGraph, Durability, RunInfo};
+use crate::graph::{CompiledGraph, ContextValue, Durability, RunInfo};
 use crate::state::State;
 use std::sync::Arc;
 
-impl<S: State> CompiledGraph<S> {
+impl<S: State, C: ContextValue> CompiledGraph<S, C> {
     /// The names of the graph's nodes, in the order they were added.
     pub fn node_names(&self) -> Vec<&str> {
         self.inner.user_node_names()
@@ -24,7 +24,7 @@ impl<S: State> CompiledGraph<S> {
     /// A node failed or panicked (the error names it and the step), a step's writes broke a
     /// channel's rule, the recursion limit was reached, a drain was requested, or the run paused
     /// (see [`run`](Self::run) to get the pause as an [`Outcome`]).
-    pub async fn invoke<M>(&self, input: impl IntoInput<S, M>, config: &RunConfig) -> Result<S, Error> {
+    pub async fn invoke<M>(&self, input: impl IntoInput<S, M>, config: &RunConfig<C>) -> Result<S, Error> {
         match self.run(input, config).await? {
             Outcome::Done(s) => Ok(s),
             Outcome::Paused { pauses, .. } => Err(Error::paused(pauses)),
@@ -36,8 +36,8 @@ impl<S: State> CompiledGraph<S> {
     ///
     /// # Errors
     /// As [`invoke`](Self::invoke), except that a pause is an [`Outcome::Paused`].
-    pub async fn run<M>(&self, input: impl IntoInput<S, M>, config: &RunConfig) -> Result<Outcome<S>, Error> {
-        drive::drive(self, drive::Start::Input(input.into_update()), config, None).await
+    pub async fn run<M>(&self, input: impl IntoInput<S, M>, config: &RunConfig<C>) -> Result<Outcome<S>, Error> {
+        drive::drive(&self.untyped(), input.into_input().into(), &config.untyped(), None).await
     }
 
     /// Runs the graph on `input` as [`run`](Self::run) does, reporting what happens as a stream of
@@ -46,8 +46,8 @@ impl<S: State> CompiledGraph<S> {
     /// checkpoint intact. An error is the stream's last item.
     ///
     /// Needs a tokio runtime: the run goes on in a task of its own.
-    pub fn stream<M>(&self, input: impl IntoInput<S, M>, config: &RunConfig, modes: StreamMode) -> RunStream<S> {
-        self.stream_from(drive::Start::Input(input.into_update()), config, modes)
+    pub fn stream<M>(&self, input: impl IntoInput<S, M>, config: &RunConfig<C>, modes: StreamMode) -> RunStream<S> {
+        self.stream_from(input.into_input().into(), config, modes)
     }
 
     /// Resumes the thread as [`resume`](Self::resume) does (or answers its paused node with
@@ -58,7 +58,7 @@ impl<S: State> CompiledGraph<S> {
     pub fn stream_resume(
         &self,
         answer: Option<impl serde::Serialize>,
-        config: &RunConfig,
+        config: &RunConfig<C>,
         modes: StreamMode,
     ) -> Result<RunStream<S>, Error> {
         let answers = answer.map(|a| (None::<String>, a));
@@ -73,18 +73,19 @@ impl<S: State> CompiledGraph<S> {
     pub fn stream_resume_map<K: Into<String>, A: serde::Serialize>(
         &self,
         answers: impl IntoIterator<Item = (K, A)>,
-        config: &RunConfig,
+        config: &RunConfig<C>,
         modes: StreamMode,
     ) -> Result<RunStream<S>, Error> {
         let answers = answers_to_json(answers.into_iter().map(|(k, a)| (Some(k.into()), a)))?;
         Ok(self.stream_from(drive::Start::Resume(answers), config, modes))
     }
 
-    fn stream_from(&self, start: drive::Start<S>, config: &RunConfig, modes: StreamMode) -> RunStream<S> {
+    fn stream_from(&self, start: drive::Start<S>, config: &RunConfig<C>, modes: StreamMode) -> RunStream<S> {
         let (tx, rx) = tokio::sync::mpsc::channel(stream::CAPACITY);
-        let (g, config) = (self.clone(), config.clone());
+        let (g, config) = (self.untyped().into_owned(), config.untyped().into_owned());
         let handle = tokio::spawn(async move {
-            let sink = stream::Sink::new(tx.clone(), modes, config.subgraphs);
+            let thread = config.thread_id.as_deref().map(Arc::from);
+            let sink = stream::Sink::new(tx.clone(), modes, config.subgraphs, thread);
             let outcome = drive::drive(&g, start, &config, Some(sink)).await;
             if let Err(e) = &outcome {
                 // The error is the stream's last item, and the outcome's: one error, shared.
@@ -100,8 +101,14 @@ impl<S: State> CompiledGraph<S> {
     ///
     /// # Errors
     /// As [`run`](Self::run); also when the thread has no checkpoint.
-    pub async fn resume(&self, config: &RunConfig) -> Result<Outcome<S>, Error> {
-        drive::drive(self, drive::Start::Resume(Vec::new()), config, None).await
+    pub async fn resume(&self, config: &RunConfig<C>) -> Result<Outcome<S>, Error> {
+        drive::drive(
+            &self.untyped(),
+            drive::Start::Resume(Vec::new()),
+            &config.untyped(),
+            None,
+        )
+        .await
     }
 
     /// Answers the thread's paused node with `answer` and goes on: the node runs again from the
@@ -110,9 +117,13 @@ impl<S: State> CompiledGraph<S> {
     /// # Errors
     /// As [`run`](Self::run); also when no node is paused, or several are (answer them with
     /// [`resume_map`](Self::resume_map)).
-    pub async fn resume_with<A: serde::Serialize>(&self, answer: A, config: &RunConfig) -> Result<Outcome<S>, Error> {
+    pub async fn resume_with<A: serde::Serialize>(
+        &self,
+        answer: A,
+        config: &RunConfig<C>,
+    ) -> Result<Outcome<S>, Error> {
         let answers = answers_to_json([(None::<String>, answer)])?;
-        drive::drive(self, drive::Start::Resume(answers), config, None).await
+        drive::drive(&self.untyped(), drive::Start::Resume(answers), &config.untyped(), None).await
     }
 
     /// Answers the paused task `id` (see [`Paused::id`](crate::Paused::id)) and goes on.
@@ -123,7 +134,7 @@ impl<S: State> CompiledGraph<S> {
         &self,
         id: &str,
         answer: A,
-        config: &RunConfig,
+        config: &RunConfig<C>,
     ) -> Result<Outcome<S>, Error> {
         self.resume_map([(id, answer)], config).await
     }
@@ -143,10 +154,10 @@ impl<S: State> CompiledGraph<S> {
     pub async fn resume_map<K: Into<String>, A: serde::Serialize>(
         &self,
         answers: impl IntoIterator<Item = (K, A)>,
-        config: &RunConfig,
+        config: &RunConfig<C>,
     ) -> Result<Outcome<S>, Error> {
         let answers = answers_to_json(answers.into_iter().map(|(k, a)| (Some(k.into()), a)))?;
-        drive::drive(self, drive::Start::Resume(answers), config, None).await
+        drive::drive(&self.untyped(), drive::Start::Resume(answers), &config.untyped(), None).await
     }
 
     /// The thread's state at its latest checkpoint (or `config.checkpoint_id`): the values, the
@@ -156,7 +167,7 @@ impl<S: State> CompiledGraph<S> {
     /// # Errors
     /// When the graph has no checkpointer, or the checkpoint cannot be read.
     pub async fn get_state(&self, config: &RunConfig) -> Result<Option<StateSnapshot<S>>, Error> {
-        snapshot::get_state(self, config).await
+        snapshot::get_state(&self.untyped(), config).await
     }
 
     /// The thread's checkpoints, newest first, at most `limit`.
@@ -168,7 +179,23 @@ impl<S: State> CompiledGraph<S> {
         config: &RunConfig,
         limit: Option<usize>,
     ) -> Result<Vec<StateSnapshot<S>>, Error> {
-        snapshot::history(self, config, limit).await
+        snapshot::history(&self.untyped(), config, None, limit).await
+    }
+
+    /// One page of the thread's checkpoints, newest first: at most `limit` of those older than
+    /// checkpoint `before` (all of them when `None`). Only the page is read from the
+    /// checkpointer, so paging through a long thread costs each page's checkpoints, not the
+    /// whole history's.
+    ///
+    /// # Errors
+    /// As [`get_state`](Self::get_state).
+    pub async fn get_state_history_before(
+        &self,
+        config: &RunConfig,
+        before: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<StateSnapshot<S>>, Error> {
+        snapshot::history(&self.untyped(), config, before, limit).await
     }
 
     /// Writes `update` to the thread as if node `as_node` had returned it (LangGraph's
@@ -194,7 +221,7 @@ impl<S: State> CompiledGraph<S> {
         as_node: Option<&str>,
     ) -> Result<String, Error> {
         let edit = super::edit::StateEdit::new(update, as_node);
-        super::edit::bulk_update_state(self, config, vec![vec![edit]]).await
+        super::edit::bulk_update_state(&self.untyped(), config, vec![vec![edit]]).await
     }
 
     /// Applies supersteps of edits to the thread, each as one step (LangGraph's
@@ -213,7 +240,7 @@ impl<S: State> CompiledGraph<S> {
         config: &RunConfig,
         supersteps: Vec<Vec<super::edit::StateEdit<S::Update>>>,
     ) -> Result<String, Error> {
-        super::edit::bulk_update_state(self, config, supersteps).await
+        super::edit::bulk_update_state(&self.untyped(), config, supersteps).await
     }
 
     /// Copies thread `from` to the new thread `to`, every namespace's checkpoints and pending
@@ -251,6 +278,7 @@ impl<S: State> CompiledGraph<S> {
                 thread: loaded.record.thread_id.clone(),
                 ns: loaded.record.ns.clone(),
                 durability: Durability::default(),
+                metadata: Default::default(),
             };
             let p = persist::Persist::new(info, self.inner.n_fields(), inner.versions.len());
             inner.persist = persist::Checkpointing::On(Box::new(p));
@@ -262,6 +290,18 @@ impl<S: State> CompiledGraph<S> {
     /// The graph as a Mermaid flowchart.
     pub fn mermaid(&self) -> String {
         self.inner.mermaid.clone()
+    }
+
+    /// The nodes added with [`GraphBuilder::add_subgraph`](crate::GraphBuilder::add_subgraph),
+    /// each with its subgraph's Mermaid flowchart (what a server's drawing shows inside them).
+    pub fn subgraphs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.inner.subgraphs.iter().map(|(n, m, _)| (n.as_str(), m.as_str()))
+    }
+
+    /// The fields of the state of the subgraph added as node `node`, `None` when `node` is not
+    /// a subgraph node.
+    pub fn subgraph_fields(&self, node: &str) -> Option<&'static [crate::state::FieldInfo]> {
+        self.inner.subgraphs.iter().find(|(n, ..)| n == node).map(|(.., f)| *f)
     }
 }
 
@@ -278,7 +318,7 @@ fn answers_to_json<A: serde::Serialize>(
         .collect()
 }
 
-impl<S: State> CompiledGraph<S> {
+impl<S: State, C> CompiledGraph<S, C> {
     /// The same graph, saving its checkpoints with `checkpointer` (unless it has a checkpointer of its own).
     pub(crate) fn with_parent_checkpointer(&self, checkpointer: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
         if self.checkpointer.is_some() {
@@ -294,12 +334,15 @@ impl<S: State> CompiledGraph<S> {
         self.with_checkpointer_arc(Arc::new(checkpointer))
     }
 
-    /// Shares the compiled tables: a subgraph run under a checkpointed parent costs an `Arc`
-    /// clone, not a copy of the graph.
-    fn with_checkpointer_arc(&self, checkpointer: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
+    /// The same graph, saving its checkpoints with a shared `checkpointer` (a server hands every
+    /// graph it serves one saver). Shares the compiled tables: a subgraph run under a
+    /// checkpointed parent costs an `Arc` clone, not a copy of the graph.
+    pub fn with_checkpointer_arc(&self, checkpointer: Arc<dyn crate::checkpoint::Checkpointer>) -> Self {
         Self {
             inner: self.inner.clone(),
             checkpointer: Some(checkpointer),
+            store: self.store.clone(),
+            context: std::marker::PhantomData,
         }
     }
 }

@@ -9,7 +9,7 @@ use super::run::Status;
 use super::run::{Loop, StepEnd};
 use super::stream::{announce, fresh_checkpoint, report, Event, Item, Sink, StreamMode};
 use super::task::Finished;
-use super::RunConfig;
+use super::{RunCommand, RunConfig, RunInput};
 use crate::checkpoint::Source;
 use crate::error::Error;
 use crate::graph::CompiledGraph;
@@ -28,6 +28,17 @@ pub(crate) enum Start<S: State> {
     /// by its id, or, for an answer without an id, to the only paused task (LangGraph's
     /// `Command(resume=value)` and `Command(resume={id: value, ..})`). No answer: a plain resume.
     Resume(Vec<(Option<String>, serde_json::Value)>),
+    /// A command: a resume that also applies an update and adds tasks (`goto`) to the step.
+    Command(RunCommand<S>),
+}
+
+impl<S: State> From<RunInput<S>> for Start<S> {
+    fn from(input: RunInput<S>) -> Self {
+        match input {
+            RunInput::Update(update) => Self::Input(update),
+            RunInput::Command(command) => Self::Command(command),
+        }
+    }
 }
 
 /// The paused tasks this run answered: each id, and its question with the answers it had before.
@@ -92,23 +103,27 @@ async fn drive_in_span<S: State>(
 }
 
 /// Applies the start of the run: a new input (cancelling a paused or failed step's tasks), or a
-/// resume (a fork from a past checkpoint, an answer to a paused task). Returns the task answered.
+/// resume (a fork from a past checkpoint, a command's update and goto, an answer to a paused
+/// task). Returns the tasks answered.
 async fn begin<S: State>(
     run: &mut Loop<S>,
     start: Start<S>,
     loaded: bool,
     config: &RunConfig,
 ) -> Result<Answered, Error> {
-    let answers = match start {
+    let (answers, null) = match start {
         Start::Input(update) => {
             if loaded {
+                // An earlier command's writes left on the checkpoint count, as in LangGraph.
+                run.apply_null_writes()?;
                 run.discard_pending()?;
             }
             run.input(update)?;
             save(run, config.durability, Source::Input, Arc::default()).await?;
             return Ok(Vec::new());
         }
-        Start::Resume(answers) => answers,
+        Start::Resume(answers) => (answers, None),
+        Start::Command(command) => command.into_parts(run.g.n_fields())?,
     };
     if !loaded {
         let thread = config.thread_id.as_deref().unwrap_or_default();
@@ -121,19 +136,17 @@ async fn begin<S: State>(
         // Replaying a past checkpoint: its tasks run again, as a fork of it.
         if let Some(p) = run.persist.on_mut() {
             p.pending.clear();
+            p.null.clear();
         }
         save(run, Durability::Sync, Source::Fork, Arc::default()).await?;
     }
-    let mut answered = Vec::new();
-    if !answers.is_empty() {
-        let before = run.pending().cloned().unwrap_or_default();
-        run.answer_all(answers)?;
-        let after = run.pending().cloned().unwrap_or_default();
-        answered = before
-            .into_iter()
-            .filter(|(task, p)| p.question.is_some() && after.get(task).is_some_and(|a| a.question.is_none()))
-            .collect();
+    let answered = answer(run, answers)?;
+    // The command's update and goto, saved as the null task's writes, then every null write of
+    // the checkpoint applied, before the interrupts are passed: a goto's task runs now.
+    if let Some(command) = null {
+        run.save_null_writes(command).await?;
     }
+    run.apply_null_writes()?;
     run.pass_interrupts();
     // LangGraph reports the whole state as a resumed run starts.
     if let Some(sink) = run.sink.as_ref().filter(|s| s.wants(StreamMode::VALUES)) {
@@ -141,6 +154,20 @@ async fn begin<S: State>(
         sink.send(Event::Values { step, state }).await;
     }
     Ok(answered)
+}
+
+/// Gives the answers to the paused tasks; returns the tasks answered, with what they had asked.
+fn answer<S: State>(run: &mut Loop<S>, answers: Vec<(Option<String>, serde_json::Value)>) -> Result<Answered, Error> {
+    if answers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let before = run.pending().cloned().unwrap_or_default();
+    run.answer_all(answers)?;
+    let after = run.pending().cloned().unwrap_or_default();
+    Ok(before
+        .into_iter()
+        .filter(|(task, p)| p.question.is_some() && after.get(task).is_some_and(|a| a.question.is_none()))
+        .collect())
 }
 
 /// Runs supersteps until a status says stop: the pauses, or the error that ended the run.

@@ -226,7 +226,7 @@ async fn end_step<S: State>(run: &mut Loop<S>, fresh: bool, edits: usize) -> Res
     let mut finished = Vec::new();
     for task in std::mem::take(&mut run.tasks) {
         let (command, cancelled) = match task.job {
-            Job::Ready(command) if task.saved => (command, false),
+            Job::Ready(command) if task.saved => (*command, false),
             _ => (Command::default(), true),
         };
         if cancelled && task.push.is_some() {

@@ -12,8 +12,9 @@
 //! The groups' handles live in the [`Executor`]: a step whose future is dropped (its caller
 //! gave up on `invoke`, or dropped the stream) aborts them, so no node outlives its run.
 
-use super::pending::TaskSaver;
+use super::pending::StepSaver;
 use crate::error::{BoxError, Error};
+use crate::graph::compile::GraphInner;
 use crate::graph::policy::NodePolicy;
 use crate::graph::Context;
 use crate::graph::{Command, NodeFn, Packet};
@@ -29,7 +30,11 @@ use tracing::Instrument;
 pub(crate) enum Job<S: State> {
     Node(NodeFn<S, S>),
     Packet(Packet<S>),
-    Ready(Command<S>),
+    /// A command known before the step (the input, saved or cached writes): boxed, so that a
+    /// task's job, which every task carries through its group, stays a few words.
+    Ready(Box<Command<S>>),
+    /// A node without a function: an empty command.
+    Empty,
     /// A failure carried over from a step that did not complete (for the node's error handler).
     Failed(String),
 }
@@ -54,27 +59,47 @@ impl std::fmt::Display for TimedOut {
 impl std::error::Error for TimedOut {}
 
 /// Runs a task's job, with its node's timeout and retry policy.
+///
+/// A node without either runs straight; one with a policy runs in a future of its own, boxed:
+/// the timer a timeout or a retry needs would otherwise widen every task's future (copied as
+/// the task is made and joined), whether its node has a policy or not.
 pub(crate) async fn run_job<S: State>(
     job: Job<S>,
-    state: Arc<S>,
+    state: &S,
     ctx: Context,
-    policy: NodePolicy,
+    policy: &NodePolicy,
 ) -> Result<Command<S>, Failure> {
-    let job = match job {
-        Job::Ready(c) => return Ok(c),
-        Job::Failed(e) => return Err(Failure::Error(e.into())),
-        job => job,
-    };
-    let mut attempt = 0;
+    match job {
+        Job::Ready(c) => Ok(*c),
+        Job::Empty => Ok(Command::default()),
+        Job::Failed(e) => Err(Failure::Error(e.into())),
+        job if policy.timeout.is_none() && policy.retry.is_none() => {
+            attempt(&job, state, &ctx).await.map_err(Failure::Error)
+        }
+        job => Box::pin(run_with_policy(job, state, ctx, policy)).await,
+    }
+}
+
+/// One run of a task's node.
+async fn attempt<S: State>(job: &Job<S>, state: &S, ctx: &Context) -> Result<Command<S>, BoxError> {
+    match job {
+        Job::Node(f) => f.call(state, ctx).await,
+        Job::Packet(p) => p.job.clone().run(ctx.clone()).await,
+        Job::Ready(_) | Job::Empty | Job::Failed(_) => Ok(Command::default()),
+    }
+}
+
+/// Runs a task's node under its timeout, again while its retry policy says so.
+async fn run_with_policy<S: State>(
+    job: Job<S>,
+    state: &S,
+    ctx: Context,
+    policy: &NodePolicy,
+) -> Result<Command<S>, Failure> {
+    let mut attempt_no = 0;
     loop {
-        attempt += 1;
-        let once = async {
-            match &job {
-                Job::Node(f) => f.call(&state, &ctx).await,
-                Job::Packet(p) => p.job.clone().run(ctx.clone()).await,
-                Job::Ready(_) | Job::Failed(_) => Ok(Command::default()),
-            }
-        };
+        attempt_no += 1;
+        let once = attempt(&job, state, &ctx);
         let result = match policy.timeout {
             Some(limit) => match tokio::time::timeout(limit, once).await {
                 Ok(r) => r,
@@ -87,7 +112,7 @@ pub(crate) async fn run_job<S: State>(
             Err(e) => e,
         };
         match &policy.retry {
-            Some(p) if p.should_retry(attempt, &error) => tokio::time::sleep(p.sleep_for(attempt)).await,
+            Some(p) if p.should_retry(attempt_no, &error) => tokio::time::sleep(p.sleep_for(attempt_no)).await,
             _ => {
                 return Err(match error.downcast::<TimedOut>() {
                     Ok(t) => Failure::Timeout(t.0),
@@ -98,15 +123,28 @@ pub(crate) async fn run_job<S: State>(
     }
 }
 
-/// What a task of a wide step runs, and with what.
+/// What every task of a wide step shares, once per step: the state the step began with, the
+/// compiled graph (each task's node policy), the step's saver, the span the tasks' spans are
+/// children of, and whether tasks are timed. Each group holds it and lends it to its tasks, so
+/// that a task carries only what is its own.
+pub(crate) struct StepShared<S: State> {
+    pub(crate) state: Arc<S>,
+    pub(crate) g: Arc<GraphInner<S>>,
+    /// Where the tasks save their writes as they end, in a checkpointed run.
+    pub(crate) saver: Option<StepSaver<S>>,
+    /// The run's span, where the loop runs.
+    pub(crate) span: tracing::Span,
+    pub(crate) timed: bool,
+}
+
+/// What a task of a wide step runs: its job, its context, its node, and whether it saves its
+/// writes as it ends (when the step has a saver). A few words: it is moved into its group, then
+/// into its future.
 pub(crate) struct TaskInput<S: State> {
     pub(crate) job: Job<S>,
-    pub(crate) state: Arc<S>,
     pub(crate) ctx: Context,
-    pub(crate) policy: NodePolicy,
-    pub(crate) span: tracing::Span,
-    /// Where its writes are saved as it ends, in a checkpointed run.
-    pub(crate) saver: Option<TaskSaver<S>>,
+    pub(crate) node: u32,
+    pub(crate) saves: bool,
 }
 
 /// What a task came to: its command or failure, how long it ran (zero when untimed), and
@@ -117,25 +155,22 @@ pub(crate) struct TaskOutput<S: State> {
     pub(crate) saved: Result<bool, Error>,
 }
 
-/// Runs a task of a wide step in its span, timed when `timed`, and saves its writes as it ends
-/// when it has a saver. A panicking node fails its task, never the other tasks of its group.
-async fn run_task<S: State>(task: TaskInput<S>, timed: bool) -> TaskOutput<S> {
-    let started = timed.then(Instant::now);
-    let TaskInput {
-        job,
-        state,
-        ctx,
-        policy,
-        span,
-        saver,
-    } = task;
-    let result = AssertUnwindSafe(run_job(job, state, ctx, policy).instrument(span))
+/// Runs a task of a wide step in its span, timed when the step is, and saves its writes as it
+/// ends when it saves them. A panicking node fails its task, never the other tasks of its group.
+async fn run_task<S: State>(task: TaskInput<S>, shared: &StepShared<S>) -> TaskOutput<S> {
+    let started = shared.timed.then(Instant::now);
+    let TaskInput { job, ctx, node, saves } = task;
+    let span = tracing::info_span!(parent: &shared.span, "weir.task", node = &*ctx.node, step = ctx.step);
+    let push = ctx.push;
+    let policy = &shared.g.nodes[node as usize].policy;
+    let result = AssertUnwindSafe(run_job(job, &shared.state, ctx, policy).instrument(span))
         .catch_unwind()
         .await;
     let duration = started.map_or(Duration::ZERO, |s| s.elapsed());
     let result = result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p))));
-    let saved = match (&result, saver) {
-        (Ok(command), Some(saver)) => saver.put(command).await,
+    let saved = match (&result, &shared.saver) {
+        // Boxed: a put's future is wider than a node's, and only checkpointed steps make one.
+        (Ok(command), Some(saver)) if saves => Box::pin(saver.put(node, push, command)).await,
         _ => Ok(false),
     };
     TaskOutput {
@@ -151,10 +186,12 @@ async fn run_task<S: State>(task: TaskInput<S>, timed: bool) -> TaskOutput<S> {
 /// (callgrind, fanout 1000).
 const GROUP_MAX: usize = 30;
 
-/// Runs a group of tasks together, their outputs in order. The tasks' futures (over a kilobyte
-/// each) are made and joined inside the spawned task, on its worker, not on the loop's.
-async fn join_group<S: State>(tasks: Vec<TaskInput<S>>, timed: bool) -> Vec<TaskOutput<S>> {
-    let tasks = tasks.into_iter().map(|task| run_task(task, timed));
+/// Runs a group of tasks together, their outputs in order. The tasks' futures are made and
+/// joined inside the spawned task, on its worker, not on the loop's, and borrow what the step's
+/// tasks share from the group.
+async fn join_group<S: State>(tasks: Vec<TaskInput<S>>, shared: Arc<StepShared<S>>) -> Vec<TaskOutput<S>> {
+    let shared = &*shared;
+    let tasks = tasks.into_iter().map(|task| run_task(task, shared));
     futures::future::join_all(tasks).await
 }
 
@@ -207,36 +244,33 @@ impl<S: State> Executor<S> {
     ///
     /// The groups are awaited in order, not as they finish (a `JoinSet`): a group finishing
     /// before those ahead of it wakes nobody, where a `JoinSet` wakes the loop once per group.
-    pub(crate) async fn run_wide(&mut self, deal: Deal<S>, timed: bool, out: &mut Vec<TaskOutput<S>>) {
+    pub(crate) async fn run_wide(&mut self, deal: Deal<S>, shared: StepShared<S>, out: &mut Vec<TaskOutput<S>>) {
         let Deal { groups, dealt: n_tasks } = deal;
         let n_groups = groups.len();
         let handles = AbortOnDrop(&mut self.groups);
-        handles
-            .0
-            .extend(groups.into_iter().map(|group| tokio::spawn(join_group(group, timed))));
-        let start = out.len();
+        let shared = Arc::new(shared);
+        handles.0.extend(
+            groups
+                .into_iter()
+                .map(|group| tokio::spawn(join_group(group, shared.clone()))),
+        );
+        // Each group's outputs, in the order the group was dealt; only a runtime shutting down
+        // stops a group: each of its tasks failed.
+        let mut joined = Vec::with_capacity(n_groups);
+        for handle in handles.0.iter_mut() {
+            joined.push(handle.await.map(Vec::into_iter).map_err(|e| e.to_string()));
+        }
+        // Task `i` went to group `i % n_groups`: taken back round-robin, each moved once.
         out.reserve(n_tasks);
-        out.extend((0..n_tasks).map(|_| TaskOutput {
-            result: Err(Failure::Panic(String::new())),
-            duration: Duration::ZERO,
-            saved: Ok(false),
-        }));
-        let outputs = &mut out[start..];
-        for g in 0..n_groups {
-            // Only a runtime shutting down stops a group: each of its tasks failed.
-            match (&mut handles.0[g]).await {
-                Ok(group) => {
-                    for (k, r) in group.into_iter().enumerate() {
-                        outputs[g + k * n_groups] = r;
-                    }
-                }
-                Err(e) => {
-                    let lost = e.to_string();
-                    for slot in outputs[g..].iter_mut().step_by(n_groups) {
-                        slot.result = Err(Failure::Panic(lost.clone()));
-                    }
-                }
-            }
+        for i in 0..n_tasks {
+            out.push(match &mut joined[i % n_groups] {
+                Ok(group) => group.next().expect("an output per task"),
+                Err(lost) => TaskOutput {
+                    result: Err(Failure::Panic(lost.clone())),
+                    duration: Duration::ZERO,
+                    saved: Ok(false),
+                },
+            });
         }
         handles.0.clear();
     }

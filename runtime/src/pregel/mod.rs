@@ -8,6 +8,7 @@
 
 mod body;
 mod checkpoints;
+mod command;
 mod compiled;
 mod config;
 mod control;
@@ -26,9 +27,13 @@ mod subgraph;
 mod task;
 mod writer;
 
-pub use config::{DrainHandle, IntoInput, RunConfig};
+pub use command::{Answer, RunCommand};
+pub use config::{DrainHandle, IntoInput, RunConfig, RunInput};
 pub use edit::{StateEdit, AS_COPY, AS_END, AS_INPUT};
 pub use outcome::Outcome;
 pub use snapshot::{StateSnapshot, TaskSnapshot};
-pub use stream::{writes_json, Event, RunStream, StreamMode};
+pub use stream::{writes_json, Event, MessageMeta, RunStream, StreamMode};
 pub use subgraph::subgraph;
+// What the functional API (`crate::func`) saves a task call's result through.
+pub(crate) use persist::{checkpointer_error, Persist};
+pub(crate) use writer::{QueuedWrites, WriterQueue};

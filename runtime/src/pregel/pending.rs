@@ -18,13 +18,15 @@ use super::persist::{pending_rows, save_command, Persist, WRITES};
 use super::writer::{QueuedWrites, WriterQueue};
 use crate::error::Error;
 use crate::graph::compile::GraphInner;
+use crate::graph::task_key::task_id;
 use crate::graph::Command;
 use crate::graph::Durability;
 use crate::graph::RunInfo;
 use crate::state::State;
 use std::sync::Arc;
 
-/// What the tasks of one wide step share to save their writes as they end.
+/// What the tasks of one wide step share to save their writes as they end: one per step, lent
+/// to its tasks by their groups.
 pub(crate) struct StepSaver<S: State> {
     g: Arc<GraphInner<S>>,
     info: Arc<RunInfo>,
@@ -37,58 +39,51 @@ pub(crate) struct StepSaver<S: State> {
 impl<S: State> StepSaver<S> {
     /// The saver of a step of the run `p`, when its durability saves writes as tasks end and
     /// the step starts from a checkpoint.
-    pub(crate) fn of(g: &Arc<GraphInner<S>>, p: &Persist) -> Option<Arc<Self>> {
+    pub(crate) fn of(g: &Arc<GraphInner<S>>, p: &Persist) -> Option<Self> {
         if p.info.durability == Durability::Exit {
             return None;
         }
-        Some(Arc::new(Self {
+        Some(Self {
             g: g.clone(),
             info: p.info.clone(),
             checkpoint: p.current.clone()?,
             queue: p.queue(),
-        }))
+        })
     }
-}
 
-/// What one task of a wide step needs to save its writes as it ends.
-pub(crate) struct TaskSaver<S: State> {
-    pub(crate) step: Arc<StepSaver<S>>,
-    pub(crate) node: u32,
-    pub(crate) task_id: String,
-}
-
-impl<S: State> TaskSaver<S> {
-    /// Saves a finished task's command as its pending writes. Ok(true) once stored (sync) or
-    /// queued (async); Ok(false) when not saved: a command the loop will fail (a command to the
-    /// parent graph, an undeclared write) or a background writer that stopped.
+    /// Saves the command of a finished task (of `node`, push index `push`) as its pending
+    /// writes. Ok(true) once stored (sync) or queued (async); Ok(false) when not saved: a
+    /// command the loop will fail (a command to the parent graph, an undeclared write) or a
+    /// background writer that stopped.
     ///
     /// # Errors
     /// The checkpointer's failure to store them, or a `Send` that cannot be saved.
-    pub(crate) async fn put(&self, command: &Command<S>) -> Result<bool, Error> {
-        let StepSaver {
+    pub(crate) async fn put(&self, node: u32, push: Option<usize>, command: &Command<S>) -> Result<bool, Error> {
+        let Self {
             g,
             info,
             checkpoint,
             queue,
-        } = &*self.step;
-        if command.parent.is_some() || g.undeclared_write(self.node, &command.update).is_some() {
+        } = self;
+        if command.parent.is_some() || g.undeclared_write(node, &command.update).is_some() {
             return Ok(false);
         }
         // Saved before the task's routers run: a resume runs them.
         let bytes = save_command(g, &info.thread, command, false)?;
-        let rows = pending_rows(&self.task_id, vec![(WRITES, bytes)]);
+        let task_id = task_id(&g.names[node as usize], push);
+        let rows = pending_rows(&task_id, vec![(WRITES, bytes)]);
         match queue {
             Some(queue) => Ok(queue
                 .put_writes(QueuedWrites {
                     ns: info.ns.clone(),
                     checkpoint: checkpoint.clone(),
-                    task_id: self.task_id.clone(),
+                    task_id,
                     rows,
                 })
                 .await),
             None => info
                 .checkpointer
-                .put_writes(&info.thread, &info.ns, checkpoint, &self.task_id, rows)
+                .put_writes(&info.thread, &info.ns, checkpoint, &task_id, rows)
                 .await
                 .map(|()| true)
                 .map_err(|e| super::persist::checkpointer_error(&info.thread, e)),

@@ -3,7 +3,8 @@
 //! read it back (`restore.rs`), and the saved forms of the pending writes of a step's tasks.
 //!
 //! A record holds a reference to each channel's value blob. A field that did not change points at
-//! the blob of an earlier checkpoint; an append-only field that only grew stores the new items as
+//! the blob of an earlier checkpoint; a list field that only grew (its reducer reported nothing but
+//! appends since its last blob, [`Folded`](crate::channel::Folded)) stores the new items as
 //! a delta onto its previous blob, and its whole value again once the deltas since the last whole
 //! value outweigh it (or the chain reaches [`MAX_CHAIN`] links). Rewriting the whole value only
 //! after as many bytes were appended keeps the cost of the rewrites proportional to what was
@@ -17,6 +18,7 @@ use super::writer::Writer;
 use crate::checkpoint::{CheckpointRecord, PendingWrite, Source};
 use crate::error::Error;
 use crate::graph::compile::GraphInner;
+use crate::graph::task_key::task_id;
 use crate::graph::RunInfo;
 use crate::graph::{Command, Goto};
 use crate::state::{AppendMark, State};
@@ -24,11 +26,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// The most deltas an append-only field chains before a checkpoint stores its whole value again,
+/// The most deltas a list field chains before a checkpoint stores its whole value again,
 /// whatever their size: it bounds the blobs read to load the field.
 pub(crate) const MAX_CHAIN: usize = 4096;
 
-/// Where an append-only field's stored chain stands: how far the field had grown, the size of the
+/// Where a list field's stored chain stands: how far the field had grown, the size of the
 /// whole value the chain starts from, and the deltas stored onto it since.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Chain {
@@ -100,6 +102,8 @@ pub(crate) struct TaskRecord {
     pub(crate) error: Option<String>,
     pub(crate) question: Option<serde_json::Value>,
     pub(crate) answers: Vec<serde_json::Value>,
+    /// A task call's saved result, for a call of an entrypoint's task (`crate::func`).
+    pub(crate) call: Option<Vec<u8>>,
 }
 
 /// One task's pending writes: its id, and `(channel, bytes)` rows.
@@ -152,12 +156,15 @@ pub(crate) struct Persist {
     /// The checkpoint the loop's state is at: the parent of the next one.
     pub(crate) current: Option<Arc<str>>,
     /// Per field: the checkpoint holding its value blob, the version saved, how far an
-    /// append-only field had grown and how many deltas its chain has.
+    /// list field saved as deltas had grown and how many deltas its chain has.
     pub(crate) blobs: Vec<Option<Arc<str>>>,
     pub(crate) saved_versions: Vec<u64>,
     pub(crate) chains: Vec<Option<Chain>>,
     /// Pending writes of the current checkpoint, by task id.
     pub(crate) pending: BTreeMap<String, TaskRecord>,
+    /// The null task's pending writes on the current checkpoint, in the order saved: each a
+    /// command's update and goto in a task's saved form, not applied yet.
+    pub(crate) null: Vec<Vec<u8>>,
     /// Channel versions at the last resume.
     pub(crate) interrupt_seen: Vec<u64>,
     /// The checkpoint put under way in the background (async durability).
@@ -186,6 +193,7 @@ impl Persist {
             saved_versions: vec![0; n_fields],
             chains: vec![None; n_fields],
             pending: BTreeMap::new(),
+            null: Vec::new(),
             interrupt_seen: vec![0; n_channels],
             writer: None,
             rows: Vec::new(),
@@ -195,15 +203,6 @@ impl Persist {
             body_bytes: 0,
             seen_entries: Vec::new(),
         }
-    }
-}
-
-/// The id of a task of node `node`: `pull:<node>` for a node its edges triggered, `push:<index>`
-/// for the `Send` at that index of the step's `Send`s.
-pub(crate) fn task_id(node: &str, push_index: Option<usize>) -> String {
-    match push_index {
-        None => format!("pull:{node}"),
-        Some(i) => format!("push:{i:010}"),
     }
 }
 

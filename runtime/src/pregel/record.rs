@@ -1,6 +1,6 @@
 //! The loop written as a [`CheckpointRecord`]: the checkpoint component ([`Persist`]) reads a
 //! [`StepView`] of the loop, never the loop itself, and keeps its own bookkeeping (which blob
-//! holds each field, how far append-only fields' chains go, the last body's text).
+//! holds each field, how far list fields' delta chains go, the last body's text).
 
 use super::body::{BodyRef, SavedSend};
 use super::control::Control;
@@ -11,7 +11,6 @@ use crate::error::Error;
 use crate::graph::compile::GraphInner;
 use crate::graph::Packet;
 use crate::state::State;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// What a checkpoint is written from: the loop after a step, read-only.
@@ -67,7 +66,7 @@ impl Persist {
             step: view.step,
             source,
             writes: writers,
-            metadata: BTreeMap::new(),
+            metadata: self.info.metadata.clone(),
             created_at,
             channels,
             body,
@@ -117,15 +116,15 @@ impl Persist {
         Ok((channels, blobs))
     }
 
-    /// The blob of field `f`, which changed: an append-only field that only grew stores its new
-    /// items onto its previous blob while the chain takes them, any other its whole value (none
-    /// for a field with no value to store).
+    /// The blob of field `f`, which changed: a list field that only grew since its last blob
+    /// (its reducer reported only appends) stores its new items onto that blob while the chain
+    /// takes them, any other its whole value (none for a field with no value to store).
     fn field_blob<S: State>(&mut self, view: &StepView<'_, S>, f: usize) -> Result<Option<Blob>, Error> {
         let mark = view.state.append_mark(view.channels, f);
         let name = &view.g.channel_names[f];
         let fail = |e: crate::state::CodecError| Error::checkpoint(&self.info.thread, e.to_string());
         if let (Some(chain), Some(new), Some(prev)) = (self.chains[f], mark, &self.blobs[f]) {
-            if chain.mark.overwrites == new.overwrites && new.len >= chain.mark.len {
+            if chain.mark.rewrites == new.rewrites && new.len >= chain.mark.len {
                 let bytes = view.state.save_items(f, chain.mark.len).map_err(fail)?;
                 if chain.takes(bytes.len()) {
                     let delta_of = Some(prev.clone());

@@ -3,6 +3,7 @@
 //! command.
 
 use super::body::Body;
+use super::command::NULL_TASK;
 use super::persist::{
     Chain, Checkpointing, Persist, SavedGoto, SavedTask, TaskRecord, ERROR, INTERRUPT, RESUME, WRITES,
 };
@@ -10,7 +11,7 @@ use super::run::Loop;
 use crate::checkpoint::{CheckpointRecord, Loaded, PendingWrite};
 use crate::error::Error;
 use crate::graph::{Command, Goto, NodeId};
-use crate::state::State;
+use crate::state::{State, Warm};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -21,26 +22,44 @@ impl<S: State> Loop<S> {
     /// A run without a checkpointer has nothing to restore into; a checkpoint that does not fit
     /// this graph's state is an error naming the thread and the checkpoint.
     pub(crate) fn restore(&mut self, loaded: Loaded) -> Result<(), Error> {
+        self.restore_from(loaded, false)
+    }
+
+    /// [`restore`](Self::restore) for a run that goes on from the checkpoint: the values come
+    /// through the graph's [`Warm`], which decodes only what the checkpoint added to the chains
+    /// last read back, and keeps what it decoded for the next run.
+    pub(crate) fn restore_warm(&mut self, loaded: Loaded) -> Result<(), Error> {
+        self.restore_from(loaded, true)
+    }
+
+    fn restore_from(&mut self, loaded: Loaded, warm: bool) -> Result<(), Error> {
         // The checkpoint component is taken out while the loop is filled in, then put back.
         let Checkpointing::On(mut p) = std::mem::replace(&mut self.persist, Checkpointing::Off) else {
             return Err(Error::config("restoring a checkpoint needs a checkpointer"));
         };
-        let restored = self.restore_with(&mut p, loaded);
+        let restored = self.restore_with(&mut p, loaded, warm);
         self.persist = Checkpointing::On(p);
         restored
     }
 
-    fn restore_with(&mut self, p: &mut Persist, loaded: Loaded) -> Result<(), Error> {
+    fn restore_with(&mut self, p: &mut Persist, loaded: Loaded, warm: bool) -> Result<(), Error> {
         let record = loaded.record;
         let at = Bad {
             thread: p.info.thread.clone(),
             checkpoint: record.id.clone(),
         };
-        self.restore_channels(p, &record, loaded.values, &at)?;
+        if warm {
+            self.restore_channels_warm(p, &record, loaded.values, &at)?;
+        } else {
+            self.restore_channels(p, &record, loaded.values, &at)?;
+        }
         let body: Body = serde_json::from_slice(&record.body)
             .map_err(|e| at.error(format!("checkpoint `{}` is not a weir checkpoint: {e}", at.checkpoint)))?;
         self.restore_body(p, body, &at)?;
-        p.pending = pending_of(loaded.pending_writes, &at)?;
+        let (null, tasks): (Vec<PendingWrite>, Vec<PendingWrite>) =
+            loaded.pending_writes.into_iter().partition(|w| w.task_id == NULL_TASK);
+        p.null = null_writes(null);
+        p.pending = pending_of(tasks, &at)?;
         let step = record.step.checked_add(1).ok_or_else(|| {
             at.error(format!(
                 "checkpoint `{}` has step {}, out of range",
@@ -96,6 +115,64 @@ impl<S: State> Loop<S> {
                 });
             }
         }
+        Ok(())
+    }
+
+    /// [`restore_channels`](Self::restore_channels) through the graph's [`Warm`]: the same
+    /// versions and values, the values decoded only where their chains changed.
+    fn restore_channels_warm(
+        &mut self,
+        p: &mut Persist,
+        record: &CheckpointRecord,
+        values: Vec<(String, Vec<Vec<u8>>)>,
+        at: &Bad,
+    ) -> Result<(), Error> {
+        let g = self.g.clone();
+        let n_fields = g.n_fields();
+        let mut values: BTreeMap<String, Vec<Vec<u8>>> = values.into_iter().collect();
+        let mut chains: Vec<Option<Vec<Vec<u8>>>> = vec![None; n_fields];
+        for r in &record.channels {
+            let Some(&c) = g.channel_ids.get(&*r.channel) else {
+                if !r.channel.starts_with("branch:to:") && !r.channel.starts_with("join:") {
+                    return Err(at.error(format!(
+                        "checkpoint `{}` has field `{}`, which this state does not have: it was written by another state type",
+                        record.id, r.channel
+                    )));
+                }
+                continue;
+            };
+            let c = c as usize;
+            self.versions[c] = r.version;
+            if c < n_fields {
+                chains[c] = Some(values.remove(&*r.channel).unwrap_or_default());
+                p.blobs[c] = r.blob.clone();
+                p.saved_versions[c] = r.version;
+            }
+        }
+        // Taken out while it is brought to this checkpoint: a run on another thread at the same
+        // time decodes for itself, and one that fails leaves nothing half brought.
+        let taken = g.warm.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let mut warm = taken
+            .filter(|w| w.fits(&chains))
+            .unwrap_or_else(|| Warm::new(g.prototype.clone(), n_fields));
+        for (c, chain) in chains.into_iter().enumerate() {
+            let Some(chain) = chain else { continue };
+            let (links, base) = (chain.len(), chain.first().map_or(0, Vec::len));
+            let deltas = chain.iter().skip(1).map(Vec::len).sum();
+            warm.bring(c, chain)
+                .map_err(|e| at.error(format!("checkpoint `{}`: {e}", record.id)))?;
+            let (state, channels) = warm.values();
+            p.chains[c] = state.append_mark(channels, c).map(|mark| Chain {
+                mark,
+                base_bytes: base,
+                delta_bytes: deltas,
+                links: links.saturating_sub(1),
+            });
+        }
+        let (state, channels) = warm.values();
+        self.state = Arc::new(state.clone());
+        self.channels = channels.clone();
+        *g.warm.lock().unwrap_or_else(|e| e.into_inner()) = Some(warm);
         Ok(())
     }
 
@@ -194,6 +271,15 @@ impl Bad {
     }
 }
 
+/// The null task's saved commands, in the order saved.
+fn null_writes(mut rows: Vec<PendingWrite>) -> Vec<Vec<u8>> {
+    rows.sort_by_key(|w| w.idx);
+    rows.into_iter()
+        .filter(|w| w.channel == WRITES)
+        .map(|w| w.bytes)
+        .collect()
+}
+
 /// The pending writes of a checkpoint, by task: saved writes, an error, a question and answers.
 fn pending_of(rows: Vec<PendingWrite>, at: &Bad) -> Result<BTreeMap<String, TaskRecord>, Error> {
     let mut pending: BTreeMap<String, TaskRecord> = BTreeMap::new();
@@ -212,6 +298,7 @@ fn pending_of(rows: Vec<PendingWrite>, at: &Bad) -> Result<BTreeMap<String, Task
                 entry.question = Some(serde_json::from_slice(&w.bytes).map_err(|e| undecodable("question", e))?);
             }
             RESUME => entry.answers = serde_json::from_slice(&w.bytes).map_err(|e| undecodable("answers", e))?,
+            crate::func::CALL => entry.call = Some(w.bytes),
             _ => {}
         }
     }

@@ -2,6 +2,8 @@
 //! writes (`after_tick`), until a status says stop.
 
 mod apply;
+mod fresh;
+mod null;
 mod pauses;
 mod step;
 #[cfg(test)]
@@ -14,7 +16,7 @@ use super::control::Control;
 use super::executor::{Executor, Job, TaskOutput};
 use super::persist::{Checkpointing, Persist, TaskRecord};
 use super::stream::Sink;
-use super::task::{Finished, Task, TaskReport, TaskResult};
+use super::task::{Finished, Running, Task, TaskReport};
 use crate::checkpoint::Checkpointer;
 use crate::error::Error;
 use crate::graph::compile::{GraphInner, InputMode};
@@ -70,6 +72,10 @@ pub(crate) struct Loop<S: State> {
     pub(crate) persist: Checkpointing,
     /// Where a streamed run sends its events, and what each task of the last step did.
     pub(crate) sink: Option<Sink<S>>,
+    /// The store the run's tasks reach through their context.
+    pub(crate) store: Option<Arc<dyn crate::store::Store>>,
+    /// The run's context, which its tasks read through theirs (never checkpointed).
+    pub(crate) context: Option<crate::graph::ErasedContext>,
     pub(crate) report: Vec<TaskReport<S>>,
     /// Nodes to pause before and after: the graph's and this run's.
     interrupt_before: Vec<bool>,
@@ -81,8 +87,9 @@ pub(crate) struct Loop<S: State> {
     updates: Vec<S::Update>,
     /// Where a lone task's routers write, when its command has no destinations of its own.
     gotos: Vec<Goto<S>>,
-    /// The outcomes of a step's tasks, then the finished ones: emptied by each step.
-    results: Vec<TaskResult<S>>,
+    /// A step's running tasks and their outputs, in task order, then the finished ones:
+    /// emptied by each step.
+    running: Vec<Running>,
     outputs: Vec<TaskOutput<S>>,
     /// Where wide steps run: their task groups, aborted if the run is dropped.
     executor: Executor<S>,
@@ -141,6 +148,8 @@ impl<S: State> Loop<S> {
             tasks: Vec::new(),
             persist,
             sink: None,
+            store: config.store.clone(),
+            context: config.context.erased.clone(),
             report: Vec::new(),
             interrupt_before,
             interrupt_after,
@@ -149,7 +158,7 @@ impl<S: State> Loop<S> {
             changed: vec![false; g.n_fields()],
             updates: Vec::new(),
             gotos: Vec::new(),
-            results: Vec::new(),
+            running: Vec::new(),
             outputs: Vec::new(),
             executor: Executor::new(),
             done: Vec::new(),
@@ -343,13 +352,13 @@ impl<S: State> Loop<S> {
                 continue;
             }
             let job = match (&node.func, Some(n) == self.g.start) {
-                (_, true) => Job::Ready(Command {
+                (_, true) => Job::Ready(Box::new(Command {
                     update: self.input.clone().unwrap_or_default(),
                     goto: Vec::new(),
                     parent: None,
-                }),
+                })),
                 (Some(f), false) => Job::Node(f.clone()),
-                (None, false) => Job::Ready(Command::default()),
+                (None, false) => Job::Empty,
             };
             self.tasks.push(Task {
                 node: n,
@@ -396,7 +405,7 @@ impl<S: State> Loop<S> {
                         writes: Some(bytes), ..
                     }) => {
                         let (command, routed) = self.load_task(&bytes)?;
-                        self.tasks[i].job = Job::Ready(command);
+                        self.tasks[i].job = Job::Ready(Box::new(command));
                         self.tasks[i].saved = true;
                         self.tasks[i].routed = routed;
                         continue;
@@ -410,7 +419,15 @@ impl<S: State> Loop<S> {
                     Some(TaskRecord { answers, .. }) => answers,
                     None => Vec::new(),
                 };
-                self.tasks[i].scratch = Some(Arc::new(Scratch::with_answers(answers)));
+                let mut scratch = Scratch::with_answers(answers);
+                if crate::func::is_func::<S>() {
+                    // An entrypoint's task: the task calls saved on the checkpoint, and how to save more.
+                    let id = self.task_id(self.tasks[i].node, self.tasks[i].push);
+                    if let Some(p) = self.persist.on_mut() {
+                        scratch.calls = Some(Arc::new(crate::func::CallLog::load(p, id)));
+                    }
+                }
+                self.tasks[i].scratch = Some(Arc::new(scratch));
             }
         }
         Ok(())
@@ -455,6 +472,7 @@ fn persist_of<S: State>(
         thread: thread.as_str().into(),
         ns: config.ns.as_str().into(),
         durability: config.durability,
+        metadata: config.metadata.clone(),
     };
     let p = Persist::new(info, g.n_fields(), g.n_fields() + g.controls.len());
     Ok(Checkpointing::On(Box::new(p)))

@@ -32,6 +32,8 @@ pub struct StateSnapshot<S> {
     pub created_at: String,
     /// The nodes whose writes it applied.
     pub writes: Vec<String>,
+    /// The pairs the run that wrote it recorded ([`RunConfig::metadata`]).
+    pub metadata: std::collections::BTreeMap<String, String>,
 }
 
 /// One task of a snapshot's next step.
@@ -74,6 +76,8 @@ fn snapshot<S: State>(graph: &CompiledGraph<S>, mut run: Loop<S>, applied: bool)
         .and_then(|p| p.record.clone())
         .ok_or_else(|| Error::config("reading a thread's state needs a checkpointer"))?;
     let pending = run.pending().cloned().unwrap_or_default();
+    // A command's update and goto kept on the checkpoint count, as in LangGraph's snapshot.
+    run.apply_null_writes()?;
     run.prepare_tasks()?;
     let mut tasks = Vec::new();
     let mut pauses = Vec::new();
@@ -114,12 +118,14 @@ fn snapshot<S: State>(graph: &CompiledGraph<S>, mut run: Loop<S>, applied: bool)
         source: record.source,
         created_at: record.created_at.to_string(),
         writes: record.writes.iter().map(|w| String::from(&**w)).collect(),
+        metadata: record.metadata.clone(),
     })
 }
 
 pub(crate) async fn history<S: State>(
     graph: &CompiledGraph<S>,
     config: &RunConfig,
+    before: Option<&str>,
     limit: Option<usize>,
 ) -> Result<Vec<StateSnapshot<S>>, Error> {
     let checkpointer = graph
@@ -133,7 +139,7 @@ pub(crate) async fn history<S: State>(
     // One listing of every checkpoint with its values, each then shown as `get_state` shows
     // it at that checkpoint's id.
     let listed = checkpointer
-        .history(&thread, &config.ns, None, limit)
+        .history(&thread, &config.ns, before, limit)
         .await
         .map_err(|e| super::persist::checkpointer_error(&thread, e))?;
     let mut out = Vec::with_capacity(listed.len());

@@ -3,7 +3,6 @@
 //! between two steps, with its last checkpoint intact.
 
 use super::outcome::Outcome;
-use super::run::Loop;
 use crate::checkpoint::Source;
 use crate::error::Error;
 use crate::graph::{Emitter, Forward, ForwardFn, SubgraphEvent};
@@ -18,7 +17,11 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 mod json;
+mod message;
+mod step;
 pub use json::writes_json;
+pub use message::MessageMeta;
+pub(crate) use step::{announce, fresh_checkpoint, report};
 
 /// What a stream reports (LangGraph's `stream_mode`s). Combine them with `|`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -35,8 +38,11 @@ impl StreamMode {
     pub const CHECKPOINTS: Self = Self(8);
     /// The events nodes emit themselves through [`Context::emit`](crate::Context::emit).
     pub const CUSTOM: Self = Self(16);
+    /// The message chunks nodes emit through
+    /// [`Context::emit_message`](crate::Context::emit_message): a chat model's tokens.
+    pub const MESSAGES: Self = Self(32);
     /// Every mode.
-    pub const ALL: Self = Self(31);
+    pub const ALL: Self = Self(63);
 
     /// Whether `self` includes every mode of `other`.
     pub const fn contains(self, other: Self) -> bool {
@@ -120,6 +126,14 @@ pub enum Event<S: State> {
         /// What it emitted.
         value: serde_json::Value,
     },
+    /// A message chunk a node emitted (mode `MESSAGES`): a chat model's token, as JSON
+    /// (LangChain's `AIMessageChunk` dict, from the agent layer), with where it comes from.
+    Message {
+        /// The chunk.
+        chunk: serde_json::Value,
+        /// The task that emitted it (shared by its chunks).
+        meta: Arc<MessageMeta>,
+    },
     /// The run paused; resume the thread to go on. The last event of its stream.
     Paused(Vec<Paused>),
     /// An event of a subgraph run by a task of this run (or of a subgraph of it), when the run
@@ -199,6 +213,11 @@ impl<S: State> fmt::Debug for Event<S> {
                 .field("node", node)
                 .field("value", value)
                 .finish(),
+            Self::Message { chunk, meta } => f
+                .debug_struct("Message")
+                .field("chunk", chunk)
+                .field("meta", meta)
+                .finish(),
             Self::Paused(p) => f.debug_tuple("Paused").field(p).finish(),
             Self::Subgraph { ns, event } => f
                 .debug_struct("Subgraph")
@@ -218,6 +237,8 @@ pub(crate) struct Sink<S: State> {
     pub(crate) modes: StreamMode,
     /// Subgraphs' events go to the root stream too: how its tasks send them there.
     forward: Option<ForwardFn>,
+    /// The run's thread, for the metadata of message chunks.
+    thread: Option<Arc<str>>,
 }
 
 enum Out<S: State> {
@@ -253,7 +274,7 @@ impl<S: State> Out<S> {
 impl<S: State> Sink<S> {
     /// The sink of a root run streaming `modes` into `tx` (and its subgraphs' events when
     /// `subgraphs`).
-    pub(crate) fn new(tx: mpsc::Sender<Item<S>>, modes: StreamMode, subgraphs: bool) -> Self {
+    pub(crate) fn new(tx: mpsc::Sender<Item<S>>, modes: StreamMode, subgraphs: bool, thread: Option<Arc<str>>) -> Self {
         let forward = subgraphs.then(|| {
             let tx = tx.clone();
             let send: ForwardFn = Arc::new(move |ns, event| {
@@ -266,6 +287,7 @@ impl<S: State> Sink<S> {
             out: Out::Root(tx),
             modes,
             forward,
+            thread,
         }
     }
     /// The sink of a subgraph's run, forwarding to its caller's stream (`fields`: the
@@ -274,6 +296,7 @@ impl<S: State> Sink<S> {
         Self {
             modes: StreamMode(to.modes),
             forward: Some(to.send.clone()),
+            thread: to.thread.clone(),
             out: Out::Forward(to, fields),
         }
     }
@@ -311,6 +334,25 @@ impl<S: State> Sink<S> {
             Box::pin(async move { out.send(Event::Custom { step, node, value }).await })
         })))
     }
+    /// The emitter of the message chunks of the task `id` (node `node`, `push`: its index among
+    /// the step's `Send`s) in step `step`, when the run streams messages.
+    pub(crate) fn message_emitter(&self, node: &str, id: &str, push: Option<usize>, step: i64) -> Option<Emitter> {
+        if !self.wants(StreamMode::MESSAGES) {
+            return None;
+        }
+        let task = message::TaskOf { node, push, step };
+        let thread = self.thread.as_deref().map(str::to_owned);
+        Some(message::emitter(&self.out, &task, self.task_ns(node, id, step), thread))
+    }
+    /// The namespace of the task `id` of node `node` in step `step`: this run's, then the
+    /// task's own segment.
+    fn task_ns(&self, node: &str, id: &str, step: i64) -> Vec<String> {
+        let segment = format!("{node}:{id}:{step}");
+        match &self.out {
+            Out::Root(_) => vec![segment],
+            Out::Forward(f, _) => f.ns.iter().cloned().chain([segment]).collect(),
+        }
+    }
     /// Whether the subgraphs this run's tasks run stream their events here.
     pub(crate) fn streams_subgraphs(&self) -> bool {
         self.forward.is_some()
@@ -319,15 +361,11 @@ impl<S: State> Sink<S> {
     /// when this run streams subgraphs.
     pub(crate) fn forward(&self, node: &str, id: &str, step: i64) -> Option<Forward> {
         let send = self.forward.clone()?;
-        let segment = format!("{node}:{id}:{step}");
-        let ns = match &self.out {
-            Out::Root(_) => vec![segment],
-            Out::Forward(f, _) => f.ns.iter().cloned().chain([segment]).collect(),
-        };
         Some(Forward {
             send,
-            ns: ns.into(),
+            ns: self.task_ns(node, id, step).into(),
             modes: self.modes.0,
+            thread: self.thread.clone(),
         })
     }
 }
@@ -365,6 +403,20 @@ impl<S: State> RunStream<S> {
         let handle = self.outcome.take().expect("the outcome is taken once");
         handle.await.map_err(|e| Error::run_lost(e.to_string()))?
     }
+
+    /// Stops the run as dropping the stream does (the step under way is aborted and applies
+    /// nothing), then waits until it has ended: when this returns, every checkpoint and pending
+    /// write the run made is stored (or failed), so a caller may delete the thread's newer
+    /// checkpoints (a server's rollback) without a late write landing after it.
+    ///
+    /// # Errors
+    /// The run's error (a run stopped mid-way ends as drained).
+    pub async fn stop(mut self) -> Result<Outcome<S>, Error> {
+        self.rx.close();
+        while self.rx.recv().await.is_some() {}
+        let handle = self.outcome.take().expect("the outcome is taken once");
+        handle.await.map_err(|e| Error::run_lost(e.to_string()))?
+    }
 }
 
 impl<S: State> Stream for RunStream<S> {
@@ -376,85 +428,3 @@ impl<S: State> Stream for RunStream<S> {
 
 /// The capacity of a stream's channel: how far a run may get ahead of its consumer.
 pub(crate) const CAPACITY: usize = 64;
-
-/// Sends the events of the step just run: the updates replayed from saved writes first (cached),
-/// then each task's update and end in task order (an error handler's after its node's end), then
-/// the values (`values`: the state after the step, or a paused step's state with the finished
-/// tasks' writes applied).
-pub(crate) async fn report<S: State>(run: &mut Loop<S>, step: i64, values: Option<Arc<S>>) {
-    let Some(sink) = &run.sink else { return };
-    let mut reports = std::mem::take(&mut run.report);
-    // Stable: the cached ones first, each group in task order.
-    reports.sort_by_key(|r| !r.cached);
-    for r in reports {
-        if Some(r.node) == run.g.start {
-            continue;
-        }
-        let (mut node, mut id) = (run.g.node_name(r.node), run.task_id(r.node, r.push));
-        if r.handler {
-            node = format!("__error_handler__{node}");
-            id.push_str(":error_handler");
-        }
-        if let Some(update) = r.update {
-            let (node, cached) = (node.clone(), r.cached);
-            sink.send(Event::Update {
-                step,
-                node,
-                update,
-                cached,
-            })
-            .await;
-        }
-        if sink.wants(StreamMode::TASKS) && !r.cached {
-            let (duration, error) = (r.duration, r.error);
-            sink.send(Event::TaskEnd {
-                step,
-                id,
-                node,
-                duration,
-                error,
-            })
-            .await;
-        }
-    }
-    if let (Some(state), true) = (values, sink.wants(StreamMode::VALUES)) {
-        sink.send(Event::Values { step, state }).await;
-    }
-}
-
-/// Sends the events of the step about to run: the checkpoint it starts from, and its tasks.
-pub(crate) async fn announce<S: State>(run: &Loop<S>, checkpoint: Option<(String, i64, Source)>) {
-    let Some(sink) = &run.sink else { return };
-    if let Some((id, step, source)) = checkpoint {
-        let next = run.tasks.iter().map(|t| run.g.node_name(t.node)).collect();
-        sink.send(Event::Checkpoint { step, id, source, next }).await;
-    }
-    if sink.wants(StreamMode::TASKS) {
-        for t in run.tasks.iter().filter(|t| Some(t.node) != run.g.start && !t.saved) {
-            let (id, node) = (run.task_id(t.node, t.push), run.g.node_name(t.node));
-            sink.send(Event::TaskStart {
-                step: run.step(),
-                id,
-                node,
-            })
-            .await;
-        }
-    }
-}
-
-/// The checkpoint written since the last one announced, if any.
-pub(crate) fn fresh_checkpoint<S: State>(
-    run: &Loop<S>,
-    announced: &mut Option<Arc<str>>,
-) -> Option<(String, i64, Source)> {
-    if !run.sink.as_ref()?.wants(StreamMode::CHECKPOINTS) {
-        return None;
-    }
-    let p = run.persist.on()?;
-    let current = p.current.as_ref()?;
-    if announced.as_ref() == Some(current) || p.dirty {
-        return None;
-    }
-    *announced = Some(current.clone());
-    Some((current.to_string(), run.step() - 1, p.last_source))
-}

@@ -5,7 +5,7 @@ use super::stream::Sink;
 use super::{Outcome, RunConfig};
 use crate::error::{BoxError, Error};
 use crate::graph::{Command, Goto, GraphBuilder, NodeHandle};
-use crate::graph::{CompiledGraph, Context};
+use crate::graph::{CompiledGraph, Context, ContextValue, RunContext, Streams};
 use crate::state::State;
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -22,14 +22,18 @@ use std::sync::Arc;
 /// `sub`'s run and applies that command in the parent, as this node's. `sub` runs under the
 /// parent run's recursion limit, counting its own steps from its own start (as LangGraph's
 /// subgraphs, which inherit their parent's config).
-pub fn subgraph<S: State, T: State>(
-    sub: CompiledGraph<T>,
+///
+/// `sub` runs with its parent run's context ([`RunConfig::context`]): it may declare the
+/// parent's context type, or none. A node of a subgraph that declares another type than the
+/// run's fails with an error naming it and both types.
+pub fn subgraph<S: State, T: State, SC: ContextValue>(
+    sub: CompiledGraph<T, SC>,
     into: impl Fn(&S) -> T::Update + Send + Sync + 'static,
     from: impl Fn(&T) -> S::Update + Send + Sync + 'static,
 ) -> impl Fn(&S, &Context) -> BoxFuture<'static, Result<Command<S>, BoxError>> + Send + Sync + 'static {
     let from = Arc::new(from);
     move |s: &S, ctx: &Context| -> BoxFuture<'static, Result<Command<S>, BoxError>> {
-        let (input, sub, ctx, from) = (into(s), sub.clone(), ctx.clone(), from.clone());
+        let (input, sub, ctx, from) = (into(s), sub.untyped().into_owned(), ctx.clone(), from.clone());
         Box::pin(async move {
             let outcome = match run_sub(&sub, input, &ctx).await {
                 Ok(outcome) => outcome,
@@ -48,21 +52,27 @@ pub fn subgraph<S: State, T: State>(
     }
 }
 
-impl<S: State> GraphBuilder<S> {
+impl<S: State, C: ContextValue> GraphBuilder<S, C> {
     /// Adds `sub` as node `name`, mapping the states with `into` and `from`: see [`subgraph`].
-    pub fn add_subgraph<T: State>(
+    pub fn add_subgraph<T: State, SC: ContextValue>(
         &mut self,
         name: impl Into<String>,
-        sub: CompiledGraph<T>,
+        sub: CompiledGraph<T, SC>,
         into: impl Fn(&S) -> T::Update + Send + Sync + 'static,
         from: impl Fn(&T) -> S::Update + Send + Sync + 'static,
     ) -> NodeHandle<S> {
+        let name = name.into();
+        self.subgraphs.push((name.clone(), sub.mermaid(), T::FIELDS));
         self.add_node(name, subgraph(sub, into, from))
     }
 
     /// Adds `sub` as node `name`, mapping the states with `From`: `sub`'s input is
     /// `T::Update::from(&state)` and its result `S::Update::from(&final_state)`.
-    pub fn add_subgraph_from<T: State>(&mut self, name: impl Into<String>, sub: CompiledGraph<T>) -> NodeHandle<S>
+    pub fn add_subgraph_from<T: State, SC: ContextValue>(
+        &mut self,
+        name: impl Into<String>,
+        sub: CompiledGraph<T, SC>,
+    ) -> NodeHandle<S>
     where
         T::Update: for<'a> From<&'a S>,
         S::Update: for<'a> From<&'a T>,
@@ -90,11 +100,15 @@ fn parent_command<S: State>(e: BoxError) -> Result<Command<S>, BoxError> {
 async fn run_sub<T: State>(sub: &CompiledGraph<T>, input: T::Update, ctx: &Context) -> Result<Outcome<T>, BoxError> {
     let Some(run) = &ctx.run else {
         // The parent is not checkpointed: a plain run.
-        let config = RunConfig::default().recursion_limit(ctx.limit);
+        let config = RunConfig {
+            store: ctx.store.clone(),
+            context: RunContext::inherited(ctx.context.clone()),
+            ..RunConfig::default().recursion_limit(ctx.limit)
+        };
         return Ok(go(sub, Start::Input(input), &config, ctx).await?);
     };
     let sub = sub.with_parent_checkpointer(run.checkpointer.clone());
-    let task = super::persist::task_id(&ctx.node, ctx.push);
+    let task = crate::graph::task_key::task_id(&ctx.node, ctx.push);
     let ns = if run.ns.is_empty() {
         format!("{task}:{}", ctx.step)
     } else {
@@ -106,6 +120,8 @@ async fn run_sub<T: State>(sub: &CompiledGraph<T>, input: T::Update, ctx: &Conte
         durability: run.durability,
         // LangGraph's subgraph inherits its parent's config, recursion limit included.
         recursion_limit: ctx.limit,
+        store: ctx.store.clone(),
+        context: RunContext::inherited(ctx.context.clone()),
         ..RunConfig::default()
     };
     if let Some(snapshot) = sub.get_state(&config).await? {
@@ -130,9 +146,8 @@ async fn go<T: State>(
     config: &RunConfig,
     ctx: &Context,
 ) -> Result<Outcome<T>, Error> {
-    let sink = ctx
-        .forward
-        .clone()
+    let sink = Streams::forward(ctx)
+        .cloned()
         .map(|to| Sink::forwarding(to, sub.inner.fields.clone().into()));
     drive(sub, start, config, sink).await
 }

@@ -1,7 +1,7 @@
 //! A step's tasks, from planned to finished: what each runs, what it came to, and what a stream
 //! reports of it.
 
-use super::executor::{Job, TaskOutput};
+use super::executor::Job;
 use crate::graph::interrupt::Scratch;
 use crate::graph::Command;
 use crate::state::State;
@@ -87,10 +87,4 @@ impl<S: State> Task<S> {
         };
         (job, running)
     }
-}
-
-/// What a task of a step came to.
-pub(crate) struct TaskResult<S: State> {
-    pub(crate) task: Running,
-    pub(crate) output: TaskOutput<S>,
 }

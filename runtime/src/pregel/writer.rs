@@ -89,6 +89,15 @@ pub(crate) struct QueuedWrites {
     pub(crate) rows: Vec<PendingWrite>,
 }
 
+impl QueuedWrites {
+    /// A hash of the namespace, checkpoint and task the writes are of.
+    fn key(&self) -> u64 {
+        use std::hash::{BuildHasher, RandomState};
+        static HASHER: std::sync::LazyLock<RandomState> = std::sync::LazyLock::new(RandomState::new);
+        HASHER.hash_one((&*self.ns, &*self.checkpoint, &self.task_id))
+    }
+}
+
 /// What a queued checkpoint counts against [`QUEUE_BYTES`]: its body and blobs, and a kilobyte
 /// for the rest of the record; at most the whole budget.
 fn queued_bytes(record: &CheckpointRecord) -> u32 {
@@ -140,37 +149,93 @@ impl Writer {
             // Grown as batches come, not made for the largest: most runs are short.
             let mut queued = Vec::new();
             let mut batch = Batch::default();
+            let mut writes = Group::default();
             while rx.recv_many(&mut queued, QUEUE).await > 0 {
                 for job in queued.drain(..) {
                     match job {
-                        Job::Put(record, head, bytes) => batch.push(*record, head, bytes),
+                        Job::Put(record, head, bytes) => {
+                            if !writes.store(&*checkpointer, &thread, &failure).await {
+                                return;
+                            }
+                            batch.push(*record, head, bytes);
+                        }
                         Job::Writes(w) => {
                             if !batch.store(&*checkpointer, &gives_back.0, &thread, &failure).await {
                                 return;
                             }
-                            let stored = checkpointer
-                                .put_writes(&thread, &w.ns, &w.checkpoint, &w.task_id, w.rows)
-                                .await;
-                            if let Err(e) = stored {
-                                *failure.lock().unwrap_or_else(|p| p.into_inner()) =
-                                    Some(checkpointer_error(&thread, e));
+                            // A task's writes replace its earlier ones: the two are stored in turn.
+                            if writes.holds(&w) && !writes.store(&*checkpointer, &thread, &failure).await {
                                 return;
                             }
+                            writes.push(*w);
                         }
                         Job::Flush(done) => {
-                            if !batch.store(&*checkpointer, &gives_back.0, &thread, &failure).await {
+                            if !writes.store(&*checkpointer, &thread, &failure).await
+                                || !batch.store(&*checkpointer, &gives_back.0, &thread, &failure).await
+                            {
                                 return;
                             }
                             let _ = done.send(());
                         }
                     }
                 }
-                if !batch.store(&*checkpointer, &gives_back.0, &thread, &failure).await {
+                if !writes.store(&*checkpointer, &thread, &failure).await
+                    || !batch.store(&*checkpointer, &gives_back.0, &thread, &failure).await
+                {
                     return;
                 }
             }
         });
         Self { jobs, room, failed }
+    }
+}
+
+/// The pending writes of several tasks, queued one after another, to store at once: a
+/// checkpointer that batches what comes together (SQLite's writer thread) commits them in one
+/// transaction instead of one each (a functional run's sequential task calls each queue theirs
+/// while the writer is busy). It holds one task's writes at most once.
+#[derive(Default)]
+struct Group {
+    writes: Vec<QueuedWrites>,
+    /// The tasks held, by a hash of (namespace, checkpoint, task): a collision only stores
+    /// the group a little early.
+    tasks: std::collections::HashSet<u64>,
+}
+
+impl Group {
+    /// Whether the group holds writes of the same task as `w`'s.
+    fn holds(&self, w: &QueuedWrites) -> bool {
+        self.tasks.contains(&w.key())
+    }
+
+    fn push(&mut self, w: QueuedWrites) {
+        self.tasks.insert(w.key());
+        self.writes.push(w);
+    }
+
+    /// Stores the writes held, all at once; on failure records why and returns false.
+    async fn store(
+        &mut self,
+        checkpointer: &dyn Checkpointer,
+        thread: &str,
+        failure: &std::sync::Mutex<Option<Error>>,
+    ) -> bool {
+        if self.writes.is_empty() {
+            return true;
+        }
+        self.tasks.clear();
+        let puts = self.writes.drain(..).map(|w| async move {
+            checkpointer
+                .put_writes(thread, &w.ns, &w.checkpoint, &w.task_id, w.rows)
+                .await
+        });
+        match futures::future::join_all(puts).await.into_iter().find_map(Result::err) {
+            None => true,
+            Some(e) => {
+                *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(checkpointer_error(thread, e));
+                false
+            }
+        }
     }
 }
 

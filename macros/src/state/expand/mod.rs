@@ -4,11 +4,14 @@
 //!
 //! Generated code names only `#krate::__private::…` and `::core::…`.
 
+mod codec;
 mod debug;
 mod fallback;
 mod items;
 mod names;
 mod plan;
+mod table;
+mod update;
 
 pub(crate) use debug::debug_print;
 pub(crate) use fallback::fallback;

@@ -21,7 +21,8 @@ pub(super) struct Plan<'a> {
     /// The type the builder method takes: `T`, or `U` for a `with` reducer with `update = U`.
     pub(super) arg_ty: TokenStream,
     pub(super) reducer: bool,
-    /// `#[reducer(append)]`: checkpoints may store only the items appended since the last one.
+    /// `#[reducer(append)]` or `with` on a `Vec`: checkpoints may store only the items appended
+    /// since the last one, while the reducer reports only appends.
     pub(super) append: bool,
     /// The run's input writes the field as an overwrite (a reducer whose write type is not `T`).
     pub(super) input_overwrite: bool,
@@ -112,15 +113,29 @@ impl<'a> Plan<'a> {
             Reducer::With(path) => (None, Some(path)),
         };
         let u = arg_ty.clone();
-        let fold = match (&check, reduce) {
-            (Some(check), _) => quote_spanned! {span=>
-                |__weir_acc: &mut #ty, __weir_write: #ty| <#ty as #p::#check>::reduce(__weir_acc, __weir_write)
-            },
-            (None, Some(path)) => quote_spanned! {path.span()=>
-                |__weir_acc: &mut #ty, __weir_write: #u| {
-                    <_ as #p::ReducerFn<#ty, #u>>::reduce(&#path, __weir_acc, __weir_write)
-                }
-            },
+        // `append` and `with` reducers report whether a write only appended (a `with` reducer
+        // that says nothing reports a rewrite); `add` and `merge` do not.
+        let (fold, new) = match (&check, reduce) {
+            (Some(check), _) if matches!(reducer, Reducer::Append) => (
+                quote_spanned! {span=>
+                    |__weir_acc: &mut #ty, __weir_write: #ty| <#ty as #p::#check>::reduce(__weir_acc, __weir_write)
+                },
+                quote!(reporting),
+            ),
+            (Some(check), _) => (
+                quote_spanned! {span=>
+                    |__weir_acc: &mut #ty, __weir_write: #ty| <#ty as #p::#check>::reduce(__weir_acc, __weir_write)
+                },
+                quote!(new),
+            ),
+            (None, Some(path)) => (
+                quote_spanned! {path.span()=>
+                    |__weir_acc: &mut #ty, __weir_write: #u| {
+                        <_ as #p::ReducerFn<#ty, #u, _>>::reduce(&#path, __weir_acc, __weir_write)
+                    }
+                },
+                quote!(reporting),
+            ),
             (None, None) => unreachable!("a reducer is built in or `with`"),
         };
         let mut bounds = Vec::new();
@@ -142,14 +157,16 @@ impl<'a> Plan<'a> {
             name: field.ident.unraw().to_string(),
             kind: quote!(#p::ChannelKind::Reducer),
             channel_ty: quote!(#p::BinaryOperatorAggregate<#ty, #u>),
-            channel_new: quote!(#p::BinaryOperatorAggregate::<#ty, #u>::new(#fold)),
+            channel_new: quote!(#p::BinaryOperatorAggregate::<#ty, #u>::#new(#fold)),
             write_ty: quote!(#p::ReducerWrite<#u, #ty>),
             arg_ty,
             reducer: true,
             // Only a plain `Vec<E>` field stores deltas: for another type `append` is an
             // error reported at the field, and a generic element type would need bounds
-            // the user did not write (such a field is saved whole each time).
-            append: matches!(reducer, Reducer::Append) && !generic && is_vec(ty),
+            // the user did not write (such a field is saved whole each time). A `with`
+            // reducer that does not report appends counts each write as a rewrite: its
+            // field is saved whole each time too.
+            append: matches!(reducer, Reducer::Append | Reducer::With(_)) && !generic && is_vec(ty),
             input_overwrite,
             generic,
             bounds,

@@ -9,6 +9,6 @@ mod transient;
 
 pub use barrier::{NamedBarrierValue, NamedBarrierValueAfterFinish};
 pub use last::{AnyValue, LastValue, LastValueAfterFinish};
-pub use reducer::{BinaryOperatorAggregate, ReducerWrite};
+pub use reducer::{BinaryOperatorAggregate, Folded, ReducerWrite};
 pub use topic::Topic;
 pub use transient::{EphemeralValue, UntrackedValue};

@@ -17,6 +17,7 @@
 //! checkpoints, and `schema` the migrations.
 
 mod pool;
+mod prune;
 mod read;
 mod saver;
 mod schema;

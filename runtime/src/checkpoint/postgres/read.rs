@@ -95,6 +95,7 @@ impl PostgresSaver {
                 .read_only(true)
                 .start()
                 .await?;
+            let asked = id;
             let id = match id {
                 Some(id) => id.to_owned(),
                 None => match tx.query_opt(&select_head, &[&thread_id, &ns]).await? {
@@ -103,7 +104,10 @@ impl PostgresSaver {
                 },
             };
             let Some(row) = tx.query_opt(&select_checkpoint, &[&thread_id, &ns, &id]).await? else {
-                return Ok(None);
+                return match asked {
+                    Some(id) => super::prune::not_found(&tx, thread_id, ns, id).await,
+                    None => Ok(None),
+                };
             };
             let record = sql::decode(read_row(&row))?;
             let (channels, at): (Vec<&str>, Vec<&str>) = record

@@ -4,11 +4,14 @@ use super::pool::{Failure, Inner};
 use super::read::{read_row, select_checkpoint, select_list, SELECT_HEAD};
 use super::schema::{migrate, redact};
 use crate::checkpoint::sql;
-use crate::checkpoint::{CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, SaverError, Usage};
+use crate::checkpoint::{
+    CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, Usage,
+};
+use crate::postgres::{Pool, PoolOptions};
 use futures::future::{BoxFuture, FutureExt};
 use std::fmt;
-use std::sync::{Arc, Mutex};
-use tokio::sync::Semaphore;
+use std::sync::Arc;
+use std::time::Duration;
 
 const THREADS: &str = "SELECT DISTINCT thread_id FROM heads ORDER BY thread_id";
 const NAMESPACES: &str = "SELECT DISTINCT ns FROM checkpoints WHERE thread_id = $1 ORDER BY ns";
@@ -21,14 +24,14 @@ const USAGE: &str = "SELECT (SELECT COUNT(*) FROM checkpoints WHERE thread_id = 
 #[derive(Clone, Debug)]
 pub struct PostgresOptions {
     schema: String,
-    connections: usize,
+    pool: PoolOptions,
 }
 
 impl Default for PostgresOptions {
     fn default() -> Self {
         Self {
             schema: "weir".to_owned(),
-            connections: 4,
+            pool: PoolOptions::new().size(4),
         }
     }
 }
@@ -42,7 +45,19 @@ impl PostgresOptions {
     }
     /// How many connections calls share (default 4, at least 1).
     pub fn connections(mut self, connections: usize) -> Self {
-        self.connections = connections.max(1);
+        self.pool = self.pool.size(connections);
+        self
+    }
+    /// How long a call waits for a connection while all are in use before it fails (default:
+    /// no limit).
+    pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
+        self.pool = self.pool.acquire_timeout(timeout);
+        self
+    }
+    /// The pool's options at once (its size and acquire timeout; the schema is
+    /// [`schema`](Self::schema)'s).
+    pub fn pool(mut self, pool: PoolOptions) -> Self {
+        self.pool = pool;
         self
     }
     /// Connects to the database at `url` (e.g. `postgres://postgres@127.0.0.1:5432/test`),
@@ -68,23 +83,16 @@ impl PostgresOptions {
             )));
         }
         let inner = Inner {
-            url: url.to_owned(),
-            schema: self.schema.clone(),
-            idle: Mutex::new(Vec::new()),
-            permits: Semaphore::new(self.connections),
+            pool: Pool::new(url, self.pool.schema(self.schema.clone())),
+            schema: self.schema,
             select_checkpoint: select_checkpoint(),
             select_list: select_list(),
         };
-        let mut first = inner.open_unprepared().await?;
+        let mut first = inner.pool.open().await.map_err(|e| inner.fail(e))?;
         migrate(&mut first.client, &inner.schema)
             .await
             .map_err(|e| e.into_saver_error(&inner))?;
-        first
-            .client
-            .batch_execute(&format!("SET search_path TO \"{}\"", inner.schema))
-            .await
-            .map_err(|e| inner.fail(e))?;
-        inner.idle.lock().unwrap_or_else(|p| p.into_inner()).push(first);
+        inner.pool.keep(first).await.map_err(|e| inner.fail(e))?;
         Ok(PostgresSaver { inner: Arc::new(inner) })
     }
 }
@@ -111,7 +119,7 @@ pub struct PostgresSaver {
 impl fmt::Debug for PostgresSaver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PostgresSaver")
-            .field("url", &redact(&self.inner.url))
+            .field("url", &redact(self.inner.pool.url()))
             .field("schema", &self.inner.schema)
             .finish_non_exhaustive()
     }
@@ -239,10 +247,54 @@ impl Checkpointer for PostgresSaver {
             let conn = &mut *pooled;
             let result: Result<_, Failure> = async {
                 let tx = conn.client.transaction().await?;
-                for table in ["writes", "blobs", "checkpoints", "heads"] {
+                for table in ["writes", "blobs", "checkpoints", "heads", "pruned"] {
                     tx.execute(&format!("DELETE FROM {table} WHERE thread_id = $1"), &[&thread_id])
                         .await?;
                 }
+                tx.commit().await?;
+                Ok(())
+            }
+            .await;
+            self.finish(result)
+        }
+        .boxed()
+    }
+
+    /// In one transaction: the rows after `checkpoint_id`, then each namespace's head moved back
+    /// to its greatest remaining id (or dropped with its last checkpoint).
+    fn delete_after<'a>(
+        &'a self,
+        thread_id: &'a str,
+        checkpoint_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        let Some(after) = checkpoint_id else {
+            return self.delete_thread(thread_id);
+        };
+        async move {
+            let mut pooled = self.conn().await?;
+            let conn = &mut *pooled;
+            let result: Result<_, Failure> = async {
+                let tx = conn.client.transaction().await?;
+                for (table, id) in [
+                    ("writes", "checkpoint_id"),
+                    ("blobs", "checkpoint_id"),
+                    ("checkpoints", "id"),
+                ] {
+                    let sql = format!("DELETE FROM {table} WHERE thread_id = $1 AND {id} > $2");
+                    tx.execute(&sql, &[&thread_id, &after]).await?;
+                }
+                tx.execute(
+                    "UPDATE heads h SET head = (SELECT max(c.id) FROM checkpoints c \
+                     WHERE c.thread_id = h.thread_id AND c.ns = h.ns) WHERE h.thread_id = $1 AND h.head > $2 \
+                     AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = h.thread_id AND c.ns = h.ns)",
+                    &[&thread_id, &after],
+                )
+                .await?;
+                tx.execute(
+                    "DELETE FROM heads WHERE thread_id = $1 AND head > $2",
+                    &[&thread_id, &after],
+                )
+                .await?;
                 tx.commit().await?;
                 Ok(())
             }
@@ -270,6 +322,10 @@ impl Checkpointer for PostgresSaver {
     /// Copies the thread in one transaction of `INSERT … SELECT`s.
     fn copy_thread<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
         self.copy_thread_now(from, to).boxed()
+    }
+
+    fn prune<'a>(&'a self, thread_id: &'a str, policy: &'a Retention) -> BoxFuture<'a, Result<Pruned, SaverError>> {
+        self.prune_now(thread_id, policy).boxed()
     }
 
     fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>> {

@@ -50,6 +50,11 @@ const MIGRATIONS: &[&str] = &[
         head TEXT COLLATE "C" NOT NULL,
         PRIMARY KEY (thread_id, ns)
     );"#,
+    // 2: retention: the id each pruned thread was pruned through.
+    r#"CREATE TABLE pruned (
+        thread_id TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+        through TEXT COLLATE "C" NOT NULL
+    );"#,
 ];
 
 /// The schema version this weir writes.
@@ -71,7 +76,7 @@ impl OpenError {
     pub(super) fn into_saver_error(self, inner: &Inner) -> SaverError {
         match self {
             OpenError::TooNew(found) => SaverError::schema_too_new(
-                format!("PostgreSQL schema `{}` at {}", inner.schema, redact(&inner.url)),
+                format!("PostgreSQL schema `{}` at {}", inner.schema, redact(inner.pool.url())),
                 found,
                 VERSION,
             ),

@@ -26,8 +26,8 @@ const INSERT_WRITES: &str = "INSERT INTO writes (thread_id, ns, checkpoint_id, t
      FROM unnest($5::bigint[], $6::text[], $7::text[], $8::bytea[]) AS t(idx, task_path, channel, bytes)";
 const HAS_CHECKPOINT: &str = "SELECT 1 FROM checkpoints WHERE thread_id = $1 LIMIT 1";
 /// The copy of a thread (`$1`) to another (`$2`): heads first, whose rows make a put into the
-/// new thread wait for the copy, then checkpoints, blobs and writes.
-const COPY_THREAD: [&str; 4] = [
+/// new thread wait for the copy, then checkpoints, blobs, writes and what it was pruned through.
+const COPY_THREAD: [&str; 5] = [
     "INSERT INTO heads (thread_id, ns, head) SELECT $2, ns, head FROM heads WHERE thread_id = $1",
     "INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, writes, metadata, created_at, channels, \
      body) SELECT $2, ns, id, parent_id, step, source, writes, metadata, created_at, channels, body \
@@ -36,6 +36,7 @@ const COPY_THREAD: [&str; 4] = [
      SELECT $2, ns, checkpoint_id, channel, delta_of, bytes FROM blobs WHERE thread_id = $1",
     "INSERT INTO writes (thread_id, ns, checkpoint_id, task_id, idx, task_path, channel, bytes) \
      SELECT $2, ns, checkpoint_id, task_id, idx, task_path, channel, bytes FROM writes WHERE thread_id = $1",
+    "INSERT INTO pruned (thread_id, through) SELECT $2, through FROM pruned WHERE thread_id = $1",
 ];
 
 impl PostgresSaver {

@@ -11,13 +11,13 @@
 
 use super::rows;
 use super::{Failure, SaverError};
-use crate::checkpoint::{check, copy, CheckpointRecord, MadeByRun, PendingWrite};
+use crate::checkpoint::{check, copy, CheckpointRecord, MadeByRun, PendingWrite, Pruned, Retention};
 use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Statement};
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, Mutex};
 
 /// The pages a commit writes to the log besides its rows' bytes: a table leaf, an index leaf,
 /// and their parents, about.
@@ -32,8 +32,12 @@ pub(super) enum Work {
     Writes([String; 4], Vec<PendingWrite>),
     /// Deletes a thread.
     Delete(String),
+    /// Deletes a thread's checkpoints after one (`[thread, checkpoint id]`) and their writes.
+    DeleteAfter([String; 2]),
     /// Copies a thread (`from`, `to`).
     Copy([String; 2]),
+    /// Prunes a thread by a policy; what it removed goes to the slot.
+    Prune(String, Retention, Arc<Mutex<Pruned>>),
 }
 
 /// The outcome of a write: its result, or the payload of a panic while it ran.
@@ -315,6 +319,24 @@ impl Batch<'_> {
                 *self.wal_grown += PAGES_PER_COMMIT;
                 self.statements.get(Sql::DeleteWrites)?.execute([thread])?;
                 self.statements.get(Sql::DeleteCheckpoints)?.execute([thread])?;
+                super::prune::forget(self.statements.conn, thread)?;
+                Ok(())
+            }
+            Work::Prune(thread, policy, out) => {
+                *self.last_put = None;
+                *self.wal_grown += PAGES_PER_COMMIT;
+                let pruned = super::prune::prune(self.statements.conn, self.path, thread, policy)?;
+                *out.lock().unwrap_or_else(|p| p.into_inner()) = pruned;
+                Ok(())
+            }
+            Work::DeleteAfter([thread, after]) => {
+                *self.last_put = None;
+                *self.wal_grown += PAGES_PER_COMMIT;
+                let conn = self.statements.conn;
+                conn.prepare_cached("DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id > ?2")?
+                    .execute([thread, after])?;
+                conn.prepare_cached("DELETE FROM checkpoints WHERE thread_id = ?1 AND id > ?2")?
+                    .execute([thread, after])?;
                 Ok(())
             }
             Work::Copy([from, to]) => {
@@ -355,6 +377,7 @@ impl Batch<'_> {
              SELECT ?2, ns, checkpoint_id, task_id, idx, task_path, channel, bytes FROM writes WHERE thread_id = ?1",
         )?
         .execute([from, to])?;
+        super::prune::copy(conn, from, to)?;
         Ok(())
     }
 
@@ -383,11 +406,12 @@ impl Batch<'_> {
         }
         // Every base the batch does not store itself must be stored already: checked before
         // anything is written.
+        let conn = self.statements.conn;
         for &check::Base { record, channel, at } in &needed {
             let record = &records[record];
             let mut rows = self.statements.get(Sql::BlobIndexOf)?.query(params![thread, ns, at])?;
             let stored = match rows.next()? {
-                None => false,
+                None => super::prune::retained_blob(conn, thread, ns, at, channel)?.is_some(),
                 Some(row) => {
                     let (index, bytes) = (row.get_ref(0)?.as_blob()?, row.get::<_, i64>(1)? as usize);
                     let entries = rows::row_index(thread, &record.id, at, index, bytes)?;

@@ -25,6 +25,7 @@
 //! untouched.
 
 mod batch;
+mod prune;
 mod read;
 mod rows;
 mod schema;
@@ -32,7 +33,7 @@ mod schema;
 mod tests;
 mod writer;
 
-use super::{CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, SaverError, Usage};
+use super::{CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, Usage};
 use batch::Work;
 use futures::future::{BoxFuture, FutureExt};
 use rows::{pack_bytes, pack_index};
@@ -392,6 +393,32 @@ impl Checkpointer for SqliteSaver {
 
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
         self.inner.writer.write(Work::Delete(thread_id.to_owned())).boxed()
+    }
+
+    /// In one transaction of the writer: two `DELETE`s of the ids after `checkpoint_id` (a
+    /// thread's head is its greatest id, so the head moves back with them).
+    fn delete_after<'a>(
+        &'a self,
+        thread_id: &'a str,
+        checkpoint_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        let work = match checkpoint_id {
+            None => Work::Delete(thread_id.to_owned()),
+            Some(after) => Work::DeleteAfter([thread_id, after].map(str::to_owned)),
+        };
+        self.inner.writer.write(work).boxed()
+    }
+
+    /// In one transaction of the writer.
+    fn prune<'a>(&'a self, thread_id: &'a str, policy: &'a Retention) -> BoxFuture<'a, Result<Pruned, SaverError>> {
+        async move {
+            let out = Arc::new(Mutex::new(Pruned::default()));
+            let work = Work::Prune(thread_id.to_owned(), policy.clone(), out.clone());
+            self.inner.writer.write(work).await?;
+            let pruned = *out.lock().unwrap_or_else(|p| p.into_inner());
+            Ok(pruned)
+        }
+        .boxed()
     }
 
     fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>> {

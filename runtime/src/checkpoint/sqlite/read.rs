@@ -44,7 +44,7 @@ fn values_of(
         }
         match &met[at] {
             Some(columns) => find_blob(thread_id, &record.id, at, columns, channel),
-            None => Ok(None),
+            None => Ok(super::prune::retained_blob(tx, thread_id, ns, at, channel).map_err(|e| backend(path, e))?),
         }
     })?)
 }
@@ -81,7 +81,12 @@ pub(super) fn get(
             .query_row(params![thread_id, ns], read_full_row)
             .optional()?,
     };
-    let Some((row, own)) = row else { return Ok(None) };
+    let Some((row, own)) = row else {
+        return match id {
+            Some(id) => super::prune::not_found(&tx, thread_id, ns, id),
+            None => Ok(None),
+        };
+    };
     let record = sql::decode(row)?;
     let mut met = Met::from([(record.id.clone(), Some(own))]);
     let values = values_of(&tx, path, &record, &mut met)?;
@@ -239,6 +244,11 @@ pub(super) fn usage(conn: &mut Connection, thread_id: &str) -> Result<Usage, Fai
     }
     drop(rows);
     drop(indexes);
+    let (blobs, bytes): (i64, i64) = tx
+        .prepare_cached("SELECT COUNT(*), COALESCE(SUM(LENGTH(bytes)), 0) FROM retained_blobs WHERE thread_id = ?1")?
+        .query_row([thread_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    usage.blobs += blobs as u64;
+    usage.blob_bytes += bytes as u64;
     tx.commit()?;
     Ok(usage)
 }

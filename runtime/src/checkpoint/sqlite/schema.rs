@@ -82,6 +82,23 @@ const MIGRATIONS: &[Migration] = &[
     // checkpoint table and its key index, not a blob table too; the head is the greatest id,
     // with no row of its own. The blobs of version 2 move into their checkpoints' rows.
     Migration::Code(blobs_into_rows),
+    // 4: retention. The blobs of pruned checkpoints that kept ones still need, and the id each
+    // pruned thread was pruned through.
+    Migration::Sql(
+        "CREATE TABLE retained_blobs (
+        thread_id TEXT NOT NULL,
+        ns TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        delta_of TEXT,
+        bytes BLOB NOT NULL,
+        PRIMARY KEY (thread_id, ns, checkpoint_id, channel)
+    );
+    CREATE TABLE pruned (
+        thread_id TEXT NOT NULL PRIMARY KEY,
+        through TEXT NOT NULL
+    ) WITHOUT ROWID;",
+    ),
 ];
 
 /// A step of [`MIGRATIONS`]: SQL, or code for what SQL cannot do. Runs in the migration's

@@ -305,3 +305,47 @@ async fn a_write_the_file_refuses_fails_naming_the_file_and_the_writer_goes_on()
     let ids: Vec<&str> = listed.iter().map(|r| &*r.id).collect();
     assert_eq!(ids, ["cp-2", "cp-1"]);
 }
+
+/// A functional run's task results, queued while the writer is busy, are stored together: with
+/// the writer held until the entrypoint has called all 50 of its tasks one after the other, the
+/// run commits a handful of transactions, not one a result (as it did when the run's background
+/// writer stored each task's writes in turn).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_functional_run_s_task_results_queued_together_are_stored_in_few_transactions() {
+    use crate::func::{call_task, Entrypoint, TaskOptions};
+    let dir = TempDir::new();
+    let saver = SqliteSaver::options()
+        .synchronous(Synchronous::Full)
+        .open(dir.db())
+        .unwrap();
+    let called = Arc::new(tokio::sync::Notify::new());
+    let notify = called.clone();
+    let entry = Entrypoint::<u64, u64>::new("sum", move |n: u64, _: Option<u64>, _| {
+        let notify = notify.clone();
+        async move {
+            let mut total = 0;
+            for i in 0..n {
+                let args = serde_json::to_value(i);
+                total += call_task(TaskOptions::new("bump"), args, |v| async move {
+                    Ok::<u64, crate::BoxError>(v.as_u64().unwrap_or(0) + 1)
+                })
+                .await?;
+            }
+            // Each result is queued before its call returns: all 50 are queued now.
+            notify.notify_one();
+            Ok::<u64, crate::BoxError>(total)
+        }
+    });
+    let app = entry.with_checkpointer(saver.clone()).compile().unwrap();
+    let release = hold(&saver).await;
+    let before = transactions(&saver);
+    let run = tokio::spawn(async move { app.invoke(50, &crate::RunConfig::thread("f")).await });
+    called.notified().await;
+    drop(release);
+    assert_eq!(run.await.unwrap().unwrap(), 50 * 51 / 2);
+    let made = transactions(&saver) - before;
+    assert!(
+        made <= 6,
+        "{made} transactions for 50 task results and the run's checkpoints"
+    );
+}

@@ -176,7 +176,7 @@ impl<S: State> NodeOutput<S> for Vec<Command<S>> {
 
 impl<S: State, T: NodeOutput<S>, E: Into<BoxError>> NodeOutput<S> for Result<T, E> {
     fn into_command(self) -> Result<Command<S>, BoxError> {
-        self.map_err(Into::into)?.into_command()
+        self.map_err(crate::error::typed::box_typed)?.into_command()
     }
 }
 

@@ -4,6 +4,7 @@ mod command;
 mod func;
 mod handle;
 mod send;
+mod typed;
 
 pub use command::{Command, Goto, IntoGotos, NodeId, NodeOutput};
 pub use func::{
@@ -13,3 +14,4 @@ pub(crate) use func::{FreshFn, HandlerFn, RouterFn};
 pub use handle::NodeHandle;
 pub use send::Packet;
 pub(crate) use send::{encode_json, packet, EncodeFn, PacketDecoder};
+pub use typed::{AsyncFn3, ContextFor, WithContext};

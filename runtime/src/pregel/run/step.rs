@@ -3,18 +3,18 @@
 //! `then_fresh` and the routers of a wide step read their own task's writes (the fresh view,
 //! [`State::read_fresh`]), and an incomplete step keeps its pending writes.
 
-use super::super::executor::{panic_message, run_job, Deal, Failure, Job, TaskInput, TaskOutput};
-use super::super::pending::{StepSaver, TaskSaver};
+use super::super::executor::{panic_message, run_job, Deal, Failure, Job, StepShared, TaskInput, TaskOutput};
+use super::super::pending::StepSaver;
 use super::super::persist::{ERROR, INTERRUPT, RESUME, WRITES};
 use super::super::stream::StreamMode;
-use super::super::task::{CacheLookup, Finished, Running, Task, TaskReport, TaskResult};
-use super::{field_error, Loop};
+use super::super::task::{CacheLookup, Finished, Running, Task, TaskReport};
+use super::Loop;
 use crate::error::Error;
-use crate::graph::compile::GraphInner;
+use crate::graph::Command;
 use crate::graph::Context;
-use crate::graph::{Command, Goto};
+use crate::graph::Streams;
 use crate::signal::{PauseKind, Paused};
-use crate::state::{State, Update};
+use crate::state::State;
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -53,36 +53,39 @@ impl<S: State> Loop<S> {
         let step = self.step;
         self.look_up_cache(&mut tasks).await?;
         let n_tasks = tasks.len();
-        // The buffers of the last step, empty: no allocation per step.
-        let mut results = std::mem::take(&mut self.results);
-        results.reserve(n_tasks);
+        // The buffers of the last step, empty: no allocation per step. A task's outputs and
+        // what the loop keeps of it are two lists, zipped as they are taken, not copied into one.
+        let mut running = std::mem::take(&mut self.running);
+        let mut outputs = std::mem::take(&mut self.outputs);
+        running.reserve(n_tasks);
         if n_tasks == 1 {
             // One task: run it in place, no spawn.
             let (job, task) = tasks.pop().expect("one task").start();
             let ctx = self.context(&task, step);
-            let policy = self.g.nodes[task.node as usize].policy.clone();
+            let policy = &self.g.nodes[task.node as usize].policy;
             // Durations go to a stream's task events only: a run without them reads no clock.
             let started = self.times_tasks().then(Instant::now);
             let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
             // Not the executor's `run_task`: one more future around the job is a copy of it per
             // step (callgrind, loop 2000: 17.8 M -> 18.7 M instructions).
-            let result = AssertUnwindSafe(run_job(job, self.state.clone(), ctx, policy).instrument(span))
+            let result = AssertUnwindSafe(run_job(job, &self.state, ctx, policy).instrument(span))
                 .catch_unwind()
                 .await;
-            let output = TaskOutput {
+            outputs.push(TaskOutput {
                 result: result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p)))),
                 duration: started.map_or(Duration::ZERO, |s| s.elapsed()),
                 saved: Ok(false),
-            };
-            results.push(TaskResult { task, output });
+            });
+            running.push(task);
         } else {
-            self.run_wide(&mut tasks, &mut results).await;
+            self.run_wide(&mut tasks, &mut running, &mut outputs).await;
         }
         // The task list is empty again: keep its allocation for the next step.
         self.tasks = tasks;
 
-        let mut taken = self.take_results(&mut results).await?;
-        self.results = results;
+        let taken = self.take_results(&mut running, &mut outputs).await;
+        (self.running, self.outputs) = (running, outputs);
+        let mut taken = taken?;
         // Routers of a step with several tasks read the state with their own task's writes
         // applied and nobody else's: evaluate them before anything is applied.
         if n_tasks > 1 {
@@ -115,46 +118,48 @@ impl<S: State> Loop<S> {
         Ok(StepEnd::Ran(done))
     }
 
-    /// Runs the tasks of a wide step on the executor, their results in task order.
-    async fn run_wide(&mut self, tasks: &mut Vec<Task<S>>, results: &mut Vec<TaskResult<S>>) {
+    /// Runs the tasks of a wide step on the executor, their outputs in task order.
+    async fn run_wide(
+        &mut self,
+        tasks: &mut Vec<Task<S>>,
+        running: &mut Vec<Running>,
+        outputs: &mut Vec<TaskOutput<S>>,
+    ) {
         let step = self.step;
-        let mut running = Vec::with_capacity(tasks.len());
         let mut deal = Deal::new(tasks.len());
         // A checkpointed run saves each task's writes as it ends.
         let saver = self.persist.on().and_then(|p| StepSaver::of(&self.g, p));
         for (job, task) in tasks.drain(..).map(Task::start) {
-            let ctx = self.context(&task, step);
             // Writes loaded from pending writes are saved already. A node with a fresh read
             // (`then_fresh`, which runs on the loop once the step's tasks are in) saves its
             // writes with the read's, when the step ends, so the read never runs twice.
             let fresh = self.g.nodes[task.node as usize].fresh.is_some();
-            let saver = saver.as_ref().filter(|_| !task.saved && !fresh).map(|step| TaskSaver {
-                step: step.clone(),
-                node: task.node,
-                task_id: self.task_id(task.node, task.push),
-            });
             deal.push(TaskInput {
-                saver,
+                saves: saver.is_some() && !task.saved && !fresh,
                 job,
-                state: self.state.clone(),
-                span: tracing::info_span!("weir.task", node = &*ctx.node, step),
-                ctx,
-                policy: self.g.nodes[task.node as usize].policy.clone(),
+                ctx: self.context(&task, step),
+                node: task.node,
             });
             running.push(task);
         }
-        let mut outputs = std::mem::take(&mut self.outputs);
-        let timed = self.times_tasks();
-        self.executor.run_wide(deal, timed, &mut outputs).await;
-        let finished = running.into_iter().zip(outputs.drain(..));
-        results.extend(finished.map(|(task, output)| TaskResult { task, output }));
-        self.outputs = outputs;
+        let shared = StepShared {
+            state: self.state.clone(),
+            g: self.g.clone(),
+            saver,
+            span: tracing::Span::current(),
+            timed: self.times_tasks(),
+        };
+        self.executor.run_wide(deal, shared, outputs).await;
     }
 
     /// Takes the step's results in task order: each task finished (through its node's error
     /// handler when it failed and has one, its writes stored in the node cache), failed, or
     /// paused; and what a stream reports of each.
-    async fn take_results(&mut self, results: &mut Vec<TaskResult<S>>) -> Result<Taken<S>, Error> {
+    async fn take_results(
+        &mut self,
+        running: &mut Vec<Running>,
+        outputs: &mut Vec<TaskOutput<S>>,
+    ) -> Result<Taken<S>, Error> {
         let mut taken = Taken {
             done: std::mem::take(&mut self.done),
             failure: None,
@@ -162,10 +167,10 @@ impl<S: State> Loop<S> {
             paused: Vec::new(),
             unsaved: std::mem::take(&mut self.unsaved),
         };
-        taken.done.reserve(results.len());
+        taken.done.reserve(running.len());
         taken.unsaved.clear();
         self.report.clear();
-        for TaskResult { task, output } in results.drain(..) {
+        for (task, output) in running.drain(..).zip(outputs.drain(..)) {
             let (node, push) = (task.node, task.push);
             if let Some((question, answers)) = task.scratch.as_ref().and_then(|s| s.paused()) {
                 taken.paused.push((node, push, question, answers));
@@ -333,13 +338,20 @@ impl<S: State> Loop<S> {
     fn context(&self, task: &Running, step: i64) -> Context {
         let node = self.g.names[task.node as usize].clone();
         let emitter = self.sink.as_ref().and_then(|s| s.emitter(node.clone(), step));
+        let messages = self.sink.as_ref().and_then(|s| {
+            s.wants(StreamMode::MESSAGES)
+                .then(|| s.message_emitter(&node, &self.task_id(task.node, task.push), task.push, step))
+                .flatten()
+        });
         // A task id is made only when the run streams subgraphs.
         let forward = self
             .sink
             .as_ref()
             .filter(|s| s.streams_subgraphs())
             .and_then(|s| s.forward(&node, &self.task_id(task.node, task.push), step));
-        let run = self.persist.on().map(|p| p.info.clone());
+        let persist = self.persist.on();
+        let run = persist.map(|p| p.info.clone());
+        let base = persist.and_then(|p| p.current.clone());
         Context {
             node,
             push: task.push,
@@ -347,9 +359,11 @@ impl<S: State> Loop<S> {
             stop: self.stop,
             limit: usize::try_from(self.limit).unwrap_or(usize::MAX),
             scratch: task.scratch.clone(),
-            emitter,
             run,
-            forward,
+            base,
+            streams: Streams::of(emitter, messages, forward),
+            store: self.store.clone(),
+            context: self.context.clone(),
         }
     }
 
@@ -424,7 +438,7 @@ impl<S: State> Loop<S> {
             let hit = cache.get(&key).await.map_err(|e| Error::cache(name, self.step, e))?;
             match hit {
                 Some(bytes) => {
-                    t.job = Job::Ready(self.load_task(&bytes)?.0);
+                    t.job = Job::Ready(Box::new(self.load_task(&bytes)?.0));
                     t.cache_key = Some(CacheLookup::Hit);
                 }
                 None => t.cache_key = Some(CacheLookup::Miss(key)),
@@ -444,84 +458,4 @@ impl<S: State> Loop<S> {
             .await
             .map_err(|e| Error::cache(&self.g.names[node as usize], self.step, e))
     }
-
-    /// Runs a task's routers on the state with its own writes applied, and nobody else's: an
-    /// overlay of the fields it wrote on the step's state, not a copy of the state.
-    pub(crate) fn route_fresh(&mut self, d: &mut Finished<S>) -> Result<(), Error> {
-        d.routed = true;
-        if d.handled || self.g.nodes[d.node as usize].routers.is_empty() {
-            return Ok(());
-        }
-        let (g, step, node) = (&self.g, self.step, d.node);
-        // The step's tasks are done: nobody else holds the state, and `make_mut` copies nothing.
-        let state = Arc::make_mut(&mut self.state);
-        let Command { update, goto, .. } = &mut d.command;
-        state
-            .read_fresh(&self.channels, update, |fresh| route(g, step, node, fresh, goto))
-            .map_err(|e| field_error(e, &[node], g, step))?
-    }
-
-    /// Runs `node`'s [`then_fresh`](crate::GraphBuilder::then_fresh) on the state with the
-    /// task's own writes applied, and adds what it returns to the task's command.
-    fn then_fresh(&mut self, mut d: Finished<S>) -> Result<Finished<S>, Error> {
-        let Some(f) = self.g.nodes[d.node as usize].fresh.clone() else {
-            return Ok(d);
-        };
-        let (g, step, node) = (&self.g, self.step, d.node);
-        let name = &g.names[node as usize];
-        let state = Arc::make_mut(&mut self.state);
-        let out = state
-            .read_fresh(&self.channels, &d.command.update, |fresh| {
-                // User code: its panic fails the task, naming the node.
-                std::panic::catch_unwind(AssertUnwindSafe(|| f(fresh)))
-            })
-            .map_err(|e| field_error(e, &[node], g, step))?;
-        let command = match out {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => return Err(Error::node(name, step, format!("its fresh read failed: {e}").into())),
-            Err(p) => {
-                let message = format!("its fresh read panicked: {}", panic_message(p));
-                return Err(Error::panic(name, step, message));
-            }
-        };
-        if let Some(p) = command.parent {
-            return Err(Error::to_parent(name, p));
-        }
-        if let Some(f) = g.undeclared_write(node, &command.update) {
-            return Err(Error::undeclared_write(name, g.fields[f].name.clone(), step));
-        }
-        d.command.update.merge(command.update);
-        d.command.goto.extend(command.goto);
-        Ok(d)
-    }
-
-    /// Runs the routers of `task` on `state` (the state with the task's own writes applied).
-    pub(super) fn route(&self, node: u32, state: &S, out: &mut Vec<Goto<S>>) -> Result<(), Error> {
-        route(&self.g, self.step, node, state, out)
-    }
-}
-
-/// Runs the routers of `node` on `state` (the state with its task's own writes applied) into
-/// `out`, checking each destination against the router's declared targets.
-fn route<S: State>(g: &GraphInner<S>, step: i64, node: u32, state: &S, out: &mut Vec<Goto<S>>) -> Result<(), Error> {
-    for router in &g.nodes[node as usize].routers {
-        let from = out.len();
-        // A router is user code: its panic fails the run, naming the node it follows.
-        std::panic::catch_unwind(AssertUnwindSafe(|| (router.func)(state, out))).map_err(|p| {
-            let name = &g.names[node as usize];
-            Error::panic(name, step, format!("its router panicked: {}", panic_message(p)))
-        })?;
-        for goto in &out[from..] {
-            let target = match goto {
-                Goto::Node(id) => Some(id.0),
-                Goto::End => None,
-                Goto::Send(_) | Goto::Named(_) => continue,
-            };
-            if !router.targets.contains(&target) {
-                let what = target.map_or_else(|| "END".to_owned(), |t| g.node_name(t));
-                return Err(Error::unknown_target(&g.names[node as usize], what, step));
-            }
-        }
-    }
-    Ok(())
 }

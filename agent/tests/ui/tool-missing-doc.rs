@@ -1,0 +1,8 @@
+use weir_agent::tool;
+
+#[tool]
+fn search(query: String) -> String {
+    query
+}
+
+fn main() {}

@@ -1,0 +1,191 @@
+//! Retention benchmark (issue 27): checkpoint storage of a long chat thread on SQLite, with and
+//! without a keep-last-N policy, and the time a prune of a large database takes.
+//!
+//! ```text
+//! # 10,000 turns, keep the last 100 checkpoints (pruned every 10 turns); a line per 1,000 turns
+//! cargo run --release --example retention -- chat --db /tmp/chat.db --turns 10000 --keep-last 100
+//! # the same thread with no retention
+//! cargo run --release --example retention -- chat --db /tmp/chat-all.db --turns 10000
+//! # fill a file to about 1 GB (threads of 1 KB checkpoints), then time a keep-last-100 prune
+//! cargo run --release --example retention -- fill --db /tmp/big.db --mb 1024
+//! cargo run --release --example retention -- prune --db /tmp/big.db --keep-last 100
+//! ```
+//!
+//! `bench/retention.sh` runs all of them and LangGraph's side.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+use weir::checkpoint::{
+    new_checkpoint_id_after, Blob, ChannelRef, CheckpointRecord, Checkpointer, Retention, Source, SqliteSaver,
+    Timestamp,
+};
+use weir::prelude::*;
+
+/// A chat: the messages so far, which only grow.
+#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Chat {
+    #[reducer(append)]
+    pub messages: Vec<String>,
+    pub turns: u64,
+}
+
+/// The bytes of a file and its write-ahead log.
+fn bytes_on_disk(db: &Path) -> u64 {
+    let wal = PathBuf::from(format!("{}-wal", db.display()));
+    [db.to_path_buf(), wal]
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// The chat graph: one node answering the user's message.
+fn graph(saver: Arc<SqliteSaver>) -> Result<CompiledGraph<Chat>, BoxError> {
+    let mut g = GraphBuilder::<Chat>::new();
+    g.add_node("reply", |s: &Chat| {
+        let last = s.messages.last().map_or(0, String::len);
+        ChatUpdate::default()
+            .messages(vec![format!(
+                "assistant {}: {} (the fake model's answer to {last} bytes, padded to a typical reply length {})",
+                s.turns,
+                "ok ".repeat(30),
+                "·".repeat(40)
+            )])
+            .turns(s.turns + 1)
+    });
+    g.add_edge(START, "reply").add_edge("reply", END);
+    g.set_checkpointer(saver);
+    Ok(g.compile()?)
+}
+
+async fn chat(db: &Path, turns: u64, keep_last: Option<usize>, prune_every: u64) -> Result<(), BoxError> {
+    let _ = std::fs::remove_file(db);
+    let saver = Arc::new(SqliteSaver::open(db)?);
+    let app = graph(saver.clone())?;
+    let config = RunConfig::thread("chat");
+    let policy = keep_last.map(|n| Retention::new().keep_last(n));
+    println!("turn,bytes_on_disk,checkpoints,blob_bytes,us_per_turn");
+    let mut started = Instant::now();
+    for turn in 1..=turns {
+        let input = ChatUpdate::default().messages(vec![format!("user {turn}: {}", "question ".repeat(8))]);
+        app.invoke(input, &config).await?;
+        if let Some(policy) = &policy {
+            if turn % prune_every == 0 {
+                saver.prune("chat", policy).await?;
+            }
+        }
+        if turn % 1000 == 0 || turn == 100 {
+            let per_turn = started.elapsed().as_micros() as u64 / if turn == 100 { 100 } else { 1000 }.min(turn);
+            let usage = saver.usage("chat").await?;
+            println!(
+                "{turn},{},{},{},{per_turn}",
+                bytes_on_disk(db),
+                usage.checkpoints,
+                usage.blob_bytes
+            );
+            started = Instant::now();
+        }
+    }
+    let state = app.get_state(&config).await?.ok_or("no state")?;
+    assert_eq!(state.values.messages.len() as u64, 2 * turns);
+    Ok(())
+}
+
+/// Fills `db` to about `mb` megabytes: threads of 1,000 checkpoints, each storing 1 KB.
+async fn fill(db: &Path, mb: u64) -> Result<(), BoxError> {
+    let saver = SqliteSaver::open(db)?;
+    let payload = vec![b'x'; 1024];
+    let mut thread = 0u64;
+    let started = Instant::now();
+    while bytes_on_disk(db) < mb * 1024 * 1024 {
+        thread += 1;
+        let name: Arc<str> = format!("thread-{thread}").into();
+        let mut head: Option<Arc<str>> = None;
+        let mut batch = Vec::new();
+        for step in 0..1000i64 {
+            let id: Arc<str> = new_checkpoint_id_after(head.as_deref()).into();
+            batch.push(CheckpointRecord {
+                thread_id: name.clone(),
+                ns: "".into(),
+                id: id.clone(),
+                parent_id: head.clone(),
+                step,
+                source: Source::Loop,
+                writes: [Arc::from("reply")].into(),
+                metadata: Default::default(),
+                created_at: Timestamp::now(),
+                channels: vec![ChannelRef {
+                    channel: "messages".into(),
+                    version: step as u64 + 1,
+                    blob: Some(id.clone()),
+                }],
+                body: Vec::new(),
+                blobs: vec![Blob {
+                    channel: "messages".into(),
+                    delta_of: None,
+                    bytes: payload.clone(),
+                }],
+            });
+            head = Some(id);
+        }
+        saver.put_many(batch, None).await?;
+    }
+    println!(
+        "filled `{}`: {} threads, {} MB, in {:.1} s",
+        db.display(),
+        thread,
+        bytes_on_disk(db) / (1024 * 1024),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+async fn prune(db: &Path, keep_last: usize) -> Result<(), BoxError> {
+    let saver = SqliteSaver::open(db)?;
+    let before = bytes_on_disk(db);
+    let started = Instant::now();
+    let pruned = saver.prune_all(&Retention::new().keep_last(keep_last)).await?;
+    println!(
+        "pruned `{}` ({} MB): {} checkpoints of {} threads removed in {:.2} s",
+        db.display(),
+        before / (1024 * 1024),
+        pruned.checkpoints,
+        pruned.threads_pruned,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The value after `--name` in `args`.
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
+#[tokio::main]
+async fn main() -> Result<(), BoxError> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let db = PathBuf::from(arg(&args, "--db").unwrap_or_else(|| "retention.db".into()));
+    let number = |name: &str, default: u64| -> Result<u64, BoxError> {
+        Ok(arg(&args, name).map(|v| v.parse()).transpose()?.unwrap_or(default))
+    };
+    match args.first().map(String::as_str) {
+        Some("chat") => {
+            let keep = arg(&args, "--keep-last").map(|v| v.parse()).transpose()?;
+            chat(
+                &db,
+                number("--turns", 10_000)?,
+                keep,
+                number("--prune-every", 10)?.max(1),
+            )
+            .await
+        }
+        Some("fill") => fill(&db, number("--mb", 1024)?).await,
+        Some("prune") => prune(&db, number("--keep-last", 100)? as usize).await,
+        _ => Err("usage: retention chat|fill|prune --db FILE [--turns N] [--keep-last N] [--mb MB]".into()),
+    }
+}

@@ -1,0 +1,312 @@
+//! The one PostgreSQL connection pool of weir (feature `postgres`): the checkpoint saver, the
+//! store's PostgreSQL backend and the server's tables each keep a [`Pool`] of a few
+//! connections, each with the statements it has prepared and its `search_path` pointed at one
+//! schema, handed to one caller at a time. [`PoolOptions`] sets the size and how long a caller
+//! may wait for a connection.
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use weir_runtime::postgres::{Pool, PoolOptions};
+//!
+//! # async fn run() -> Result<(), weir_runtime::postgres::PoolError> {
+//! let options = PoolOptions::new().size(4).acquire_timeout(Duration::from_secs(5)).schema("weir");
+//! let pool = Pool::new("postgres://postgres@127.0.0.1:5432/test", options);
+//! let mut conn = pool.get().await?;
+//! let statement = conn.prepare("SELECT 1").await?;
+//! conn.client.query(&statement, &[]).await?;
+//! # Ok(()) }
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio_postgres::{Client, NoTls, Statement};
+
+/// How a [`Pool`] connects: its size, how long [`Pool::get`] waits, and the schema.
+#[derive(Debug, Clone)]
+pub struct PoolOptions {
+    size: usize,
+    acquire_timeout: Option<Duration>,
+    schema: Option<String>,
+    public: bool,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PoolOptions {
+    /// Four connections, a caller waiting as long as it takes, the server's default schema.
+    pub fn new() -> Self {
+        PoolOptions {
+            size: 4,
+            acquire_timeout: None,
+            schema: None,
+            public: false,
+        }
+    }
+
+    /// How many connections are open at most (at least 1).
+    pub fn size(mut self, size: usize) -> Self {
+        self.size = size.max(1);
+        self
+    }
+
+    /// How long [`Pool::get`] waits while every connection is in use before it fails with
+    /// [`PoolError::Timeout`] (default: no limit).
+    pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
+        self.acquire_timeout = Some(timeout);
+        self
+    }
+
+    /// The schema each connection's `search_path` points at (the pool does not create it).
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = Some(schema.into());
+        self
+    }
+
+    /// Also searches the schema `public` after [`schema`](Self::schema)'s (where extensions
+    /// such as pgvector usually live).
+    pub fn then_public(mut self) -> Self {
+        self.public = true;
+        self
+    }
+
+    /// How many connections are open at most.
+    pub fn pool_size(&self) -> usize {
+        self.size
+    }
+}
+
+/// Why a connection could not be had.
+#[derive(Debug)]
+pub enum PoolError {
+    /// Every connection stayed in use for the whole acquire timeout.
+    Timeout {
+        /// How long the caller waited.
+        waited: Duration,
+        /// The pool's size.
+        size: usize,
+    },
+    /// PostgreSQL failed (connecting, or pointing the connection at the schema).
+    Postgres(tokio_postgres::Error),
+}
+
+impl fmt::Display for PoolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PoolError::Timeout { waited, size } => write!(
+                f,
+                "no PostgreSQL connection was free within {waited:?}: all {size} of the pool's connections \
+                 are in use (raise its size or acquire timeout)"
+            ),
+            PoolError::Postgres(e) => match e.as_db_error() {
+                Some(db) => write!(f, "{} ({})", db.message(), db.code().code()),
+                None => match std::error::Error::source(e) {
+                    Some(source) => write!(f, "{e}: {source}"),
+                    None => write!(f, "{e}"),
+                },
+            },
+        }
+    }
+}
+
+impl std::error::Error for PoolError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PoolError::Timeout { .. } => None,
+            PoolError::Postgres(e) => Some(e),
+        }
+    }
+}
+
+impl From<tokio_postgres::Error> for PoolError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        PoolError::Postgres(e)
+    }
+}
+
+/// A connection with the statements it has prepared.
+pub struct Conn {
+    /// The connection itself.
+    pub client: Client,
+    statements: HashMap<String, Statement>,
+}
+
+impl fmt::Debug for Conn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Conn")
+            .field("prepared", &self.statements.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Conn {
+    /// The statement of `sql`, prepared once per connection.
+    ///
+    /// # Errors
+    /// PostgreSQL's, when the statement does not prepare.
+    pub async fn prepare(&mut self, sql: &str) -> Result<Statement, tokio_postgres::Error> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(sql).await?;
+        self.statements.insert(sql.to_owned(), statement.clone());
+        Ok(statement)
+    }
+}
+
+struct Shared {
+    url: String,
+    options: PoolOptions,
+    idle: Mutex<Vec<Conn>>,
+    permits: Semaphore,
+}
+
+/// A few PostgreSQL connections handed to one caller at a time. Clones share them.
+#[derive(Clone)]
+pub struct Pool(Arc<Shared>);
+
+impl fmt::Debug for Pool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The URL may hold a password: not shown.
+        f.debug_struct("Pool")
+            .field("schema", &self.0.options.schema)
+            .field("size", &self.0.options.size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pool {
+    /// A pool for the database at `url`; connections open when first needed.
+    pub fn new(url: &str, options: PoolOptions) -> Self {
+        Pool(Arc::new(Shared {
+            url: url.to_owned(),
+            permits: Semaphore::new(options.size),
+            options,
+            idle: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// The database's URL (it may hold a password).
+    pub fn url(&self) -> &str {
+        &self.0.url
+    }
+
+    /// The schema the connections point at, if one was set.
+    pub fn schema(&self) -> Option<&str> {
+        self.0.options.schema.as_deref()
+    }
+
+    /// A new connection outside the pool's count, not yet pointed at the schema (to create or
+    /// migrate it); [`keep`](Self::keep) adds it to the pool.
+    ///
+    /// # Errors
+    /// When the server cannot be reached.
+    pub async fn open(&self) -> Result<Conn, PoolError> {
+        let (client, connection) = tokio_postgres::connect(&self.0.url, NoTls).await?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "a pooled postgres connection closed");
+            }
+        });
+        Ok(Conn {
+            client,
+            statements: HashMap::new(),
+        })
+    }
+
+    /// Points `conn` at the schema and keeps it idle in the pool.
+    ///
+    /// # Errors
+    /// When the `search_path` cannot be set.
+    pub async fn keep(&self, conn: Conn) -> Result<(), PoolError> {
+        self.point(&conn).await?;
+        self.0.idle.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
+        Ok(())
+    }
+
+    async fn point(&self, conn: &Conn) -> Result<(), PoolError> {
+        if let Some(schema) = &self.0.options.schema {
+            let schema = schema.replace('"', "\"\"");
+            let public = if self.0.options.public { ", public" } else { "" };
+            conn.client
+                .batch_execute(&format!("SET search_path TO \"{schema}\"{public}"))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// A connection, opened when none is idle; waits while all are in use, up to the acquire
+    /// timeout. It goes back to the pool when dropped, unless it broke.
+    ///
+    /// # Errors
+    /// [`PoolError::Timeout`] after the acquire timeout; PostgreSQL's when a new connection fails.
+    pub async fn get(&self) -> Result<Pooled<'_>, PoolError> {
+        let acquire = self.0.permits.acquire();
+        let permit = match self.0.options.acquire_timeout {
+            None => acquire.await,
+            Some(waited) => tokio::time::timeout(waited, acquire)
+                .await
+                .map_err(|_| PoolError::Timeout {
+                    waited,
+                    size: self.0.options.size,
+                })?,
+        }
+        .expect("the semaphore is never closed");
+        let idle = self.0.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let conn = match idle.filter(|c| !c.client.is_closed()) {
+            Some(conn) => conn,
+            None => {
+                let conn = self.open().await?;
+                self.point(&conn).await?;
+                conn
+            }
+        };
+        Ok(Pooled {
+            conn: Some(conn),
+            pool: self,
+            _permit: permit,
+        })
+    }
+}
+
+/// A connection taken from a [`Pool`]; goes back when dropped, unless it broke.
+pub struct Pooled<'a> {
+    conn: Option<Conn>,
+    pool: &'a Pool,
+    _permit: SemaphorePermit<'a>,
+}
+
+impl fmt::Debug for Pooled<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pooled").field("conn", &self.conn).finish()
+    }
+}
+
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take().filter(|c| !c.client.is_closed()) {
+            self.pool.0.idle.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
+        }
+    }
+}
+
+impl std::ops::Deref for Pooled<'_> {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        self.conn.as_ref().expect("present until dropped")
+    }
+}
+
+impl std::ops::DerefMut for Pooled<'_> {
+    fn deref_mut(&mut self) -> &mut Conn {
+        self.conn.as_mut().expect("present until dropped")
+    }
+}

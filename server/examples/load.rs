@@ -1,0 +1,218 @@
+//! A native load generator for any LangGraph-API server (weir or `langgraph dev`), printing the
+//! figures `shared/langgraph/server/anchor/probe.py` prints, without the Python client's cost:
+//! sequential `runs.wait` latency (p50, p99) and rate, the throughput of many runs at once, and
+//! the time to the first streamed `updates` event of a stateless run. `bench/server.sh` runs it.
+//! The last line, `result key=value …`, is the figures for `bench/server_report.py`. With
+//! `--idle-threads N` it only makes N threads (50 requests at a time) and reports how long that took,
+//! for the memory figure.
+//!
+//! ```text
+//! cargo run --release -p weir-server --example load -- http://127.0.0.1:2024 [--runs 100] [--graph chain]
+//! cargo run --release -p weir-server --example load -- http://127.0.0.1:2024 --idle-threads 10000
+//! ```
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// One HTTP/1.1 connection to the server.
+struct Conn {
+    sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    host: String,
+}
+
+impl Conn {
+    async fn open(host: &str) -> Result<Self, BoxError> {
+        let stream = tokio::net::TcpStream::connect(host).await?;
+        stream.set_nodelay(true)?;
+        let (sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
+        tokio::spawn(conn);
+        Ok(Self {
+            sender,
+            host: host.to_owned(),
+        })
+    }
+
+    /// Sends `body` to `path` and returns the response, failing on a status other than 2xx.
+    async fn post(&mut self, path: &str, body: &Value) -> Result<hyper::Response<hyper::body::Incoming>, BoxError> {
+        self.sender.ready().await?;
+        let req = hyper::Request::post(path)
+            .header("host", &self.host)
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))?;
+        let res = self.sender.send_request(req).await?;
+        if !res.status().is_success() {
+            return Err(format!("POST {path}: status {}", res.status()).into());
+        }
+        Ok(res)
+    }
+
+    /// POSTs and reads the whole JSON answer.
+    async fn json(&mut self, path: &str, body: &Value) -> Result<Value, BoxError> {
+        let bytes = self.post(path, body).await?.into_body().collect().await?.to_bytes();
+        Ok(serde_json::from_slice(&bytes)?)
+    }
+
+    /// One run on a new thread, as probe.py does it: `threads.create`, then `runs.wait`.
+    async fn run_on_new_thread(&mut self, graph: &str, topic: &str) -> Result<(), BoxError> {
+        let thread = self.json("/threads", &json!({})).await?;
+        let tid = thread["thread_id"]
+            .as_str()
+            .ok_or("`POST /threads` answered no `thread_id`")?;
+        let out = self
+            .json(
+                &format!("/threads/{tid}/runs/wait"),
+                &json!({"assistant_id": graph, "input": {"topic": topic}}),
+            )
+            .await?;
+        if out.get("__error__").is_some() {
+            return Err(format!("the run failed: {out}").into());
+        }
+        Ok(())
+    }
+
+    /// The time from sending a stateless `runs.stream` to its first `updates` event.
+    async fn first_update(&mut self, graph: &str) -> Result<Duration, BoxError> {
+        let start = Instant::now();
+        let body = json!({"assistant_id": graph, "input": {"topic": "q"}, "stream_mode": "updates"});
+        let mut body = self.post("/runs/stream", &body).await?.into_body();
+        let mut seen = Vec::new();
+        let mut first = None;
+        while let Some(frame) = body.frame().await {
+            if let Some(data) = frame?.data_ref() {
+                seen.extend_from_slice(data);
+                if first.is_none() && seen.windows(14).any(|w| w == b"event: updates") {
+                    first = Some(start.elapsed());
+                }
+            }
+        }
+        first.ok_or_else(|| "the stream had no `updates` event".into())
+    }
+}
+
+/// The `q`-quantile of sorted durations, in milliseconds.
+fn quantile_ms(sorted: &[Duration], q: f64) -> f64 {
+    let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i].as_secs_f64() * 1e3
+}
+
+/// The figures of one measurement, printed last as `result key=value …`.
+#[derive(Default)]
+struct Figures(Vec<(&'static str, f64)>);
+
+impl Figures {
+    fn print(&self) {
+        let pairs: Vec<String> = self.0.iter().map(|(k, v)| format!("{k}={v:.3}")).collect();
+        println!("result {}", pairs.join(" "));
+    }
+}
+
+async fn sequential(host: &str, graph: &str, n: usize, figures: &mut Figures) -> Result<(), BoxError> {
+    let mut conn = Conn::open(host).await?;
+    let mut lat = Vec::with_capacity(n);
+    let t0 = Instant::now();
+    for i in 0..n {
+        let s = Instant::now();
+        conn.run_on_new_thread(graph, &i.to_string()).await?;
+        lat.push(s.elapsed());
+    }
+    let dt = t0.elapsed().as_secs_f64();
+    lat.sort();
+    let (p50, p99) = (quantile_ms(&lat, 0.5), quantile_ms(&lat, 0.99));
+    println!(
+        "sequential: {n} runs in {dt:.2}s = {:.1} runs/s; p50 {p50:.2} ms p99 {p99:.2} ms",
+        n as f64 / dt
+    );
+    figures
+        .0
+        .extend([("seq_rps", n as f64 / dt), ("seq_p50_ms", p50), ("seq_p99_ms", p99)]);
+    Ok(())
+}
+
+async fn concurrent(host: &str, graph: &str, n: usize, figures: &mut Figures) -> Result<(), BoxError> {
+    let t0 = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..n {
+        let (host, graph) = (host.to_owned(), graph.to_owned());
+        tasks.spawn(async move { Conn::open(&host).await?.run_on_new_thread(&graph, &i.to_string()).await });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    let dt = t0.elapsed().as_secs_f64();
+    println!("concurrent: {n} runs in {dt:.2}s = {:.1} runs/s", n as f64 / dt);
+    figures.0.push(("conc_rps", n as f64 / dt));
+    Ok(())
+}
+
+async fn first_events(host: &str, graph: &str, n: usize, figures: &mut Figures) -> Result<(), BoxError> {
+    let mut conn = Conn::open(host).await?;
+    let mut lat = Vec::with_capacity(n);
+    for _ in 0..n {
+        lat.push(conn.first_update(graph).await?);
+    }
+    lat.sort();
+    let p50 = quantile_ms(&lat, 0.5);
+    println!("stream first update p50 {p50:.2} ms");
+    figures.0.push(("first_p50_ms", p50));
+    Ok(())
+}
+
+/// Makes `n` threads, 50 requests at a time, and leaves them idle.
+async fn idle_threads(host: &str, n: usize) -> Result<(), BoxError> {
+    let t0 = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    let per = n.div_ceil(50);
+    for start in (0..n).step_by(per.max(1)) {
+        let (host, count) = (host.to_owned(), per.min(n - start));
+        tasks.spawn(async move {
+            let mut conn = Conn::open(&host).await?;
+            for _ in 0..count {
+                conn.json("/threads", &json!({})).await?;
+            }
+            Ok::<_, BoxError>(())
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    let dt = t0.elapsed().as_secs_f64();
+    println!("idle threads: {n} made in {dt:.2}s");
+    Figures(vec![("idle_threads", n as f64), ("idle_threads_s", dt)]).print();
+    Ok(())
+}
+
+const USAGE: &str = "usage: load URL [--runs 100] [--graph chain] [--idle-threads N]";
+
+#[tokio::main]
+async fn main() -> Result<(), BoxError> {
+    let mut args = std::env::args().skip(1);
+    let url = args.next().ok_or(USAGE)?;
+    let host = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("`{url}`: only http:// URLs; {USAGE}"))?
+        .trim_end_matches('/')
+        .to_owned();
+    let (mut runs, mut graph, mut idle) = (100usize, "chain".to_owned(), None);
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| format!("`{flag}` needs a value; {USAGE}"))?;
+        match flag.as_str() {
+            "--runs" => runs = value.parse().map_err(|e| format!("`--runs`: {e}"))?,
+            "--graph" => graph = value,
+            "--idle-threads" => idle = Some(value.parse().map_err(|e| format!("`--idle-threads`: {e}"))?),
+            _ => return Err(format!("unknown argument `{flag}`; {USAGE}").into()),
+        }
+    }
+    if let Some(n) = idle {
+        return idle_threads(&host, n).await;
+    }
+    let mut figures = Figures::default();
+    sequential(&host, &graph, runs, &mut figures).await?;
+    concurrent(&host, &graph, runs, &mut figures).await?;
+    first_events(&host, &graph, 20, &mut figures).await?;
+    figures.print();
+    Ok(())
+}

@@ -1,0 +1,75 @@
+//! The HTTP API: axum routers for assistants, threads, runs and the store (plus the studio's
+//! page and its own routes under `/studio/api/`), the `{"detail": …}` errors, JSON bodies sent
+//! as `text/plain`, CORS and body limits. Handlers only translate between HTTP and the layers below ([`crate::db`],
+//! [`crate::graph`], [`crate::runs`]); no run logic lives here.
+
+use crate::bus::Bus;
+use crate::db::{Catalog, RunQueue};
+use crate::graph::ServedGraph;
+use crate::runs::Manager;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+mod assistants;
+mod body;
+mod error;
+mod layers;
+mod params;
+mod runs;
+mod state;
+mod store;
+mod studio;
+mod threads;
+
+pub use body::Json;
+pub use error::ApiError;
+pub use layers::ApiOptions;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    /// The served graphs, by graph id.
+    pub graphs: Arc<BTreeMap<String, Arc<dyn ServedGraph>>>,
+    /// Assistants and threads.
+    pub catalog: Arc<dyn Catalog>,
+    /// Runs.
+    pub queue: Arc<dyn RunQueue>,
+    /// Signals and stream fan-out.
+    pub bus: Arc<dyn Bus>,
+    /// The run manager (creating, joining, cancelling runs).
+    pub runs: Manager,
+    /// Long-term memory, shared by every graph, thread and run (the `/store/*` routes, and
+    /// `ctx.store()` in the served graphs' nodes).
+    pub store: Arc<dyn weir_runtime::store::Store>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("graphs", &self.graphs.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The whole API with the default [`ApiOptions`]: every route, with CORS (plus
+/// `Access-Control-Allow-Private-Network`), the body limit, a JSON 404 for unknown paths and JSON
+/// errors for axum's own refusals.
+pub fn router(state: AppState) -> axum::Router {
+    router_with(state, &ApiOptions::default())
+}
+
+/// [`router`] with `options` (the body limit).
+pub fn router_with(state: AppState, options: &ApiOptions) -> axum::Router {
+    let routes = axum::Router::new()
+        .merge(assistants::router())
+        .merge(threads::router())
+        .merge(runs::router())
+        .merge(store::router())
+        .merge(studio::router())
+        .merge(crate::studio::router())
+        .fallback(|| async { ApiError::not_found("Not Found") })
+        .with_state(state);
+    layers::wrap(routes, options)
+}
+
+pub(crate) use crate::model::now;

@@ -1,0 +1,43 @@
+//! What handlers read from the URL: [`Query`] (a query string refused with a 422 that names the
+//! parameter), and the checks of the ids in paths ([`thread_id`], [`assistant_id`]), which LangGraph
+//! types as UUIDs.
+
+use super::{ApiError, AppState};
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+/// A query string read as a `T`.
+#[derive(Debug, Clone)]
+pub(crate) struct Query<T>(pub(crate) T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::try_from_uri(&parts.uri)
+            .map(|q| Query(q.0))
+            .map_err(|e| ApiError::invalid(e.body_text()))
+    }
+}
+
+/// `tid` if it is a UUID, else a 422 naming the parameter.
+pub(crate) fn thread_id(tid: &str) -> Result<String, ApiError> {
+    uuid::Uuid::parse_str(tid)
+        .map(|u| u.to_string())
+        .map_err(|_| ApiError::invalid(format!("path parameter `thread_id`: `{tid}` is not a UUID")))
+}
+
+/// The assistant id `id` stands for: a UUID as is, a served graph's name as its system
+/// assistant's id ([`crate::model::system_assistant_id`]); anything else is a 422.
+pub(crate) fn assistant_id(state: &AppState, id: &str) -> Result<String, ApiError> {
+    if let Ok(uuid) = uuid::Uuid::parse_str(id) {
+        return Ok(uuid.to_string());
+    }
+    if state.graphs.contains_key(id) {
+        return Ok(crate::model::system_assistant_id(id).to_string());
+    }
+    Err(ApiError::invalid(format!(
+        "path parameter `assistant_id`: `{id}` is neither a UUID nor a served graph's name"
+    )))
+}

@@ -1,0 +1,303 @@
+//! The runs routes (§1.2 rows 15–23): create a run in the background, wait for it, or stream it,
+//! on a thread or stateless (`/runs/*`, on a temporary thread); read, list, join, rejoin the
+//! stream of (`Last-Event-ID`), cancel and delete a run. The `Location` / `Content-Location`
+//! headers are those of the captures. The run logic is [`crate::runs::Manager`]'s.
+
+use super::{ApiError, AppState, Json};
+use crate::bus::CancelAction;
+use crate::model::{Run, RunStatus};
+use crate::runs::{OnDisconnect, RunCreate, RunError};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures::{FutureExt, StreamExt};
+use serde::Deserialize;
+use serde_json::Value;
+
+mod sse;
+
+impl From<RunError> for ApiError {
+    fn from(e: RunError) -> Self {
+        match e {
+            RunError::Invalid(m) => Self::invalid(m),
+            RunError::NotFound(m) => Self::not_found(m),
+            RunError::Conflict(m) => Self::conflict(m),
+            RunError::Internal(m) => Self::internal(m),
+        }
+    }
+}
+
+pub(super) fn router() -> axum::Router<AppState> {
+    axum::Router::new()
+        .route("/threads/{thread_id}/runs", post(create).get(list))
+        .route("/threads/{thread_id}/runs/wait", post(wait))
+        .route("/threads/{thread_id}/runs/stream", post(stream))
+        .route("/threads/{thread_id}/runs/{run_id}", get(read).delete(delete))
+        .route("/threads/{thread_id}/runs/{run_id}/join", get(join))
+        .route("/threads/{thread_id}/runs/{run_id}/stream", get(join_stream))
+        .route("/threads/{thread_id}/runs/{run_id}/cancel", post(cancel))
+        .route("/runs", post(create_stateless))
+        .route("/runs/wait", post(wait_stateless))
+        .route("/runs/stream", post(stream_stateless))
+        .route("/runs/cancel", post(cancel_many))
+}
+
+fn run_path(run: &Run) -> String {
+    format!("/threads/{}/runs/{}", run.thread_id, run.run_id)
+}
+
+/// `res` with the given header, when its value is a valid header value.
+fn with_header(mut res: Response, name: header::HeaderName, value: String) -> Response {
+    if let Ok(v) = HeaderValue::from_str(&value) {
+        res.headers_mut().insert(name, v);
+    }
+    res
+}
+
+async fn start_background(state: &AppState, thread_id: Option<&str>, body: RunCreate) -> Result<Response, ApiError> {
+    let run = state.runs.create(thread_id, body).await?;
+    let loc = run_path(&run);
+    Ok(with_header(
+        axum::Json(run).into_response(),
+        header::CONTENT_LOCATION,
+        loc,
+    ))
+}
+
+async fn start_wait(state: &AppState, thread_id: Option<&str>, body: RunCreate) -> Result<Response, ApiError> {
+    let run = state.runs.create(thread_id, body).await?;
+    // The answer is the outcome, an error included (`{"__error__": …}` with 200), as LangGraph.
+    let out = state.runs.join(&run.thread_id, &run.run_id).await?;
+    let loc = run_path(&run);
+    let res = with_header(axum::Json(out).into_response(), header::LOCATION, format!("{loc}/join"));
+    Ok(with_header(res, header::CONTENT_LOCATION, loc))
+}
+
+async fn start_stream(state: &AppState, thread_id: Option<&str>, body: RunCreate) -> Result<Response, ApiError> {
+    let cancel = body.on_disconnect == OnDisconnect::Cancel;
+    let run = state.runs.create(thread_id, body).await?;
+    let items = state
+        .runs
+        .bus()
+        .subscribe(&run.run_id, Some("-1"))
+        .await
+        .map_err(RunError::from)?;
+    let opts = sse::SseOptions {
+        resumable: run.kwargs.resumable,
+        heartbeat: state.runs.config().sse_heartbeat,
+        modes: None,
+        cancel_on_disconnect: cancel.then(|| (state.runs.bus().clone(), run.run_id.clone())),
+    };
+    let loc = run_path(&run);
+    Ok(sse::response(items, opts, Some(format!("{loc}/stream")), Some(loc)))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    Path(thread_id): Path<String>,
+    Json(body): Json<RunCreate>,
+) -> Result<Response, ApiError> {
+    start_background(&state, Some(&thread_id), body).await
+}
+
+async fn wait(
+    State(state): State<AppState>,
+    Path(thread_id): Path<String>,
+    Json(body): Json<RunCreate>,
+) -> Result<Response, ApiError> {
+    start_wait(&state, Some(&thread_id), body).await
+}
+
+async fn stream(
+    State(state): State<AppState>,
+    Path(thread_id): Path<String>,
+    Json(body): Json<RunCreate>,
+) -> Result<Response, ApiError> {
+    start_stream(&state, Some(&thread_id), body).await
+}
+
+async fn create_stateless(State(state): State<AppState>, Json(body): Json<RunCreate>) -> Result<Response, ApiError> {
+    start_background(&state, None, body).await
+}
+
+async fn wait_stateless(State(state): State<AppState>, Json(body): Json<RunCreate>) -> Result<Response, ApiError> {
+    start_wait(&state, None, body).await
+}
+
+async fn stream_stateless(State(state): State<AppState>, Json(body): Json<RunCreate>) -> Result<Response, ApiError> {
+    start_stream(&state, None, body).await
+}
+
+/// `GET /threads/{tid}/runs` query.
+#[derive(Debug, Deserialize)]
+struct ListQuery {
+    limit: Option<usize>,
+    offset: Option<usize>,
+    status: Option<RunStatus>,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    Path(thread_id): Path<String>,
+    Query(q): Query<ListQuery>,
+) -> Result<axum::Json<Vec<Run>>, ApiError> {
+    let runs = state
+        .runs
+        .list(&thread_id, q.limit.unwrap_or(10), q.offset.unwrap_or(0), q.status);
+    Ok(axum::Json(runs.await?))
+}
+
+async fn read(
+    State(state): State<AppState>,
+    Path((thread_id, run_id)): Path<(String, String)>,
+) -> Result<axum::Json<Run>, ApiError> {
+    Ok(axum::Json(state.runs.get(&thread_id, &run_id).await?))
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    Path((thread_id, run_id)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    state.runs.delete(&thread_id, &run_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn join(
+    State(state): State<AppState>,
+    Path((thread_id, run_id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let out: Value = state.runs.join(&thread_id, &run_id).await?;
+    let loc = format!("/threads/{thread_id}/runs/{run_id}");
+    let res = with_header(axum::Json(out).into_response(), header::LOCATION, format!("{loc}/join"));
+    Ok(with_header(res, header::CONTENT_LOCATION, loc))
+}
+
+/// `GET …/runs/{rid}/stream` query.
+#[derive(Debug, Deserialize)]
+struct JoinStreamQuery {
+    stream_mode: Option<String>,
+    cancel_on_disconnect: Option<String>,
+}
+
+/// A boolean query parameter (`1`, `0`, `true`, `false`), or a 422 naming it.
+fn flag(name: &str, v: Option<&str>) -> Result<bool, ApiError> {
+    match v.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("0" | "false") => Ok(false),
+        Some("1" | "true") => Ok(true),
+        Some(other) => Err(ApiError::invalid(format!(
+            "query parameter `{name}`: expected true, false, 1 or 0, got `{other}`"
+        ))),
+    }
+}
+
+async fn join_stream(
+    State(state): State<AppState>,
+    Path((thread_id, run_id)): Path<(String, String)>,
+    Query(q): Query<JoinStreamQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let cancel = flag("cancel_on_disconnect", q.cancel_on_disconnect.as_deref())?;
+    let run = state.runs.get(&thread_id, &run_id).await?;
+    let last = headers.get("last-event-id").and_then(|v| v.to_str().ok());
+    let items = state
+        .runs
+        .bus()
+        .subscribe(&run_id, last)
+        .await
+        .map_err(RunError::from)?;
+    // The SDK's join_stream sends `stream_mode=` (empty) for "the run's own modes".
+    let modes = q
+        .stream_mode
+        .map(|m| {
+            m.split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter(|m| !m.is_empty());
+    let opts = sse::SseOptions {
+        resumable: run.kwargs.resumable,
+        heartbeat: state.runs.config().sse_heartbeat,
+        modes,
+        cancel_on_disconnect: (cancel && !run.status.is_final()).then(|| (state.runs.bus().clone(), run_id.clone())),
+    };
+    // A run that ended has nothing live to wait for: answer what is kept for replay (ready at
+    // once), or an empty stream when its replay has expired, rather than waiting forever.
+    let items = if run.status.is_final() {
+        let mut items = items.peekable();
+        let kept = std::pin::Pin::new(&mut items).peek().now_or_never().flatten().is_some();
+        if kept && last.is_some() {
+            items.boxed()
+        } else {
+            futures::stream::empty().boxed()
+        }
+    } else {
+        items
+    };
+    Ok(sse::response(items, opts, None, Some(run_path(&run))))
+}
+
+/// `POST …/cancel` query.
+#[derive(Debug, Deserialize)]
+struct CancelQuery {
+    wait: Option<String>,
+    action: Option<String>,
+}
+
+fn action(v: Option<&str>) -> Result<CancelAction, ApiError> {
+    match v {
+        None | Some("interrupt") => Ok(CancelAction::Interrupt),
+        Some("rollback") => Ok(CancelAction::Rollback),
+        Some(other) => Err(ApiError::invalid(format!(
+            "query parameter `action`: expected interrupt or rollback, got `{other}`"
+        ))),
+    }
+}
+
+async fn cancel(
+    State(state): State<AppState>,
+    Path((thread_id, run_id)): Path<(String, String)>,
+    Query(q): Query<CancelQuery>,
+) -> Result<Response, ApiError> {
+    let wait = flag("wait", q.wait.as_deref())?;
+    let action = action(q.action.as_deref())?;
+    state.runs.cancel(&thread_id, &run_id, action, wait).await?;
+    Ok(if wait {
+        axum::Json(serde_json::json!({})).into_response()
+    } else {
+        StatusCode::ACCEPTED.into_response()
+    })
+}
+
+/// `POST /runs/cancel` body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct CancelMany {
+    thread_id: Option<String>,
+    run_ids: Vec<String>,
+}
+
+/// Cancels several runs of one thread (`run_ids`), or all its runs in flight when `run_ids` is
+/// empty; 204.
+async fn cancel_many(
+    State(state): State<AppState>,
+    Query(q): Query<CancelQuery>,
+    Json(body): Json<CancelMany>,
+) -> Result<StatusCode, ApiError> {
+    let action = action(q.action.as_deref())?;
+    let Some(thread_id) = body.thread_id else {
+        return Err(ApiError::invalid("body field `thread_id`: missing"));
+    };
+    let mut ids = body.run_ids;
+    if ids.is_empty() {
+        for status in [RunStatus::Pending, RunStatus::Running] {
+            let runs = state.runs.list(&thread_id, usize::MAX, 0, Some(status)).await?;
+            ids.extend(runs.into_iter().map(|r| r.run_id));
+        }
+    }
+    for run_id in ids {
+        state.runs.cancel(&thread_id, &run_id, action, false).await?;
+    }
+    Ok(StatusCode::NO_CONTENT)
+}

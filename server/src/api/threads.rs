@@ -1,0 +1,281 @@
+//! The threads routes' catalog side (`/threads`, `/threads/{tid}`, search, count, copy): the rows
+//! of [`Catalog`](crate::db::Catalog), and the checkpoints a delete or a copy must follow through
+//! the thread's graph. The state routes (`/state`, `/history`) are [`super::state`]'s.
+
+use super::assistants::{check_sort, select_fields, IfExistsBody};
+use super::params::thread_id;
+use super::{state, ApiError, AppState, Json};
+use crate::db::{ThreadQuery, ThreadUpdate};
+use crate::graph::{ServedGraph, StateUpdate};
+use crate::model::{Object, Thread, ThreadStatus, ThreadTtl};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::Value;
+use std::sync::Arc;
+
+pub(super) fn router() -> axum::Router<AppState> {
+    axum::Router::new()
+        .route("/threads", post(create))
+        .route("/threads/search", post(search))
+        .route("/threads/count", post(count))
+        .route("/threads/{tid}", get(read).patch(patch).delete(delete))
+        .route("/threads/{tid}/copy", post(copy))
+        .merge(state::router())
+}
+
+/// The thread `tid`, or 404 `Thread {tid} not found`.
+pub(super) async fn find(state: &AppState, tid: &str) -> Result<Thread, ApiError> {
+    let tid = thread_id(tid)?;
+    state
+        .catalog
+        .get_thread(&tid)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("Thread {tid} not found")))
+}
+
+/// The thread `tid` without its values (see [`Catalog::get_thread_without_values`]), or 404
+/// `Thread {tid} not found`: for the routes that need only its graph.
+///
+/// [`Catalog::get_thread_without_values`]: crate::db::Catalog::get_thread_without_values
+pub(super) async fn find_without_values(state: &AppState, tid: &str) -> Result<Thread, ApiError> {
+    let tid = thread_id(tid)?;
+    state
+        .catalog
+        .get_thread_without_values(&tid)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("Thread {tid} not found")))
+}
+
+/// The graph whose checkpoints the thread holds: the one its metadata's `graph_id` names (set by
+/// its first run, or when it was made); `None` for a thread no graph has touched.
+pub(super) fn graph_of(state: &AppState, thread: &Thread) -> Result<Option<Arc<dyn ServedGraph>>, ApiError> {
+    let Some(graph_id) = thread.metadata.get("graph_id") else {
+        return Ok(None);
+    };
+    let name = graph_id.as_str().unwrap_or_default();
+    match state.graphs.get(name) {
+        Some(graph) => Ok(Some(graph.clone())),
+        None => Err(ApiError::not_found(format!(
+            "Graph {graph_id} of thread {} not found",
+            thread.thread_id
+        ))),
+    }
+}
+
+/// `POST /threads`.
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct CreateBody {
+    thread_id: Option<String>,
+    metadata: Object,
+    if_exists: IfExistsBody,
+    /// Minutes, or `{"ttl": minutes, "strategy": "delete" | "keep_latest"}`.
+    ttl: Option<Value>,
+    supersteps: Vec<Superstep>,
+}
+
+/// One superstep of `POST /threads`' `supersteps`: updates applied as one edit each, in order.
+#[derive(Debug, Deserialize)]
+struct Superstep {
+    updates: Vec<SuperstepUpdate>,
+}
+
+#[derive(Debug, Deserialize)]
+struct SuperstepUpdate {
+    values: Option<Value>,
+    as_node: Option<String>,
+}
+
+/// A thread as the API shows it. A thread whose state was never written (made, not yet run) has
+/// no `error` and `interrupts` keys, as LangGraph's (`sdk_trace.txt`, `threads.create`); they
+/// appear once a run or a state update has written its state.
+pub(super) fn thread_json(t: &Thread) -> Value {
+    let mut json = serde_json::to_value(t).unwrap_or(Value::Null);
+    let fresh =
+        t.state_updated_at == t.created_at && t.values.is_null() && t.interrupts.is_empty() && t.error.is_null();
+    if let (true, Some(object)) = (fresh, json.as_object_mut()) {
+        object.remove("error");
+        object.remove("interrupts");
+    }
+    json
+}
+
+async fn create(State(state): State<AppState>, Json(body): Json<CreateBody>) -> Result<axum::Json<Value>, ApiError> {
+    let tid = match &body.thread_id {
+        Some(tid) => uuid::Uuid::parse_str(tid)
+            .map_err(|_| ApiError::invalid(format!("body field `thread_id`: `{tid}` is not a UUID")))?
+            .to_string(),
+        None => uuid::Uuid::now_v7().to_string(),
+    };
+    let ttl = ttl_of(&state, body.ttl.as_ref())?;
+    let thread = Thread::new(tid, body.metadata);
+    let graph = if body.supersteps.is_empty() {
+        None
+    } else {
+        let graph = graph_of(&state, &thread)?;
+        let no_graph = || ApiError::bad_request(format!("Thread {} has no graph ID", thread.thread_id));
+        Some(graph.ok_or_else(no_graph)?)
+    };
+    let made = state.catalog.create_thread(&thread, body.if_exists.into()).await?;
+    let new = made == thread;
+    if let (true, Some(ttl)) = (new, ttl) {
+        state.catalog.set_thread_ttl(&made.thread_id, Some(ttl)).await?;
+    }
+    let (Some(graph), true) = (graph, new) else {
+        return Ok(axum::Json(thread_json(&made)));
+    };
+    for (step, superstep) in body.supersteps.into_iter().enumerate() {
+        for update in superstep.updates {
+            let edit = StateUpdate {
+                values: update.values,
+                as_node: update.as_node,
+                checkpoint_id: None,
+            };
+            graph
+                .update_state(&made.thread_id, edit)
+                .await
+                .map_err(|e| ApiError::from(e).prefixed(&format!("body field `supersteps[{step}]`: ")))?;
+        }
+    }
+    Ok(axum::Json(thread_json(&state::refresh(&state, made, &graph).await?)))
+}
+
+async fn read(State(state): State<AppState>, Path(tid): Path<String>) -> Result<axum::Json<Value>, ApiError> {
+    Ok(axum::Json(thread_json(&find(&state, &tid).await?)))
+}
+
+/// The time-to-live of a new thread: the request's `ttl`, or the server's default.
+fn ttl_of(state: &AppState, ttl: Option<&Value>) -> Result<Option<ThreadTtl>, ApiError> {
+    match ttl {
+        None | Some(Value::Null) => Ok(state.runs.config().thread_ttl),
+        Some(ttl) => ThreadTtl::from_json(ttl, "ttl").map(Some).map_err(ApiError::invalid),
+    }
+}
+
+/// `PATCH /threads/{tid}`: `{"metadata": {…}}`, merged into the thread's, and a new `ttl`.
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct PatchBody {
+    metadata: Object,
+    ttl: Option<Value>,
+}
+
+async fn patch(
+    State(state): State<AppState>,
+    Path(tid): Path<String>,
+    Json(body): Json<PatchBody>,
+) -> Result<axum::Json<Value>, ApiError> {
+    let thread = find(&state, &tid).await?;
+    let ttl = match &body.ttl {
+        None | Some(Value::Null) => None,
+        Some(ttl) => Some(ThreadTtl::from_json(ttl, "ttl").map_err(ApiError::invalid)?),
+    };
+    if ttl.is_some() {
+        state.catalog.set_thread_ttl(&thread.thread_id, ttl).await?;
+    }
+    let update = ThreadUpdate {
+        metadata: Some(body.metadata),
+        ..ThreadUpdate::default()
+    };
+    // A narrow update: a worker settling a run at the same time keeps its status and values.
+    let patched = state.catalog.update_thread(&thread.thread_id, &update).await?;
+    patched
+        .map(|t| axum::Json(thread_json(&t)))
+        .ok_or_else(|| ApiError::not_found(format!("Thread {} not found", thread.thread_id)))
+}
+
+/// `DELETE /threads/{tid}`: its row, its runs, and its checkpoints.
+async fn delete(State(state): State<AppState>, Path(tid): Path<String>) -> Result<StatusCode, ApiError> {
+    let thread = find(&state, &tid).await?;
+    if let Some(graph) = graph_of(&state, &thread)? {
+        graph.delete_thread(&thread.thread_id).await?;
+    }
+    state.catalog.delete_thread(&thread.thread_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The filters of `POST /threads/search` and `/count`.
+#[derive(Debug, Deserialize)]
+#[serde(default)]
+struct SearchBody {
+    ids: Option<Vec<String>>,
+    metadata: Option<Object>,
+    values: Option<Object>,
+    status: Option<ThreadStatus>,
+    limit: usize,
+    offset: usize,
+    sort_by: Option<String>,
+    sort_order: Option<String>,
+    select: Option<Vec<String>>,
+}
+
+impl Default for SearchBody {
+    fn default() -> Self {
+        Self {
+            ids: None,
+            metadata: None,
+            values: None,
+            status: None,
+            limit: 10,
+            offset: 0,
+            sort_by: None,
+            sort_order: None,
+            select: None,
+        }
+    }
+}
+
+impl SearchBody {
+    fn query(self) -> Result<ThreadQuery, ApiError> {
+        const SORTS: [&str; 5] = ["thread_id", "status", "created_at", "updated_at", "state_updated_at"];
+        check_sort(self.sort_by.as_deref(), &SORTS, self.sort_order.as_deref())?;
+        // A `select` without `values` needs none read.
+        let without_values = self.select.as_ref().is_some_and(|s| !s.iter().any(|f| f == "values"));
+        Ok(ThreadQuery {
+            without_values,
+            ids: self.ids,
+            metadata: self.metadata,
+            values: self.values,
+            status: self.status,
+            limit: self.limit,
+            offset: self.offset,
+            sort_by: self.sort_by,
+            sort_order: self.sort_order,
+        })
+    }
+}
+
+async fn search(State(state): State<AppState>, Json(body): Json<SearchBody>) -> Result<axum::Json<Value>, ApiError> {
+    let select = body.select.clone();
+    let found = state.catalog.search_threads(&body.query()?).await?;
+    let rows = found.iter().map(thread_json).collect();
+    Ok(axum::Json(Value::Array(select_fields(rows, select.as_deref()))))
+}
+
+async fn count(State(state): State<AppState>, Json(body): Json<SearchBody>) -> Result<axum::Json<u64>, ApiError> {
+    Ok(axum::Json(state.catalog.count_threads(&body.query()?).await?))
+}
+
+/// `POST /threads/{tid}/copy`: a new thread with the same metadata and every checkpoint.
+async fn copy(State(state): State<AppState>, Path(tid): Path<String>) -> Result<axum::Json<Value>, ApiError> {
+    let from = find(&state, &tid).await?;
+    let mut to = Thread::new(uuid::Uuid::now_v7().to_string(), from.metadata.clone());
+    to.config = from.config.clone();
+    to.values = from.values.clone();
+    to.status = match from.status {
+        ThreadStatus::Busy => ThreadStatus::Idle,
+        other => other,
+    };
+    to.interrupts = from.interrupts.clone();
+    to.error = from.error.clone();
+    let made = state.catalog.create_thread(&to, crate::db::IfExists::Raise).await?;
+    if let Some(ttl) = ttl_of(&state, None)? {
+        state.catalog.set_thread_ttl(&made.thread_id, Some(ttl)).await?;
+    }
+    if let Some(graph) = graph_of(&state, &from)? {
+        graph.copy_thread(&from.thread_id, &made.thread_id).await?;
+    }
+    Ok(axum::Json(thread_json(&made)))
+}

@@ -1,0 +1,159 @@
+//! `weir serve`: LangGraph's server API over the flows a config file names, embedded (one SQLite
+//! file) or scaled out (PostgreSQL + Redis, with `--role api|worker|all` per process).
+
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use weir_flow::{Flow, LoadOptions};
+use weir_runtime::store::StoreConfig;
+use weir_server::config::{Config, TtlConfig};
+use weir_server::{shutdown_signal, ServeError, Server};
+
+/// What this process does in a scaled-out deployment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Role {
+    /// Serve the HTTP API only; the workers run elsewhere.
+    Api,
+    /// Run the queued runs only.
+    Worker,
+    /// Both (the only role of an embedded server).
+    All,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The config file: `{"graphs": {"name": "path/to/flow.json"}, "store": {…}, "ttl": {…}}`.
+    #[arg(long, default_value = "weir.json")]
+    config: PathBuf,
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// The port to listen on.
+    #[arg(long, default_value_t = 2024)]
+    port: u16,
+    /// Embedded mode: the SQLite file keeping threads, runs and checkpoints.
+    #[arg(long, default_value = "weir.db")]
+    db: PathBuf,
+    /// Scale-out mode: the PostgreSQL server keeping threads, runs and checkpoints.
+    #[arg(long, requires = "redis", conflicts_with = "db")]
+    postgres: Option<String>,
+    /// Scale-out mode: the Redis server carrying wake-ups, cancellations and streams.
+    #[arg(long, requires = "postgres")]
+    redis: Option<String>,
+    /// Scale-out mode: the PostgreSQL schema holding the tables and checkpoints.
+    #[arg(long, requires = "postgres", default_value = "weir")]
+    schema: String,
+    /// Scale-out mode: the prefix of every Redis key and channel.
+    #[arg(long, requires = "redis", default_value = "weir")]
+    prefix: String,
+    /// What this process does (scale-out mode; an embedded server is always `all`).
+    #[arg(long, value_enum, default_value_t = Role::All)]
+    role: Role,
+    /// How many runs this process runs at once.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    workers: u32,
+}
+
+impl ServeArgs {
+    /// An embedded server on `db`, listening on `host:port` (what `weir studio` opens).
+    pub(crate) fn embedded(db: PathBuf, host: String, port: u16) -> Self {
+        Self {
+            config: PathBuf::new(),
+            host,
+            port,
+            db,
+            postgres: None,
+            redis: None,
+            schema: "weir".into(),
+            prefix: "weir".into(),
+            role: Role::All,
+            workers: 10,
+        }
+    }
+}
+
+/// Runs `weir serve`.
+pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, ExitCode> {
+    if args.postgres.is_none() && args.role != Role::All {
+        return Err(super::usage(
+            "`--role api|worker` splits a scaled-out server: give `--postgres URL --redis URL` too",
+        ));
+    }
+    let config = Config::load(&args.config).map_err(super::usage)?;
+    let store = match &config.store {
+        Some(store) => store
+            .to_runtime()
+            .map_err(|e| super::usage(format!("{}: {e}", args.config.display())))?,
+        None => StoreConfig::default(),
+    };
+    // Checked now, so a bad flow is reported before any backend is opened; loaded again on the
+    // server's checkpointer in `start`, so that its nodes may pause for a person.
+    let mut flows = Vec::new();
+    for (name, path) in &config.graphs {
+        let text = super::read(path)?;
+        let at = format!("{} (graph `{name}`)", path.display());
+        super::load(&text, &at, LoadOptions::default())?;
+        flows.push((name.clone(), at, text));
+    }
+    let settings = Settings { store, ttl: config.ttl };
+    let runtime = super::runtime()?;
+    runtime.block_on(start(&args, flows, settings))
+}
+
+/// What the config file sets besides the graphs: the store's index and TTL, and the threads' TTL.
+#[derive(Debug, Default)]
+pub(crate) struct Settings {
+    store: StoreConfig,
+    ttl: Option<TtlConfig>,
+}
+
+/// Builds the server on its backends and serves the flows (name, where it was read, its text)
+/// until Ctrl-C or SIGTERM.
+pub(crate) async fn start(
+    args: &ServeArgs,
+    flows: Vec<(String, String, String)>,
+    settings: Settings,
+) -> Result<ExitCode, ExitCode> {
+    let failed = |e: ServeError| {
+        eprintln!("error: {e}");
+        ExitCode::FAILURE
+    };
+    // `store.ttl.sweep_interval_minutes`: how often the store's expired items are deleted.
+    let store_sweep = settings.store.ttl.as_ref().and_then(|t| t.sweep_interval());
+    let server = match (&args.postgres, &args.redis) {
+        (Some(pg), Some(redis)) => Server::scale_out_with(pg, redis, &args.schema, &args.prefix, settings.store).await,
+        _ => Server::embedded_with(&args.db, settings.store).await,
+    };
+    let role = match args.role {
+        Role::Api => weir_server::Role::Api,
+        Role::Worker => weir_server::Role::Worker,
+        Role::All => weir_server::Role::All,
+    };
+    let mut server = server.map_err(failed)?.workers(args.workers as usize).role(role);
+    if let Some(every) = store_sweep {
+        server = server.store_sweep(every);
+    }
+    if let Some(ttl) = &settings.ttl {
+        server = server.thread_ttl(ttl.default_thread_ttl()).ttl_sweep(ttl.sweep_every());
+    }
+    for (name, at, text) in flows {
+        let options = LoadOptions {
+            checkpointer: Some(server.checkpointer()),
+            ..LoadOptions::default()
+        };
+        let flow: Flow = super::load(&text, &at, options)?;
+        server = server.graph(name, flow);
+    }
+    if role == weir_server::Role::Worker {
+        eprintln!("weir serve: working (role worker)");
+        server.serve((args.host.as_str(), args.port)).await.map_err(failed)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
+        .await
+        .map_err(|e| super::usage(format!("cannot listen on {}:{}: {e}", args.host, args.port)))?;
+    let at = listener.local_addr().map_err(|e| failed(ServeError::Io(e)))?;
+    eprintln!("weir serve: listening on http://{at} (studio: http://{at}/studio/)");
+    server.serve_on(listener, shutdown_signal()).await.map_err(failed)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,263 @@
+//! [`LocalBus`], the in-process [`Bus`] of embedded mode: one process runs the API and the workers,
+//! so waking is a [`Notify`], cancellations a broadcast channel, heartbeats a map, and each run's
+//! stream a bounded buffer kept for replay (`Last-Event-ID`, resumable streams, `join`) for a short
+//! while after its [`StreamItem::Done`]. Memory stays bounded: a run keeps at most
+//! [`LocalBusConfig::kept`] items (the oldest go first), and a subscriber that falls more than
+//! [`LocalBusConfig::live`] items behind misses the items it fell behind on rather than queueing them.
+
+use super::{Bus, BusError, CancelAction, StreamItem};
+use futures::future::BoxFuture;
+use futures::stream::{self, BoxStream, StreamExt};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::{broadcast, Notify};
+use tokio::time::Instant;
+use tokio_stream::wrappers::BroadcastStream;
+
+/// The bounds of a [`LocalBus`].
+#[derive(Debug, Clone, Copy)]
+pub struct LocalBusConfig {
+    /// How many items of a run's stream are kept for replay (the oldest are dropped first).
+    pub kept: usize,
+    /// How far a live subscriber may fall behind before it misses items.
+    pub live: usize,
+    /// How long a finished run's stream stays available for replay.
+    pub retain: Duration,
+}
+
+impl Default for LocalBusConfig {
+    /// 1024 kept items, 256 live ones, two minutes of replay after the end (LangGraph's default
+    /// time-to-live of resumable streams).
+    fn default() -> Self {
+        Self {
+            kept: 1024,
+            live: 256,
+            retain: Duration::from_secs(120),
+        }
+    }
+}
+
+/// One run's stream: the items kept for replay and the live channel.
+#[derive(Debug)]
+struct RunStream {
+    kept: VecDeque<StreamItem>,
+    live: broadcast::Sender<StreamItem>,
+    /// When the stream ended, or when it was last touched while open.
+    touched: Instant,
+    done: bool,
+}
+
+/// The in-process bus. Cheap to clone; clones share everything.
+#[derive(Debug, Clone)]
+pub struct LocalBus {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: LocalBusConfig,
+    wake: Notify,
+    cancels: broadcast::Sender<(String, CancelAction)>,
+    streams: Mutex<HashMap<String, RunStream>>,
+    beats: Mutex<HashMap<String, Instant>>,
+}
+
+impl Default for LocalBus {
+    fn default() -> Self {
+        Self::new(LocalBusConfig::default())
+    }
+}
+
+impl LocalBus {
+    /// A bus with these bounds.
+    pub fn new(config: LocalBusConfig) -> Self {
+        let (cancels, _) = broadcast::channel(1024);
+        Self {
+            inner: Arc::new(Inner {
+                config: LocalBusConfig {
+                    kept: config.kept.max(1),
+                    live: config.live.max(1),
+                    retain: config.retain,
+                },
+                wake: Notify::new(),
+                cancels,
+                streams: Mutex::new(HashMap::new()),
+                beats: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// How many runs' streams are held (open ones, and finished ones not yet expired).
+    pub fn streams_held(&self) -> usize {
+        let mut streams = lock(&self.inner.streams);
+        self.inner.expire(&mut streams);
+        streams.len()
+    }
+}
+
+/// Locks `m`, taking the data even if a holder panicked (every critical section here leaves the
+/// maps consistent).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// An event id `<ms>-<seq>` as a pair that orders like the ids; `None` for another shape.
+fn parse_id(id: &str) -> Option<(u64, u64)> {
+    let (ms, seq) = id.split_once('-')?;
+    Some((ms.parse().ok()?, seq.parse().ok()?))
+}
+
+impl Inner {
+    /// Drops the finished streams older than `retain`, and open ones nobody has touched or
+    /// listened to for that long (a subscription to a run that never ran).
+    fn expire(&self, streams: &mut HashMap<String, RunStream>) {
+        let now = Instant::now();
+        streams.retain(|_, s| {
+            let old = now.duration_since(s.touched) > self.config.retain;
+            !(old && (s.done || s.live.receiver_count() == 0))
+        });
+    }
+
+    fn stream<'m>(&self, streams: &'m mut HashMap<String, RunStream>, run_id: &str) -> &'m mut RunStream {
+        streams.entry(run_id.to_owned()).or_insert_with(|| RunStream {
+            kept: VecDeque::new(),
+            live: broadcast::channel(self.config.live).0,
+            touched: Instant::now(),
+            done: false,
+        })
+    }
+
+    fn publish(&self, run_id: &str, item: StreamItem) {
+        let mut streams = lock(&self.streams);
+        self.expire(&mut streams);
+        let s = self.stream(&mut streams, run_id);
+        if s.done {
+            return; // a stream is over once Done is published; later items have no reader
+        }
+        s.done = item == StreamItem::Done;
+        s.touched = Instant::now();
+        if s.kept.len() == self.config.kept {
+            s.kept.pop_front();
+        }
+        s.kept.push_back(item.clone());
+        // No receiver is fine: the item is kept for replay.
+        let _ = s.live.send(item);
+    }
+
+    /// The kept items after `last_id` and a receiver of the later ones, taken under one lock so
+    /// that nothing is missed or repeated between the two.
+    fn subscribe(
+        &self,
+        run_id: &str,
+        last_id: Option<&str>,
+    ) -> (Vec<StreamItem>, Option<broadcast::Receiver<StreamItem>>) {
+        let mut streams = lock(&self.streams);
+        self.expire(&mut streams);
+        let s = self.stream(&mut streams, run_id);
+        let replay: Vec<StreamItem> = match last_id {
+            None => Vec::new(),
+            Some("-1") => s.kept.iter().cloned().collect(),
+            Some(last) => {
+                let after = parse_id(last);
+                s.kept
+                    .iter()
+                    .filter(|item| match item {
+                        StreamItem::Event { id, .. } => match (parse_id(id), after) {
+                            (Some(mine), Some(after)) => mine > after,
+                            _ => true,
+                        },
+                        StreamItem::Done => true,
+                    })
+                    .cloned()
+                    .collect()
+            }
+        };
+        if s.done {
+            let mut replay = replay;
+            if replay.last() != Some(&StreamItem::Done) {
+                replay.push(StreamItem::Done);
+            }
+            (replay, None)
+        } else {
+            s.touched = Instant::now();
+            (replay, Some(s.live.subscribe()))
+        }
+    }
+}
+
+/// The items of `replay`, then those of `live` (skipping what a lagging receiver missed), up to
+/// and including the first [`StreamItem::Done`].
+fn until_done(
+    replay: Vec<StreamItem>,
+    live: Option<broadcast::Receiver<StreamItem>>,
+) -> BoxStream<'static, StreamItem> {
+    let live = match live {
+        Some(rx) => BroadcastStream::new(rx).filter_map(|r| async move { r.ok() }).boxed(),
+        None => stream::empty().boxed(),
+    };
+    let all = stream::iter(replay).chain(live).boxed();
+    // End right after the first Done, without waiting on the live channel for another item.
+    stream::unfold((all, false), |(mut all, ended)| async move {
+        if ended {
+            return None;
+        }
+        let item = all.next().await?;
+        let ended = item == StreamItem::Done;
+        Some((item, (all, ended)))
+    })
+    .boxed()
+}
+
+impl Bus for LocalBus {
+    fn wake(&self) -> BoxFuture<'_, Result<(), BusError>> {
+        self.inner.wake.notify_one();
+        Box::pin(async { Ok(()) })
+    }
+
+    fn wait_wake(&self, timeout: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let _ = tokio::time::timeout(timeout, self.inner.wake.notified()).await;
+        })
+    }
+
+    fn cancel<'a>(&'a self, run_id: &'a str, action: CancelAction) -> BoxFuture<'a, Result<(), BusError>> {
+        // No listener is fine: no worker of this process is running, so nothing runs `run_id`.
+        let _ = self.inner.cancels.send((run_id.to_owned(), action));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn cancellations(&self) -> BoxFuture<'_, Result<BoxStream<'static, (String, CancelAction)>, BusError>> {
+        let rx = self.inner.cancels.subscribe();
+        Box::pin(async move { Ok(BroadcastStream::new(rx).filter_map(|r| async move { r.ok() }).boxed()) })
+    }
+
+    fn publish<'a>(&'a self, run_id: &'a str, item: StreamItem) -> BoxFuture<'a, Result<(), BusError>> {
+        self.inner.publish(run_id, item);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        run_id: &'a str,
+        last_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<BoxStream<'static, StreamItem>, BusError>> {
+        let (replay, live) = self.inner.subscribe(run_id, last_id);
+        Box::pin(async move { Ok(until_done(replay, live)) })
+    }
+
+    fn beat<'a>(&'a self, worker: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), BusError>> {
+        lock(&self.inner.beats).insert(worker.to_owned(), Instant::now() + ttl);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn is_alive<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<bool, BusError>> {
+        let alive = lock(&self.inner.beats)
+            .get(worker)
+            .is_some_and(|deadline| *deadline > Instant::now());
+        Box::pin(async move { Ok(alive) })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,121 @@
+//! The in-process bus: replay after `Last-Event-ID`, bounded buffers, expiry, wake, cancel, beats.
+
+use super::*;
+use serde_json::json;
+
+fn event(id: &str) -> StreamItem {
+    StreamItem::Event {
+        id: id.to_owned(),
+        event: "values".to_owned(),
+        data: json!({ "id": id }),
+    }
+}
+
+fn ids(items: &[StreamItem]) -> Vec<String> {
+    items
+        .iter()
+        .map(|i| match i {
+            StreamItem::Event { id, .. } => id.clone(),
+            StreamItem::Done => "done".to_owned(),
+        })
+        .collect()
+}
+
+async fn collect(bus: &LocalBus, run: &str, last: Option<&str>) -> Vec<StreamItem> {
+    bus.subscribe(run, last).await.unwrap().collect().await
+}
+
+#[tokio::test]
+async fn replay_starts_after_the_last_event_id_and_minus_one_replays_all() {
+    let bus = LocalBus::default();
+    for id in ["5-0", "5-1", "6-0"] {
+        bus.publish("r", event(id)).await.unwrap();
+    }
+    bus.publish("r", StreamItem::Done).await.unwrap();
+    assert_eq!(
+        ids(&collect(&bus, "r", Some("-1")).await),
+        ["5-0", "5-1", "6-0", "done"]
+    );
+    assert_eq!(ids(&collect(&bus, "r", Some("5-0")).await), ["5-1", "6-0", "done"]);
+    assert_eq!(ids(&collect(&bus, "r", Some("6-0")).await), ["done"]);
+    assert_eq!(ids(&collect(&bus, "r", None).await), ["done"]);
+}
+
+#[tokio::test]
+async fn a_live_subscriber_gets_the_items_published_after_it_subscribed_then_done() {
+    let bus = LocalBus::default();
+    bus.publish("r", event("1-0")).await.unwrap();
+    let sub = bus.subscribe("r", None).await.unwrap();
+    bus.publish("r", event("2-0")).await.unwrap();
+    bus.publish("r", StreamItem::Done).await.unwrap();
+    bus.publish("r", event("3-0")).await.unwrap(); // after Done: dropped
+    assert_eq!(ids(&sub.collect::<Vec<_>>().await), ["2-0", "done"]);
+}
+
+#[tokio::test]
+async fn a_slow_subscriber_misses_items_and_memory_stays_bounded() {
+    let bus = LocalBus::new(LocalBusConfig {
+        kept: 4,
+        live: 2,
+        retain: Duration::from_secs(60),
+    });
+    let sub = bus.subscribe("r", Some("-1")).await.unwrap();
+    for ms in 0..100 {
+        bus.publish("r", event(&format!("{ms}-0"))).await.unwrap();
+    }
+    bus.publish("r", StreamItem::Done).await.unwrap();
+    // The subscriber read nothing while 101 items went out: it sees the last ones only.
+    assert_eq!(ids(&sub.collect::<Vec<_>>().await), ["99-0", "done"]);
+    // Replay holds the last `kept` items.
+    assert_eq!(
+        ids(&collect(&bus, "r", Some("-1")).await),
+        ["97-0", "98-0", "99-0", "done"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_finished_stream_is_kept_for_retain_then_dropped() {
+    let bus = LocalBus::new(LocalBusConfig {
+        retain: Duration::from_secs(10),
+        ..LocalBusConfig::default()
+    });
+    bus.publish("r", event("1-0")).await.unwrap();
+    bus.publish("r", StreamItem::Done).await.unwrap();
+    tokio::time::advance(Duration::from_secs(9)).await;
+    assert_eq!(bus.streams_held(), 1);
+    assert_eq!(ids(&collect(&bus, "r", Some("-1")).await), ["1-0", "done"]);
+    tokio::time::advance(Duration::from_secs(2)).await;
+    assert_eq!(bus.streams_held(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn wake_ends_a_wait_and_an_unwoken_wait_times_out() {
+    let bus = LocalBus::default();
+    bus.wake().await.unwrap();
+    let start = Instant::now();
+    bus.wait_wake(Duration::from_secs(30)).await;
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    bus.wait_wake(Duration::from_secs(30)).await;
+    assert_eq!(start.elapsed(), Duration::from_secs(30));
+}
+
+#[tokio::test]
+async fn cancellations_reach_every_listener_from_then_on() {
+    let bus = LocalBus::default();
+    bus.cancel("early", CancelAction::Interrupt).await.unwrap();
+    let mut a = bus.cancellations().await.unwrap();
+    let mut b = bus.cancellations().await.unwrap();
+    bus.cancel("r", CancelAction::Rollback).await.unwrap();
+    assert_eq!(a.next().await, Some(("r".to_owned(), CancelAction::Rollback)));
+    assert_eq!(b.next().await, Some(("r".to_owned(), CancelAction::Rollback)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_worker_is_alive_until_its_beat_expires() {
+    let bus = LocalBus::default();
+    assert!(!bus.is_alive("w").await.unwrap());
+    bus.beat("w", Duration::from_secs(5)).await.unwrap();
+    assert!(bus.is_alive("w").await.unwrap());
+    tokio::time::advance(Duration::from_secs(6)).await;
+    assert!(!bus.is_alive("w").await.unwrap());
+}

@@ -1,0 +1,87 @@
+//! What the server's processes tell each other, and nothing they must keep: waking the workers when
+//! a run is queued, cancelling a run wherever it runs, fanning a run's stream events out to every
+//! API process that serves its stream (with the short replay that resumable streams and
+//! `Last-Event-ID` need), and the workers' heartbeats. [`local`] is the in-process bus of embedded
+//! mode; [`redis`] carries the same over Redis for scale-out mode. The durable side (runs, threads)
+//! is [`crate::db`]'s.
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use serde_json::Value;
+use std::time::Duration;
+
+pub mod local;
+pub mod redis;
+
+/// Why a bus operation failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BusError(pub String);
+
+impl std::fmt::Display for BusError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BusError {}
+
+/// How to cancel a run (`POST …/cancel?action=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelAction {
+    /// Stop it; it ends `interrupted`, its checkpoints stay.
+    Interrupt,
+    /// Stop it, then delete it and the checkpoints it wrote.
+    Rollback,
+}
+
+/// One event of a run's stream as the bus carries it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamItem {
+    /// An SSE event. `id` is `<ms>-<seq>`, increasing within the run (the SSE `id:` line of a
+    /// resumable stream).
+    Event {
+        /// Its id.
+        id: String,
+        /// The SSE event name.
+        event: String,
+        /// Its data.
+        data: Value,
+    },
+    /// The run's stream is over (the run ended, or was cancelled).
+    Done,
+}
+
+/// The signals and streams shared by the server's processes.
+pub trait Bus: Send + Sync + 'static {
+    /// Wakes a waiting worker: a run was queued.
+    fn wake(&self) -> BoxFuture<'_, Result<(), BusError>>;
+    /// Waits until a wake arrives or `timeout` passes (workers also poll, so a lost wake only
+    /// delays a run by `timeout`).
+    fn wait_wake(&self, timeout: Duration) -> BoxFuture<'_, ()>;
+    /// Asks whoever runs `run_id` to stop it.
+    fn cancel<'a>(&'a self, run_id: &'a str, action: CancelAction) -> BoxFuture<'a, Result<(), BusError>>;
+    /// The cancellations asked for from now on, for the runs of this process's workers to watch.
+    fn cancellations(&self) -> BoxFuture<'_, Result<BoxStream<'static, (String, CancelAction)>, BusError>>;
+    /// The cancellation asked for `run_id` a short while ago, if any: a worker that claims a run
+    /// checks it, so a cancel that came before the claim (and so before the worker watched) is
+    /// not lost. The default has none to remember, for a bus whose cancellations cannot race a
+    /// claim.
+    fn cancelled<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<Option<CancelAction>, BusError>> {
+        let _ = run_id;
+        Box::pin(async { Ok(None) })
+    }
+    /// Publishes one item of `run_id`'s stream, and keeps it for replay for a while.
+    fn publish<'a>(&'a self, run_id: &'a str, item: StreamItem) -> BoxFuture<'a, Result<(), BusError>>;
+    /// `run_id`'s stream: the kept items after `last_id` (all kept ones for `Some("-1")`, none for
+    /// `None`), then the live ones, until [`StreamItem::Done`]. A subscriber that falls too far
+    /// behind misses items rather than growing memory.
+    fn subscribe<'a>(
+        &'a self,
+        run_id: &'a str,
+        last_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<BoxStream<'static, StreamItem>, BusError>>;
+    /// Records that `worker` is alive, for `ttl`.
+    fn beat<'a>(&'a self, worker: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), BusError>>;
+    /// Whether `worker` has beaten within its last `ttl`.
+    fn is_alive<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<bool, BusError>>;
+}

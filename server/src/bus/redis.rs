@@ -1,0 +1,503 @@
+//! The bus over Redis, for scale-out mode: [`RedisBus`]. What it keeps is short-lived, and all
+//! of it under one key prefix (so servers, or tests, sharing a Redis do not meet):
+//! - wakes: a list, `LPUSH`ed (and trimmed) per queued run, `BLPOP`ed by a waiting worker;
+//! - cancellations: a pub/sub channel for the workers running now, plus a key per cancelled run
+//!   that expires after a while, for a worker that claims the run later ([`Bus::cancelled`]);
+//! - streams: a Redis stream per run, `XADD`ed with `MAXLEN ~` and an expiry, read with `XREAD`
+//!   (bounded reads, so a slow subscriber skips what was trimmed rather than growing memory);
+//! - heartbeats: a key per worker set with the beat's time to live.
+//!
+//! Commands that return at once share a connection manager (which reconnects); the blocking
+//! ones (`BLPOP`, `XREAD BLOCK`) take a connection of their own from a small pool, so they hold
+//! up nothing else.
+
+use super::{Bus, BusError, CancelAction, StreamItem};
+use futures::future::BoxFuture;
+use futures::stream::{BoxStream, StreamExt};
+use redis::aio::{ConnectionManager, MultiplexedConnection, PubSubStream};
+use redis::streams::{StreamId, StreamRangeReply, StreamReadReply};
+use redis::{AsyncConnectionConfig, Client};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How many entries a subscriber reads at once.
+const READ_COUNT: usize = 64;
+
+/// How long one `XREAD` blocks, so a subscriber that is gone frees its connection soon.
+const READ_BLOCK: Duration = Duration::from_secs(1);
+
+/// How many wakes wait at most, when no worker is waiting.
+const WAKES: isize = 64;
+
+/// How many idle blocking connections are kept.
+const IDLE_BLOCKING: usize = 16;
+
+/// How a [`RedisBus`] connects and what it keeps: made by [`RedisBus::options`].
+#[derive(Debug, Clone)]
+pub struct RedisOptions {
+    prefix: String,
+    stream_len: usize,
+    stream_ttl: Duration,
+    cancel_ttl: Duration,
+}
+
+impl Default for RedisOptions {
+    fn default() -> Self {
+        RedisOptions {
+            prefix: "weir".to_owned(),
+            stream_len: 1000,
+            stream_ttl: Duration::from_secs(120),
+            cancel_ttl: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RedisOptions {
+    /// The prefix of every key and channel (default `weir`).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// About how many events of a run's stream are kept for replay (default 1000, at least 1).
+    pub fn stream_len(mut self, len: usize) -> Self {
+        self.stream_len = len.max(1);
+        self
+    }
+
+    /// How long a run's stream is kept after its last event (default 2 minutes).
+    pub fn stream_ttl(mut self, ttl: Duration) -> Self {
+        self.stream_ttl = ttl;
+        self
+    }
+
+    /// How long a cancellation is remembered for a worker that claims the run later (default
+    /// 1 minute).
+    pub fn cancel_ttl(mut self, ttl: Duration) -> Self {
+        self.cancel_ttl = ttl;
+        self
+    }
+
+    /// Connects to the Redis at `url` (e.g. `redis://127.0.0.1:6379`).
+    ///
+    /// # Errors
+    ///
+    /// A [`BusError`] naming the URL when it is malformed or the server cannot be reached.
+    pub async fn connect(self, url: &str) -> Result<RedisBus, BusError> {
+        let fail = |e: redis::RedisError| BusError(format!("cannot connect to Redis at `{url}`: {e}"));
+        let client = Client::open(url).map_err(fail)?;
+        let manager = client.get_connection_manager().await.map_err(fail)?;
+        Ok(RedisBus {
+            shared: Arc::new(Shared {
+                client,
+                manager,
+                blocking: Mutex::new(Vec::new()),
+                options: self,
+            }),
+        })
+    }
+}
+
+/// What the clones of a bus share.
+struct Shared {
+    client: Client,
+    manager: ConnectionManager,
+    blocking: Mutex<Vec<MultiplexedConnection>>,
+    options: RedisOptions,
+}
+
+/// The [`Bus`] over Redis.
+///
+/// Clones share the connections.
+///
+/// # Examples
+///
+/// ```no_run
+/// use weir_server::bus::{redis::RedisBus, Bus};
+///
+/// # async fn run() -> Result<(), weir_server::bus::BusError> {
+/// let bus = RedisBus::options().prefix("weir-prod").connect("redis://127.0.0.1:6379").await?;
+/// bus.wake().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisBus {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for RedisBus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisBus")
+            .field("options", &self.shared.options)
+            .finish_non_exhaustive()
+    }
+}
+
+fn failed(what: &str) -> impl Fn(redis::RedisError) -> BusError + '_ {
+    move |e| BusError(format!("redis bus: {what} failed: {e}"))
+}
+
+fn action_name(action: CancelAction) -> &'static str {
+    match action {
+        CancelAction::Interrupt => "interrupt",
+        CancelAction::Rollback => "rollback",
+    }
+}
+
+fn parse_action(name: &str) -> Option<CancelAction> {
+    match name {
+        "interrupt" => Some(CancelAction::Interrupt),
+        "rollback" => Some(CancelAction::Rollback),
+        _ => None,
+    }
+}
+
+impl Shared {
+    fn key(&self, kind: &str, name: &str) -> String {
+        format!("{}:{kind}:{name}", self.options.prefix)
+    }
+
+    /// A connection for a blocking command: an idle one, or a new one without a response
+    /// timeout.
+    async fn take_blocking(&self) -> redis::RedisResult<MultiplexedConnection> {
+        let idle = self.blocking.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        match idle {
+            Some(conn) => Ok(conn),
+            None => {
+                let config = AsyncConnectionConfig::new().set_response_timeout(None);
+                self.client.get_multiplexed_async_connection_with_config(&config).await
+            }
+        }
+    }
+
+    /// Gives back a blocking connection whose command has answered.
+    fn give_blocking(&self, conn: MultiplexedConnection) {
+        let mut idle = self.blocking.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < IDLE_BLOCKING {
+            idle.push(conn);
+        }
+    }
+
+    /// Runs a blocking command on a connection of its own.
+    async fn blocking<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+        let mut conn = self.take_blocking().await?;
+        let answer = cmd.query_async(&mut conn).await;
+        if answer.is_ok() {
+            self.give_blocking(conn);
+        }
+        answer
+    }
+}
+
+impl RedisBus {
+    /// Options for connecting.
+    pub fn options() -> RedisOptions {
+        RedisOptions::default()
+    }
+
+    /// Connects to `url` with the default options. See [`RedisOptions::connect`].
+    pub async fn connect(url: &str) -> Result<Self, BusError> {
+        RedisOptions::default().connect(url).await
+    }
+}
+
+impl Bus for RedisBus {
+    fn wake(&self) -> BoxFuture<'_, Result<(), BusError>> {
+        Box::pin(async move {
+            let key = self.shared.key("queue", "wake");
+            let mut conn = self.shared.manager.clone();
+            redis::pipe()
+                .lpush(&key, 1)
+                .ignore()
+                .ltrim(&key, 0, WAKES - 1)
+                .ignore()
+                .query_async::<()>(&mut conn)
+                .await
+                .map_err(failed("waking a worker"))
+        })
+    }
+
+    fn wait_wake(&self, timeout: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let key = self.shared.key("queue", "wake");
+            // BLPOP takes seconds, 0 being forever: wait at least a millisecond.
+            let secs = timeout.as_secs_f64().max(0.001);
+            let waited: redis::RedisResult<Option<(String, String)>> =
+                self.shared.blocking(redis::cmd("BLPOP").arg(&key).arg(secs)).await;
+            if let Err(e) = waited {
+                // Keep the promise of waiting, rather than have the caller spin.
+                tracing::warn!(error = %e, "redis bus: waiting for a wake failed");
+                tokio::time::sleep(timeout).await;
+            }
+        })
+    }
+
+    fn cancel<'a>(&'a self, run_id: &'a str, action: CancelAction) -> BoxFuture<'a, Result<(), BusError>> {
+        Box::pin(async move {
+            let name = action_name(action);
+            let mut conn = self.shared.manager.clone();
+            redis::pipe()
+                .cmd("SET")
+                .arg(self.shared.key("cancel", run_id))
+                .arg(name)
+                .arg("PX")
+                .arg(self.shared.options.cancel_ttl.as_millis().max(1) as u64)
+                .ignore()
+                .publish(self.shared.key("channel", "cancel"), format!("{name}:{run_id}"))
+                .ignore()
+                .query_async::<()>(&mut conn)
+                .await
+                .map_err(failed("cancelling a run"))
+        })
+    }
+
+    fn cancellations(&self) -> BoxFuture<'_, Result<BoxStream<'static, (String, CancelAction)>, BusError>> {
+        Box::pin(async move {
+            // The first subscription's failure is the caller's; later ones are retried.
+            let first = watch(&self.shared).await.map_err(failed("watching cancellations"))?;
+            let state = (self.shared.clone(), Some(first));
+            let stream = futures::stream::unfold(state, |(shared, watching)| async move {
+                let (cancel, watching) = next_cancel(&shared, watching).await;
+                Some((cancel, (shared, watching)))
+            });
+            Ok(stream.boxed())
+        })
+    }
+
+    fn cancelled<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<Option<CancelAction>, BusError>> {
+        Box::pin(async move {
+            let mut conn = self.shared.manager.clone();
+            let name: Option<String> = redis::cmd("GET")
+                .arg(self.shared.key("cancel", run_id))
+                .query_async(&mut conn)
+                .await
+                .map_err(failed("reading a cancellation"))?;
+            Ok(name.as_deref().and_then(parse_action))
+        })
+    }
+
+    fn publish<'a>(&'a self, run_id: &'a str, item: StreamItem) -> BoxFuture<'a, Result<(), BusError>> {
+        Box::pin(async move {
+            let key = self.shared.key("stream", run_id);
+            let mut add = redis::cmd("XADD");
+            add.arg(&key)
+                .arg("MAXLEN")
+                .arg("~")
+                .arg(self.shared.options.stream_len)
+                .arg("*");
+            match &item {
+                StreamItem::Event { id, event, data } => add
+                    .arg("id")
+                    .arg(id)
+                    .arg("event")
+                    .arg(event)
+                    .arg("data")
+                    .arg(data.to_string()),
+                StreamItem::Done => add.arg("done").arg(1),
+            };
+            let ttl = self.shared.options.stream_ttl.as_millis().max(1) as u64;
+            let mut conn = self.shared.manager.clone();
+            redis::pipe()
+                .atomic()
+                .add_command(add)
+                .ignore()
+                .pexpire(&key, ttl as i64)
+                .ignore()
+                .query_async::<()>(&mut conn)
+                .await
+                .map_err(failed("publishing a stream event"))
+        })
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        run_id: &'a str,
+        last_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<BoxStream<'static, StreamItem>, BusError>> {
+        Box::pin(async move {
+            let key = self.shared.key("stream", run_id);
+            let (cursor, after) = match last_id {
+                // Live only: from the newest entry on.
+                None => {
+                    let mut conn = self.shared.manager.clone();
+                    let newest: StreamRangeReply = redis::cmd("XREVRANGE")
+                        .arg(&key)
+                        .arg("+")
+                        .arg("-")
+                        .arg("COUNT")
+                        .arg(1)
+                        .query_async(&mut conn)
+                        .await
+                        .map_err(failed("subscribing to a stream"))?;
+                    let cursor = newest.ids.first().map_or_else(|| "0-0".to_owned(), |e| e.id.clone());
+                    (cursor, None)
+                }
+                // Everything kept, less what the client has seen.
+                Some(last) => ("0-0".to_owned(), parse_event_id(last)),
+            };
+            let reader = Reader {
+                shared: self.shared.clone(),
+                key,
+                cursor,
+                after,
+                buffer: VecDeque::new(),
+                done: false,
+            };
+            Ok(futures::stream::unfold(reader, Reader::next).boxed())
+        })
+    }
+
+    fn beat<'a>(&'a self, worker: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), BusError>> {
+        Box::pin(async move {
+            let mut conn = self.shared.manager.clone();
+            redis::cmd("SET")
+                .arg(self.shared.key("worker", worker))
+                .arg(1)
+                .arg("PX")
+                .arg(ttl.as_millis().max(1) as u64)
+                .query_async::<()>(&mut conn)
+                .await
+                .map_err(failed("recording a heartbeat"))
+        })
+    }
+
+    fn is_alive<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<bool, BusError>> {
+        Box::pin(async move {
+            let mut conn = self.shared.manager.clone();
+            redis::cmd("EXISTS")
+                .arg(self.shared.key("worker", worker))
+                .query_async::<bool>(&mut conn)
+                .await
+                .map_err(failed("reading a heartbeat"))
+        })
+    }
+}
+
+/// A subscription to the cancellation channel.
+async fn watch(shared: &Shared) -> redis::RedisResult<PubSubStream> {
+    let mut pubsub = shared.client.get_async_pubsub().await?;
+    pubsub.subscribe(shared.key("channel", "cancel")).await?;
+    Ok(pubsub.into_on_message())
+}
+
+/// The next cancellation on `watching`, subscribing again (after a growing pause) whenever the
+/// connection is lost. A cancel published while no subscription stands is missed here, but its
+/// key stays for [`Bus::cancelled`].
+async fn next_cancel(
+    shared: &Shared,
+    mut watching: Option<PubSubStream>,
+) -> ((String, CancelAction), Option<PubSubStream>) {
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let Some(stream) = watching.as_mut() else {
+            match watch(shared).await {
+                Ok(stream) => watching = Some(stream),
+                Err(e) => {
+                    tracing::warn!(error = %e, "redis bus: watching cancellations failed; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+            }
+            continue;
+        };
+        match stream.next().await {
+            Some(message) => {
+                let payload: Option<String> = message.get_payload().ok();
+                let parsed = payload.as_deref().and_then(|p| {
+                    let (name, run_id) = p.split_once(':')?;
+                    Some((run_id.to_owned(), parse_action(name)?))
+                });
+                if let Some(cancel) = parsed {
+                    return (cancel, watching);
+                }
+            }
+            None => {
+                tracing::warn!("redis bus: the cancellation subscription was lost; subscribing again");
+                watching = None;
+            }
+        }
+    }
+}
+
+/// An event id `<ms>-<seq>` as numbers, `None` for any other text (`-1` among them: replay all).
+fn parse_event_id(id: &str) -> Option<(u64, u64)> {
+    let (ms, seq) = id.split_once('-')?;
+    Some((ms.parse().ok()?, seq.parse().ok()?))
+}
+
+/// A subscriber's position in a run's Redis stream, read a bounded batch at a time.
+struct Reader {
+    shared: Arc<Shared>,
+    key: String,
+    /// The last Redis entry id read.
+    cursor: String,
+    /// Items whose event id is at or before this are skipped (the client has them).
+    after: Option<(u64, u64)>,
+    buffer: VecDeque<StreamItem>,
+    done: bool,
+}
+
+impl Reader {
+    /// The next item, reading (and blocking in Redis) when none is buffered.
+    async fn next(mut self) -> Option<(StreamItem, Self)> {
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            if let Some(item) = self.buffer.pop_front() {
+                return Some((item, self));
+            }
+            if self.done {
+                return None;
+            }
+            let mut read = redis::cmd("XREAD");
+            read.arg("COUNT")
+                .arg(READ_COUNT)
+                .arg("BLOCK")
+                .arg(READ_BLOCK.as_millis() as u64)
+                .arg("STREAMS")
+                .arg(&self.key)
+                .arg(&self.cursor);
+            match self.shared.blocking::<Option<StreamReadReply>>(&read).await {
+                Ok(reply) => {
+                    backoff = Duration::from_millis(50);
+                    for entry in reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids) {
+                        self.take(entry);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, key = %self.key, "redis bus: reading a stream failed; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                }
+            }
+        }
+    }
+
+    /// Buffers one Redis entry, unless the client has it already.
+    fn take(&mut self, entry: StreamId) {
+        self.cursor.clone_from(&entry.id);
+        if self.done {
+            return;
+        }
+        if entry.contains_key("done") {
+            self.done = true;
+            self.buffer.push_back(StreamItem::Done);
+            return;
+        }
+        let (Some(id), Some(event), Some(data)) = (
+            entry.get::<String>("id"),
+            entry.get::<String>("event"),
+            entry.get::<String>("data"),
+        ) else {
+            tracing::warn!(key = %self.key, entry = %entry.id, "redis bus: a stream entry lacks a field; skipped");
+            return;
+        };
+        if let (Some(after), Some(this)) = (self.after, parse_event_id(&id)) {
+            if this <= after {
+                return;
+            }
+        }
+        let data = serde_json::from_str(&data).unwrap_or(serde_json::Value::String(data));
+        self.buffer.push_back(StreamItem::Event { id, event, data });
+    }
+}

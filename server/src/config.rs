@@ -1,0 +1,383 @@
+//! The server's config file, `weir.json`, in `langgraph.json`'s shape: `{"graphs": {name: path},
+//! "store": {…}, "ttl": {…}}`. [`Config::load`] parses and checks it, each error naming the field
+//! at fault (`graphs.chain`, `store.index.dims`); paths are taken relative to the file. Keys
+//! `langgraph.json` has for Python deployments (`dependencies`, `env`, `python_version`, …) are
+//! accepted and ignored, so one file can serve both. [`StoreConfig::to_runtime`] and
+//! [`TtlConfig`]'s methods turn the store and thread TTL settings into what the server takes.
+
+use crate::model::{ThreadTtl, TtlStrategy};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A checked config file.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Config {
+    /// The flows to serve, by graph id: paths to flow JSON files.
+    pub graphs: BTreeMap<String, PathBuf>,
+    /// The long-term store's settings.
+    pub store: Option<StoreConfig>,
+    /// The threads' time-to-live.
+    pub ttl: Option<TtlConfig>,
+}
+
+/// `store`: the long-term store's semantic index and item TTL.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// The semantic index of the items.
+    pub index: Option<IndexConfig>,
+    /// The items' time-to-live.
+    pub ttl: Option<StoreTtl>,
+}
+
+/// `store.index`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexConfig {
+    /// The embedding model (`provider:model`).
+    pub embed: String,
+    /// The embeddings' dimension.
+    pub dims: u32,
+    /// The value fields to embed (all when absent).
+    pub fields: Option<Vec<String>>,
+}
+
+/// `store.ttl`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreTtl {
+    /// Whether reading an item renews its TTL.
+    pub refresh_on_read: Option<bool>,
+    /// The TTL of items put without one, in minutes.
+    pub default_ttl: Option<f64>,
+    /// How often expired items are swept, in minutes.
+    pub sweep_interval_minutes: Option<u32>,
+}
+
+/// `ttl` (or `checkpointer.ttl`, as `langgraph.json` spells it): the threads' time-to-live.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TtlConfig {
+    /// What happens to an expired thread: `delete` (the default) or `keep_latest`.
+    pub strategy: Option<String>,
+    /// The TTL of threads made without one, in minutes.
+    pub default_ttl: Option<f64>,
+    /// How often expired threads are swept, in minutes.
+    pub sweep_interval_minutes: Option<u32>,
+}
+
+impl IndexConfig {
+    /// The model of an `openai:<model>` embedding (the one provider weir serve knows).
+    pub fn openai_model(&self) -> Option<&str> {
+        self.embed.strip_prefix("openai:").filter(|m| !m.is_empty())
+    }
+}
+
+impl StoreConfig {
+    /// The store's settings as the runtime takes them: the TTL policy, and the index over
+    /// OpenAI-compatible embeddings (OPENAI_BASE_URL, OPENAI_API_KEY).
+    ///
+    /// # Errors
+    /// When an index is configured but this build has no embeddings (feature `openai-embeddings`).
+    pub fn to_runtime(&self) -> Result<weir_runtime::store::StoreConfig, String> {
+        let ttl = self.ttl.as_ref().map(|t| weir_runtime::store::TtlConfig {
+            refresh_on_read: t.refresh_on_read.unwrap_or(true),
+            default_ttl: t.default_ttl,
+            sweep_interval_minutes: t.sweep_interval_minutes.map(f64::from),
+        });
+        let index = match &self.index {
+            None => None,
+            Some(index) => Some(embeddings_index(index)?),
+        };
+        Ok(weir_runtime::store::StoreConfig {
+            index,
+            ttl,
+            ..weir_runtime::store::StoreConfig::default()
+        })
+    }
+}
+
+#[cfg(feature = "openai-embeddings")]
+fn embeddings_index(index: &IndexConfig) -> Result<weir_runtime::store::IndexConfig, String> {
+    let model = index
+        .openai_model()
+        .ok_or("`store.index.embed`: not `openai:<model>`")?;
+    let dims = index.dims as usize;
+    let embed = weir_agent::model::OpenAiEmbeddings::new(model).dimensions(dims);
+    let config = weir_runtime::store::IndexConfig::new(dims, embed);
+    Ok(match &index.fields {
+        Some(fields) => config.fields(fields.iter().cloned()),
+        None => config,
+    })
+}
+
+#[cfg(not(feature = "openai-embeddings"))]
+fn embeddings_index(_: &IndexConfig) -> Result<weir_runtime::store::IndexConfig, String> {
+    Err("`store.index`: this weir was built without embeddings (feature `openai-embeddings` of weir-server)".into())
+}
+
+impl TtlConfig {
+    /// The TTL a new thread gets (`default_ttl` minutes, by `strategy`), if any.
+    pub fn default_thread_ttl(&self) -> Option<ThreadTtl> {
+        let strategy = match self.strategy.as_deref() {
+            Some(s) => TtlStrategy::parse(s).ok()?,
+            None => TtlStrategy::Delete,
+        };
+        self.default_ttl.map(|minutes| ThreadTtl { strategy, minutes })
+    }
+
+    /// How often the threads' TTLs are applied (`sweep_interval_minutes`, 5 by default).
+    pub fn sweep_every(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(u64::from(self.sweep_interval_minutes.unwrap_or(5)) * 60)
+    }
+}
+
+/// Why a config file was refused: the file, and the field at fault with what is wrong.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError {
+    /// The file.
+    pub file: PathBuf,
+    /// The field (`graphs.chain`), empty for the whole file.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.field.as_str() {
+            "" => write!(f, "{}: {}", self.file.display(), self.message),
+            field => write!(f, "{}: field `{field}`: {}", self.file.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The file as written, before the checks.
+#[derive(Debug, Deserialize)]
+struct Raw {
+    graphs: BTreeMap<String, String>,
+    store: Option<StoreConfig>,
+    ttl: Option<TtlConfig>,
+    checkpointer: Option<RawCheckpointer>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawCheckpointer {
+    ttl: Option<TtlConfig>,
+}
+
+impl Config {
+    /// Reads and checks the config file at `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_owned(),
+            field: String::new(),
+            message: format!("cannot read it: {e}"),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Config::parse(&text, base).map_err(|(field, message)| ConfigError {
+            file: path.to_owned(),
+            field,
+            message,
+        })
+    }
+
+    /// Parses and checks a config's `text`, its paths relative to `base`; an error is
+    /// `(field, message)`.
+    pub fn parse(text: &str, base: &Path) -> Result<Config, (String, String)> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let raw: Raw = serde_path_to_error::deserialize(de).map_err(|e| {
+            let field = e.path().to_string();
+            let field = if field == "." || field == "?" {
+                String::new()
+            } else {
+                field
+            };
+            (field, e.into_inner().to_string())
+        })?;
+        if raw.graphs.is_empty() {
+            return Err((
+                "graphs".into(),
+                "names no graph; give at least one `name: path/to/flow.json`".into(),
+            ));
+        }
+        let mut graphs = BTreeMap::new();
+        for (name, file) in raw.graphs {
+            graphs.insert(name.clone(), graph_path(&name, &file, base)?);
+        }
+        if let Some(index) = raw.store.as_ref().and_then(|s| s.index.as_ref()) {
+            if index.dims == 0 {
+                return Err(("store.index.dims".into(), "must be at least 1".into()));
+            }
+            if index.openai_model().is_none() {
+                return Err((
+                    "store.index.embed".into(),
+                    format!(
+                        "`{}` is not an embedding model weir serve knows: `openai:<model>` (an \
+                         OpenAI-compatible `/v1/embeddings`, at OPENAI_BASE_URL with OPENAI_API_KEY)",
+                        index.embed
+                    ),
+                ));
+            }
+        }
+        let store_ttl = raw.store.as_ref().and_then(|s| s.ttl.as_ref());
+        check_minutes(
+            "store.ttl",
+            store_ttl.and_then(|t| t.default_ttl),
+            store_ttl.and_then(|t| t.sweep_interval_minutes),
+        )?;
+        let (ttl, at) = match (raw.ttl, raw.checkpointer.and_then(|c| c.ttl)) {
+            (Some(_), Some(_)) => return Err(("ttl".into(), "is given twice: here and as `checkpointer.ttl`".into())),
+            (Some(t), None) => (Some(t), "ttl"),
+            (None, t) => (t, "checkpointer.ttl"),
+        };
+        if let Some(t) = &ttl {
+            if let Some(s) = &t.strategy {
+                TtlStrategy::parse(s).map_err(|e| (format!("{at}.strategy"), e))?;
+            }
+            check_minutes(at, t.default_ttl, t.sweep_interval_minutes)?;
+        }
+        Ok(Config {
+            graphs,
+            store: raw.store,
+            ttl,
+        })
+    }
+}
+
+/// The flow file of graph `name`: a `.json` path, relative to `base`, that exists.
+fn graph_path(name: &str, file: &str, base: &Path) -> Result<PathBuf, (String, String)> {
+    let field = format!("graphs.{name}");
+    if name.is_empty() || name.contains('/') {
+        return Err((field, "a graph id must be non-empty and have no `/`".into()));
+    }
+    if !file.ends_with(".json") {
+        return Err((
+            field,
+            format!("`{file}` is not a flow file: weir serves flows (`path/to/flow.json`), not Python graphs"),
+        ));
+    }
+    let path = base.join(file);
+    if !path.is_file() {
+        return Err((field, format!("no file `{}`", path.display())));
+    }
+    Ok(path)
+}
+
+/// Refuses a negative TTL or a zero sweep interval under `at`.
+fn check_minutes(at: &str, ttl: Option<f64>, sweep: Option<u32>) -> Result<(), (String, String)> {
+    if let Some(t) = ttl.filter(|t| t.is_nan() || *t <= 0.0) {
+        return Err((
+            format!("{at}.default_ttl"),
+            format!("{t} is not a positive number of minutes"),
+        ));
+    }
+    if sweep == Some(0) {
+        return Err((format!("{at}.sweep_interval_minutes"), "must be at least 1".into()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir_with_flow() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("chain.json"), "{}").unwrap();
+        dir
+    }
+
+    fn refused(text: &str) -> (String, String) {
+        let dir = dir_with_flow();
+        Config::parse(text, dir.path()).unwrap_err()
+    }
+
+    #[test]
+    fn a_langgraph_json_shaped_file_is_read_with_paths_relative_to_it() {
+        let dir = dir_with_flow();
+        let text = r#"{"dependencies": ["."], "graphs": {"chain": "chain.json"},
+            "store": {"index": {"embed": "openai:text-embedding-3-small", "dims": 1536}, "ttl": {"default_ttl": 60}},
+            "checkpointer": {"ttl": {"strategy": "delete", "default_ttl": 43200, "sweep_interval_minutes": 10}}}"#;
+        let c = Config::parse(text, dir.path()).unwrap();
+        assert_eq!(
+            c.graphs,
+            BTreeMap::from([("chain".to_owned(), dir.path().join("chain.json"))])
+        );
+        assert_eq!(c.store.unwrap().index.unwrap().dims, 1536);
+        assert_eq!(c.ttl.unwrap().sweep_interval_minutes, Some(10));
+    }
+
+    #[test]
+    fn each_error_names_its_field() {
+        assert_eq!(refused(r#"{"graphs": {}}"#).0, "graphs");
+        let (field, message) = refused(r#"{"graphs": {"chain": "./graph.py:chain"}}"#);
+        assert_eq!(field, "graphs.chain");
+        assert!(message.contains("not a flow file"), "{message}");
+        let (field, message) = refused(r#"{"graphs": {"other": "other.json"}}"#);
+        assert_eq!(field, "graphs.other");
+        assert!(message.starts_with("no file"), "{message}");
+        let (field, message) = refused(r#"{"graphs": {"chain": 3}}"#);
+        assert_eq!(field, "graphs.chain");
+        assert!(message.starts_with("invalid type"), "{message}");
+        let graphs = r#""graphs": {"chain": "chain.json"}"#;
+        assert_eq!(
+            refused(&format!(
+                r#"{{{graphs}, "store": {{"index": {{"embed": "x", "dims": 0}}}}}}"#
+            ))
+            .0,
+            "store.index.dims"
+        );
+        assert_eq!(
+            refused(&format!(r#"{{{graphs}, "store": {{"indx": {{}}}}}}"#)).0,
+            "store.indx"
+        );
+        assert_eq!(
+            refused(&format!(r#"{{{graphs}, "ttl": {{"strategy": "keep"}}}}"#)).0,
+            "ttl.strategy"
+        );
+        assert_eq!(
+            refused(&format!(r#"{{{graphs}, "ttl": {{"default_ttl": -1}}}}"#)).0,
+            "ttl.default_ttl"
+        );
+        let twice = format!(r#"{{{graphs}, "ttl": {{}}, "checkpointer": {{"ttl": {{}}}}}}"#);
+        assert_eq!(refused(&twice).0, "ttl");
+        assert_eq!(refused("{").0, "");
+    }
+
+    #[test]
+    fn the_store_and_thread_ttl_settings_become_what_the_server_takes() {
+        let dir = dir_with_flow();
+        let text = r#"{"graphs": {"chain": "chain.json"},
+            "store": {"index": {"embed": "openai:text-embedding-3-small", "dims": 8, "fields": ["text"]},
+                      "ttl": {"default_ttl": 60, "refresh_on_read": false, "sweep_interval_minutes": 2}},
+            "checkpointer": {"ttl": {"strategy": "keep_latest", "default_ttl": 1440}}}"#;
+        let c = Config::parse(text, dir.path()).unwrap();
+        let store = c.store.unwrap().to_runtime().unwrap();
+        let ttl = store.ttl.unwrap();
+        assert_eq!(
+            (ttl.refresh_on_read, ttl.default_ttl, ttl.sweep_interval_minutes),
+            (false, Some(60.0), Some(2.0))
+        );
+        let index = store.index.unwrap();
+        assert_eq!((index.dims, index.fields), (8, vec!["text".to_owned()]));
+        let threads = c.ttl.unwrap();
+        assert_eq!(
+            threads.default_thread_ttl(),
+            Some(ThreadTtl {
+                strategy: TtlStrategy::KeepLatest,
+                minutes: 1440.0
+            })
+        );
+        assert_eq!(threads.sweep_every(), std::time::Duration::from_secs(300));
+        let (field, message) = refused(
+            r#"{"graphs": {"chain": "chain.json"}, "store": {"index": {"embed": "cohere:embed-v3", "dims": 8}}}"#,
+        );
+        assert_eq!(field, "store.index.embed");
+        assert!(message.contains("`openai:<model>`"), "{message}");
+    }
+}

@@ -1,0 +1,297 @@
+//! The server's own tables — assistants, threads and runs — beside the checkpointer's. Two traits
+//! split them by who uses them: [`Catalog`] (assistants and threads: the API's CRUD) and
+//! [`RunQueue`] (runs: the queue the workers claim from). Each has two backends, one per mode:
+//! [`sqlite`] (embedded: one SQLite file, beside the checkpoints) and [`postgres`] (scale-out:
+//! the runs table is the queue, claimed with `FOR UPDATE SKIP LOCKED`). Nothing here knows HTTP
+//! or graphs; the tables hold the API objects of [`crate::model`] as JSON where the API never
+//! filters on a field, and as columns where it does.
+
+use crate::model::{Assistant, Object, Run, RunStatus, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+use std::fmt;
+
+mod contains;
+pub mod postgres;
+mod query;
+mod rows;
+pub mod sqlite;
+
+pub use contains::contains;
+
+/// Why a table operation failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DbError {
+    /// The row exists already (`POST /threads` with `if_exists: raise`): 409.
+    Conflict(String),
+    /// The database failed; the message says which operation and why (500).
+    Backend(String),
+}
+
+impl fmt::Display for DbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DbError::Conflict(m) | DbError::Backend(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for DbError {}
+
+/// What `POST /threads` does when the thread exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IfExists {
+    /// Refuse: [`DbError::Conflict`].
+    #[default]
+    Raise,
+    /// Return the existing thread unchanged.
+    DoNothing,
+}
+
+/// `POST /assistants/search`.
+#[derive(Debug, Clone, Default)]
+pub struct AssistantQuery {
+    /// Only this graph's.
+    pub graph_id: Option<String>,
+    /// Only those whose metadata contains these pairs.
+    pub metadata: Option<Object>,
+    /// Only those with this name.
+    pub name: Option<String>,
+    /// Page size; 0 for no limit.
+    pub limit: usize,
+    /// Rows to skip.
+    pub offset: usize,
+    /// Sort field (`assistant_id`, `graph_id`, `name`, `created_at`, `updated_at`), default `created_at`.
+    pub sort_by: Option<String>,
+    /// `asc` or `desc` (the default).
+    pub sort_order: Option<String>,
+}
+
+/// `POST /threads/search` and `/threads/count`.
+#[derive(Debug, Clone, Default)]
+pub struct ThreadQuery {
+    /// Only these ids.
+    pub ids: Option<Vec<String>>,
+    /// Only those whose metadata contains these pairs.
+    pub metadata: Option<Object>,
+    /// Only those whose values contain these pairs.
+    pub values: Option<Object>,
+    /// Only those with this status.
+    pub status: Option<ThreadStatus>,
+    /// Page size; 0 for no limit.
+    pub limit: usize,
+    /// Rows to skip.
+    pub offset: usize,
+    /// Sort field (`thread_id`, `status`, `created_at`, `updated_at`, `state_updated_at`), default
+    /// `created_at`.
+    pub sort_by: Option<String>,
+    /// `asc` or `desc` (the default).
+    pub sort_order: Option<String>,
+    /// Leave the threads' values out (read as `null`): a caller that shows the rows without
+    /// them does not read and parse what may be megabytes of state per thread.
+    pub without_values: bool,
+}
+
+/// `POST /assistants/{id}/versions`: which of an assistant's versions to list, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct VersionQuery {
+    /// Only those whose metadata contains these pairs.
+    pub metadata: Option<Object>,
+    /// Page size; 0 for no limit.
+    pub limit: usize,
+    /// Rows to skip.
+    pub offset: usize,
+}
+
+/// A narrow change to a thread's row, made by [`Catalog::update_thread`] in one transaction:
+/// the fields left `None` keep what the row holds then, so the API and a worker writing different
+/// fields of one thread never overwrite each other's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ThreadUpdate {
+    /// Pairs merged into the metadata (a key given replaces the old value).
+    pub metadata: Option<Object>,
+    /// The new status.
+    pub status: Option<ThreadStatus>,
+    /// The new values.
+    pub values: Option<Value>,
+    /// The new open interrupts.
+    pub interrupts: Option<Map<String, Value>>,
+    /// The new error (`null` for none).
+    pub error: Option<Value>,
+}
+
+impl ThreadUpdate {
+    /// `thread` with this update applied, stamped `at` (`updated_at`, and `state_updated_at` when
+    /// the values or interrupts change). Both backends apply it with this function.
+    pub fn apply(&self, mut thread: Thread, at: &str) -> Thread {
+        if let Some(metadata) = &self.metadata {
+            thread.metadata.extend(metadata.clone());
+        }
+        if let Some(status) = self.status {
+            thread.status = status;
+        }
+        if let Some(values) = &self.values {
+            thread.values = values.clone();
+        }
+        if let Some(interrupts) = &self.interrupts {
+            thread.interrupts = interrupts.clone();
+        }
+        if let Some(error) = &self.error {
+            thread.error = error.clone();
+        }
+        thread.updated_at = at.to_owned();
+        if self.values.is_some() || self.interrupts.is_some() {
+            thread.state_updated_at = at.to_owned();
+        }
+        thread
+    }
+}
+
+/// The fields [`AssistantQuery::sort_by`] accepts.
+pub const ASSISTANT_SORT_FIELDS: &[&str] = &["assistant_id", "graph_id", "name", "created_at", "updated_at"];
+
+/// The fields [`ThreadQuery::sort_by`] accepts.
+pub const THREAD_SORT_FIELDS: &[&str] = &["thread_id", "status", "created_at", "updated_at", "state_updated_at"];
+
+impl AssistantQuery {
+    /// Checks the sort field and order: the message names the bad value and the allowed ones
+    /// (the API answers it with a 422; a backend given a bad query fails with it).
+    pub fn check(&self) -> Result<(), String> {
+        query::check_sort(
+            self.sort_by.as_deref(),
+            self.sort_order.as_deref(),
+            ASSISTANT_SORT_FIELDS,
+        )
+    }
+}
+
+impl ThreadQuery {
+    /// Checks the sort field and order, as [`AssistantQuery::check`] does.
+    pub fn check(&self) -> Result<(), String> {
+        query::check_sort(self.sort_by.as_deref(), self.sort_order.as_deref(), THREAD_SORT_FIELDS)
+    }
+}
+
+/// Assistants and threads.
+pub trait Catalog: Send + Sync + 'static {
+    /// Makes or replaces an assistant (by `assistant_id`) and records it as its version
+    /// `assistant.version` (replacing a version of that number).
+    fn put_assistant<'a>(&'a self, assistant: &'a Assistant) -> BoxFuture<'a, Result<(), DbError>>;
+    /// The assistant's recorded versions matching `query`, newest (highest version) first.
+    fn assistant_versions<'a>(
+        &'a self,
+        assistant_id: &'a str,
+        query: &'a VersionQuery,
+    ) -> BoxFuture<'a, Result<Vec<Assistant>, DbError>>;
+    /// Makes the recorded version `version` the assistant's current one (its `updated_at` set to
+    /// now); the assistant after, or `None` when it has no such version.
+    fn set_latest_version<'a>(
+        &'a self,
+        assistant_id: &'a str,
+        version: i64,
+    ) -> BoxFuture<'a, Result<Option<Assistant>, DbError>>;
+    /// The assistant, if any.
+    fn get_assistant<'a>(&'a self, assistant_id: &'a str) -> BoxFuture<'a, Result<Option<Assistant>, DbError>>;
+    /// The assistants matching `query`.
+    fn search_assistants<'a>(&'a self, query: &'a AssistantQuery) -> BoxFuture<'a, Result<Vec<Assistant>, DbError>>;
+    /// How many assistants match `query` (limit and offset ignored).
+    fn count_assistants<'a>(&'a self, query: &'a AssistantQuery) -> BoxFuture<'a, Result<u64, DbError>>;
+    /// Deletes the assistant and its versions; whether it existed.
+    fn delete_assistant<'a>(&'a self, assistant_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>>;
+
+    /// Makes a thread; with [`IfExists::DoNothing`] an existing one is returned unchanged.
+    fn create_thread<'a>(&'a self, thread: &'a Thread, if_exists: IfExists) -> BoxFuture<'a, Result<Thread, DbError>>;
+    /// The thread, if any.
+    fn get_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>, DbError>>;
+    /// Replaces the thread's row (status, values, interrupts, error, metadata, timestamps). A
+    /// writer that read the row first races others: prefer [`Catalog::update_thread`].
+    fn put_thread<'a>(&'a self, thread: &'a Thread) -> BoxFuture<'a, Result<(), DbError>>;
+    /// Applies `update` to the thread's row as it is in the database, in one transaction (see
+    /// [`ThreadUpdate::apply`]); the thread after, or `None` when it does not exist.
+    fn update_thread<'a>(
+        &'a self,
+        thread_id: &'a str,
+        update: &'a ThreadUpdate,
+    ) -> BoxFuture<'a, Result<Option<Thread>, DbError>>;
+    /// The thread's row without its values (`values` null), or `None` when it does not exist:
+    /// for a caller that needs its status, metadata or graph only.
+    fn get_thread_without_values<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>, DbError>> {
+        Box::pin(async move {
+            let query = ThreadQuery {
+                ids: Some(vec![thread_id.to_owned()]),
+                limit: 1,
+                without_values: true,
+                ..ThreadQuery::default()
+            };
+            Ok(self.search_threads(&query).await?.into_iter().next())
+        })
+    }
+    /// The threads matching `query`.
+    fn search_threads<'a>(&'a self, query: &'a ThreadQuery) -> BoxFuture<'a, Result<Vec<Thread>, DbError>>;
+    /// How many threads match `query` (limit and offset ignored).
+    fn count_threads<'a>(&'a self, query: &'a ThreadQuery) -> BoxFuture<'a, Result<u64, DbError>>;
+    /// Deletes the thread's row and its runs; whether it existed.
+    fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>>;
+    /// Sets a thread's time-to-live, or clears it with `None`; a thread's deletion clears it.
+    fn set_thread_ttl<'a>(&'a self, thread_id: &'a str, ttl: Option<ThreadTtl>) -> BoxFuture<'a, Result<(), DbError>>;
+    /// Up to `limit` threads whose time-to-live ran out by `now` (RFC 3339): unchanged for longer
+    /// than their TTL, and not busy (a run in flight keeps its thread). Oldest first, with their
+    /// strategies.
+    fn expired_threads<'a>(
+        &'a self,
+        now: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<(String, TtlStrategy)>, DbError>>;
+}
+
+/// What [`RunQueue::enqueue`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Enqueued {
+    /// The run is pending; `inflight` are the thread's runs that were pending or running before
+    /// it (the run manager interrupts or rolls them back, per the strategy).
+    Queued {
+        /// The runs ahead of it on its thread.
+        inflight: Vec<Run>,
+    },
+    /// The strategy is `reject` and the thread has a pending or running run: nothing was stored.
+    Rejected,
+}
+
+/// Runs, and the queue the workers take them from. At most one run per thread is running at once;
+/// a thread's runs run in creation order.
+pub trait RunQueue: Send + Sync + 'static {
+    /// Stores a new pending run, atomically with the check of its thread's in-flight runs that
+    /// [`MultitaskStrategy::Reject`](crate::model::MultitaskStrategy::Reject) needs.
+    fn enqueue<'a>(&'a self, run: &'a Run) -> BoxFuture<'a, Result<Enqueued, DbError>>;
+    /// The run of that thread, if any.
+    fn get_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>>;
+    /// The thread's runs, newest first, optionally only those with `status`.
+    fn list_runs<'a>(
+        &'a self,
+        thread_id: &'a str,
+        limit: usize,
+        offset: usize,
+        status: Option<RunStatus>,
+    ) -> BoxFuture<'a, Result<Vec<Run>, DbError>>;
+    /// Claims the oldest pending run whose time has come ([`Run::not_before`]) and whose thread
+    /// has no running run, for `worker`: it becomes `running`, its [`Run::attempt`] one higher
+    /// (the claim's token). No two workers ever claim one run.
+    fn claim<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>>;
+    /// Whether the run is running under the claim `attempt` (a worker checks it before it writes
+    /// the run's thread: once its run was requeued and claimed again, it has lost it).
+    fn holds<'a>(&'a self, run_id: &'a str, attempt: u32) -> BoxFuture<'a, Result<bool, DbError>>;
+    /// Sets the final `status` of a run still running under the claim `attempt`; whether it was
+    /// (`false`: the claim is stale, nothing was written).
+    fn finish<'a>(&'a self, run_id: &'a str, attempt: u32, status: RunStatus) -> BoxFuture<'a, Result<bool, DbError>>;
+    /// The earliest [`Run::not_before`] (RFC 3339) of the pending runs whose time has not come.
+    fn next_due(&self) -> BoxFuture<'_, Result<Option<String>, DbError>>;
+    /// Sets a run's status (and `updated_at`); whether the run exists.
+    fn set_status<'a>(&'a self, run_id: &'a str, status: RunStatus) -> BoxFuture<'a, Result<bool, DbError>>;
+    /// Deletes a run; whether it existed.
+    fn delete_run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>>;
+    /// Puts the running runs of `worker` back to pending (a dead worker's, or a worker shutting
+    /// down); returns their ids. `None` puts back every running run (an embedded server starting).
+    fn requeue<'a>(&'a self, worker: Option<&'a str>) -> BoxFuture<'a, Result<Vec<String>, DbError>>;
+    /// The workers that have running runs (for the sweeper to check their heartbeats).
+    fn busy_workers(&self) -> BoxFuture<'_, Result<Vec<String>, DbError>>;
+}

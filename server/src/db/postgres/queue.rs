@@ -1,0 +1,222 @@
+//! The run queue's operations on PostgreSQL. `enqueue` holds a transaction-scoped advisory lock
+//! on its thread while it checks the thread's in-flight runs and inserts, so two `reject` runs
+//! of one thread cannot both get in. `claim` is one `UPDATE … WHERE seq = (SELECT … FOR UPDATE
+//! SKIP LOCKED)`: concurrent claimers skip each other's rows instead of waiting, and a thread's
+//! runs go in order because only the first pending run of a thread with no running run is a
+//! candidate. The partial unique index on the running run of a thread backs that up: a claim
+//! that would break it fails with a unique violation, taken as "someone else claimed there".
+
+use super::pool::{Conn, Fail};
+use crate::db::rows::{self, name_of};
+use crate::db::{DbError, Enqueued};
+use crate::model::{MultitaskStrategy, Run, RunStatus};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::Row;
+
+/// How many times `claim` tries again after losing a race on the one-running-run index.
+const CLAIM_TRIES: usize = 5;
+
+/// The columns a run is read from.
+macro_rules! run_columns {
+    () => {
+        "doc::text, status, updated_at, not_before, attempt"
+    };
+}
+
+fn to_run(r: &Row) -> Result<Run, DbError> {
+    rows::run(r.get(0), (r.get(1), r.get(2), r.get(3), r.get(4)))
+}
+
+fn runs(found: &[Row]) -> Result<Vec<Run>, Fail> {
+    Ok(found.iter().map(to_run).collect::<Result<_, _>>()?)
+}
+
+const LOCK_THREAD: &str = "SELECT pg_advisory_xact_lock(hashtext('weir-server-thread:' || $1)::bigint)";
+const INFLIGHT: &str = concat!(
+    "SELECT ",
+    run_columns!(),
+    " FROM server_runs WHERE thread_id = $1 AND status IN ('pending', 'running') ORDER BY seq"
+);
+const INSERT_RUN: &str = "INSERT INTO server_runs (run_id, thread_id, status, created_at, updated_at, doc, not_before)
+    VALUES ($1, $2, 'pending', $3, $4, $5::text::jsonb, $6) ON CONFLICT (run_id) DO NOTHING";
+
+pub(super) async fn enqueue(conn: &mut Conn, run: &Run) -> Result<Enqueued, Fail> {
+    let (lock, inflight, insert) = (
+        conn.prepare(LOCK_THREAD).await?,
+        conn.prepare(INFLIGHT).await?,
+        conn.prepare(INSERT_RUN).await?,
+    );
+    let tx = conn.client.transaction().await?;
+    tx.execute(&lock, &[&run.thread_id]).await?;
+    let ahead = tx.query(&inflight, &[&run.thread_id]).await?;
+    if run.multitask_strategy == MultitaskStrategy::Reject && !ahead.is_empty() {
+        return Ok(Enqueued::Rejected);
+    }
+    let mut pending = run.clone();
+    pending.status = RunStatus::Pending;
+    let doc = rows::run_doc(&pending);
+    let inserted = tx
+        .execute(
+            &insert,
+            &[
+                &run.run_id,
+                &run.thread_id,
+                &run.created_at,
+                &run.updated_at,
+                &doc,
+                &run.not_before,
+            ],
+        )
+        .await?;
+    if inserted == 0 {
+        return Err(DbError::Conflict(format!("run `{}` exists already", run.run_id)).into());
+    }
+    let inflight = runs(&ahead)?;
+    tx.commit().await?;
+    Ok(Enqueued::Queued { inflight })
+}
+
+const GET_RUN: &str = concat!(
+    "SELECT ",
+    run_columns!(),
+    " FROM server_runs WHERE run_id = $1 AND thread_id = $2"
+);
+
+pub(super) async fn get_run(conn: &mut Conn, thread_id: &str, run_id: &str) -> Result<Option<Run>, Fail> {
+    let statement = conn.prepare(GET_RUN).await?;
+    let row = conn.client.query_opt(&statement, &[&run_id, &thread_id]).await?;
+    Ok(row.as_ref().map(to_run).transpose()?)
+}
+
+const LIST_RUNS: &str = concat!(
+    "SELECT ",
+    run_columns!(),
+    " FROM server_runs WHERE thread_id = $1 AND ($2::text IS NULL OR status = $2) ORDER BY seq DESC LIMIT $3 OFFSET $4"
+);
+
+pub(super) async fn list_runs(
+    conn: &mut Conn,
+    thread_id: &str,
+    limit: usize,
+    offset: usize,
+    status: Option<RunStatus>,
+) -> Result<Vec<Run>, Fail> {
+    let statement = conn.prepare(LIST_RUNS).await?;
+    let status = status.map(|s| name_of(&s));
+    // LIMIT NULL is no limit.
+    let limit = (limit > 0).then_some(limit as i64);
+    let found = conn
+        .client
+        .query(&statement, &[&thread_id, &status, &limit, &(offset as i64)])
+        .await?;
+    runs(&found)
+}
+
+/// As on SQLite: runs whose `not_before` has not come are skipped, and the claim's attempt is
+/// one higher than the last.
+const CLAIM: &str = concat!(
+    "UPDATE server_runs SET status = 'running', worker = $1, updated_at = $2, attempt = attempt + 1
+    WHERE seq = (SELECT r.seq FROM server_runs r WHERE r.status = 'pending'
+        AND (r.not_before IS NULL OR r.not_before <= $2)
+        AND NOT EXISTS (SELECT 1 FROM server_runs o WHERE o.thread_id = r.thread_id
+            AND (o.status = 'running' OR (o.status = 'pending' AND o.seq < r.seq)))
+        ORDER BY r.seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+    RETURNING ",
+    run_columns!()
+);
+
+pub(super) async fn claim(conn: &mut Conn, worker: &str) -> Result<Option<Run>, Fail> {
+    let statement = conn.prepare(CLAIM).await?;
+    for _ in 0..CLAIM_TRIES {
+        match conn.client.query_opt(&statement, &[&worker, &rows::now()]).await {
+            Ok(row) => return Ok(row.as_ref().map(to_run).transpose()?),
+            // Another claimer started a run of that thread first, or the two deadlocked:
+            // nothing was claimed; look again.
+            Err(e) if lost_race(&e) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(None)
+}
+
+/// Whether `e` is a lost race between claimers (nothing changed).
+fn lost_race(e: &tokio_postgres::Error) -> bool {
+    matches!(e.code(), Some(code) if *code == SqlState::UNIQUE_VIOLATION || *code == SqlState::T_R_DEADLOCK_DETECTED)
+}
+
+const HOLDS: &str = "SELECT 1 FROM server_runs WHERE run_id = $1 AND status = 'running' AND attempt = $2";
+
+pub(super) async fn holds(conn: &mut Conn, run_id: &str, attempt: u32) -> Result<bool, Fail> {
+    let statement = conn.prepare(HOLDS).await?;
+    let found = conn
+        .client
+        .query_opt(&statement, &[&run_id, &i64::from(attempt)])
+        .await?;
+    Ok(found.is_some())
+}
+
+const FINISH: &str = "UPDATE server_runs SET status = $3, updated_at = $4
+    WHERE run_id = $1 AND status = 'running' AND attempt = $2";
+
+pub(super) async fn finish(conn: &mut Conn, run_id: &str, attempt: u32, status: RunStatus) -> Result<bool, Fail> {
+    let statement = conn.prepare(FINISH).await?;
+    let changed = conn
+        .client
+        .execute(
+            &statement,
+            &[&run_id, &i64::from(attempt), &name_of(&status), &rows::now()],
+        )
+        .await?;
+    Ok(changed > 0)
+}
+
+const NEXT_DUE: &str = "SELECT MIN(not_before) FROM server_runs WHERE status = 'pending' AND not_before > $1";
+
+pub(super) async fn next_due(conn: &mut Conn) -> Result<Option<String>, Fail> {
+    let statement = conn.prepare(NEXT_DUE).await?;
+    Ok(conn.client.query_one(&statement, &[&rows::now()]).await?.get(0))
+}
+
+const SET_STATUS: &str = "UPDATE server_runs SET status = $2, updated_at = $3,
+        worker = CASE WHEN $2 = 'pending' THEN NULL ELSE worker END
+    WHERE run_id = $1";
+
+pub(super) async fn set_status(conn: &mut Conn, run_id: &str, status: RunStatus) -> Result<bool, Fail> {
+    let statement = conn.prepare(SET_STATUS).await?;
+    match conn
+        .client
+        .execute(&statement, &[&run_id, &name_of(&status), &rows::now()])
+        .await
+    {
+        Ok(n) => Ok(n > 0),
+        Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+            Err(DbError::Conflict(format!("run `{run_id}` cannot run: its thread has a running run")).into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub(super) async fn delete_run(conn: &mut Conn, run_id: &str) -> Result<bool, Fail> {
+    let statement = conn.prepare("DELETE FROM server_runs WHERE run_id = $1").await?;
+    Ok(conn.client.execute(&statement, &[&run_id]).await? > 0)
+}
+
+const REQUEUE: &str = "UPDATE server_runs SET status = 'pending', worker = NULL, updated_at = $2
+    WHERE status = 'running' AND ($1::text IS NULL OR worker = $1) RETURNING run_id";
+
+pub(super) async fn requeue(conn: &mut Conn, worker: Option<&str>) -> Result<Vec<String>, Fail> {
+    let statement = conn.prepare(REQUEUE).await?;
+    let found = conn.client.query(&statement, &[&worker, &rows::now()]).await?;
+    let mut ids: Vec<String> = found.iter().map(|r| r.get(0)).collect();
+    ids.sort();
+    Ok(ids)
+}
+
+const BUSY: &str =
+    "SELECT DISTINCT worker FROM server_runs WHERE status = 'running' AND worker IS NOT NULL ORDER BY worker";
+
+pub(super) async fn busy_workers(conn: &mut Conn) -> Result<Vec<String>, Fail> {
+    let statement = conn.prepare(BUSY).await?;
+    let found = conn.client.query(&statement, &[]).await?;
+    Ok(found.iter().map(|r| r.get(0)).collect())
+}

@@ -1,0 +1,106 @@
+//! The server's tables in PostgreSQL: their migrations, versioned in `server_schema` beside the
+//! checkpointer's `weir_schema`, applied at connect under an advisory lock so two processes
+//! starting together migrate once.
+
+use super::pool::Fail;
+use crate::db::DbError;
+use tokio_postgres::Client;
+
+/// The steps from version `i` to `i + 1`; the current version is `MIGRATIONS.len()`. A later
+/// release appends and never edits an entry. Ids and timestamps are `COLLATE "C"`, so they sort
+/// by bytes as on SQLite (the timestamps are fixed-width RFC 3339 text).
+const MIGRATIONS: &[&str] = &[
+    // 1: assistants, threads, runs (the queue: `seq` is the order of arrival).
+    r#"CREATE TABLE server_assistants (
+        assistant_id TEXT COLLATE "C" PRIMARY KEY,
+        graph_id TEXT COLLATE "C" NOT NULL,
+        name TEXT COLLATE "C" NOT NULL,
+        created_at TEXT COLLATE "C" NOT NULL,
+        updated_at TEXT COLLATE "C" NOT NULL,
+        metadata JSONB NOT NULL,
+        doc JSONB NOT NULL
+    );
+    CREATE TABLE server_threads (
+        thread_id TEXT COLLATE "C" PRIMARY KEY,
+        status TEXT COLLATE "C" NOT NULL,
+        created_at TEXT COLLATE "C" NOT NULL,
+        updated_at TEXT COLLATE "C" NOT NULL,
+        state_updated_at TEXT COLLATE "C" NOT NULL,
+        metadata JSONB NOT NULL,
+        "values" JSONB NOT NULL,
+        doc JSONB NOT NULL
+    );
+    CREATE INDEX server_threads_metadata ON server_threads USING GIN (metadata jsonb_path_ops);
+    CREATE TABLE server_runs (
+        seq BIGSERIAL PRIMARY KEY,
+        run_id TEXT COLLATE "C" NOT NULL UNIQUE,
+        thread_id TEXT COLLATE "C" NOT NULL,
+        status TEXT COLLATE "C" NOT NULL,
+        worker TEXT COLLATE "C",
+        created_at TEXT COLLATE "C" NOT NULL,
+        updated_at TEXT COLLATE "C" NOT NULL,
+        doc JSONB NOT NULL
+    );
+    CREATE INDEX server_runs_by_thread ON server_runs (thread_id, seq);
+    CREATE INDEX server_runs_pending ON server_runs (seq) WHERE status = 'pending';
+    CREATE UNIQUE INDEX server_runs_one_running ON server_runs (thread_id) WHERE status = 'running';"#,
+    // 2: every version of an assistant (`PATCH` makes one, `/latest` picks one); the existing
+    // assistants' current versions are the first rows.
+    r#"CREATE TABLE server_assistant_versions (
+        assistant_id TEXT COLLATE "C" NOT NULL,
+        version BIGINT NOT NULL,
+        created_at TEXT COLLATE "C" NOT NULL,
+        metadata JSONB NOT NULL,
+        doc JSONB NOT NULL,
+        PRIMARY KEY (assistant_id, version)
+    );
+    INSERT INTO server_assistant_versions (assistant_id, version, created_at, metadata, doc)
+        SELECT assistant_id, (doc->>'version')::bigint, updated_at, metadata, doc FROM server_assistants;"#,
+    // 3: a run's not-before time (`after_seconds`), and its attempt: the token of the latest
+    // claim, which fences off a worker that lost the run to the sweeper.
+    r#"ALTER TABLE server_runs ADD COLUMN not_before TEXT COLLATE "C";
+    ALTER TABLE server_runs ADD COLUMN attempt BIGINT NOT NULL DEFAULT 0;"#,
+    // 4: threads' time-to-live (`ttl` on create and patch, or the config's default): what the
+    // TTL sweeper reads.
+    r#"CREATE TABLE server_thread_ttl (
+        thread_id TEXT COLLATE "C" PRIMARY KEY,
+        strategy TEXT COLLATE "C" NOT NULL,
+        minutes DOUBLE PRECISION NOT NULL
+    );"#,
+];
+
+/// The version this weir writes.
+const VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Creates the schema and tables, or migrates older ones; refuses a schema whose server tables
+/// a newer weir wrote (nothing is changed then).
+pub(super) async fn migrate(client: &mut Client, schema: &str) -> Result<(), Fail> {
+    let tx = client.transaction().await?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtext($1)::bigint)",
+        &[&format!("weir-server:{schema}")],
+    )
+    .await?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET LOCAL search_path TO \"{schema}\";
+         CREATE TABLE IF NOT EXISTS server_schema (version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now());"
+    ))
+    .await?;
+    let version: i64 = tx
+        .query_one("SELECT COALESCE(MAX(version), 0) FROM server_schema", &[])
+        .await?
+        .get(0);
+    if version > VERSION {
+        return Err(Fail::Db(DbError::Backend(format!(
+            "the server tables in PostgreSQL schema `{schema}` are at version {version}, newer than this \
+             weir's {VERSION}: upgrade weir (nothing was changed)"
+        ))));
+    }
+    for (from, step) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        tx.batch_execute(step).await?;
+        tx.execute("INSERT INTO server_schema (version) VALUES ($1)", &[&(from as i64 + 1)])
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}

@@ -1,0 +1,202 @@
+//! The searches' SQL, shared by both backends: the `WHERE` clause of a filter, the `ORDER BY` of
+//! a sort, the page; each in the dialect of its backend, with the arguments to bind in order.
+
+use super::{AssistantQuery, ThreadQuery, VersionQuery};
+use crate::model::Object;
+
+/// Which database the SQL is for: they differ in placeholders, JSON and arrays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// An argument of a search.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Arg {
+    /// A text (an id, a name, a status).
+    Text(String),
+    /// A JSON document, as text (a containment pattern).
+    Json(String),
+    /// A list of texts (ids).
+    Texts(Vec<String>),
+}
+
+/// The `WHERE` clause (empty, or starting with ` WHERE`) and its arguments.
+#[derive(Debug, Default)]
+pub(crate) struct Filter {
+    pub(crate) sql: String,
+    pub(crate) args: Vec<Arg>,
+}
+
+impl Filter {
+    fn placeholder(&self, dialect: Dialect) -> String {
+        match dialect {
+            Dialect::Sqlite => format!("?{}", self.args.len()),
+            Dialect::Postgres => format!("${}", self.args.len()),
+        }
+    }
+
+    fn push(&mut self, condition: &str) {
+        self.sql.push_str(if self.sql.is_empty() { " WHERE " } else { " AND " });
+        self.sql.push_str(condition);
+    }
+
+    fn equals(&mut self, dialect: Dialect, column: &str, value: &str) {
+        self.args.push(Arg::Text(value.to_owned()));
+        let p = self.placeholder(dialect);
+        self.push(&format!("{column} = {p}"));
+    }
+
+    fn contains(&mut self, dialect: Dialect, column: &str, pattern: &Object) {
+        self.args
+            .push(Arg::Json(serde_json::Value::Object(pattern.clone()).to_string()));
+        let p = self.placeholder(dialect);
+        self.push(&match dialect {
+            Dialect::Sqlite => format!("server_json_contains({column}, {p})"),
+            Dialect::Postgres => format!("{column} @> {p}::text::jsonb"),
+        });
+    }
+
+    fn one_of(&mut self, dialect: Dialect, column: &str, values: &[String]) {
+        match dialect {
+            Dialect::Sqlite => {
+                self.args
+                    .push(Arg::Json(serde_json::to_string(values).expect("strings serialize")));
+                let p = self.placeholder(dialect);
+                self.push(&format!("{column} IN (SELECT value FROM json_each({p}))"));
+            }
+            Dialect::Postgres => {
+                self.args.push(Arg::Texts(values.to_vec()));
+                let p = self.placeholder(dialect);
+                self.push(&format!("{column} = ANY({p}::text[])"));
+            }
+        }
+    }
+}
+
+/// The filter of an assistant search.
+pub(crate) fn assistant_filter(dialect: Dialect, query: &AssistantQuery) -> Filter {
+    let mut filter = Filter::default();
+    if let Some(graph_id) = &query.graph_id {
+        filter.equals(dialect, "graph_id", graph_id);
+    }
+    if let Some(name) = &query.name {
+        filter.equals(dialect, "name", name);
+    }
+    if let Some(metadata) = &query.metadata {
+        filter.contains(dialect, "metadata", metadata);
+    }
+    filter
+}
+
+/// The filter of an assistant's versions.
+pub(crate) fn version_filter(dialect: Dialect, assistant_id: &str, query: &VersionQuery) -> Filter {
+    let mut filter = Filter::default();
+    filter.equals(dialect, "assistant_id", assistant_id);
+    if let Some(metadata) = &query.metadata {
+        filter.contains(dialect, "metadata", metadata);
+    }
+    filter
+}
+
+/// The filter of a thread search.
+pub(crate) fn thread_filter(dialect: Dialect, query: &ThreadQuery) -> Filter {
+    let mut filter = Filter::default();
+    if let Some(ids) = &query.ids {
+        filter.one_of(dialect, "thread_id", ids);
+    }
+    if let Some(status) = query.status {
+        filter.equals(dialect, "status", &super::rows::name_of(&status));
+    }
+    if let Some(metadata) = &query.metadata {
+        filter.contains(dialect, "metadata", metadata);
+    }
+    if let Some(values) = &query.values {
+        filter.contains(dialect, "\"values\"", values);
+    }
+    filter
+}
+
+/// Checks a sort: the field is one of `fields`, the order `asc` or `desc` (any case).
+pub(crate) fn check_sort(by: Option<&str>, order: Option<&str>, fields: &[&str]) -> Result<(), String> {
+    if let Some(by) = by.filter(|by| !fields.contains(by)) {
+        return Err(format!(
+            "cannot sort by `{by}`; sort_by is one of {}",
+            fields.join(", ")
+        ));
+    }
+    if let Some(order) = order.filter(|o| !o.eq_ignore_ascii_case("asc") && !o.eq_ignore_ascii_case("desc")) {
+        return Err(format!("unknown sort_order `{order}`; use `asc` or `desc`"));
+    }
+    Ok(())
+}
+
+/// ` ORDER BY … LIMIT … OFFSET …` for a checked sort; `key` breaks ties (the primary key).
+pub(crate) fn order_and_page(
+    dialect: Dialect,
+    by: Option<&str>,
+    order: Option<&str>,
+    key: &str,
+    limit: usize,
+    offset: usize,
+) -> String {
+    let by = by.unwrap_or("created_at");
+    let dir = match order {
+        Some(o) if o.eq_ignore_ascii_case("asc") => "ASC",
+        _ => "DESC",
+    };
+    let mut sql = format!(" ORDER BY {by} {dir}");
+    if by != key {
+        sql.push_str(&format!(", {key} {dir}"));
+    }
+    sql.push_str(&page(dialect, limit, offset));
+    sql
+}
+
+/// ` LIMIT … OFFSET …`, 0 being no limit.
+pub(crate) fn page(dialect: Dialect, limit: usize, offset: usize) -> String {
+    match (limit, dialect) {
+        (0, Dialect::Sqlite) => format!(" LIMIT -1 OFFSET {offset}"),
+        (0, Dialect::Postgres) => format!(" OFFSET {offset}"),
+        (limit, _) => format!(" LIMIT {limit} OFFSET {offset}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_thread_filter_numbers_its_placeholders_in_each_dialect() {
+        let query = ThreadQuery {
+            ids: Some(vec!["t1".into()]),
+            metadata: Some(json!({"user": "u1"}).as_object().unwrap().clone()),
+            ..ThreadQuery::default()
+        };
+        let pg = thread_filter(Dialect::Postgres, &query);
+        assert_eq!(
+            pg.sql,
+            " WHERE thread_id = ANY($1::text[]) AND metadata @> $2::text::jsonb"
+        );
+        assert_eq!(pg.args[1], Arg::Json(r#"{"user":"u1"}"#.into()));
+        let lite = thread_filter(Dialect::Sqlite, &query);
+        assert_eq!(
+            lite.sql,
+            " WHERE thread_id IN (SELECT value FROM json_each(?1)) AND server_json_contains(metadata, ?2)"
+        );
+    }
+
+    #[test]
+    fn a_bad_sort_is_named_with_what_is_allowed() {
+        let err = check_sort(Some("colour"), None, &["name"]).unwrap_err();
+        assert_eq!(err, "cannot sort by `colour`; sort_by is one of name");
+        let err = check_sort(None, Some("up"), &["name"]).unwrap_err();
+        assert_eq!(err, "unknown sort_order `up`; use `asc` or `desc`");
+        assert_eq!(
+            order_and_page(Dialect::Sqlite, Some("name"), Some("ASC"), "id", 0, 5),
+            " ORDER BY name ASC, id ASC LIMIT -1 OFFSET 5"
+        );
+    }
+}

@@ -1,0 +1,268 @@
+//! The embedded backend: [`SqliteDb`], the server's tables in one SQLite file — the same file as
+//! the checkpoints, in tables of their own (`server_*`, versioned in `server_schema`), in WAL
+//! mode. Every SQLite call runs on the connection's own thread ([`conn`]), never on a tokio
+//! worker; each operation is one transaction there, which makes `enqueue`'s check of in-flight
+//! runs and `claim`'s pick-and-update atomic.
+
+mod catalog;
+mod conn;
+mod queue;
+mod schema;
+
+use crate::db::{
+    AssistantQuery, Catalog, DbError, Enqueued, IfExists, RunQueue, ThreadQuery, ThreadUpdate, VersionQuery,
+};
+use crate::model::{Assistant, Run, RunStatus, Thread, ThreadTtl, TtlStrategy};
+use conn::{Conn, Fail};
+use futures::future::BoxFuture;
+use rusqlite::Connection;
+use std::path::Path;
+
+/// The server's tables in a SQLite file: a [`Catalog`] and a [`RunQueue`].
+///
+/// Clones share the connection and its thread.
+///
+/// # Examples
+///
+/// ```
+/// use weir_server::db::{sqlite::SqliteDb, RunQueue};
+///
+/// # #[tokio::main] async fn main() {
+/// let dir = tempfile::tempdir().unwrap();
+/// let db = SqliteDb::open(dir.path().join("weir.db")).await.unwrap();
+/// assert_eq!(db.claim("worker-1").await.unwrap(), None);
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct SqliteDb {
+    conn: Conn,
+}
+
+impl std::fmt::Debug for SqliteDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteDb").field("path", &self.conn.path()).finish()
+    }
+}
+
+impl SqliteDb {
+    /// Opens (or creates) the file at `path` and its server tables, migrating older ones.
+    ///
+    /// # Errors
+    ///
+    /// [`DbError::Backend`] naming the file when it cannot be opened, or when its server
+    /// tables were written by a newer weir (the file is then left as it was).
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, DbError> {
+        let path = path.as_ref().to_path_buf();
+        let opened = path.clone();
+        let conn = tokio::task::spawn_blocking(move || {
+            let mut conn = Connection::open(&opened).map_err(Fail::from)?;
+            schema::prepare(&mut conn, &opened)?;
+            Ok::<_, Fail>(conn)
+        })
+        .await
+        .map_err(|e| DbError::Backend(format!("opening the server tables in `{}` failed: {e}", path.display())))?;
+        let conn = match conn {
+            Ok(conn) => conn,
+            Err(Fail::Db(e)) => return Err(e),
+            Err(Fail::Sql(e)) => {
+                return Err(DbError::Backend(format!(
+                    "opening the server tables in `{}` failed: {e}",
+                    path.display()
+                )))
+            }
+        };
+        Ok(SqliteDb {
+            conn: Conn::start(conn, path)?,
+        })
+    }
+}
+
+impl Catalog for SqliteDb {
+    fn put_assistant<'a>(&'a self, assistant: &'a Assistant) -> BoxFuture<'a, Result<(), DbError>> {
+        let a = assistant.clone();
+        Box::pin(
+            self.conn
+                .call("storing an assistant", move |c| catalog::put_assistant(c, &a)),
+        )
+    }
+    fn assistant_versions<'a>(
+        &'a self,
+        assistant_id: &'a str,
+        query: &'a VersionQuery,
+    ) -> BoxFuture<'a, Result<Vec<Assistant>, DbError>> {
+        let (id, q) = (assistant_id.to_owned(), query.clone());
+        Box::pin(self.conn.call("listing an assistant's versions", move |c| {
+            catalog::assistant_versions(c, &id, &q)
+        }))
+    }
+    fn set_latest_version<'a>(
+        &'a self,
+        assistant_id: &'a str,
+        version: i64,
+    ) -> BoxFuture<'a, Result<Option<Assistant>, DbError>> {
+        let id = assistant_id.to_owned();
+        Box::pin(self.conn.call("setting an assistant's version", move |c| {
+            catalog::set_latest_version(c, &id, version)
+        }))
+    }
+    fn get_assistant<'a>(&'a self, assistant_id: &'a str) -> BoxFuture<'a, Result<Option<Assistant>, DbError>> {
+        let id = assistant_id.to_owned();
+        Box::pin(
+            self.conn
+                .call("reading an assistant", move |c| catalog::get_assistant(c, &id)),
+        )
+    }
+    fn search_assistants<'a>(&'a self, query: &'a AssistantQuery) -> BoxFuture<'a, Result<Vec<Assistant>, DbError>> {
+        let q = query.clone();
+        Box::pin(
+            self.conn
+                .call("searching assistants", move |c| catalog::search_assistants(c, &q)),
+        )
+    }
+    fn count_assistants<'a>(&'a self, query: &'a AssistantQuery) -> BoxFuture<'a, Result<u64, DbError>> {
+        let q = query.clone();
+        Box::pin(
+            self.conn
+                .call("counting assistants", move |c| catalog::count_assistants(c, &q)),
+        )
+    }
+    fn delete_assistant<'a>(&'a self, assistant_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>> {
+        let id = assistant_id.to_owned();
+        Box::pin(
+            self.conn
+                .call("deleting an assistant", move |c| catalog::delete_assistant(c, &id)),
+        )
+    }
+    fn create_thread<'a>(&'a self, thread: &'a Thread, if_exists: IfExists) -> BoxFuture<'a, Result<Thread, DbError>> {
+        let t = thread.clone();
+        Box::pin(
+            self.conn
+                .call("creating a thread", move |c| catalog::create_thread(c, &t, if_exists)),
+        )
+    }
+    fn get_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>, DbError>> {
+        let id = thread_id.to_owned();
+        Box::pin(self.conn.call("reading a thread", move |c| catalog::get_thread(c, &id)))
+    }
+    fn put_thread<'a>(&'a self, thread: &'a Thread) -> BoxFuture<'a, Result<(), DbError>> {
+        let t = thread.clone();
+        Box::pin(self.conn.call("storing a thread", move |c| catalog::put_thread(c, &t)))
+    }
+    fn update_thread<'a>(
+        &'a self,
+        thread_id: &'a str,
+        update: &'a ThreadUpdate,
+    ) -> BoxFuture<'a, Result<Option<Thread>, DbError>> {
+        let (id, update) = (thread_id.to_owned(), update.clone());
+        Box::pin(
+            self.conn
+                .call("updating a thread", move |c| catalog::update_thread(c, &id, &update)),
+        )
+    }
+    fn search_threads<'a>(&'a self, query: &'a ThreadQuery) -> BoxFuture<'a, Result<Vec<Thread>, DbError>> {
+        let q = query.clone();
+        Box::pin(
+            self.conn
+                .call("searching threads", move |c| catalog::search_threads(c, &q)),
+        )
+    }
+    fn count_threads<'a>(&'a self, query: &'a ThreadQuery) -> BoxFuture<'a, Result<u64, DbError>> {
+        let q = query.clone();
+        Box::pin(
+            self.conn
+                .call("counting threads", move |c| catalog::count_threads(c, &q)),
+        )
+    }
+    fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>> {
+        let id = thread_id.to_owned();
+        Box::pin(
+            self.conn
+                .call("deleting a thread", move |c| catalog::delete_thread(c, &id)),
+        )
+    }
+    fn set_thread_ttl<'a>(&'a self, thread_id: &'a str, ttl: Option<ThreadTtl>) -> BoxFuture<'a, Result<(), DbError>> {
+        let id = thread_id.to_owned();
+        Box::pin(
+            self.conn
+                .call("setting a thread's TTL", move |c| catalog::set_thread_ttl(c, &id, ttl)),
+        )
+    }
+    fn expired_threads<'a>(
+        &'a self,
+        now: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<(String, TtlStrategy)>, DbError>> {
+        let now = now.to_owned();
+        Box::pin(self.conn.call("finding expired threads", move |c| {
+            catalog::expired_threads(c, &now, limit)
+        }))
+    }
+}
+
+impl RunQueue for SqliteDb {
+    fn enqueue<'a>(&'a self, run: &'a Run) -> BoxFuture<'a, Result<Enqueued, DbError>> {
+        let run = run.clone();
+        Box::pin(self.conn.call("queueing a run", move |c| queue::enqueue(c, &run)))
+    }
+    fn get_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>> {
+        let (thread_id, run_id) = (thread_id.to_owned(), run_id.to_owned());
+        Box::pin(
+            self.conn
+                .call("reading a run", move |c| queue::get_run(c, &thread_id, &run_id)),
+        )
+    }
+    fn list_runs<'a>(
+        &'a self,
+        thread_id: &'a str,
+        limit: usize,
+        offset: usize,
+        status: Option<RunStatus>,
+    ) -> BoxFuture<'a, Result<Vec<Run>, DbError>> {
+        let thread_id = thread_id.to_owned();
+        Box::pin(self.conn.call("listing runs", move |c| {
+            queue::list_runs(c, &thread_id, limit, offset, status)
+        }))
+    }
+    fn claim<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>> {
+        let worker = worker.to_owned();
+        Box::pin(self.conn.call("claiming a run", move |c| queue::claim(c, &worker)))
+    }
+    fn holds<'a>(&'a self, run_id: &'a str, attempt: u32) -> BoxFuture<'a, Result<bool, DbError>> {
+        let run_id = run_id.to_owned();
+        Box::pin(
+            self.conn
+                .call("checking a run's claim", move |c| queue::holds(c, &run_id, attempt)),
+        )
+    }
+    fn finish<'a>(&'a self, run_id: &'a str, attempt: u32, status: RunStatus) -> BoxFuture<'a, Result<bool, DbError>> {
+        let run_id = run_id.to_owned();
+        Box::pin(
+            self.conn
+                .call("finishing a run", move |c| queue::finish(c, &run_id, attempt, status)),
+        )
+    }
+    fn next_due(&self) -> BoxFuture<'_, Result<Option<String>, DbError>> {
+        Box::pin(self.conn.call("reading the next delayed run", queue::next_due))
+    }
+    fn set_status<'a>(&'a self, run_id: &'a str, status: RunStatus) -> BoxFuture<'a, Result<bool, DbError>> {
+        let run_id = run_id.to_owned();
+        Box::pin(
+            self.conn
+                .call("setting a run's status", move |c| queue::set_status(c, &run_id, status)),
+        )
+    }
+    fn delete_run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>> {
+        let run_id = run_id.to_owned();
+        Box::pin(self.conn.call("deleting a run", move |c| queue::delete_run(c, &run_id)))
+    }
+    fn requeue<'a>(&'a self, worker: Option<&'a str>) -> BoxFuture<'a, Result<Vec<String>, DbError>> {
+        let worker = worker.map(str::to_owned);
+        Box::pin(
+            self.conn
+                .call("requeueing runs", move |c| queue::requeue(c, worker.as_deref())),
+        )
+    }
+    fn busy_workers(&self) -> BoxFuture<'_, Result<Vec<String>, DbError>> {
+        Box::pin(self.conn.call("listing busy workers", queue::busy_workers))
+    }
+}

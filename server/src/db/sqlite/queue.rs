@@ -1,0 +1,187 @@
+//! The run queue's operations on the SQLite connection. Each write is one `IMMEDIATE`
+//! transaction (it takes the file's write lock first), so the check of a thread's in-flight runs
+//! and the insert of `enqueue`, and the pick and the update of `claim`, are atomic.
+
+use super::conn::Fail;
+use crate::db::rows::{self, name_of};
+use crate::db::{DbError, Enqueued};
+use crate::model::{MultitaskStrategy, Run, RunStatus};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+/// The columns a run is read from.
+const RUN: &str = "doc, status, updated_at, not_before, attempt";
+
+/// A run's row as read: its document and the columns of [`rows::RunColumns`].
+type RunRow = (String, String, String, Option<String>, i64);
+
+fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+}
+
+fn to_run((doc, status, at, not_before, attempt): &RunRow) -> Result<Run, DbError> {
+    rows::run(doc, (status, at, not_before.as_deref(), *attempt))
+}
+
+fn runs(found: Vec<RunRow>) -> Result<Vec<Run>, Fail> {
+    Ok(found.iter().map(to_run).collect::<Result<_, _>>()?)
+}
+
+pub(super) fn enqueue(conn: &mut Connection, run: &Run) -> Result<Enqueued, Fail> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let inflight = tx
+        .prepare_cached(&format!(
+            "SELECT {RUN} FROM server_runs WHERE thread_id = ?1 AND status IN ('pending', 'running') ORDER BY seq"
+        ))?
+        .query_map([&run.thread_id], read)?
+        .collect::<Result<Vec<_>, _>>()?;
+    if run.multitask_strategy == MultitaskStrategy::Reject && !inflight.is_empty() {
+        return Ok(Enqueued::Rejected);
+    }
+    let mut pending = run.clone();
+    pending.status = RunStatus::Pending;
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO server_runs (run_id, thread_id, status, created_at, updated_at, doc, not_before)
+             VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6) ON CONFLICT (run_id) DO NOTHING",
+        )?
+        .execute(params![
+            run.run_id,
+            run.thread_id,
+            run.created_at,
+            run.updated_at,
+            rows::run_doc(&pending),
+            run.not_before
+        ])?;
+    if inserted == 0 {
+        return Err(DbError::Conflict(format!("run `{}` exists already", run.run_id)).into());
+    }
+    let inflight = runs(inflight)?;
+    tx.commit()?;
+    Ok(Enqueued::Queued { inflight })
+}
+
+pub(super) fn get_run(conn: &mut Connection, thread_id: &str, run_id: &str) -> Result<Option<Run>, Fail> {
+    let found = conn
+        .prepare_cached(&format!(
+            "SELECT {RUN} FROM server_runs WHERE run_id = ?1 AND thread_id = ?2"
+        ))?
+        .query_row([run_id, thread_id], read)
+        .optional()?;
+    Ok(found.as_ref().map(to_run).transpose()?)
+}
+
+pub(super) fn list_runs(
+    conn: &mut Connection,
+    thread_id: &str,
+    limit: usize,
+    offset: usize,
+    status: Option<RunStatus>,
+) -> Result<Vec<Run>, Fail> {
+    let page = crate::db::query::page(crate::db::query::Dialect::Sqlite, limit, offset);
+    let sql = format!(
+        "SELECT {RUN} FROM server_runs WHERE thread_id = ?1 AND (?2 IS NULL OR status = ?2) ORDER BY seq DESC{page}"
+    );
+    let status = status.map(|s| name_of(&s));
+    let found = conn
+        .prepare_cached(&sql)?
+        .query_map(params![thread_id, status], read)?
+        .collect::<Result<Vec<_>, _>>()?;
+    runs(found)
+}
+
+/// The oldest pending run whose time has come that is the first pending run of its thread,
+/// whose thread has no running run; its attempt (the claim's token) goes up by one. The partial
+/// unique index `server_runs_one_running` backs the rule up. (A delayed run holds its thread's
+/// later runs back: a thread's runs run in order.)
+const CLAIM: &str = "UPDATE server_runs SET status = 'running', worker = ?1, updated_at = ?2, attempt = attempt + 1
+    WHERE seq = (SELECT r.seq FROM server_runs r WHERE r.status = 'pending'
+        AND (r.not_before IS NULL OR r.not_before <= ?2)
+        AND NOT EXISTS (SELECT 1 FROM server_runs o WHERE o.thread_id = r.thread_id
+            AND (o.status = 'running' OR (o.status = 'pending' AND o.seq < r.seq)))
+        ORDER BY r.seq LIMIT 1)
+    RETURNING doc, status, updated_at, not_before, attempt";
+
+pub(super) fn claim(conn: &mut Connection, worker: &str) -> Result<Option<Run>, Fail> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found = tx
+        .prepare_cached(CLAIM)?
+        .query_row(params![worker, rows::now()], read)
+        .optional()?;
+    tx.commit()?;
+    Ok(found.as_ref().map(to_run).transpose()?)
+}
+
+/// Whether `run_id` is running under the claim `attempt`.
+pub(super) fn holds(conn: &mut Connection, run_id: &str, attempt: u32) -> Result<bool, Fail> {
+    Ok(conn
+        .prepare_cached("SELECT 1 FROM server_runs WHERE run_id = ?1 AND status = 'running' AND attempt = ?2")?
+        .query_row(params![run_id, attempt], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+/// Sets the final status of `run_id` if it is still running under the claim `attempt`.
+pub(super) fn finish(conn: &mut Connection, run_id: &str, attempt: u32, status: RunStatus) -> Result<bool, Fail> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE server_runs SET status = ?3, updated_at = ?4
+             WHERE run_id = ?1 AND status = 'running' AND attempt = ?2",
+        )?
+        .execute(params![run_id, attempt, name_of(&status), rows::now()])?
+        > 0)
+}
+
+/// The earliest `not_before` of the pending runs still waiting for their time.
+pub(super) fn next_due(conn: &mut Connection) -> Result<Option<String>, Fail> {
+    Ok(conn
+        .prepare_cached("SELECT MIN(not_before) FROM server_runs WHERE status = 'pending' AND not_before > ?1")?
+        .query_row([rows::now()], |r| r.get(0))?)
+}
+
+pub(super) fn set_status(conn: &mut Connection, run_id: &str, status: RunStatus) -> Result<bool, Fail> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE server_runs SET status = ?2, updated_at = ?3,
+                 worker = CASE WHEN ?2 = 'pending' THEN NULL ELSE worker END
+             WHERE run_id = ?1",
+        )?
+        .execute(params![run_id, name_of(&status), rows::now()]);
+    match changed {
+        Ok(n) => Ok(n > 0),
+        Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == rusqlite::ErrorCode::ConstraintViolation => {
+            Err(DbError::Conflict(format!("run `{run_id}` cannot run: its thread has a running run")).into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub(super) fn delete_run(conn: &mut Connection, run_id: &str) -> Result<bool, Fail> {
+    Ok(conn
+        .prepare_cached("DELETE FROM server_runs WHERE run_id = ?1")?
+        .execute([run_id])?
+        > 0)
+}
+
+pub(super) fn requeue(conn: &mut Connection, worker: Option<&str>) -> Result<Vec<String>, Fail> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let ids = tx
+        .prepare_cached(
+            "UPDATE server_runs SET status = 'pending', worker = NULL, updated_at = ?2
+             WHERE status = 'running' AND (?1 IS NULL OR worker = ?1) RETURNING run_id",
+        )?
+        .query_map(params![worker, rows::now()], |r| r.get(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    tx.commit()?;
+    let mut ids = ids;
+    ids.sort();
+    Ok(ids)
+}
+
+pub(super) fn busy_workers(conn: &mut Connection) -> Result<Vec<String>, Fail> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT DISTINCT worker FROM server_runs WHERE status = 'running' AND worker IS NOT NULL ORDER BY worker",
+        )?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<Vec<String>, _>>()?)
+}

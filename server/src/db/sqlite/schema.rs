@@ -1,0 +1,119 @@
+//! The server's tables in the SQLite file: their migrations, versioned in `server_schema` (the
+//! checkpointer owns `PRAGMA user_version`), the settings of the connection, and the JSON
+//! containment function the searches call.
+
+use super::conn::Fail;
+use crate::db::DbError;
+use rusqlite::functions::FunctionFlags;
+use rusqlite::{Connection, TransactionBehavior};
+use std::path::Path;
+use std::time::Duration;
+
+/// The steps from version `i` to `i + 1`; the current version is `MIGRATIONS.len()`. A later
+/// release appends and never edits an entry.
+const MIGRATIONS: &[&str] = &[
+    // 1: assistants, threads, runs (the queue: `seq` is the order of arrival).
+    r#"CREATE TABLE server_assistants (
+        assistant_id TEXT PRIMARY KEY,
+        graph_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        doc TEXT NOT NULL
+    );
+    CREATE TABLE server_threads (
+        thread_id TEXT PRIMARY KEY,
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        state_updated_at TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        "values" TEXT NOT NULL,
+        doc TEXT NOT NULL
+    );
+    CREATE TABLE server_runs (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL UNIQUE,
+        thread_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        worker TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        doc TEXT NOT NULL
+    );
+    CREATE INDEX server_runs_by_thread ON server_runs (thread_id, seq);
+    CREATE INDEX server_runs_pending ON server_runs (seq) WHERE status = 'pending';
+    CREATE UNIQUE INDEX server_runs_one_running ON server_runs (thread_id) WHERE status = 'running';"#,
+    // 2: every version of an assistant (`PATCH` makes one, `/latest` picks one); the existing
+    // assistants' current versions are the first rows.
+    r#"CREATE TABLE server_assistant_versions (
+        assistant_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        doc TEXT NOT NULL,
+        PRIMARY KEY (assistant_id, version)
+    );
+    INSERT INTO server_assistant_versions (assistant_id, version, created_at, metadata, doc)
+        SELECT assistant_id, json_extract(doc, '$.version'), updated_at, metadata, doc FROM server_assistants;"#,
+    // 3: a run's not-before time (`after_seconds`), and its attempt: the token of the latest
+    // claim, which fences off a worker that lost the run to the sweeper.
+    r#"ALTER TABLE server_runs ADD COLUMN not_before TEXT;
+    ALTER TABLE server_runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;"#,
+    // 4: threads' time-to-live (`ttl` on create and patch, or the config's default): what the
+    // TTL sweeper reads.
+    r#"CREATE TABLE server_thread_ttl (
+        thread_id TEXT PRIMARY KEY,
+        strategy TEXT NOT NULL,
+        minutes REAL NOT NULL
+    );"#,
+];
+
+/// The version this weir writes.
+const VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Sets the connection up (WAL, busy timeout, the containment function), then creates or
+/// migrates the tables; refuses a file whose server tables a newer weir wrote.
+pub(super) fn prepare(conn: &mut Connection, path: &Path) -> Result<(), Fail> {
+    conn.busy_timeout(Duration::from_secs(5))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(path = %path.display(), mode, "the server's sqlite tables could not turn WAL mode on");
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.create_scalar_function(
+        "server_json_contains",
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let doc: String = ctx.get(0)?;
+            let pattern: String = ctx.get(1)?;
+            let parse =
+                |text: &str| serde_json::from_str(text).map_err(|e| rusqlite::Error::UserFunctionError(Box::new(e)));
+            Ok(crate::db::contains(&parse(&doc)?, &parse(&pattern)?))
+        },
+    )?;
+    // Another process may be migrating too: decide inside the write lock.
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS server_schema (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
+    )?;
+    let version: i64 = tx.query_row("SELECT COALESCE(MAX(version), 0) FROM server_schema", [], |r| r.get(0))?;
+    if version > VERSION {
+        return Err(Fail::Db(DbError::Backend(format!(
+            "the server tables in `{}` are at schema version {version}, newer than this weir's {VERSION}: \
+             upgrade weir (the file is left as it was)",
+            path.display()
+        ))));
+    }
+    for (from, step) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        tx.execute_batch(step)?;
+        tx.execute(
+            "INSERT INTO server_schema (version, applied_at) VALUES (?1, ?2)",
+            rusqlite::params![from as i64 + 1, crate::db::rows::now()],
+        )?;
+    }
+    tx.commit()?;
+    Ok(())
+}

@@ -1,0 +1,428 @@
+//! Running one claimed run: the [`RunRequest`] from its stored kwargs, the graph's events onto
+//! the bus (with `<ms>-<seq>` ids), its cancel signal watched between events (dropping the
+//! graph's stream stops the run), a panic in the graph caught as the run's error, and the end:
+//! the run's final status, its thread's row, the `error` and [`OUTCOME_EVENT`] events, `Done`,
+//! and a stateless run's temporary thread deleted.
+
+use super::{non_null, Manager, RunError, OUTCOME_EVENT};
+use crate::bus::{CancelAction, StreamItem};
+use crate::db::ThreadUpdate;
+use crate::graph::{GraphError, InterruptView, Mode, RunEnd, RunEvent, RunRequest, ServedGraph};
+use crate::model::{Run, RunStatus, ThreadStatus};
+use futures::FutureExt;
+use futures::StreamExt;
+use serde_json::{json, Map, Value};
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+use tokio::sync::watch;
+use weir_runtime::checkpoint::Timestamp;
+
+/// How a run stopped.
+enum Ending {
+    /// The graph ended it.
+    End(RunEnd),
+    /// A cancellation stopped it.
+    Cancelled(CancelAction),
+}
+
+/// The `<ms>-<seq>` ids of one run's events, increasing even if the clock steps back.
+#[derive(Debug, Default)]
+struct EventIds {
+    ms: u64,
+    seq: u64,
+}
+
+impl EventIds {
+    fn next(&mut self) -> String {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        if now > self.ms {
+            self.ms = now;
+            self.seq = 0;
+        } else {
+            self.seq += 1;
+        }
+        format!("{}-{}", self.ms, self.seq)
+    }
+}
+
+/// The text of a panic's payload.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a node panicked".to_owned()
+    }
+}
+
+/// A failure before or around the graph's own run, as the run's error end.
+fn error_end(error: &str, message: impl Into<String>) -> RunEnd {
+    RunEnd::Error {
+        error: error.to_owned(),
+        message: message.into(),
+    }
+}
+
+fn graph_error_end(e: GraphError) -> RunEnd {
+    let kind = match &e {
+        GraphError::Invalid(_) => "InvalidInput",
+        GraphError::NotFound(_) => "NotFound",
+        GraphError::Conflict(_) => "Conflict",
+        GraphError::Internal(_) => "InternalError",
+    };
+    error_end(kind, e.to_string())
+}
+
+/// `"*"` or a list of names, as the bridge takes them.
+fn node_names(v: &Value) -> Vec<String> {
+    match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) => items.iter().filter_map(|i| i.as_str().map(str::to_owned)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The bridge's request for `run`. A run that already wrote checkpoints (it was requeued after
+/// its worker stopped) runs on from its thread's head instead of taking its input again. (A
+/// resume with nothing paused is the bridge's: it ends with the values unchanged, as LangGraph's.)
+fn request_for(run: &Run, resumed: bool) -> RunRequest {
+    let k = &run.kwargs;
+    let mut metadata = run.metadata.clone();
+    metadata.insert("run_id".into(), json!(run.run_id));
+    metadata.insert("thread_id".into(), json!(run.thread_id));
+    RunRequest {
+        thread_id: run.thread_id.clone(),
+        run_id: run.run_id.clone(),
+        input: non_null(&k.input).filter(|_| !resumed).cloned(),
+        command: non_null(&k.command).filter(|_| !resumed).cloned(),
+        checkpoint_id: k.checkpoint["checkpoint_id"]
+            .as_str()
+            .filter(|_| !resumed)
+            .map(str::to_owned),
+        modes: k.stream_mode.iter().filter_map(|m| Mode::parse(m)).collect(),
+        subgraphs: k.subgraphs,
+        interrupt_before: node_names(&k.interrupt_before),
+        interrupt_after: node_names(&k.interrupt_after),
+        config: k.config.clone(),
+        context: k.context.clone(),
+        metadata,
+        durability: super::create::parse_durability(&k.durability).unwrap_or_default(),
+    }
+}
+
+/// A wire timestamp (`…+00:00` or `…Z`) as a [`Timestamp`].
+pub(super) fn parse_time(text: &str) -> Option<Timestamp> {
+    match text.strip_suffix("+00:00") {
+        Some(t) => Timestamp::parse(&format!("{t}Z")),
+        None => Timestamp::parse(text),
+    }
+}
+
+/// Whether `head`, the thread's head state, was written by `run` (a run requeued after its
+/// worker stopped): its metadata names the run; or, when the bridge does not record run ids,
+/// `run` is one this process requeued and `head` is newer than it. (A checkpoint newer than a
+/// run that has not started yet may be an earlier run's, so the second test needs the first.)
+fn wrote(run: &Run, head: &Value, requeued: bool) -> bool {
+    if let Some(id) = head["metadata"]["run_id"].as_str() {
+        return id == run.run_id;
+    }
+    if !requeued {
+        return false;
+    }
+    let made = head["created_at"].as_str().and_then(parse_time);
+    let queued = parse_time(&run.created_at);
+    matches!((made, queued), (Some(made), Some(queued)) if made > queued)
+}
+
+/// The interrupts as `join` answers them (`__interrupt__`).
+fn interrupt_list(interrupts: &[InterruptView]) -> Value {
+    interrupts
+        .iter()
+        .map(|i| json!({ "value": i.value, "id": i.id, "response_schema": null }))
+        .collect()
+}
+
+/// The interrupts as the thread keeps them: by task id.
+fn interrupts_by_task(interrupts: &[InterruptView]) -> Map<String, Value> {
+    let mut by_task = Map::new();
+    for i in interrupts {
+        let list = by_task.entry(i.task_id.clone()).or_insert_with(|| json!([]));
+        if let Value::Array(list) = list {
+            list.push(json!({ "id": i.id, "value": i.value }));
+        }
+    }
+    by_task
+}
+
+/// What the run's thread becomes.
+struct Settled {
+    status: ThreadStatus,
+    values: Value,
+    interrupts: Map<String, Value>,
+    error: Value,
+}
+
+impl Manager {
+    /// Runs one claimed run to its end; never fails and never panics out (a failure of the
+    /// tables or the bus is logged, and the stream is still closed).
+    pub(super) async fn execute(&self, run: Run, mut cancel: watch::Receiver<Option<CancelAction>>) {
+        let mut ids = EventIds::default();
+        let graph = match self.graph(run.metadata.get("graph_id").and_then(Value::as_str).unwrap_or_default()) {
+            Ok(g) => g,
+            Err(e) => {
+                self.close(
+                    &run,
+                    Ending::End(error_end("NotFound", e.to_string())),
+                    None,
+                    &mut ids,
+                    None,
+                )
+                .await;
+                return;
+            }
+        };
+        let (ending, head) = match self.drive(&run, &graph, &mut cancel, &mut ids).await {
+            Ok(done) => done,
+            Err(e) => (Ending::End(error_end("InternalError", e.to_string())), None),
+        };
+        self.close(&run, ending, head, &mut ids, Some(&graph)).await;
+    }
+
+    /// Publishes the run's events until the graph ends it or a cancellation stops it; returns
+    /// how it stopped and the thread's head checkpoint before the run (for a rollback).
+    async fn drive(
+        &self,
+        run: &Run,
+        graph: &Arc<dyn ServedGraph>,
+        cancel: &mut watch::Receiver<Option<CancelAction>>,
+        ids: &mut EventIds,
+    ) -> Result<(Ending, Option<String>), RunError> {
+        let head = graph.state(&run.thread_id, None, false).await?;
+        let head_id = head
+            .as_ref()
+            .and_then(|s| s["checkpoint_id"].as_str())
+            .map(str::to_owned);
+        let requeued = super::lock(&self.inner.requeued).remove(&run.run_id);
+        let resumed = head.as_ref().is_some_and(|s| wrote(run, s, requeued));
+        let metadata = json!({ "run_id": run.run_id, "attempt": run.attempt.max(1) });
+        self.publish(run, ids, "metadata", metadata).await?;
+        // A cancel that came before the claim: this process's (the watch) or another's (the bus).
+        let watched = *cancel.borrow_and_update();
+        let early = match watched {
+            Some(action) => Some(action),
+            None => self.inner.bus.cancelled(&run.run_id).await?,
+        };
+        if let Some(action) = early {
+            return Ok((Ending::Cancelled(action), head_id));
+        }
+        let started = std::panic::catch_unwind(AssertUnwindSafe(|| graph.run(request_for(run, resumed))));
+        let mut stream = match started {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => return Ok((Ending::End(graph_error_end(e)), head_id)),
+            Err(panic) => return Ok((Ending::End(error_end("Panic", panic_text(&*panic))), head_id)),
+        };
+        loop {
+            tokio::select! {
+                biased;
+                changed = cancel.changed() => {
+                    let action = match changed {
+                        Ok(()) => *cancel.borrow_and_update(),
+                        Err(_) => Some(CancelAction::Interrupt), // the manager let go of the run
+                    };
+                    if let Some(action) = action {
+                        return Ok((Ending::Cancelled(action), head_id));
+                    }
+                }
+                next = AssertUnwindSafe(stream.next()).catch_unwind() => match next {
+                    Ok(Some(RunEvent::Stream { event, data })) => self.publish(run, ids, &event, data).await?,
+                    Ok(Some(RunEvent::End(end))) => return Ok((Ending::End(end), head_id)),
+                    Ok(None) => {
+                        let end = error_end("InternalError", "the graph's stream ended without saying how the run ended");
+                        return Ok((Ending::End(end), head_id));
+                    }
+                    Err(panic) => return Ok((Ending::End(error_end("Panic", panic_text(&*panic))), head_id)),
+                },
+            }
+        }
+    }
+
+    async fn publish(&self, run: &Run, ids: &mut EventIds, event: &str, data: Value) -> Result<(), RunError> {
+        let item = StreamItem::Event {
+            id: ids.next(),
+            event: event.to_owned(),
+            data,
+        };
+        Ok(self.inner.bus.publish(&run.run_id, item).await?)
+    }
+
+    /// Ends the run: records it, deletes a stateless run's thread, then publishes the outcome
+    /// and closes the stream (so whoever joins sees everything done). A failure here is logged;
+    /// the stream is closed whatever happens, so no client waits forever.
+    async fn close(
+        &self,
+        run: &Run,
+        ending: Ending,
+        head: Option<String>,
+        ids: &mut EventIds,
+        graph: Option<&Arc<dyn ServedGraph>>,
+    ) {
+        if !self.still_holds(run).await {
+            return;
+        }
+        let outcome = self.record_end(run, ending, head, ids, graph).await;
+        if let Err(e) = &outcome {
+            tracing::error!(run_id = %run.run_id, error = %e, "recording the end of a run failed");
+        }
+        // The run as it ended, for its webhook, read before a stateless run's thread (and runs)
+        // go; a rolled-back run is gone: nothing to send.
+        let ended = match run.kwargs.webhook.as_str().filter(|u| !u.is_empty()) {
+            Some(_) => self
+                .inner
+                .queue
+                .get_run(&run.thread_id, &run.run_id)
+                .await
+                .ok()
+                .flatten(),
+            None => None,
+        };
+        if run.kwargs.on_completion.as_deref() == Some("delete") {
+            let tid = &run.thread_id;
+            if let Some(graph) = graph {
+                if let Err(e) = graph.delete_thread(tid).await {
+                    tracing::error!(thread_id = %tid, error = %e, "deleting a stateless run's checkpoints failed");
+                }
+            }
+            if let Err(e) = self.inner.catalog.delete_thread(tid).await {
+                tracing::error!(thread_id = %tid, error = %e, "deleting a stateless run's thread failed");
+            }
+        }
+        if let Ok(outcome) = outcome {
+            let _ = self.publish(run, ids, OUTCOME_EVENT, outcome).await;
+        }
+        let _ = self.inner.bus.publish(&run.run_id, StreamItem::Done).await;
+        if let (Some(url), Some(ended)) = (run.kwargs.webhook.as_str(), ended) {
+            tokio::spawn(super::webhook::notify(url.to_owned(), ended));
+        }
+    }
+
+    /// Whether this worker's claim on `run` is still the current one. A worker whose heartbeat
+    /// lapsed (it was slow, not dead) may find its run requeued and claimed again: it then writes
+    /// nothing (thread, status, outcome, stream end, webhook), and says so in the log. (A failed
+    /// check lets the worker settle: the status write itself is fenced.)
+    async fn still_holds(&self, run: &Run) -> bool {
+        match self.inner.queue.holds(&run.run_id, run.attempt).await {
+            Ok(true) => true,
+            Ok(false) => {
+                tracing::warn!(
+                    run_id = %run.run_id,
+                    attempt = run.attempt,
+                    worker = %self.inner.worker_id,
+                    "refused to settle a run this worker no longer holds (it was requeued and claimed again)"
+                );
+                false
+            }
+            Err(e) => {
+                // Settle anyway (its writes are fenced too): a client must not wait forever.
+                tracing::error!(run_id = %run.run_id, error = %e, "checking a run's claim failed");
+                true
+            }
+        }
+    }
+
+    /// The run's final status, its thread's row and the `error` event; returns the outcome.
+    async fn record_end(
+        &self,
+        run: &Run,
+        ending: Ending,
+        head: Option<String>,
+        ids: &mut EventIds,
+        graph: Option<&Arc<dyn ServedGraph>>,
+    ) -> Result<Value, RunError> {
+        let q = &self.inner.queue;
+        let current = || async {
+            match graph {
+                Some(g) => Ok::<_, RunError>(
+                    g.state(&run.thread_id, None, false)
+                        .await?
+                        .map_or(Value::Null, |s| s["values"].clone()),
+                ),
+                None => Ok(Value::Null),
+            }
+        };
+        let (status, settled, outcome) = match ending {
+            Ending::End(RunEnd::Success { values }) => (RunStatus::Success, Settled::idle(values.clone()), values),
+            Ending::End(RunEnd::Interrupted { values, interrupts }) => {
+                let outcome = crate::graph::with_interrupts(values.clone(), interrupt_list(&interrupts));
+                let settled = Settled {
+                    status: ThreadStatus::Interrupted,
+                    values,
+                    interrupts: interrupts_by_task(&interrupts),
+                    error: Value::Null,
+                };
+                // LangGraph's run that paused ended well: the thread is what is interrupted.
+                (RunStatus::Success, settled, outcome)
+            }
+            Ending::End(RunEnd::Error { error, message }) => {
+                let error = json!({ "error": error, "message": message });
+                self.publish(run, ids, "error", error.clone()).await?;
+                let settled = Settled {
+                    status: ThreadStatus::Error,
+                    values: current().await?,
+                    interrupts: Map::new(),
+                    error: error.clone(),
+                };
+                (RunStatus::Error, settled, json!({ "__error__": error }))
+            }
+            Ending::Cancelled(CancelAction::Interrupt) => {
+                let values = current().await?;
+                (RunStatus::Interrupted, Settled::idle(values.clone()), values)
+            }
+            Ending::Cancelled(CancelAction::Rollback) => {
+                if let Some(g) = graph {
+                    g.rollback(&run.thread_id, head.as_deref()).await?;
+                }
+                let values = current().await?;
+                self.settle(run, Settled::idle(values.clone())).await?;
+                q.delete_run(&run.run_id).await?;
+                return Ok(values);
+            }
+        };
+        // The thread first: whoever sees the run final (a join, the SDK after a stream) then
+        // finds the thread final too.
+        self.settle(run, settled).await?;
+        if !q.finish(&run.run_id, run.attempt, status).await? {
+            tracing::warn!(run_id = %run.run_id, attempt = run.attempt, "the run was claimed again while it settled: its status is the new claim's");
+        }
+        Ok(outcome)
+    }
+
+    /// Writes the thread's row after a run, in one update of the row as the database holds it;
+    /// it stays `busy` while another of its runs waits.
+    async fn settle(&self, run: &Run, settled: Settled) -> Result<(), RunError> {
+        let busy = self.thread_has_inflight(&run.thread_id, Some(&run.run_id)).await?;
+        let update = ThreadUpdate {
+            metadata: None,
+            status: Some(if busy { ThreadStatus::Busy } else { settled.status }),
+            values: Some(settled.values),
+            interrupts: Some(settled.interrupts),
+            error: Some(settled.error),
+        };
+        self.inner.catalog.update_thread(&run.thread_id, &update).await?;
+        Ok(())
+    }
+}
+
+impl Settled {
+    fn idle(values: Value) -> Self {
+        Self {
+            status: ThreadStatus::Idle,
+            values,
+            interrupts: Map::new(),
+            error: Value::Null,
+        }
+    }
+}

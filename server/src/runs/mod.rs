@@ -1,0 +1,360 @@
+//! The run manager: the workers that claim runs from [`crate::db::RunQueue`], run them through
+//! [`crate::graph::ServedGraph`], publish their events on [`crate::bus::Bus`], and apply the
+//! multitask strategies, cancellation, `on_disconnect` and `on_completion`. [`Manager`] is the
+//! one handle: the API creates, joins and cancels runs through it, and it owns this process's
+//! workers ([`Manager::start`], [`Manager::shutdown`]).
+//!
+//! Every run's stream on the bus is: `metadata` (`{"run_id","attempt":1}`), the graph's events,
+//! an `error` event when the run failed, then one [`OUTCOME_EVENT`] holding what `join` answers,
+//! then [`StreamItem::Done`](crate::bus::StreamItem::Done). The worker records the run's final
+//! status before it publishes `Done`, so a client that reads the run after its stream closed
+//! (as the SDK does) sees it final. The SSE routes do not forward [`OUTCOME_EVENT`], and send no
+//! `event: end`, as the captured server.
+
+use crate::bus::{Bus, BusError, CancelAction, StreamItem};
+use crate::db::{Catalog, DbError, RunQueue, ThreadUpdate};
+use crate::graph::{GraphError, ServedGraph};
+use crate::model::{Run, RunStatus, ThreadStatus};
+use futures::StreamExt;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+
+mod create;
+mod execute;
+mod ttl;
+mod webhook;
+mod worker;
+
+pub use ttl::Swept;
+pub use webhook::WEBHOOK_TIMEOUT;
+
+pub use create::{IfNotExists, OnCompletion, OnDisconnect, RunCreate, StreamModes, NOT_FOUND_DETAIL, REJECT_DETAIL};
+
+/// The name of the last event of every run's stream on the bus: its data is what `join` answers
+/// (final values, with `__interrupt__` or as `{"__error__"}`). Never sent to SSE clients.
+pub const OUTCOME_EVENT: &str = "__outcome__";
+
+/// How a [`Manager`]'s workers behave.
+#[derive(Debug, Clone)]
+pub struct ManagerConfig {
+    /// Runs this process runs at once (LangGraph's default: 10).
+    pub workers: usize,
+    /// How long a worker waits for a wake before it polls the queue anyway.
+    pub poll: Duration,
+    /// How often the worker beats on the bus (its heartbeat lives three beats).
+    pub heartbeat: Duration,
+    /// How long in-flight runs may go on after [`Manager::shutdown`] before they are requeued.
+    pub grace: Duration,
+    /// Whether [`Manager::start`] puts every run left `running` back in the queue (embedded mode:
+    /// this process was the only worker, so those runs' worker died).
+    pub requeue_on_start: bool,
+    /// How often an SSE response sends `: heartbeat` while no event goes out (LangGraph: 5 s).
+    pub sse_heartbeat: Duration,
+    /// The time-to-live a new thread gets when its request gives none (`checkpointer.ttl`'s
+    /// `default_ttl` and `strategy`); `None`: threads live until deleted.
+    pub thread_ttl: Option<crate::model::ThreadTtl>,
+    /// How often this process's workers apply the threads' TTLs (LangGraph's
+    /// `sweep_interval_minutes`, default 5 minutes); `None`: never (another process does).
+    pub ttl_sweep: Option<Duration>,
+}
+
+impl Default for ManagerConfig {
+    fn default() -> Self {
+        Self {
+            workers: 10,
+            poll: Duration::from_secs(1),
+            heartbeat: Duration::from_secs(5),
+            grace: Duration::from_secs(10),
+            requeue_on_start: true,
+            sse_heartbeat: Duration::from_secs(5),
+            thread_ttl: None,
+            ttl_sweep: Some(Duration::from_secs(5 * 60)),
+        }
+    }
+}
+
+/// Why a run request failed; the API maps each kind to its status code.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunError {
+    /// Bad input (422): the message names the body field at fault.
+    Invalid(String),
+    /// No such thread, assistant or run (404).
+    NotFound(String),
+    /// The thread is busy and the strategy is `reject` (409).
+    Conflict(String),
+    /// A table, the bus or the graph failed (500).
+    Internal(String),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Invalid(m) | RunError::NotFound(m) | RunError::Conflict(m) | RunError::Internal(m) => {
+                f.write_str(m)
+            }
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+impl From<DbError> for RunError {
+    fn from(e: DbError) -> Self {
+        match e {
+            DbError::Conflict(m) => RunError::Conflict(m),
+            DbError::Backend(m) => RunError::Internal(m),
+        }
+    }
+}
+
+impl From<BusError> for RunError {
+    fn from(e: BusError) -> Self {
+        RunError::Internal(format!("bus: {e}"))
+    }
+}
+
+impl From<GraphError> for RunError {
+    fn from(e: GraphError) -> Self {
+        match e {
+            GraphError::Invalid(m) => RunError::Invalid(m),
+            GraphError::NotFound(m) => RunError::NotFound(m),
+            GraphError::Conflict(m) => RunError::Conflict(m),
+            GraphError::Internal(m) => RunError::Internal(m),
+        }
+    }
+}
+
+/// `v`, unless it is `null`.
+fn non_null(v: &Value) -> Option<&Value> {
+    (!v.is_null()).then_some(v)
+}
+
+pub(crate) use crate::model::now;
+
+/// Locks `m`, taking the data even if a holder panicked (every critical section here leaves its
+/// map consistent).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Creates, joins and cancels runs; owns this process's workers. Cheap to clone.
+#[derive(Clone)]
+pub struct Manager {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    graphs: Arc<BTreeMap<String, Arc<dyn ServedGraph>>>,
+    catalog: Arc<dyn Catalog>,
+    queue: Arc<dyn RunQueue>,
+    bus: Arc<dyn Bus>,
+    config: ManagerConfig,
+    /// This process's worker id (heartbeats, claims, requeue).
+    worker_id: String,
+    /// The cancel signal of each run this process is running.
+    running: Mutex<HashMap<String, watch::Sender<Option<CancelAction>>>>,
+    /// Cancellations that came before their run was claimed here.
+    early_cancels: Mutex<worker::EarlyCancels>,
+    /// The runs this process put back in the queue after they had started (they resume).
+    requeued: Mutex<std::collections::HashSet<String>>,
+    /// Flips to `true` on shutdown: stop claiming.
+    stopping: watch::Sender<bool>,
+    /// The dispatcher, heartbeat and cancellation tasks.
+    tasks: Mutex<JoinSet<()>>,
+    /// The runs being run (each holds a permit of `slots`).
+    runs: tokio::sync::Mutex<JoinSet<()>>,
+    slots: Arc<Semaphore>,
+}
+
+impl fmt::Debug for Manager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Manager")
+            .field("worker_id", &self.inner.worker_id)
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Manager {
+    /// A manager over these graphs and tables; it runs nothing until [`Manager::start`].
+    pub fn new(
+        graphs: Arc<BTreeMap<String, Arc<dyn ServedGraph>>>,
+        catalog: Arc<dyn Catalog>,
+        queue: Arc<dyn RunQueue>,
+        bus: Arc<dyn Bus>,
+        config: ManagerConfig,
+    ) -> Self {
+        let slots = Arc::new(Semaphore::new(config.workers.max(1)));
+        Self {
+            inner: Arc::new(Inner {
+                graphs,
+                catalog,
+                queue,
+                bus,
+                config,
+                worker_id: format!("worker-{}", uuid::Uuid::new_v4()),
+                running: Mutex::new(HashMap::new()),
+                early_cancels: Mutex::new(HashMap::new()),
+                requeued: Mutex::new(std::collections::HashSet::new()),
+                stopping: watch::channel(false).0,
+                tasks: Mutex::new(JoinSet::new()),
+                runs: tokio::sync::Mutex::new(JoinSet::new()),
+                slots,
+            }),
+        }
+    }
+
+    /// How this manager was configured.
+    pub fn config(&self) -> &ManagerConfig {
+        &self.inner.config
+    }
+
+    /// This process's worker id.
+    pub fn worker_id(&self) -> &str {
+        &self.inner.worker_id
+    }
+
+    /// The served graph `graph_id`.
+    fn graph(&self, graph_id: &str) -> Result<Arc<dyn ServedGraph>, RunError> {
+        self.inner
+            .graphs
+            .get(graph_id)
+            .cloned()
+            .ok_or_else(|| RunError::NotFound(format!("graph `{graph_id}` is not served here")))
+    }
+
+    /// The run `run_id` of `thread_id`, or 404.
+    pub async fn get(&self, thread_id: &str, run_id: &str) -> Result<Run, RunError> {
+        self.inner
+            .queue
+            .get_run(thread_id, run_id)
+            .await?
+            .ok_or_else(|| RunError::NotFound(format!("Run {run_id} not found")))
+    }
+
+    /// Waits for the run to end and answers what `/runs/wait` and `/join` return: the final
+    /// values, with `"__interrupt__"` when it paused, or `{"__error__": {"error", "message"}}`
+    /// when it failed.
+    pub async fn join(&self, thread_id: &str, run_id: &str) -> Result<Value, RunError> {
+        let run = self.get(thread_id, run_id).await?;
+        if !run.status.is_final() {
+            let mut stream = self.inner.bus.subscribe(run_id, Some("-1")).await?;
+            let mut outcome = None;
+            while let Some(item) = stream.next().await {
+                if let StreamItem::Event { event, data, .. } = item {
+                    if event == OUTCOME_EVENT {
+                        outcome = Some(data);
+                    }
+                }
+            }
+            if let Some(outcome) = outcome {
+                return Ok(outcome);
+            }
+        }
+        self.outcome_from_thread(thread_id).await
+    }
+
+    /// What `join` answers for a run that ended long ago: its thread's values, interrupts and error.
+    async fn outcome_from_thread(&self, thread_id: &str) -> Result<Value, RunError> {
+        let Some(thread) = self.inner.catalog.get_thread(thread_id).await? else {
+            return Ok(Value::Null);
+        };
+        if thread.status == ThreadStatus::Error && !thread.error.is_null() {
+            return Ok(json!({ "__error__": thread.error }));
+        }
+        let values = thread.values;
+        if thread.status == ThreadStatus::Interrupted {
+            let all: Vec<Value> = thread
+                .interrupts
+                .values()
+                .filter_map(Value::as_array)
+                .flatten()
+                .map(|i| json!({ "value": i["value"], "id": i["id"], "response_schema": null }))
+                .collect();
+            return Ok(crate::graph::with_interrupts(values, Value::Array(all)));
+        }
+        Ok(values)
+    }
+
+    /// Cancels a run (`POST …/cancel?action=`); with `wait`, returns once it has stopped.
+    pub async fn cancel(
+        &self,
+        thread_id: &str,
+        run_id: &str,
+        action: CancelAction,
+        wait: bool,
+    ) -> Result<(), RunError> {
+        let run = self.get(thread_id, run_id).await?;
+        if run.status.is_final() {
+            return Ok(());
+        }
+        let stream = if wait {
+            Some(self.inner.bus.subscribe(run_id, Some("-1")).await?)
+        } else {
+            None
+        };
+        self.cancel_run(&run, action).await?;
+        if let Some(stream) = stream {
+            stream.for_each(|_| async {}).await;
+        }
+        Ok(())
+    }
+
+    /// Deletes a run; one in flight is cancelled first (`action=interrupt`).
+    pub async fn delete(&self, thread_id: &str, run_id: &str) -> Result<(), RunError> {
+        let run = self.get(thread_id, run_id).await?;
+        if !run.status.is_final() {
+            let stream = self.inner.bus.subscribe(run_id, Some("-1")).await?;
+            self.cancel_run(&run, CancelAction::Interrupt).await?;
+            stream.for_each(|_| async {}).await;
+        }
+        self.inner.queue.delete_run(run_id).await?;
+        Ok(())
+    }
+
+    /// The thread's runs, newest first.
+    pub async fn list(
+        &self,
+        thread_id: &str,
+        limit: usize,
+        offset: usize,
+        status: Option<RunStatus>,
+    ) -> Result<Vec<Run>, RunError> {
+        Ok(self.inner.queue.list_runs(thread_id, limit, offset, status).await?)
+    }
+
+    /// The bus the runs' streams are published on (the SSE routes subscribe to it).
+    pub fn bus(&self) -> &Arc<dyn Bus> {
+        &self.inner.bus
+    }
+
+    /// Sets the thread idle (keeping its values) when none of its runs is pending or running.
+    async fn settle_idle_thread(&self, thread_id: &str) -> Result<(), RunError> {
+        if self.thread_has_inflight(thread_id, None).await? {
+            return Ok(());
+        }
+        let update = ThreadUpdate {
+            status: Some(ThreadStatus::Idle),
+            ..ThreadUpdate::default()
+        };
+        self.inner.catalog.update_thread(thread_id, &update).await?;
+        Ok(())
+    }
+
+    /// Whether the thread has a run pending or running, other than `except`.
+    async fn thread_has_inflight(&self, thread_id: &str, except: Option<&str>) -> Result<bool, RunError> {
+        let q = &self.inner.queue;
+        for status in [RunStatus::Pending, RunStatus::Running] {
+            let runs = q.list_runs(thread_id, 2, 0, Some(status)).await?;
+            if runs.iter().any(|r| Some(r.run_id.as_str()) != except) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}

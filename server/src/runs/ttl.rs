@@ -1,0 +1,92 @@
+//! Threads' time-to-live (LangGraph's `checkpointer.ttl`, and the `ttl` of threads.create and
+//! threads.update): the sweeper that every worker process runs. Each sweep asks the catalog for
+//! the threads unchanged for longer than their TTL and not busy, then deletes each (`delete`:
+//! its row, runs and checkpoints, as `DELETE /threads/{id}` does) or prunes it to its latest
+//! checkpoint (`keep_latest`). Sweeps on several workers may meet on one thread: deleting a
+//! thread twice, or pruning it twice, is harmless.
+
+use super::{Manager, RunError};
+use crate::model::{ThreadStatus, TtlStrategy};
+use std::time::Duration;
+
+/// How many expired threads one sweep handles at most (the rest wait for the next sweep).
+const SWEEP_LIMIT: usize = 1000;
+
+/// What one sweep did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// Threads deleted whole.
+    pub deleted: usize,
+    /// Threads pruned to their latest checkpoint.
+    pub pruned: usize,
+}
+
+impl Manager {
+    /// Applies the threads' TTLs once: what a worker's sweeper does every
+    /// [`ManagerConfig::ttl_sweep`](super::ManagerConfig::ttl_sweep). A thread whose graph is not
+    /// served here is left as it is (its checkpoints could not be reached), with a warning.
+    ///
+    /// # Errors
+    /// When the catalog cannot list the expired threads; a failure on one thread is logged and
+    /// the sweep goes on with the next.
+    pub async fn sweep_thread_ttls(&self) -> Result<Swept, RunError> {
+        let now = crate::model::now();
+        let expired = self.inner.catalog.expired_threads(&now, SWEEP_LIMIT).await?;
+        let mut swept = Swept::default();
+        for (thread_id, strategy) in expired {
+            match self.expire(&thread_id, strategy).await {
+                Ok(true) if strategy == TtlStrategy::Delete => swept.deleted += 1,
+                Ok(true) => swept.pruned += 1,
+                Ok(false) => {}
+                Err(e) => tracing::warn!(thread = %thread_id, error = %e, "the TTL sweeper could not expire a thread"),
+            }
+        }
+        Ok(swept)
+    }
+
+    /// Deletes or prunes one expired thread; `false` when it was left (gone already, busy again,
+    /// or its graph not served here).
+    async fn expire(&self, thread_id: &str, strategy: TtlStrategy) -> Result<bool, RunError> {
+        let Some(thread) = self.inner.catalog.get_thread(thread_id).await? else {
+            return Ok(false);
+        };
+        // A run may have been created since the catalog listed the thread.
+        if thread.status == ThreadStatus::Busy || self.thread_has_inflight(thread_id, None).await? {
+            return Ok(false);
+        }
+        let graph_id = thread.metadata.get("graph_id").and_then(|g| g.as_str());
+        let Some(graph) = graph_id.and_then(|g| self.graph(g).ok()) else {
+            tracing::warn!(thread = %thread_id, "the TTL sweeper left a thread whose graph is not served here");
+            return Ok(false);
+        };
+        match strategy {
+            TtlStrategy::Delete => {
+                graph.delete_thread(thread_id).await?;
+                self.inner.catalog.delete_thread(thread_id).await?;
+            }
+            TtlStrategy::KeepLatest => {
+                graph.keep_latest(thread_id).await?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Sweeps every `every` until the manager stops (the first sweep after one interval).
+    pub(super) async fn sweep_ttls_every(&self, every: Duration) {
+        let mut timer = tokio::time::interval(every);
+        timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        timer.tick().await;
+        loop {
+            timer.tick().await;
+            match self.sweep_thread_ttls().await {
+                Ok(Swept { deleted: 0, pruned: 0 }) => {}
+                Ok(s) => tracing::info!(
+                    deleted = s.deleted,
+                    pruned = s.pruned,
+                    "the TTL sweeper expired threads"
+                ),
+                Err(e) => tracing::warn!(error = %e, "the TTL sweeper failed; it tries again at its next interval"),
+            }
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! This process's workers: the dispatcher that claims runs while a slot is free, the listener
+//! that routes the bus's cancellations to the runs they name, the heartbeat (with the sweeper that
+//! requeues the runs of workers whose heartbeat stopped), and graceful shutdown. Running one run
+//! is [`super::execute`]'s.
+
+use super::{Manager, RunError};
+use crate::bus::CancelAction;
+use futures::StreamExt;
+use std::collections::HashMap;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// How long a cancellation for a run no worker here holds yet is remembered (a pending run
+/// cancelled just as it is claimed).
+const EARLY_CANCEL_TTL: Duration = Duration::from_secs(60);
+
+impl Manager {
+    /// Starts the workers: requeues the runs left `running` (when configured: embedded mode),
+    /// listens for cancellations, beats, and claims runs while fewer than `workers` run.
+    pub async fn start(&self) -> Result<(), RunError> {
+        let inner = &self.inner;
+        if inner.config.requeue_on_start {
+            let back = inner.queue.requeue(None).await?;
+            if !back.is_empty() {
+                tracing::info!(runs = back.len(), "requeued the runs left running");
+            }
+            super::lock(&inner.requeued).extend(back);
+        }
+        let cancels = inner.bus.cancellations().await?;
+        let mut tasks = super::lock(&inner.tasks);
+        let me = self.clone();
+        tasks.spawn(async move { me.route_cancellations(cancels).await });
+        let me = self.clone();
+        tasks.spawn(async move { me.beat_and_sweep().await });
+        let me = self.clone();
+        tasks.spawn(async move { me.dispatch().await });
+        if let Some(every) = inner.config.ttl_sweep.filter(|d| !d.is_zero()) {
+            let me = self.clone();
+            tasks.spawn(async move { me.sweep_ttls_every(every).await });
+        }
+        Ok(())
+    }
+
+    /// Stops claiming, lets the runs in flight go on for the grace period, then stops them and
+    /// puts them back in the queue (they resume from their last checkpoint on the next start).
+    pub async fn shutdown(&self) {
+        let inner = &self.inner;
+        inner.stopping.send_replace(true);
+        super::lock(&inner.tasks).abort_all();
+        let mut runs = inner.runs.lock().await;
+        let drained =
+            tokio::time::timeout(inner.config.grace, async { while runs.join_next().await.is_some() {} }).await;
+        if drained.is_err() {
+            runs.abort_all();
+            while runs.join_next().await.is_some() {}
+            match inner.queue.requeue(Some(&inner.worker_id)).await {
+                Ok(back) => {
+                    tracing::info!(runs = back.len(), "requeued the runs still running at shutdown");
+                    super::lock(&inner.requeued).extend(back);
+                }
+                Err(e) => tracing::error!(error = %e, "could not requeue the runs still running at shutdown"),
+            }
+        }
+    }
+
+    /// Claims runs while a slot is free, each run in its own task; waits for a wake (or the poll
+    /// interval) when the queue has nothing for it.
+    async fn dispatch(&self) {
+        let inner = &self.inner;
+        let mut stopping = inner.stopping.subscribe();
+        loop {
+            let Ok(permit) = inner.slots.clone().acquire_owned().await else {
+                return;
+            };
+            if *stopping.borrow_and_update() {
+                return;
+            }
+            match inner.queue.claim(&inner.worker_id).await {
+                Ok(Some(run)) => {
+                    let cancel = self.register(&run.run_id);
+                    let me = self.clone();
+                    inner.runs.lock().await.spawn(async move {
+                        let run_id = run.run_id.clone();
+                        me.execute(run, cancel).await;
+                        me.unregister(&run_id);
+                        drop(permit);
+                    });
+                    // Reap finished run tasks so the set does not grow.
+                    let mut runs = inner.runs.lock().await;
+                    while runs.try_join_next().is_some() {}
+                }
+                Ok(None) => {
+                    drop(permit);
+                    let idle = self.idle_wait().await;
+                    tokio::select! {
+                        () = inner.bus.wait_wake(idle) => {}
+                        _ = stopping.changed() => return,
+                    }
+                }
+                Err(e) => {
+                    drop(permit);
+                    tracing::error!(error = %e, "claiming a run failed");
+                    tokio::time::sleep(inner.config.poll).await;
+                }
+            }
+        }
+    }
+
+    /// How long the dispatcher waits for a wake when the queue has nothing for it: the poll
+    /// interval, or less when a delayed run's time comes sooner (its timer: whichever process
+    /// queued it, the workers claim it on time, and the poll still catches it if this fails).
+    async fn idle_wait(&self) -> Duration {
+        let poll = self.inner.config.poll;
+        let Ok(Some(due)) = self.inner.queue.next_due().await else {
+            return poll;
+        };
+        let Some(due) = super::execute::parse_time(&due) else {
+            return poll;
+        };
+        let now = weir_runtime::checkpoint::Timestamp::now().unix_micros();
+        // A millisecond late rather than early: the claim compares the clock again.
+        let wait = Duration::from_micros(due.unix_micros().saturating_sub(now)) + Duration::from_millis(1);
+        wait.min(poll)
+    }
+
+    /// The cancel signal of a claimed run, set at once if its cancellation came before the claim.
+    fn register(&self, run_id: &str) -> watch::Receiver<Option<CancelAction>> {
+        let early = super::lock(&self.inner.early_cancels).remove(run_id).map(|(a, _)| a);
+        let (tx, rx) = watch::channel(early);
+        super::lock(&self.inner.running).insert(run_id.to_owned(), tx);
+        rx
+    }
+
+    fn unregister(&self, run_id: &str) {
+        super::lock(&self.inner.running).remove(run_id);
+    }
+
+    /// Routes each cancellation on the bus to the run it names, if it runs here; otherwise keeps
+    /// it a while, for a run about to be claimed.
+    async fn route_cancellations(&self, mut cancels: futures::stream::BoxStream<'static, (String, CancelAction)>) {
+        while let Some((run_id, action)) = cancels.next().await {
+            let sent = super::lock(&self.inner.running)
+                .get(&run_id)
+                .map(|tx| tx.send_replace(Some(action)))
+                .is_some();
+            if !sent {
+                let mut early = super::lock(&self.inner.early_cancels);
+                let now = Instant::now();
+                early.retain(|_, (_, at): &mut (CancelAction, Instant)| now.duration_since(*at) < EARLY_CANCEL_TTL);
+                early.insert(run_id, (action, now));
+            }
+        }
+    }
+
+    /// Beats on the bus every `heartbeat`, and requeues the runs of other workers whose
+    /// heartbeat has expired (their process died).
+    async fn beat_and_sweep(&self) {
+        let inner = &self.inner;
+        let mut tick = tokio::time::interval(inner.config.heartbeat);
+        loop {
+            tick.tick().await;
+            if let Err(e) = inner.bus.beat(&inner.worker_id, inner.config.heartbeat * 3).await {
+                tracing::warn!(error = %e, "heartbeat failed");
+            }
+            let Ok(workers) = inner.queue.busy_workers().await else {
+                continue;
+            };
+            for worker in workers.iter().filter(|w| **w != inner.worker_id) {
+                if let Ok(false) = inner.bus.is_alive(worker).await {
+                    if let Ok(back) = inner.queue.requeue(Some(worker)).await {
+                        tracing::warn!(worker, runs = back.len(), "requeued the runs of a dead worker");
+                        super::lock(&inner.requeued).extend(back);
+                        let _ = inner.bus.wake().await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The early cancellations: run id → (action, when it came).
+pub(super) type EarlyCancels = HashMap<String, (CancelAction, Instant)>;

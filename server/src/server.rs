@@ -1,0 +1,435 @@
+//! [`Server`]: the library API that serves graphs in a few lines — which graphs, on which
+//! backends, with which options — and starts the API on a listener with graceful shutdown. At
+//! start it makes each graph's system assistant (id [`system_assistant_id`]).
+
+use crate::api::{ApiOptions, AppState};
+use crate::bus::local::LocalBus;
+use crate::bus::redis::RedisBus;
+use crate::bus::{Bus, BusError};
+use crate::db::postgres::PostgresDb;
+use crate::db::sqlite::SqliteDb;
+use crate::db::{Catalog, DbError, RunQueue};
+use crate::graph::{Serve, ServedGraph};
+use crate::model::{system_assistant_id, Assistant, Object, ThreadTtl};
+use crate::runs::{Manager, ManagerConfig, RunError};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use weir_runtime::checkpoint::{Checkpointer, PostgresSaver, SaverError, SqliteSaver};
+use weir_runtime::store::{InMemoryStore, PostgresStore, SqliteStore, Store, StoreConfig, StoreError};
+
+/// A weir server: its graphs, its backends and its options.
+///
+/// # Examples
+///
+/// See the crate's quick start.
+pub struct Server {
+    graphs: BTreeMap<String, Graph>,
+    saver: Arc<dyn Checkpointer>,
+    store: Arc<dyn Store>,
+    catalog: Arc<dyn Catalog>,
+    queue: Arc<dyn RunQueue>,
+    bus: Arc<dyn Bus>,
+    options: ApiOptions,
+    manager: ManagerConfig,
+    role: Role,
+    store_sweep: Option<Duration>,
+}
+
+/// What a server process does: in a scaled-out deployment, API processes and worker processes
+/// can be started apart; an embedded server does both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Role {
+    /// Serve the HTTP API only; the runs are run by worker processes.
+    Api,
+    /// Run the queued runs only, with no HTTP listener.
+    Worker,
+    /// Both (the default).
+    #[default]
+    All,
+}
+
+/// Serves a graph on the server's checkpointer and store.
+type MakeServed = Box<dyn FnOnce(Arc<dyn Checkpointer>, Arc<dyn Store>) -> Arc<dyn ServedGraph> + Send + Sync>;
+
+/// A graph given to the builder: served when the server starts, on the checkpointer and store
+/// the server has then (so the order of the builder's calls does not matter).
+enum Graph {
+    /// A typed graph or a flow, to serve on the server's backends.
+    Pending(MakeServed),
+    /// A bridge of the user's own.
+    Served(Arc<dyn ServedGraph>),
+}
+
+impl Graph {
+    fn serve(self, saver: &Arc<dyn Checkpointer>, store: &Arc<dyn Store>) -> Arc<dyn ServedGraph> {
+        match self {
+            Graph::Pending(make) => make(saver.clone(), store.clone()),
+            Graph::Served(graph) => graph,
+        }
+    }
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("graphs", &self.graphs.keys().collect::<Vec<_>>())
+            .field("options", &self.options)
+            .field("manager", &self.manager)
+            .field("role", &self.role)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a server could not start.
+#[derive(Debug)]
+pub enum ServeError {
+    /// The checkpointer could not be opened.
+    Saver(SaverError),
+    /// The store could not be opened.
+    Store(StoreError),
+    /// The server's tables could not be opened, or making the system assistants failed.
+    Db(DbError),
+    /// The bus could not connect.
+    Bus(BusError),
+    /// The listener failed.
+    Io(std::io::Error),
+    /// The workers could not start (the run queue or the bus failed).
+    Workers(RunError),
+}
+
+impl std::fmt::Display for ServeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServeError::Saver(e) => write!(f, "cannot open the checkpointer: {e}"),
+            ServeError::Store(e) => write!(f, "cannot open the store: {e}"),
+            ServeError::Db(e) => write!(f, "cannot open the server's tables: {e}"),
+            ServeError::Bus(e) => write!(f, "cannot connect the bus: {e}"),
+            ServeError::Io(e) => write!(f, "cannot serve: {e}"),
+            ServeError::Workers(e) => write!(f, "cannot start the workers: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ServeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ServeError::Saver(e) => Some(e),
+            ServeError::Store(e) => Some(e),
+            ServeError::Db(e) => Some(e),
+            ServeError::Bus(e) => Some(e),
+            ServeError::Io(e) => Some(e),
+            ServeError::Workers(_) => None,
+        }
+    }
+}
+
+impl Server {
+    /// An embedded server: threads, runs and checkpoints in the one SQLite file at `path` (made
+    /// when missing), streams and signals in process. Runs left running by a previous process on
+    /// the file are put back in the queue when the workers start.
+    pub async fn embedded(path: impl AsRef<std::path::Path>) -> Result<Self, ServeError> {
+        Self::embedded_with(path, StoreConfig::default()).await
+    }
+
+    /// [`Server::embedded`], its store (in the same file) set up with `store` (index, TTL).
+    pub async fn embedded_with(path: impl AsRef<std::path::Path>, store: StoreConfig) -> Result<Self, ServeError> {
+        let path = path.as_ref();
+        let saver = SqliteSaver::open(path).map_err(ServeError::Saver)?;
+        let db = Arc::new(SqliteDb::open(path).await.map_err(ServeError::Db)?);
+        let store = SqliteStore::open(path, store).map_err(ServeError::Store)?;
+        Ok(Self::with_backends(Arc::new(saver), db.clone(), db, Arc::new(LocalBus::default())).store(Arc::new(store)))
+    }
+
+    /// A scaled-out server: threads, runs and checkpoints on the PostgreSQL server at
+    /// `postgres_url`, wake-ups, cancellations, streams and heartbeats over the Redis server at
+    /// `redis_url`. Start as many as you like, each with its [`Role`]; a worker whose heartbeat
+    /// stops has its runs put back in the queue by the others.
+    pub async fn scale_out(postgres_url: &str, redis_url: &str) -> Result<Self, ServeError> {
+        Self::scale_out_in(postgres_url, redis_url, "weir", "weir").await
+    }
+
+    /// [`Server::scale_out`] with its tables and checkpoints in the PostgreSQL schema `schema`
+    /// and its keys under the Redis prefix `prefix` (both `weir` by default), so that several
+    /// deployments, or tests, can share the two servers without meeting.
+    pub async fn scale_out_in(
+        postgres_url: &str,
+        redis_url: &str,
+        schema: &str,
+        prefix: &str,
+    ) -> Result<Self, ServeError> {
+        Self::scale_out_with(postgres_url, redis_url, schema, prefix, StoreConfig::default()).await
+    }
+
+    /// [`Server::scale_out_in`], its store (in the same schema) set up with `store` (index, TTL).
+    pub async fn scale_out_with(
+        postgres_url: &str,
+        redis_url: &str,
+        schema: &str,
+        prefix: &str,
+        store: StoreConfig,
+    ) -> Result<Self, ServeError> {
+        let store_config = store;
+        let saver = PostgresSaver::options()
+            .schema(schema)
+            .connect(postgres_url)
+            .await
+            .map_err(ServeError::Saver)?;
+        let db = PostgresDb::options().schema(schema).connect(postgres_url).await;
+        let db = Arc::new(db.map_err(ServeError::Db)?);
+        let bus = RedisBus::options()
+            .prefix(prefix)
+            .connect(redis_url)
+            .await
+            .map_err(ServeError::Bus)?;
+        let manager = ManagerConfig {
+            requeue_on_start: false,
+            ..ManagerConfig::default()
+        };
+        let store = PostgresStore::connect_with_schema(postgres_url, schema, store_config).await;
+        let store = Arc::new(store.map_err(ServeError::Store)?);
+        Ok(Self::with_backends(Arc::new(saver), db.clone(), db, Arc::new(bus))
+            .store(store)
+            .manager_config(manager))
+    }
+
+    /// A server on these backends — the checkpointer keeping the threads' state, the catalog,
+    /// the run queue and the bus — serving no graph yet, with 10 workers and a store in memory
+    /// (see [`Server::store`]).
+    pub fn with_backends(
+        saver: Arc<dyn Checkpointer>,
+        catalog: Arc<dyn Catalog>,
+        queue: Arc<dyn RunQueue>,
+        bus: Arc<dyn Bus>,
+    ) -> Self {
+        Self {
+            graphs: BTreeMap::new(),
+            saver,
+            store: Arc::new(InMemoryStore::new()),
+            catalog,
+            queue,
+            bus,
+            options: ApiOptions::default(),
+            manager: ManagerConfig::default(),
+            role: Role::All,
+            store_sweep: None,
+        }
+    }
+
+    /// The checkpointer the server keeps its threads' state on: a JSON flow whose nodes pause for
+    /// a person is loaded with it (`LoadOptions { checkpointer: Some(server.checkpointer()), .. }`).
+    pub fn checkpointer(&self) -> Arc<dyn Checkpointer> {
+        self.saver.clone()
+    }
+
+    /// Serves `graph` as `graph_id`, its threads on the server's checkpointer: a typed
+    /// [`CompiledGraph`](weir_runtime::CompiledGraph) or a JSON [`Flow`](weir_flow::Flow). A second
+    /// graph with the same id replaces the first.
+    /// Its nodes see the server's store as `ctx.store()`.
+    pub fn graph(mut self, graph_id: impl Into<String>, graph: impl Serve + Send + Sync + 'static) -> Self {
+        let make = move |saver, store| graph.into_served_with(saver, Some(store));
+        self.graphs.insert(graph_id.into(), Graph::Pending(Box::new(make)));
+        self
+    }
+
+    /// Serves a graph through a [`ServedGraph`] of your own, as `graph_id`.
+    pub fn served(mut self, graph_id: impl Into<String>, graph: Arc<dyn ServedGraph>) -> Self {
+        self.graphs.insert(graph_id.into(), Graph::Served(graph));
+        self
+    }
+
+    /// The long-term memory behind `/store/*` and the served graphs' `ctx.store()`: by default
+    /// the SQLite file of an embedded server, the PostgreSQL schema of a scaled-out one, and
+    /// memory for [`Server::with_backends`].
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// Deletes the store's expired items every `every` (LangGraph's `store.ttl.sweep_interval_minutes`)
+    /// while the server runs.
+    pub fn store_sweep(mut self, every: Duration) -> Self {
+        self.store_sweep = Some(every);
+        self
+    }
+
+    /// The time-to-live a new thread gets when its request gives none (`checkpointer.ttl`'s
+    /// `default_ttl` and `strategy`).
+    pub fn thread_ttl(mut self, ttl: Option<ThreadTtl>) -> Self {
+        self.manager.thread_ttl = ttl;
+        self
+    }
+
+    /// How often the workers apply the threads' TTLs (default every 5 minutes).
+    pub fn ttl_sweep(mut self, every: Duration) -> Self {
+        self.manager.ttl_sweep = Some(every);
+        self
+    }
+
+    /// How many runs this process runs at once (default 10, LangGraph's).
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.manager.workers = workers;
+        self
+    }
+
+    /// How the workers behave (poll interval, heartbeats, shutdown grace, …); replaces
+    /// [`Server::workers`]' setting too.
+    pub fn manager_config(mut self, config: ManagerConfig) -> Self {
+        self.manager = config;
+        self
+    }
+
+    /// What this process does (default [`Role::All`]).
+    pub fn role(mut self, role: Role) -> Self {
+        self.role = role;
+        self
+    }
+
+    /// The largest request body accepted, in bytes (default 8 MiB).
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.options.body_limit = bytes;
+        self
+    }
+
+    /// Makes the system assistants, starts the workers (unless the role is [`Role::Api`]), and
+    /// returns the API's router (for tests, or to nest in an app of your own). The workers run
+    /// until the process ends; [`Server::serve_on`] stops them gracefully instead.
+    pub async fn router(self) -> Result<axum::Router, ServeError> {
+        Ok(self.start().await?.0)
+    }
+
+    /// The router, the started manager, and the store's sweeper if it has one.
+    async fn start(self) -> Result<(axum::Router, Manager, Option<tokio::task::JoinHandle<()>>), ServeError> {
+        for graph_id in self.graphs.keys() {
+            ensure_system_assistant(self.catalog.as_ref(), graph_id)
+                .await
+                .map_err(ServeError::Db)?;
+        }
+        let (saver, store) = (&self.saver, &self.store);
+        let graphs: BTreeMap<_, _> = self
+            .graphs
+            .into_iter()
+            .map(|(id, g)| (id, g.serve(saver, store)))
+            .collect();
+        let graphs = Arc::new(graphs);
+        let runs = Manager::new(
+            graphs.clone(),
+            self.catalog.clone(),
+            self.queue.clone(),
+            self.bus.clone(),
+            self.manager,
+        );
+        if self.role != Role::Api {
+            runs.start().await.map_err(ServeError::Workers)?;
+        }
+        let sweeper = self
+            .store_sweep
+            .map(|every| weir_runtime::store::spawn_sweeper(self.store.clone(), every));
+        let state = AppState {
+            graphs,
+            catalog: self.catalog,
+            queue: self.queue,
+            bus: self.bus,
+            runs: runs.clone(),
+            store: self.store,
+        };
+        Ok((crate::api::router_with(state, &self.options), runs, sweeper))
+    }
+
+    /// Serves on `listener` until `shutdown` resolves (with [`Role::Worker`], runs the workers
+    /// without answering on it), then finishes the requests in flight and stops the workers:
+    /// runs still going after the grace period go back to the queue.
+    pub async fn serve_on(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
+        let role = self.role;
+        let (app, runs, sweeper) = self.start().await?;
+        let served = if role == Role::Worker {
+            drop(listener);
+            shutdown.await;
+            Ok(())
+        } else {
+            use axum::serve::ListenerExt;
+            // Small SSE frames would otherwise wait for Nagle's algorithm.
+            let listener = listener.tap_io(|tcp| {
+                if let Err(e) = tcp.set_nodelay(true) {
+                    tracing::warn!(error = %e, "cannot set TCP_NODELAY on an accepted connection");
+                }
+            });
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+                .map_err(ServeError::Io)
+        };
+        runs.shutdown().await;
+        if let Some(sweeper) = sweeper {
+            sweeper.abort();
+        }
+        served
+    }
+
+    /// Serves on `addr` until Ctrl-C (SIGINT) or SIGTERM; with [`Role::Worker`], binds nothing
+    /// and runs the workers until then.
+    pub async fn serve(self, addr: impl tokio::net::ToSocketAddrs) -> Result<(), ServeError> {
+        if self.role == Role::Worker {
+            let (_, runs, sweeper) = self.start().await?;
+            shutdown_signal().await;
+            runs.shutdown().await;
+            if let Some(sweeper) = sweeper {
+                sweeper.abort();
+            }
+            return Ok(());
+        }
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(ServeError::Io)?;
+        self.serve_on(listener, shutdown_signal()).await
+    }
+}
+
+/// Makes `graph_id`'s system assistant unless it exists.
+async fn ensure_system_assistant(catalog: &dyn Catalog, graph_id: &str) -> Result<(), DbError> {
+    let id = system_assistant_id(graph_id).to_string();
+    if catalog.get_assistant(&id).await?.is_some() {
+        return Ok(());
+    }
+    let at = crate::api::now();
+    let mut metadata = Object::new();
+    metadata.insert("created_by".into(), "system".into());
+    let assistant = Assistant {
+        assistant_id: id,
+        graph_id: graph_id.to_owned(),
+        config: Object::new(),
+        context: Object::new(),
+        metadata,
+        name: graph_id.to_owned(),
+        created_at: at.clone(),
+        updated_at: at,
+        version: 1,
+        description: None,
+    };
+    catalog.put_assistant(&assistant).await
+}
+
+/// Resolves on Ctrl-C, or on SIGTERM on Unix.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

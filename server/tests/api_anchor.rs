@@ -1,0 +1,71 @@
+//! `weir serve --config examples/anchor/weir.json` end to end: the `weir` binary serving the
+//! anchor app's two graphs as JSON flows, driven by `shared/langgraph/server/anchor/probe.py`
+//! unchanged through the official Python client. Ignored unless asked for: it needs the SDK's
+//! venv (`tests/sdk/setup.sh`) named by `WEIR_SDK_PYTHON`; run with `--include-ignored` but
+//! without it, it fails naming it.
+
+mod served;
+
+use served::Served;
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+#[ignore = "needs WEIR_SDK_PYTHON: make the venv with server/tests/sdk/setup.sh"]
+fn anchor_probe_runs_unchanged_against_weir_serve_with_the_anchor_config() {
+    let python = std::env::var("WEIR_SDK_PYTHON")
+        .unwrap_or_else(|_| panic!("WEIR_SDK_PYTHON is not set: make the venv with server/tests/sdk/setup.sh"));
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let probe = here.join("../../shared/langgraph/server/anchor/probe.py");
+    assert!(
+        probe.exists(),
+        "no probe at {} (shared/ beside the repository)",
+        probe.display()
+    );
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (config, db) = (here.join("examples/anchor/weir.json"), dir.path().join("weir.db"));
+    let served = Served::weir(&[
+        "serve".as_ref(),
+        "--config".as_ref(),
+        config.as_os_str(),
+        "--db".as_ref(),
+        db.as_os_str(),
+        "--port".as_ref(),
+        "0".as_ref(),
+    ]);
+    let out = Command::new(&python)
+        .arg(&probe)
+        .args([served.url.as_str(), "20"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "probe.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = |prefix: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("probe printed no `{prefix}` line"))
+            .to_owned()
+    };
+    let has = |prefix: &str, parts: &[&str]| {
+        let l = line(prefix);
+        assert!(parts.iter().all(|p| l.contains(p)), "`{l}` lacks one of {parts:?}");
+    };
+    assert_eq!(line("assistants:"), "assistants: ['chain', 'hitl']");
+    has("wait ->", &["'topic': 'x'", "'log': ['a:x', 'b']"]);
+    has(
+        "state values:",
+        &["'topic': 'y'", "'log': ['a:x', 'b', 'a:y', 'b']", "next: []"],
+    );
+    // The flow's `ask` pauses (which needs the server's checkpointer) and takes a choice id.
+    has("hitl paused:", &["'question': 'ok?'", "{'id': 'yes', 'label': 'Yes'}"]);
+    has("hitl resumed ->", &["'answer': 'yes'", "'log': ['a:z', 'ok?']"]);
+    assert!(line("sequential:").starts_with("sequential: 20 runs"));
+    assert!(line("concurrent:").starts_with("concurrent: 20 runs"));
+    assert!(line("stream first update").starts_with("stream first update p50"));
+}

@@ -1,0 +1,110 @@
+//! What the API tests share: a real HTTP client over a served port ([`Client`]), an embedded
+//! server on a fresh SQLite file ([`serve`]), and the captures' `chain` graph as a flow.
+
+#![allow(dead_code)]
+
+pub mod graph;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use weir_server::Server;
+
+/// A response: status, headers, body (as JSON when it parses, else a string).
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: hyper::HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// A client of one served port (holding the server's directory).
+#[derive(Debug, Clone)]
+pub struct Client {
+    pub addr: SocketAddr,
+    _dir: Arc<tempfile::TempDir>,
+}
+
+impl Client {
+    /// Sends one request on a fresh connection.
+    pub async fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Reply {
+        let stream = tokio::net::TcpStream::connect(self.addr).await.unwrap();
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let mut req = hyper::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", self.addr.to_string());
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let res = sender
+            .send_request(req.body(Full::new(Bytes::from(body))).unwrap())
+            .await
+            .unwrap();
+        let status = res.status().as_u16();
+        let headers = res.headers().clone();
+        let bytes = res.into_body().collect().await.unwrap().to_bytes();
+        let body =
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+        Reply { status, headers, body }
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        self.send("GET", path, &[], Vec::new()).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Reply {
+        self.send(
+            "POST",
+            path,
+            &[("content-type", "application/json")],
+            body.to_string().into_bytes(),
+        )
+        .await
+    }
+
+    pub async fn patch(&self, path: &str, body: Value) -> Reply {
+        self.send(
+            "PATCH",
+            path,
+            &[("content-type", "application/json")],
+            body.to_string().into_bytes(),
+        )
+        .await
+    }
+
+    pub async fn delete(&self, path: &str) -> Reply {
+        self.send("DELETE", path, &[], Vec::new()).await
+    }
+}
+
+/// An embedded server with the graph `chain`, its SQLite file in a fresh directory, on a free port
+/// of 127.0.0.1; `body_limit` when given.
+pub async fn serve(body_limit: Option<usize>) -> Client {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::embedded(dir.path().join("weir.db"))
+        .await
+        .unwrap()
+        .graph("chain", graph::chain());
+    if let Some(limit) = body_limit {
+        server = server.body_limit(limit);
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(server.serve_on(listener, std::future::pending()));
+    Client {
+        addr,
+        _dir: Arc::new(dir),
+    }
+}

@@ -1,0 +1,69 @@
+//! The server's tables and the Redis bus against real backends: one suite ([`catalog`],
+//! [`narrow`], [`queue`]) run on SQLite (a temporary file) and on PostgreSQL (a fresh schema per test;
+//! ignored unless asked for with `-- --include-ignored`, and then `WEIR_POSTGRES_URL` must name a
+//! database); the SQLite file shared with the checkpointer ([`file`]); and the Redis bus
+//! ([`redis`]; likewise with `WEIR_REDIS_URL`, a key prefix per test).
+
+mod catalog;
+mod file;
+mod narrow;
+mod queue;
+mod redis;
+mod support;
+
+/// One test per case of the suite for a backend, given an async constructor of a
+/// [`support::Db`]; `ignore = "why"` marks them ignored unless asked for.
+macro_rules! suite {
+    ($backend:ident: $open:path $(, ignore = $why:literal)?) => {
+        mod $backend {
+            suite!(@tests $open $(, $why)?; catalog:
+                an_assistant_is_stored_replaced_and_deleted
+                assistants_are_filtered_sorted_paged_and_counted
+                a_bad_sort_is_refused_naming_the_field
+                creating_an_existing_thread_raises_or_returns_it_unchanged
+                a_thread_row_is_replaced_whole
+                threads_are_filtered_by_ids_status_metadata_and_values
+                threads_are_sorted_paged_and_counted
+                a_thread_is_read_without_its_values_when_asked
+                deleting_a_thread_deletes_its_runs
+                threads_expire_by_their_ttl_unless_busy
+            );
+            suite!(@tests $open $(, $why)?; narrow:
+                assistant_versions_are_recorded_listed_picked_and_deleted
+                concurrent_thread_updates_keep_each_others_fields
+            );
+            suite!(@tests $open $(, $why)?; queue:
+                enqueue_reports_the_runs_ahead_and_reject_stores_nothing
+                concurrent_reject_enqueues_on_one_thread_let_one_in
+                a_run_is_read_listed_set_and_deleted
+                claim_takes_the_oldest_runnable_run_and_a_threads_runs_in_order
+                concurrent_claims_never_run_two_runs_of_one_thread
+                requeue_puts_running_runs_back_and_busy_workers_names_their_workers
+                a_run_is_not_claimed_before_its_time_and_holds_its_threads_later_runs_back
+                a_stale_claim_can_neither_hold_nor_finish_a_run_claimed_again
+            );
+        }
+    };
+    (@tests $open:path; $module:ident: $($test:ident)*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                let db = $open().await;
+                crate::$module::$test(&db).await;
+            }
+        )*
+    };
+    (@tests $open:path, $why:literal; $module:ident: $($test:ident)*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[ignore = $why]
+            async fn $test() {
+                let db = $open().await;
+                crate::$module::$test(&db).await;
+            }
+        )*
+    };
+}
+
+suite!(sqlite: crate::support::sqlite);
+suite!(postgres: crate::support::postgres, ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored");

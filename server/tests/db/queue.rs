@@ -1,0 +1,297 @@
+//! The run queue's cases: enqueue with its in-flight check, reads, the claim's order and its
+//! one-running-run-per-thread rule under concurrent claimers, requeue and busy workers.
+
+use crate::support::{id, run, Db};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use weir_server::db::{DbError, Enqueued};
+use weir_server::model::{MultitaskStrategy, Run, RunStatus};
+
+async fn queued(db: &Db, run: &Run) -> Vec<String> {
+    match db.queue.enqueue(run).await.unwrap() {
+        Enqueued::Queued { inflight } => inflight.into_iter().map(|r| r.run_id).collect(),
+        Enqueued::Rejected => panic!("run {} was rejected", run.run_id),
+    }
+}
+
+pub async fn enqueue_reports_the_runs_ahead_and_reject_stores_nothing(db: &Db) {
+    let t = id();
+    let first = run(&t, MultitaskStrategy::Reject);
+    assert_eq!(queued(db, &first).await, Vec::<String>::new());
+    let second = run(&t, MultitaskStrategy::Interrupt);
+    assert_eq!(queued(db, &second).await, std::slice::from_ref(&first.run_id));
+    let rejected = run(&t, MultitaskStrategy::Reject);
+    assert_eq!(db.queue.enqueue(&rejected).await.unwrap(), Enqueued::Rejected);
+    assert_eq!(db.queue.get_run(&t, &rejected.run_id).await.unwrap(), None);
+    // A running run is in flight too; a finished one is not.
+    let claimed = db.queue.claim("w1").await.unwrap().unwrap();
+    assert_eq!(claimed.run_id, first.run_id);
+    let third = run(&t, MultitaskStrategy::Enqueue);
+    let Enqueued::Queued { inflight } = db.queue.enqueue(&third).await.unwrap() else {
+        panic!("queued")
+    };
+    let statuses: Vec<_> = inflight.iter().map(|r| (r.run_id.clone(), r.status)).collect();
+    assert_eq!(
+        statuses,
+        [
+            (first.run_id.clone(), RunStatus::Running),
+            (second.run_id.clone(), RunStatus::Pending)
+        ]
+    );
+    for r in [&first, &second, &third] {
+        assert!(db.queue.set_status(&r.run_id, RunStatus::Success).await.unwrap());
+    }
+    let after = run(&t, MultitaskStrategy::Reject);
+    assert_eq!(queued(db, &after).await, Vec::<String>::new());
+    // The same run twice is a conflict.
+    let again = Run {
+        multitask_strategy: MultitaskStrategy::Enqueue,
+        ..after.clone()
+    };
+    let err = db.queue.enqueue(&again).await.unwrap_err();
+    assert_eq!(err, DbError::Conflict(format!("run `{}` exists already", after.run_id)));
+}
+
+pub async fn concurrent_reject_enqueues_on_one_thread_let_one_in(db: &Db) {
+    let t = id();
+    let runs: Vec<Run> = (0..10).map(|_| run(&t, MultitaskStrategy::Reject)).collect();
+    let answers = futures::future::join_all(runs.iter().map(|r| db.queue.enqueue(r))).await;
+    let admitted = answers
+        .into_iter()
+        .filter(|a| matches!(a.as_ref().unwrap(), Enqueued::Queued { .. }))
+        .count();
+    assert_eq!(admitted, 1);
+    assert_eq!(db.queue.list_runs(&t, 0, 0, None).await.unwrap().len(), 1);
+}
+
+pub async fn a_run_is_read_listed_set_and_deleted(db: &Db) {
+    let t = id();
+    let runs: Vec<Run> = (0..4).map(|_| run(&t, MultitaskStrategy::Enqueue)).collect();
+    for r in &runs {
+        queued(db, r).await;
+    }
+    let got = db.queue.get_run(&t, &runs[0].run_id).await.unwrap();
+    assert_eq!(got.as_ref(), Some(&runs[0]));
+    // Only under its own thread.
+    assert_eq!(db.queue.get_run("other", &runs[0].run_id).await.unwrap(), None);
+    let ids = |found: Vec<Run>| found.into_iter().map(|r| r.run_id).collect::<Vec<_>>();
+    let newest_first: Vec<String> = runs.iter().rev().map(|r| r.run_id.clone()).collect();
+    assert_eq!(ids(db.queue.list_runs(&t, 0, 0, None).await.unwrap()), newest_first);
+    assert_eq!(
+        ids(db.queue.list_runs(&t, 2, 1, None).await.unwrap()),
+        newest_first[1..3]
+    );
+    assert!(db.queue.set_status(&runs[1].run_id, RunStatus::Error).await.unwrap());
+    assert!(!db.queue.set_status("no-such-run", RunStatus::Error).await.unwrap());
+    let errored = db.queue.list_runs(&t, 10, 0, Some(RunStatus::Error)).await.unwrap();
+    assert_eq!(errored.len(), 1);
+    assert_eq!(errored[0].status, RunStatus::Error);
+    assert_ne!(errored[0].updated_at, runs[1].updated_at);
+    assert!(db.queue.delete_run(&runs[1].run_id).await.unwrap());
+    assert!(!db.queue.delete_run(&runs[1].run_id).await.unwrap());
+    assert_eq!(db.queue.list_runs(&t, 0, 0, None).await.unwrap().len(), 3);
+}
+
+pub async fn claim_takes_the_oldest_runnable_run_and_a_threads_runs_in_order(db: &Db) {
+    let (a, b) = (id(), id());
+    let a1 = run(&a, MultitaskStrategy::Enqueue);
+    let a2 = run(&a, MultitaskStrategy::Enqueue);
+    let b1 = run(&b, MultitaskStrategy::Enqueue);
+    for r in [&a1, &a2, &b1] {
+        queued(db, r).await;
+    }
+    let claimed = db.queue.claim("w1").await.unwrap().unwrap();
+    assert_eq!(
+        (claimed.run_id.as_str(), claimed.status),
+        (a1.run_id.as_str(), RunStatus::Running)
+    );
+    // a2 is older than b1, but its thread is running a1.
+    assert_eq!(db.queue.claim("w2").await.unwrap().unwrap().run_id, b1.run_id);
+    assert_eq!(db.queue.claim("w3").await.unwrap(), None);
+    db.queue.set_status(&a1.run_id, RunStatus::Success).await.unwrap();
+    assert_eq!(db.queue.claim("w3").await.unwrap().unwrap().run_id, a2.run_id);
+    assert_eq!(db.queue.claim("w3").await.unwrap(), None);
+    // Starting a second run of a running thread by hand is refused.
+    let a3 = run(&a, MultitaskStrategy::Enqueue);
+    queued(db, &a3).await;
+    let err = db.queue.set_status(&a3.run_id, RunStatus::Running).await.unwrap_err();
+    assert!(matches!(err, DbError::Conflict(_)), "{err:?}");
+}
+
+/// Holds a claimed run until 15 more claims (more than there are threads) have been answered,
+/// or for a bounded while should every claimer be holding.
+async fn hold(answered: &AtomicUsize) {
+    let seen = answered.load(Ordering::SeqCst);
+    for _ in 0..10_000 {
+        if answered.load(Ordering::SeqCst) >= seen + 15 {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
+/// What the claimers saw: the threads running now, the runs that started while their thread
+/// ran another, the runs each thread ran in order, and how many claims were answered.
+#[derive(Default)]
+struct Seen {
+    running: Mutex<HashSet<String>>,
+    overlaps: Mutex<Vec<String>>,
+    ran: Mutex<HashMap<String, Vec<String>>>,
+    answered: AtomicUsize,
+}
+
+/// A claimer: claims and "runs" (holds) runs until all `total` have run.
+async fn claimer(queue: Arc<dyn weir_server::db::RunQueue>, worker: String, seen: Arc<Seen>, total: usize) {
+    loop {
+        let claimed = queue.claim(&worker).await.unwrap();
+        seen.answered.fetch_add(1, Ordering::SeqCst);
+        let Some(r) = claimed else {
+            let done = seen.ran.lock().unwrap().values().map(Vec::len).sum::<usize>();
+            if done >= total {
+                return;
+            }
+            tokio::task::yield_now().await;
+            continue;
+        };
+        let alone = seen.running.lock().unwrap().insert(r.thread_id.clone());
+        if !alone {
+            seen.overlaps.lock().unwrap().push(r.run_id.clone());
+        }
+        {
+            let mut ran = seen.ran.lock().unwrap();
+            ran.entry(r.thread_id.clone()).or_default().push(r.run_id.clone());
+        }
+        hold(&seen.answered).await;
+        if alone {
+            seen.running.lock().unwrap().remove(&r.thread_id);
+        }
+        assert!(queue.set_status(&r.run_id, RunStatus::Success).await.unwrap());
+    }
+}
+
+pub async fn concurrent_claims_never_run_two_runs_of_one_thread(db: &Db) {
+    const THREADS: usize = 10;
+    const RUNS: usize = 5;
+    let threads: Vec<String> = (0..THREADS).map(|_| id()).collect();
+    let mut order: HashMap<String, Vec<String>> = HashMap::new();
+    for _ in 0..RUNS {
+        for t in &threads {
+            let r = run(t, MultitaskStrategy::Enqueue);
+            queued(db, &r).await;
+            order.entry(t.clone()).or_default().push(r.run_id);
+        }
+    }
+    let seen: Arc<Seen> = Arc::default();
+    let claimers =
+        (0..20).map(|w| tokio::spawn(claimer(db.queue.clone(), format!("w{w}"), seen.clone(), THREADS * RUNS)));
+    for claimer in futures::future::join_all(claimers).await {
+        claimer.unwrap();
+    }
+    let overlaps = seen.overlaps.lock().unwrap().clone();
+    assert_eq!(
+        overlaps,
+        Vec::<String>::new(),
+        "runs started while their thread ran another"
+    );
+    assert_eq!(*seen.ran.lock().unwrap(), order);
+    for t in &threads {
+        let runs = db.queue.list_runs(t, 0, 0, None).await.unwrap();
+        assert!(runs.iter().all(|r| r.status == RunStatus::Success));
+    }
+}
+
+pub async fn requeue_puts_running_runs_back_and_busy_workers_names_their_workers(db: &Db) {
+    let threads: Vec<String> = (0..3).map(|_| id()).collect();
+    let runs: Vec<Run> = threads.iter().map(|t| run(t, MultitaskStrategy::Enqueue)).collect();
+    for r in &runs {
+        queued(db, r).await;
+    }
+    assert_eq!(db.queue.busy_workers().await.unwrap(), Vec::<String>::new());
+    let by_w1 = db.queue.claim("w1").await.unwrap().unwrap();
+    let by_w2 = db.queue.claim("w2").await.unwrap().unwrap();
+    let also_w1 = db.queue.claim("w1").await.unwrap().unwrap();
+    assert_eq!(db.queue.busy_workers().await.unwrap(), ["w1", "w2"]);
+    let mut w1_runs = vec![by_w1.run_id.clone(), also_w1.run_id.clone()];
+    w1_runs.sort();
+    assert_eq!(db.queue.requeue(Some("w1")).await.unwrap(), w1_runs);
+    assert_eq!(db.queue.busy_workers().await.unwrap(), ["w2"]);
+    let back = db
+        .queue
+        .get_run(&by_w1.thread_id, &by_w1.run_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(back.status, RunStatus::Pending);
+    // A requeued run is claimed again, first (it is the oldest).
+    assert_eq!(db.queue.claim("w3").await.unwrap().unwrap().run_id, by_w1.run_id);
+    let mut rest = vec![by_w1.run_id.clone(), by_w2.run_id.clone()];
+    rest.sort();
+    assert_eq!(db.queue.requeue(None).await.unwrap(), rest);
+    assert_eq!(db.queue.busy_workers().await.unwrap(), Vec::<String>::new());
+    assert_eq!(db.queue.requeue(None).await.unwrap(), Vec::<String>::new());
+}
+
+/// A wire timestamp `secs` seconds from now (negative: in the past).
+fn from_now(secs: i64) -> String {
+    let now = weir::checkpoint::Timestamp::now().unix_micros();
+    let at = now.saturating_add_signed(secs * 1_000_000);
+    let text = weir::checkpoint::Timestamp::from_unix_micros(at).to_string();
+    format!("{}+00:00", text.trim_end_matches('Z'))
+}
+
+pub async fn a_run_is_not_claimed_before_its_time_and_holds_its_threads_later_runs_back(db: &Db) {
+    let (t1, t2) = (id(), id());
+    let later = Run {
+        not_before: Some(from_now(3600)),
+        ..run(&t1, MultitaskStrategy::Enqueue)
+    };
+    let behind = run(&t1, MultitaskStrategy::Enqueue);
+    let due = Run {
+        not_before: Some(from_now(-1)),
+        ..run(&t2, MultitaskStrategy::Enqueue)
+    };
+    for r in [&later, &behind, &due] {
+        queued(db, r).await;
+    }
+    let claimed = db.queue.claim("w1").await.unwrap().unwrap();
+    assert_eq!(
+        (claimed.run_id.as_str(), claimed.not_before.as_ref()),
+        (due.run_id.as_str(), due.not_before.as_ref())
+    );
+    assert_eq!(db.queue.claim("w1").await.unwrap(), None);
+    assert_eq!(db.queue.next_due().await.unwrap(), later.not_before);
+    let stored = db.queue.get_run(&t1, &later.run_id).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.status, stored.not_before),
+        (RunStatus::Pending, later.not_before.clone())
+    );
+}
+
+pub async fn a_stale_claim_can_neither_hold_nor_finish_a_run_claimed_again(db: &Db) {
+    let t = id();
+    let r = run(&t, MultitaskStrategy::Enqueue);
+    queued(db, &r).await;
+    let first = db.queue.claim("w1").await.unwrap().unwrap();
+    assert_eq!(first.attempt, 1);
+    assert!(db.queue.holds(&r.run_id, 1).await.unwrap());
+    // w1's heartbeat lapsed: the sweeper puts its run back, w2 claims it.
+    assert_eq!(
+        db.queue.requeue(Some("w1")).await.unwrap(),
+        std::slice::from_ref(&r.run_id)
+    );
+    assert!(!db.queue.holds(&r.run_id, 1).await.unwrap());
+    let second = db.queue.claim("w2").await.unwrap().unwrap();
+    assert_eq!((second.run_id.as_str(), second.attempt), (r.run_id.as_str(), 2));
+    assert!(!db.queue.finish(&r.run_id, 1, RunStatus::Error).await.unwrap());
+    assert_eq!(
+        db.queue.get_run(&t, &r.run_id).await.unwrap().unwrap().status,
+        RunStatus::Running
+    );
+    assert!(db.queue.finish(&r.run_id, 2, RunStatus::Success).await.unwrap());
+    // Finished: no claim holds it any more, and it is final.
+    assert!(!db.queue.holds(&r.run_id, 2).await.unwrap());
+    assert!(!db.queue.finish(&r.run_id, 2, RunStatus::Error).await.unwrap());
+    let after = db.queue.get_run(&t, &r.run_id).await.unwrap().unwrap();
+    assert_eq!((after.status, after.attempt), (RunStatus::Success, 2));
+}

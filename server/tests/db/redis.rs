@@ -1,0 +1,201 @@
+//! The Redis bus: wakes, cancellations, stream fan-out with replay and trimming, heartbeats.
+//! Ignored unless asked for; then `WEIR_REDIS_URL` must name a server. Each test has a key
+//! prefix of its own, whose keys are deleted afterwards.
+
+use crate::support::env_url;
+use futures::StreamExt;
+use serde_json::json;
+use std::time::Duration;
+use tokio::time::timeout;
+use weir_server::bus::redis::{RedisBus, RedisOptions};
+use weir_server::bus::{Bus, CancelAction, StreamItem};
+
+/// A bus with a prefix of its own, whose keys go when this is dropped.
+struct TestBus {
+    bus: RedisBus,
+    url: String,
+    prefix: String,
+}
+
+impl Drop for TestBus {
+    fn drop(&mut self) {
+        let Ok(client) = redis::Client::open(self.url.as_str()) else {
+            return;
+        };
+        let Ok(mut conn) = client.get_connection() else { return };
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}:*", self.prefix))
+            .query(&mut conn)
+            .unwrap_or_default();
+        if !keys.is_empty() {
+            let _: redis::RedisResult<()> = redis::cmd("DEL").arg(keys).query(&mut conn);
+        }
+    }
+}
+
+async fn bus(options: impl FnOnce(RedisOptions) -> RedisOptions) -> TestBus {
+    let url = env_url("WEIR_REDIS_URL", "redis://127.0.0.1:6379");
+    let prefix = format!("weir-test-{}", uuid::Uuid::new_v4().simple());
+    let bus = options(RedisBus::options().prefix(&prefix))
+        .connect(&url)
+        .await
+        .unwrap();
+    TestBus { bus, url, prefix }
+}
+
+fn event(id: &str, n: i64) -> StreamItem {
+    StreamItem::Event {
+        id: id.to_owned(),
+        event: "values".to_owned(),
+        data: json!({"n": n}),
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
+async fn a_wake_ends_a_wait_and_a_wait_without_one_times_out() {
+    let t = bus(|o| o).await;
+    let waiting = tokio::spawn({
+        let bus = t.bus.clone();
+        async move { bus.wait_wake(Duration::from_secs(30)).await }
+    });
+    t.bus.wake().await.unwrap();
+    timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("the wake ends the wait")
+        .unwrap();
+    // Nothing queued: the wait ends by its timeout.
+    timeout(Duration::from_secs(5), t.bus.wait_wake(Duration::from_millis(20)))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
+async fn a_cancel_reaches_the_watchers_and_is_remembered_for_a_later_claim() {
+    let t = bus(|o| o).await;
+    let mut watching = t.bus.cancellations().await.unwrap();
+    t.bus.cancel("r1", CancelAction::Rollback).await.unwrap();
+    let got = timeout(Duration::from_secs(5), watching.next()).await.unwrap();
+    assert_eq!(got, Some(("r1".to_owned(), CancelAction::Rollback)));
+    assert_eq!(t.bus.cancelled("r1").await.unwrap(), Some(CancelAction::Rollback));
+    assert_eq!(t.bus.cancelled("r2").await.unwrap(), None);
+    t.bus.cancel("r2", CancelAction::Interrupt).await.unwrap();
+    assert_eq!(t.bus.cancelled("r2").await.unwrap(), Some(CancelAction::Interrupt));
+}
+
+async fn collect(stream: futures::stream::BoxStream<'static, StreamItem>) -> Vec<StreamItem> {
+    timeout(Duration::from_secs(10), stream.collect()).await.unwrap()
+}
+
+#[tokio::test]
+#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
+async fn a_subscriber_replays_after_its_last_id_then_follows_live_until_done() {
+    let t = bus(|o| o).await;
+    for (i, id) in ["100-0", "100-1", "101-0"].iter().enumerate() {
+        t.bus.publish("run", event(id, i as i64)).await.unwrap();
+    }
+    let all = t.bus.subscribe("run", Some("-1")).await.unwrap();
+    let after = t.bus.subscribe("run", Some("100-1")).await.unwrap();
+    let live = t.bus.subscribe("run", None).await.unwrap();
+    t.bus.publish("run", event("102-0", 3)).await.unwrap();
+    t.bus.publish("run", StreamItem::Done).await.unwrap();
+    assert_eq!(
+        collect(all).await,
+        [
+            event("100-0", 0),
+            event("100-1", 1),
+            event("101-0", 2),
+            event("102-0", 3),
+            StreamItem::Done
+        ]
+    );
+    assert_eq!(
+        collect(after).await,
+        [event("101-0", 2), event("102-0", 3), StreamItem::Done]
+    );
+    assert_eq!(collect(live).await, [event("102-0", 3), StreamItem::Done]);
+    // Another run's stream is apart.
+    t.bus.publish("other", StreamItem::Done).await.unwrap();
+    assert_eq!(
+        collect(t.bus.subscribe("other", Some("-1")).await.unwrap()).await,
+        [StreamItem::Done]
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
+async fn a_subscriber_that_falls_behind_misses_trimmed_events_not_the_end() {
+    let t = bus(|o| o.stream_len(10)).await;
+    const SENT: i64 = 1000;
+    for n in 0..SENT {
+        t.bus.publish("run", event(&format!("{n}-0"), n)).await.unwrap();
+    }
+    t.bus.publish("run", StreamItem::Done).await.unwrap();
+    let got = collect(t.bus.subscribe("run", Some("-1")).await.unwrap()).await;
+    // `MAXLEN ~` trims whole nodes (100 entries by default): about the last 10 are kept, and
+    // never anywhere near all.
+    assert!(got.len() > 10 && got.len() < 300, "kept {}", got.len());
+    assert_eq!(got.last(), Some(&StreamItem::Done));
+    let ns: Vec<i64> = got
+        .iter()
+        .filter_map(|item| match item {
+            StreamItem::Event { data, .. } => data["n"].as_i64(),
+            StreamItem::Done => None,
+        })
+        .collect();
+    assert_eq!(ns.last(), Some(&(SENT - 1)));
+    assert!(
+        ns.windows(2).all(|w| w[1] == w[0] + 1),
+        "the kept events are the newest, in order"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
+async fn a_heartbeat_keeps_a_worker_alive_for_its_ttl() {
+    let t = bus(|o| o).await;
+    assert!(!t.bus.is_alive("w1").await.unwrap());
+    t.bus.beat("w1", Duration::from_secs(30)).await.unwrap();
+    assert!(t.bus.is_alive("w1").await.unwrap());
+    assert!(!t.bus.is_alive("w2").await.unwrap());
+    // Redis expires the key by its own clock: wait for that, boundedly.
+    t.bus.beat("w2", Duration::from_millis(5)).await.unwrap();
+    let expired = timeout(Duration::from_secs(5), async {
+        while t.bus.is_alive("w2").await.unwrap() {
+            tokio::task::yield_now().await;
+        }
+    });
+    expired.await.expect("the beat expires after its ttl");
+    assert!(t.bus.is_alive("w1").await.unwrap());
+}
+
+#[tokio::test]
+#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
+async fn two_processes_on_one_prefix_share_wakes_cancels_streams_and_beats() {
+    let api = bus(|o| o).await;
+    let worker = RedisBus::options().prefix(&api.prefix).connect(&api.url).await.unwrap();
+    let mut watching = worker.cancellations().await.unwrap();
+    let waiting = tokio::spawn({
+        let worker = worker.clone();
+        async move { worker.wait_wake(Duration::from_secs(30)).await }
+    });
+    api.bus.wake().await.unwrap();
+    timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("the wake ends the wait")
+        .unwrap();
+    api.bus.cancel("r1", CancelAction::Interrupt).await.unwrap();
+    let got = timeout(Duration::from_secs(5), watching.next()).await.unwrap();
+    assert_eq!(got, Some(("r1".to_owned(), CancelAction::Interrupt)));
+    let following = api.bus.subscribe("r1", Some("-1")).await.unwrap();
+    worker.publish("r1", event("5-0", 5)).await.unwrap();
+    worker.publish("r1", StreamItem::Done).await.unwrap();
+    assert_eq!(collect(following).await, [event("5-0", 5), StreamItem::Done]);
+    worker.beat("w1", Duration::from_secs(30)).await.unwrap();
+    assert!(api.bus.is_alive("w1").await.unwrap());
+    // Another prefix sees none of it.
+    let apart = bus(|o| o).await;
+    assert!(!apart.bus.is_alive("w1").await.unwrap());
+    assert_eq!(apart.bus.cancelled("r1").await.unwrap(), None);
+}

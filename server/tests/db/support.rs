@@ -1,0 +1,150 @@
+//! The backends under test, the temporary files and schemas they live in, and the objects the
+//! tests store.
+
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use weir_server::db::postgres::PostgresDb;
+use weir_server::db::sqlite::SqliteDb;
+use weir_server::db::{Catalog, RunQueue};
+use weir_server::model::{Assistant, MultitaskStrategy, Run, RunKwargs, RunStatus, Thread, ThreadStatus};
+
+/// A backend, as both traits, and what to clean up after it.
+pub struct Db {
+    pub catalog: Arc<dyn Catalog>,
+    pub queue: Arc<dyn RunQueue>,
+    _cleanup: Box<dyn Send + Sync>,
+}
+
+pub async fn sqlite() -> Db {
+    let dir = tempfile::tempdir().unwrap();
+    let db = SqliteDb::open(dir.path().join("weir.db")).await.unwrap();
+    Db {
+        catalog: Arc::new(db.clone()),
+        queue: Arc::new(db),
+        _cleanup: Box::new(dir),
+    }
+}
+
+/// A variable a test that needs a server reads: when the ignored tests are asked for without
+/// it, they fail rather than pass having tested nothing.
+pub fn env_url(name: &str, example: &str) -> String {
+    match std::env::var(name) {
+        Ok(url) if !url.is_empty() => url,
+        _ => panic!("{name} is not set: these tests need a server, e.g. {example}"),
+    }
+}
+
+pub async fn postgres() -> Db {
+    let schema = Schema {
+        url: env_url("WEIR_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test"),
+        name: format!("weir_server_test_{}", uuid::Uuid::new_v4().simple()),
+    };
+    let db = PostgresDb::options()
+        .schema(&schema.name)
+        .connections(4)
+        .connect(&schema.url)
+        .await
+        .unwrap();
+    Db {
+        catalog: Arc::new(db.clone()),
+        queue: Arc::new(db),
+        _cleanup: Box::new(schema),
+    }
+}
+
+/// A PostgreSQL schema, dropped with everything in it when this is dropped.
+struct Schema {
+    url: String,
+    name: String,
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        // Drop also runs while a test panics: clean up on a runtime of our own.
+        let (url, name) = (self.url.clone(), self.name.clone());
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(connection);
+                client
+                    .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE"))
+                    .await
+                    .unwrap();
+            });
+        })
+        .join();
+    }
+}
+
+pub fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+/// A timestamp `n` seconds into a fixed day, so tests order rows as they mean to.
+pub fn at(n: u32) -> String {
+    format!("2026-12-01T10:{:02}:{:02}.000000+00:00", n / 60, n % 60)
+}
+
+pub fn assistant(id: &str, graph_id: &str, name: &str, created: u32, metadata: Value) -> Assistant {
+    Assistant {
+        assistant_id: id.to_owned(),
+        graph_id: graph_id.to_owned(),
+        config: object(json!({"configurable": {"k": 1}})),
+        context: Map::new(),
+        metadata: object(metadata),
+        name: name.to_owned(),
+        created_at: at(created),
+        updated_at: at(created),
+        version: 1,
+        description: None,
+    }
+}
+
+pub fn thread(id: &str, created: u32, status: ThreadStatus, metadata: Value, values: Value) -> Thread {
+    Thread {
+        thread_id: id.to_owned(),
+        created_at: at(created),
+        updated_at: at(created),
+        state_updated_at: at(created),
+        metadata: object(metadata),
+        status,
+        config: Map::new(),
+        values,
+        interrupts: Map::new(),
+        error: Value::Null,
+    }
+}
+
+pub fn run(thread_id: &str, strategy: MultitaskStrategy) -> Run {
+    let now = at(0);
+    Run {
+        run_id: uuid::Uuid::now_v7().to_string(),
+        thread_id: thread_id.to_owned(),
+        assistant_id: "a1".to_owned(),
+        metadata: object(json!({"user": "u1"})),
+        status: RunStatus::Pending,
+        kwargs: RunKwargs {
+            input: json!({"topic": "x"}),
+            stream_mode: vec!["values".to_owned()],
+            durability: "async".to_owned(),
+            ..RunKwargs::default()
+        },
+        multitask_strategy: strategy,
+        created_at: now.clone(),
+        updated_at: now,
+        not_before: None,
+        attempt: 0,
+    }
+}
+
+/// A fresh id.
+pub fn id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}

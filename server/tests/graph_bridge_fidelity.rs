@@ -1,0 +1,280 @@
+//! The bridge's fidelity to LangGraph's server where weir's own names differ: a node error's
+//! kind (its Rust type's short name, as the Python exception's class), subgraph namespaces with
+//! UUID-shaped task ids the same in events and in state, the `events` mode's chains against the
+//! capture of `langgraph dev`, and subgraphs' state schemas.
+
+mod support;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+use support::*;
+
+fn is_uuid(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.iter().map(|p| p.len()).eq([8, 4, 4, 4, 12]) && parts.iter().all(|p| p.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+fn one_node(node: fn(&S) -> Result<SUpdate, BoxError>) -> CompiledGraph<S> {
+    let mut g = GraphBuilder::<S>::new();
+    g.add_node("n", node);
+    g.add_edge(START, "n").add_edge("n", END);
+    g.compile().unwrap()
+}
+
+#[tokio::test]
+async fn an_error_without_a_type_of_its_own_is_a_node_error() {
+    let (_dir, saver) = sqlite();
+    let g = one_node(|_: &S| Err("plain text".into())).into_served(saver);
+    let (_, end) = run(&g, request("k1", json!({"topic": "x"}), &[])).await;
+    assert_eq!(
+        end,
+        RunEnd::Error {
+            error: "NodeError".into(),
+            message: "plain text".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_typed_error_keeps_its_kind_and_stays_itself_for_retries_and_callers() {
+    let attempts = Arc::new(AtomicU32::new(0));
+    let seen = attempts.clone();
+    let mut g = GraphBuilder::<S>::new();
+    let boom = g.add_node("boom", move |_: &S| -> Result<SUpdate, ValueError> {
+        seen.fetch_add(1, Ordering::SeqCst);
+        Err(ValueError("boom in node".into()))
+    });
+    g.add_edge(START, "boom").add_edge("boom", END);
+    // The retry predicate downcasts to the node's own type: the kind's wrapper is not in its way.
+    let policy = RetryPolicy::new(3)
+        .initial_interval(Duration::ZERO)
+        .max_interval(Duration::ZERO)
+        .retry_on(|e| e.downcast_ref::<ValueError>().is_some());
+    g.retry(&boom, policy);
+    let graph = g.compile().unwrap();
+    let e = graph
+        .invoke(SUpdate::default(), &RunConfig::default())
+        .await
+        .unwrap_err();
+    assert_eq!(attempts.load(Ordering::SeqCst), 3, "retried as the predicate said");
+    assert_eq!(e.node_error_kind(), Some("ValueError"));
+    let source = std::error::Error::source(&e).expect("the node's error");
+    assert!(source.downcast_ref::<ValueError>().is_some(), "{source:?}");
+    let io = one_node(|_: &S| Err(Box::new(std::io::Error::other("disk")) as BoxError));
+    let e = io.invoke(SUpdate::default(), &RunConfig::default()).await.unwrap_err();
+    assert_eq!(e.node_error_kind(), None, "a boxed error has no type of its own");
+}
+
+#[tokio::test]
+async fn a_subgraphs_namespace_is_a_uuid_the_same_in_events_and_state() {
+    let (_dir, saver) = sqlite();
+    let g = parent().into_served(saver);
+    let mut r = request("n1", json!({"topic": "t"}), &[Mode::Values]);
+    r.interrupt_before = vec!["inner".into()];
+    run(&g, r).await;
+    let state = g.state("n1", None, false).await.unwrap().unwrap();
+    let task = &state["tasks"][0];
+    assert_eq!(task["name"], "inner");
+    let ns = task["state"]["configurable"]["checkpoint_ns"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (node, id) = ns.split_once(':').unwrap();
+    assert!(node == "inner" && is_uuid(id), "{ns}");
+
+    let mut r = request("n1", Value::Null, &[Mode::Values, Mode::Updates]);
+    r.subgraphs = true;
+    let (events, _) = run(&g, r).await;
+    let names: Vec<&str> = events
+        .iter()
+        .filter_map(|(e, _)| e.split_once('|'))
+        .map(|(_, ns)| ns)
+        .collect();
+    assert_eq!(names.len(), 5, "{events:?}");
+    assert!(
+        names.iter().all(|n| *n == ns),
+        "events under {names:?}, state says {ns}"
+    );
+}
+
+#[tokio::test]
+async fn the_events_mode_has_the_captures_chains_in_order_and_shape() {
+    let (_dir, saver) = sqlite();
+    let g = chain().into_served(saver);
+    let mut r = request("e1", json!({"topic": "t"}), &[Mode::Events]);
+    r.run_id = "01a232de-392c-7618-894e-d27abb6a3794".into();
+    r.metadata.insert("graph_id".into(), json!("chain"));
+    let (events, end) = run(&g, r).await;
+    let expected: Vec<Value> = capture("../sdk/captures/raw_events.sse")
+        .into_iter()
+        .map(|(_, d)| d)
+        .collect();
+    assert!(events.iter().all(|(e, _)| e == "events"));
+    let got: Vec<&Value> = events.iter().map(|(_, d)| d).collect();
+    let pairs = |v: &[&Value]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|d| {
+                (
+                    d["event"].as_str().unwrap().to_owned(),
+                    d["name"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(pairs(&got), pairs(&expected.iter().collect::<Vec<_>>()));
+    for (g, e) in got.iter().zip(&expected) {
+        let keys = |v: &Value| {
+            v.as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect::<std::collections::BTreeSet<_>>()
+        };
+        assert_eq!(keys(g), keys(e), "{g}");
+        assert_eq!(keys(&g["data"]), keys(&e["data"]), "{g}");
+        // The capture ran on a used thread (steps 9 and 10); this one is fresh.
+        let tags = match g["metadata"]["langgraph_step"].as_i64() {
+            Some(step) => json!([format!("graph:step:{step}")]),
+            None => json!([]),
+        };
+        assert_eq!(g["tags"], tags, "{g}");
+        assert_eq!(e["tags"].as_array().map(Vec::len), tags.as_array().map(Vec::len));
+    }
+    let a_start = got[1];
+    assert_eq!(a_start["data"]["input"], json!({"topic": "t", "log": []}));
+    assert_eq!(a_start["parent_ids"], json!([got[0]["run_id"]]));
+    assert_eq!(a_start["metadata"]["langgraph_node"], "a");
+    let ns = a_start["metadata"]["langgraph_checkpoint_ns"].as_str().unwrap();
+    assert!(ns.strip_prefix("a:").is_some_and(is_uuid), "{ns}");
+    assert_eq!(got[2]["data"]["chunk"], json!({"log": ["a:t"]}));
+    assert_eq!(got[7]["data"]["output"], json!({"topic": "t", "log": ["a:t", "b"]}));
+    assert!(matches!(end, RunEnd::Success { .. }));
+}
+
+#[test]
+fn a_subgraphs_schema_lists_its_states_fields() {
+    let g = parent().into_served(Arc::new(MemorySaver::new()));
+    let subs = g.subgraphs(None, false);
+    let props = subs["inner"].state["properties"].as_object().unwrap();
+    assert_eq!(props.keys().collect::<Vec<_>>(), ["topic", "log"]);
+    assert!(subs["inner"].input["required"].is_null(), "every input field optional");
+    assert!(chain()
+        .into_served(Arc::new(MemorySaver::new()))
+        .subgraphs(None, false)
+        .is_empty());
+
+    #[derive(State, Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+    struct Other {
+        notes: String,
+    }
+    let mut inner = GraphBuilder::<Other>::new();
+    inner.add_node("w", |_: &Other| OtherUpdate::default().notes("n".into()));
+    inner.add_edge(START, "w").add_edge("w", END);
+    let mut g = GraphBuilder::<S>::new();
+    g.add_subgraph(
+        "other",
+        inner.compile().unwrap(),
+        |_: &S| OtherUpdate::default(),
+        |o: &Other| SUpdate::default().topic(o.notes.clone()),
+    );
+    g.add_edge(START, "other").add_edge("other", END);
+    let subs = g
+        .compile()
+        .unwrap()
+        .into_served(Arc::new(MemorySaver::new()))
+        .subgraphs(None, false);
+    let props = subs["other"].state["properties"].as_object().unwrap();
+    assert_eq!(props.keys().collect::<Vec<_>>(), ["notes"]);
+}
+
+#[tokio::test]
+async fn a_missing_checkpoint_is_not_found_and_values_keep_the_declaration_order() {
+    let (_dir, saver) = sqlite();
+    let g = chain().into_served(saver);
+    run(&g, request("m1", json!({"topic": "x"}), &[])).await;
+    let missing = g.state("m1", Some("1f0-no-such-checkpoint"), false).await;
+    assert!(
+        matches!(missing, Err(GraphError::NotFound(ref m)) if m.contains("1f0-no-such-checkpoint")),
+        "{missing:?}"
+    );
+    let edit = StateUpdate {
+        checkpoint_id: Some("nope".into()),
+        ..StateUpdate::default()
+    };
+    assert!(matches!(g.update_state("m1", edit).await, Err(GraphError::NotFound(_))));
+    let state = g.state("m1", None, false).await.unwrap().unwrap();
+    // `S` declares `topic` before `log`: LangGraph's values come out in that order.
+    assert_eq!(state["values"].to_string(), r#"{"topic":"x","log":["a:x","b"]}"#);
+}
+
+#[tokio::test]
+async fn a_resume_with_nothing_paused_ends_with_the_values_unchanged() {
+    let (_dir, saver) = sqlite();
+    let g = chain().into_served(saver);
+    run(&g, request("r1", json!({"topic": "x"}), &[])).await;
+    let mut r = request("r1", Value::Null, &[Mode::Values]);
+    r.input = None;
+    r.command = Some(json!({"resume": "yes"}));
+    let (_, end) = run(&g, r).await;
+    assert_eq!(
+        end,
+        RunEnd::Success {
+            values: json!({"topic": "x", "log": ["a:x", "b"]})
+        }
+    );
+    let history = g.history("r1", &HistoryQuery::default()).await.unwrap();
+    assert_eq!(history.len(), 4, "the resume wrote nothing");
+}
+
+#[tokio::test]
+async fn every_checkpoint_of_a_run_records_its_metadata_of_any_json() {
+    let (_dir, saver) = sqlite();
+    let g = chain().into_served(saver);
+    let mut r = request("md1", json!({"topic": "x"}), &[]);
+    r.run_id = "run-md".into();
+    r.metadata.insert("graph_id".into(), json!("chain"));
+    r.metadata.insert("assistant_id".into(), json!("a-1"));
+    r.metadata.insert("run_attempt".into(), json!(1));
+    r.metadata.insert("tags".into(), json!({"team": ["t1"]}));
+    run(&g, r).await;
+    let history = g.history("md1", &HistoryQuery::default()).await.unwrap();
+    assert_eq!(history.len(), 4);
+    for state in &history {
+        let m = &state["metadata"];
+        assert_eq!(
+            (&m["run_id"], &m["graph_id"], &m["assistant_id"]),
+            (&json!("run-md"), &json!("chain"), &json!("a-1"))
+        );
+        assert_eq!(
+            (&m["run_attempt"], &m["tags"]),
+            (&json!(1), &json!({"team": ["t1"]})),
+            "{m}"
+        );
+        assert!(m.get("__json_metadata__").is_none(), "{m}");
+    }
+    let filter = HistoryQuery {
+        metadata: Some(serde_json::from_value(json!({"run_attempt": 1})).unwrap()),
+        ..HistoryQuery::default()
+    };
+    assert_eq!(g.history("md1", &filter).await.unwrap().len(), 4);
+}
+
+#[tokio::test]
+async fn no_input_on_a_thread_without_a_checkpoint_is_an_empty_input_error() {
+    let (_dir, saver) = sqlite();
+    let g = chain().into_served(saver);
+    let mut r = request("fresh", Value::Null, &[Mode::Values]);
+    r.input = None;
+    let (events, end) = run(&g, r).await;
+    assert_eq!(events, vec![]);
+    assert_eq!(
+        end,
+        RunEnd::Error {
+            error: "EmptyInputError".into(),
+            message: "Received no input for topic, log".into()
+        }
+    );
+    assert!(
+        g.state("fresh", None, false).await.unwrap().is_none(),
+        "nothing written"
+    );
+}

@@ -1,0 +1,131 @@
+//! When a run may be claimed and who may settle it: `after_seconds` (no claim before the run's
+//! time; the worker's timer claims it then, without waiting for a poll) and the claim's token (a
+//! worker whose heartbeat lapsed while it was only slow cannot settle the run that another
+//! worker claimed again and finished).
+
+mod runs_support;
+
+use axum::http::StatusCode;
+use runs_support::{app_on, app_with, config, graphs, open, Gate};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+use weir_server::bus::local::LocalBus;
+use weir_server::db::{Catalog, RunQueue};
+use weir_server::model::RunStatus;
+use weir_server::runs::{Manager, ManagerConfig};
+
+/// Long enough that a test waiting on it is a hung test, not a slow one.
+const HUNG: Duration = Duration::from_secs(120);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delayed_run_waits_for_its_time_and_the_timer_starts_it_without_a_poll() {
+    // Workers that would poll only once an hour: the delayed run starts by its timer or not at all.
+    let (_dir, app) = app_with(ManagerConfig {
+        poll: Duration::from_secs(3600),
+        ..config()
+    })
+    .await;
+    let (soon, late) = (app.thread().await, app.thread().await);
+    let body = |after: f64| Some(json!({"input": {"topic": "x"}, "assistant_id": "chain", "after_seconds": after}));
+    let late_run = app.call("POST", &format!("/threads/{late}/runs"), body(3600.0)).await;
+    assert_eq!(late_run.status, StatusCode::OK);
+    let soon_run = app.call("POST", &format!("/threads/{soon}/runs"), body(0.2)).await;
+    assert_eq!(soon_run.status, StatusCode::OK);
+    // As LangGraph's: a delayed run's `created_at` is when it may start.
+    let created = |r: &runs_support::Reply| r.body["created_at"].as_str().unwrap().to_owned();
+    assert!(created(&late_run) > created(&soon_run));
+    assert!(created(&soon_run).as_str() > soon_run.body["updated_at"].as_str().unwrap());
+
+    let rid = soon_run.body["run_id"].as_str().unwrap();
+    let joined = tokio::time::timeout(HUNG, app.call("GET", &format!("/threads/{soon}/runs/{rid}/join"), None))
+        .await
+        .expect("the delayed run was never claimed");
+    assert_eq!(joined.body, json!({"topic": "x", "log": ["a:x", "b"]}));
+    let late_id = late_run.body["run_id"].as_str().unwrap();
+    assert_eq!(app.status(&late, late_id).await, Some(RunStatus::Pending));
+    assert_eq!(app.checkpoints(&late).await, 0);
+    let due = app.db.next_due().await.unwrap();
+    assert_eq!(due.as_deref(), Some(created(&late_run).as_str()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_seconds_must_be_a_number_of_seconds_not_below_zero() {
+    let (_dir, app) = app_with(config()).await;
+    let tid = app.thread().await;
+    let r = app
+        .call(
+            "POST",
+            &format!("/threads/{tid}/runs"),
+            Some(json!({"input": {"topic": "x"}, "assistant_id": "chain", "after_seconds": -1})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        r.body["detail"],
+        "body field `after_seconds`: expected a number of seconds >= 0, got -1"
+    );
+    assert!(app.runs(&tid).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_lost_its_run_to_the_sweeper_cannot_settle_it_after_the_new_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, saver) = open(&dir.path().join("weir.db")).await;
+    // Worker A: one slot (it cannot claim the run back while stuck in it), a beat that comes
+    // once (so it never sweeps B), and time to finish its run on shutdown.
+    let slow = ManagerConfig {
+        workers: 1,
+        heartbeat: Duration::from_secs(3600),
+        grace: HUNG,
+        ..config()
+    };
+    let a = app_on(db.clone(), saver.clone(), slow).await;
+    let tid = a.thread().await;
+    let created = a
+        .call(
+            "POST",
+            &format!("/threads/{tid}/runs"),
+            Some(json!({"input": {"topic": "x"}, "assistant_id": "gated"})),
+        )
+        .await;
+    let rid = created.body["run_id"].as_str().unwrap().to_owned();
+    tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
+
+    // Worker B shares the tables but not A's heartbeats: to B, A is dead. Its sweeper requeues
+    // the run, B claims it again and finishes it.
+    let gate_b = Arc::new(Gate::default());
+    let b = Manager::new(
+        graphs(&saver, &gate_b),
+        db.clone(),
+        db.clone(),
+        Arc::new(LocalBus::default()),
+        ManagerConfig {
+            requeue_on_start: false,
+            ..config()
+        },
+    );
+    b.start().await.unwrap();
+    tokio::time::timeout(HUNG, gate_b.entered.notified()).await.unwrap();
+    gate_b.release();
+    let finished = tokio::time::timeout(HUNG, async {
+        loop {
+            match db.get_run(&tid, &rid).await.unwrap() {
+                Some(run) if run.status == RunStatus::Success => return run,
+                _ => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(finished.attempt, 2);
+    let thread = db.get_thread(&tid).await.unwrap().unwrap();
+    assert_eq!(thread.values, json!({"topic": "x", "log": ["a:x", "slow:x"]}));
+
+    // A wakes up and finishes its node: its settle is refused, the run and thread stay as B left them.
+    a.gate.release();
+    a.manager.shutdown().await;
+    assert_eq!(db.get_run(&tid, &rid).await.unwrap(), Some(finished));
+    assert_eq!(db.get_thread(&tid).await.unwrap(), Some(thread));
+    b.shutdown().await;
+}

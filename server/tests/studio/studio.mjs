@@ -1,0 +1,129 @@
+// weir studio in a real browser: Debian's headless Chromium, driven by Playwright, against the
+// server that server/tests/studio.rs started. Usage: node studio.mjs BASE_URL SCREENSHOT_DIR
+// Runs the support-triage flow to its interrupt, answers it in the form, watches the run finish
+// and the timeline grow, forks from step 2, and saves a screenshot of each view. Exits non-zero,
+// naming the step, at the first thing that is not as expected.
+
+import { chromium } from "playwright-core";
+import { mkdirSync } from "node:fs";
+
+const [base, shots] = process.argv.slice(2);
+if (!base || !shots) throw new Error("usage: node studio.mjs BASE_URL SCREENSHOT_DIR");
+mkdirSync(shots, { recursive: true });
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync"],
+});
+const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+const errors = [];
+page.on("pageerror", (e) => errors.push(e.message));
+page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+const shot = (name) => page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+
+async function step(name, body) {
+  try {
+    await body();
+    console.log(`ok - ${name}`);
+  } catch (e) {
+    await shot(`failed-${name.replace(/\W+/g, "_")}`).catch(() => {});
+    console.error(`not ok - ${name}: ${e.message}`);
+    await browser.close();
+    process.exit(1);
+  }
+}
+
+const expect = (cond, what) => { if (!cond) throw new Error(what); };
+
+await step("the assistants page lists the served flow", async () => {
+  const started = Date.now();
+  await page.goto(`${base}/studio`);
+  await page.waitForSelector('[data-assistant="support_triage"]');
+  console.log(`first paint of the assistants page: ${Date.now() - started} ms`);
+  await shot("assistants");
+});
+
+await step("the graph is drawn from the flow's structure", async () => {
+  await page.click('[data-assistant="support_triage"]');
+  await page.waitForSelector('svg.graph [data-node="classify"]');
+  for (const node of ["__start__", "check_amount", "approval", "send", "__end__"]) {
+    expect(await page.$(`svg.graph [data-node="${node}"]`), `node ${node} is not drawn`);
+  }
+  expect(await page.$$eval("svg.graph path.edge.conditional", (e) => e.length) >= 5, "the routes are not drawn as conditional edges");
+});
+
+await step("a run from the launcher pauses at the approval and lights the nodes it ran", async () => {
+  await page.fill("#f-customer", "Ada");
+  await page.fill("#f-subject", "Refund please");
+  await page.fill("#f-body", "I want my money back");
+  await page.fill("#f-amount", "120");
+  await page.click('[data-testid="run"]');
+  await page.waitForSelector('[data-testid="run-done"]');
+  const done = await page.textContent('[data-testid="run-done"]');
+  expect(done.includes("paused"), `the run did not pause: ${done}`);
+  for (const node of ["classify", "check_amount"]) {
+    const cls = await page.getAttribute(`svg.graph [data-node="${node}"]`, "class");
+    expect(cls.includes("done"), `${node} is not lit as done (class "${cls}")`);
+  }
+  const approval = await page.getAttribute('svg.graph [data-node="approval"]', "class");
+  expect(approval.includes("done"), `approval is not lit as done (class "${approval}")`);
+  const ask = await page.getAttribute('svg.graph [data-node="approval#ask"]', "class");
+  expect(ask.includes("paused"), `the question's node is not lit as paused (class "${ask}")`);
+  expect((await page.textContent('[data-testid="events"]')).includes("tasks"), "no tasks event was shown");
+  await shot("graph-run");
+});
+
+let before = 0;
+await step("the thread shows the interrupt with its choices", async () => {
+  await page.click('[data-testid="run-done"] a');
+  await page.waitForSelector('[data-testid="interrupt"]');
+  expect((await page.textContent('[data-testid="interrupt"]')).includes("Refund 120"), "the question is not shown");
+  before = await page.$$eval(".timeline .cp", (e) => e.length);
+  expect(before >= 3, `only ${before} checkpoints in the timeline`);
+  expect((await page.textContent('[data-testid="thread-status"]')).includes("interrupted"), "the thread is not interrupted");
+  await shot("thread-interrupt");
+});
+
+await step("answering in the form finishes the run and grows the timeline", async () => {
+  await page.click('[data-choice="approve"]');
+  await page.waitForSelector('[data-testid="run-finished"]');
+  await page.waitForFunction((n) => document.querySelectorAll(".timeline .cp").length > n, before);
+  await page.waitForFunction(() => document.querySelector('[data-testid="thread-status"]').textContent.includes("idle"));
+  const state = JSON.parse(await page.textContent('[data-testid="state"]'));
+  expect(state.status === "refunded", `the state's status is ${state.status}`);
+  expect(!(await page.$('[data-testid="interrupt"]')), "the interrupt is still shown");
+  await shot("thread-done");
+});
+
+await step("a checkpoint shows its changes from the parent", async () => {
+  // Step 4 is the approval's: it wrote the question to the transcript.
+  await page.click('.timeline .cp[data-step="4"]');
+  await page.waitForSelector('[data-testid="detail"][data-step="4"]');
+  const diff = await page.textContent('[data-testid="diff"]');
+  expect(diff.includes("+ /transcript/0") && diff.includes("Refund 120 EUR"), `the approval's write is not shown: ${diff}`);
+  await shot("checkpoint-diff");
+});
+
+await step("forking from step 2 runs again from there", async () => {
+  const count = await page.$$eval(".timeline .cp", (e) => e.length);
+  await page.click('.timeline .cp[data-step="2"]');
+  await page.waitForSelector('[data-testid="detail"][data-step="2"]');
+  await page.click('[data-testid="fork"]');
+  await page.waitForFunction((n) => document.querySelectorAll(".timeline .cp").length > n, count);
+  await page.waitForSelector('[data-testid="interrupt"]');
+  await shot("fork");
+});
+
+await step("the threads page finds the thread by status", async () => {
+  await page.goto(`${base}/studio/#/threads`);
+  await page.selectOption('select[aria-label="status"]', "interrupted");
+  await page.click("text=Search");
+  await page.waitForSelector("[data-thread]");
+  await shot("threads");
+});
+
+await step("the page logged no error", async () => {
+  expect(errors.length === 0, errors.join("\n"));
+});
+await browser.close();

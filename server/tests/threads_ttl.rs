@@ -1,0 +1,174 @@
+//! Threads' time-to-live (LangGraph's `ttl` on threads.create and threads.update, and the
+//! config's `checkpointer.ttl`): the `ttl` body field checked, and the workers' sweeper
+//! deleting (`delete`) or pruning to the latest checkpoint (`keep_latest`) the threads left
+//! unchanged longer than their TTL, never a busy one. The catalog's query is in the db suite,
+//! on SQLite and PostgreSQL.
+
+mod runs_support;
+
+use axum::http::StatusCode;
+use runs_support::{app, app_with, config, App};
+use serde_json::{json, Value};
+use std::time::Duration;
+use weir_server::model::{ThreadTtl, TtlStrategy};
+use weir_server::runs::Swept;
+
+/// A TTL that runs out at once: 3 ms.
+const SHORT: f64 = 0.00005;
+
+/// A thread of the chain graph made with `ttl`, run once (4 checkpoints), then left until its
+/// TTL ran out.
+async fn ran_thread(app: &App, ttl: Value) -> String {
+    let made = app
+        .call(
+            "POST",
+            "/threads",
+            Some(json!({"metadata": {"graph_id": "chain"}, "ttl": ttl})),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::OK, "{}", made.body);
+    let tid = made.body["thread_id"].as_str().unwrap().to_owned();
+    let run = app
+        .call(
+            "POST",
+            &format!("/threads/{tid}/runs/wait"),
+            Some(json!({"input": {"topic": "x", "log": []}, "assistant_id": "chain"})),
+        )
+        .await;
+    assert_eq!(run.status, StatusCode::OK, "{}", run.body);
+    app.until_checkpoints(&tid, 4).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    tid
+}
+
+#[tokio::test]
+async fn a_thread_whose_ttl_ran_out_is_deleted_with_its_runs_and_checkpoints() {
+    let (_dir, app) = app().await;
+    let tid = ran_thread(&app, json!(SHORT)).await;
+    let kept = ran_thread(&app, json!({"ttl": 600, "strategy": "delete"})).await;
+    let swept = app.manager.sweep_thread_ttls().await.unwrap();
+    assert_eq!(swept, Swept { deleted: 1, pruned: 0 });
+    assert_eq!(
+        app.call("GET", &format!("/threads/{tid}"), None).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(app.checkpoints(&tid).await, 0);
+    assert!(app.runs(&tid).await.is_empty());
+    // The other thread's TTL has ten minutes to go.
+    assert_eq!(
+        app.call("GET", &format!("/threads/{kept}"), None).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(app.checkpoints(&kept).await, 4);
+    assert_eq!(app.manager.sweep_thread_ttls().await.unwrap(), Swept::default());
+}
+
+#[tokio::test]
+async fn keep_latest_prunes_a_thread_to_its_last_checkpoint_and_keeps_its_state() {
+    let (_dir, app) = app().await;
+    let tid = ran_thread(&app, json!({"ttl": SHORT, "strategy": "keep_latest"})).await;
+    let before = app.call("GET", &format!("/threads/{tid}/state"), None).await.body;
+    assert_eq!(
+        app.manager.sweep_thread_ttls().await.unwrap(),
+        Swept { deleted: 0, pruned: 1 }
+    );
+    assert_eq!(app.checkpoints(&tid).await, 1);
+    let after = app.call("GET", &format!("/threads/{tid}/state"), None).await.body;
+    assert_eq!(after["values"], before["values"]);
+    assert_eq!(after["checkpoint"], before["checkpoint"]);
+}
+
+#[tokio::test]
+async fn a_patched_ttl_replaces_the_threads_and_a_patch_restarts_its_clock() {
+    let (_dir, app) = app().await;
+    let tid = ran_thread(&app, json!(600)).await;
+    assert_eq!(app.manager.sweep_thread_ttls().await.unwrap(), Swept::default());
+    let patched = app
+        .call(
+            "PATCH",
+            &format!("/threads/{tid}"),
+            Some(json!({"metadata": {}, "ttl": SHORT})),
+        )
+        .await;
+    assert_eq!(patched.status, StatusCode::OK, "{}", patched.body);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(app.manager.sweep_thread_ttls().await.unwrap().deleted, 1);
+}
+
+#[tokio::test]
+async fn a_busy_thread_outlives_its_ttl_until_its_run_ends() {
+    let (_dir, app) = app().await;
+    let made = app
+        .call(
+            "POST",
+            "/threads",
+            Some(json!({"metadata": {"graph_id": "gated"}, "ttl": SHORT})),
+        )
+        .await;
+    let tid = made.body["thread_id"].as_str().unwrap().to_owned();
+    let run = app
+        .call(
+            "POST",
+            &format!("/threads/{tid}/runs"),
+            Some(json!({"input": {"topic": "x", "log": []}, "assistant_id": "gated"})),
+        )
+        .await;
+    assert_eq!(run.status, StatusCode::OK, "{}", run.body);
+    app.gate.entered.notified().await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(app.manager.sweep_thread_ttls().await.unwrap(), Swept::default());
+    app.gate.release();
+    let rid = run.body["run_id"].as_str().unwrap();
+    app.call("GET", &format!("/threads/{tid}/runs/{rid}/join"), None).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(app.manager.sweep_thread_ttls().await.unwrap().deleted, 1);
+}
+
+#[tokio::test]
+async fn the_default_ttl_reaches_threads_made_by_a_run_and_by_a_copy() {
+    let mut cfg = config();
+    cfg.thread_ttl = Some(ThreadTtl {
+        strategy: TtlStrategy::Delete,
+        minutes: SHORT,
+    });
+    let (_dir, app) = app_with(cfg).await;
+    let tid = uuid::Uuid::now_v7().to_string();
+    let run = app
+        .call(
+            "POST",
+            &format!("/threads/{tid}/runs/wait"),
+            Some(json!({"input": {"topic": "x", "log": []}, "assistant_id": "chain", "if_not_exists": "create"})),
+        )
+        .await;
+    assert_eq!(run.status, StatusCode::OK, "{}", run.body);
+    app.until_checkpoints(&tid, 4).await;
+    let copy = app.call("POST", &format!("/threads/{tid}/copy"), None).await;
+    assert_eq!(copy.status, StatusCode::OK, "{}", copy.body);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(app.manager.sweep_thread_ttls().await.unwrap().deleted, 2);
+}
+
+#[tokio::test]
+async fn a_bad_ttl_is_refused_naming_the_field_and_makes_no_thread() {
+    let (_dir, app) = app().await;
+    for (ttl, says) in [
+        (json!(-1), "body field `ttl`: -1 is not a positive number of minutes"),
+        (
+            json!("soon"),
+            "body field `ttl`: \"soon\" is not a positive number of minutes",
+        ),
+        (json!({"strategy": "delete"}), "body field `ttl.ttl` is missing"),
+        (
+            json!({"ttl": 5, "strategy": "archive"}),
+            "body field `ttl.strategy`: `archive` is not a TTL strategy",
+        ),
+        (json!({"ttl": 5, "when": 1}), "body field `ttl.when` is unknown"),
+    ] {
+        let r = app.call("POST", "/threads", Some(json!({"ttl": ttl}))).await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{ttl}: {}", r.body);
+        let detail = r.body["detail"].as_str().unwrap();
+        assert!(detail.starts_with(says), "{ttl}: {detail}");
+    }
+    let count = app.call("POST", "/threads/count", Some(json!({}))).await;
+    assert_eq!(count.body, json!(0));
+}
