@@ -7,6 +7,8 @@
 
 #[path = "scale_out/cluster.rs"]
 mod cluster;
+#[path = "served/mod.rs"]
+mod served;
 
 use cluster::{call, frames, Cluster, Process};
 use serde_json::{json, Value};

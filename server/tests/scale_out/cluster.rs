@@ -5,20 +5,8 @@
 use hyper::body::Bytes;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-
-/// The example's binary, built now (cargo builds examples only for a whole `cargo test`).
-fn example() -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "weir-server", "--example", "scale"])
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building the `scale` example failed");
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps");
-    dir.join("examples").join("scale")
-}
 
 /// One process of the deployment, killed when dropped.
 pub struct Process {
@@ -72,7 +60,7 @@ impl Cluster {
         let dir = tempfile::tempdir().expect("a temp dir");
         let namespace = format!("scale_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         Self {
-            binary: example(),
+            binary: crate::served::example_binary("scale"),
             postgres,
             redis,
             effects: dir.path().join("effects.log"),

@@ -9,18 +9,32 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-/// The example server's binary, built now (cargo builds examples only for a whole `cargo test`).
-pub fn example_server() -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "weir-server", "--example", "serve"])
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building the `serve` example failed");
+/// The binary of the weir-server example `name`, built now if it is not fresh: cargo builds
+/// examples for a whole `cargo test`, but not for one test target. It is built with the flags of
+/// the README's and CI's test command (`--workspace --all-features`), so that within that command
+/// this is a no-op, and dependencies are never built twice with two feature sets. One build per
+/// example per test binary, whatever number of tests ask.
+pub fn example_binary(name: &'static str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
     let exe = std::env::current_exe().expect("the test binary's path");
     let dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps");
-    let server = dir.join("examples").join("serve");
-    assert!(server.exists(), "no example binary at {}", server.display());
-    server
+    let binary = dir.join("examples").join(name);
+    let mut built = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !built.contains(&name) {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "--workspace", "--all-features", "--example", name])
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the `{name}` example failed");
+        assert!(binary.exists(), "no example binary at {}", binary.display());
+        built.push(name);
+    }
+    binary
+}
+
+/// The example server's binary (`examples/serve.rs`).
+pub fn example_server() -> PathBuf {
+    example_binary("serve")
 }
 
 /// A running server, stopped when dropped.
