@@ -1,7 +1,8 @@
 //! When a run may be claimed and who may settle it: `after_seconds` (no claim before the run's
 //! time; the worker's timer claims it then, without waiting for a poll) and the claim's token (a
 //! worker whose heartbeat lapsed while it was only slow cannot settle the run that another
-//! worker claimed again and finished).
+//! worker claimed again and finished), and waits on a run that end when it ends even when its
+//! stream's end never reaches the waiting process.
 
 mod runs_support;
 
@@ -127,5 +128,70 @@ async fn a_worker_that_lost_its_run_to_the_sweeper_cannot_settle_it_after_the_ne
     a.manager.shutdown().await;
     assert_eq!(db.get_run(&tid, &rid).await.unwrap(), Some(finished));
     assert_eq!(db.get_thread(&tid).await.unwrap(), Some(thread));
+    b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_and_a_stream_end_when_their_run_ends_without_its_end_reaching_their_bus() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, saver) = open(&dir.path().join("weir.db")).await;
+    // Process A runs the run and gets stuck in it; the client waits on it through A.
+    let a = app_on(
+        db.clone(),
+        saver.clone(),
+        ManagerConfig {
+            workers: 1,
+            heartbeat: Duration::from_secs(3600),
+            grace: HUNG,
+            ..config()
+        },
+    )
+    .await;
+    let tid = a.thread().await;
+    let created = a
+        .call(
+            "POST",
+            &format!("/threads/{tid}/runs"),
+            Some(json!({"input": {"topic": "x"}, "assistant_id": "gated"})),
+        )
+        .await;
+    let rid = created.body["run_id"].as_str().unwrap().to_owned();
+    tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
+
+    // Process B, on the same tables but another bus, takes the run over and finishes it: A's
+    // bus never carries the run's end (as when a worker dies after saving the run's status).
+    let take_over = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let gate_b = Arc::new(Gate::default());
+        let b = Manager::new(
+            graphs(&saver, &gate_b),
+            db.clone(),
+            db.clone(),
+            Arc::new(LocalBus::default()),
+            ManagerConfig {
+                requeue_on_start: false,
+                ..config()
+            },
+        );
+        b.start().await.unwrap();
+        tokio::time::timeout(HUNG, gate_b.entered.notified()).await.unwrap();
+        gate_b.release();
+        b
+    };
+    let (join_path, stream_path) = (
+        format!("/threads/{tid}/runs/{rid}/join"),
+        format!("/threads/{tid}/runs/{rid}/stream"),
+    );
+    let join = a.call("GET", &join_path, None);
+    let stream = a.call("GET", &stream_path, None);
+    let (join, stream, b) = tokio::time::timeout(HUNG, async { tokio::join!(join, stream, take_over) })
+        .await
+        .expect("the join and the stream end once the run has ended");
+    assert_eq!(join.status, StatusCode::OK);
+    assert_eq!(join.body, json!({"topic": "x", "log": ["a:x", "slow:x"]}), "the outcome B saved");
+    assert_eq!(stream.status, StatusCode::OK);
+    assert_eq!(db.get_run(&tid, &rid).await.unwrap().unwrap().status, RunStatus::Success);
+    a.gate.release();
+    a.manager.shutdown().await;
     b.shutdown().await;
 }

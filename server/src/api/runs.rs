@@ -77,12 +77,7 @@ async fn start_wait(state: &AppState, thread_id: Option<&str>, body: RunCreate) 
 async fn start_stream(state: &AppState, thread_id: Option<&str>, body: RunCreate) -> Result<Response, ApiError> {
     let cancel = body.on_disconnect == OnDisconnect::Cancel;
     let run = state.runs.create(thread_id, body).await?;
-    let items = state
-        .runs
-        .bus()
-        .subscribe(&run.run_id, Some("-1"))
-        .await
-        .map_err(RunError::from)?;
+    let items = state.runs.follow(&run, Some("-1")).await?;
     let opts = sse::SseOptions {
         resumable: run.kwargs.resumable,
         heartbeat: state.runs.config().sse_heartbeat,
@@ -200,12 +195,7 @@ async fn join_stream(
     let cancel = flag("cancel_on_disconnect", q.cancel_on_disconnect.as_deref())?;
     let run = state.runs.get(&thread_id, &run_id).await?;
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok());
-    let items = state
-        .runs
-        .bus()
-        .subscribe(&run_id, last)
-        .await
-        .map_err(RunError::from)?;
+    let items = state.runs.follow(&run, last).await?;
     // The SDK's join_stream sends `stream_mode=` (empty) for "the run's own modes".
     let modes = q
         .stream_mode

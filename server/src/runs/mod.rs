@@ -243,7 +243,7 @@ impl Manager {
     pub async fn join(&self, thread_id: &str, run_id: &str) -> Result<Value, RunError> {
         let run = self.get(thread_id, run_id).await?;
         if !run.status.is_final() {
-            let mut stream = self.inner.bus.subscribe(run_id, Some("-1")).await?;
+            let mut stream = self.follow(&run, Some("-1")).await?;
             let mut outcome = None;
             while let Some(item) = stream.next().await {
                 if let StreamItem::Event { event, data, .. } = item {
@@ -257,6 +257,62 @@ impl Manager {
             }
         }
         self.outcome_from_thread(thread_id).await
+    }
+
+    /// `run`'s stream from the bus (as [`Bus::subscribe`] with `last_id`), ended even when its
+    /// [`StreamItem::Done`] is lost (a worker killed after the run's status was saved, a bus
+    /// connection dropped): after each [`ManagerConfig::poll`] without an item, the run's status
+    /// is read, and once it is final the stream gets one more interval for its last items, then
+    /// ends. Every wait on a run (join, stream, cancel, delete) goes through here, so none of them
+    /// outlives the run by more than two intervals.
+    pub async fn follow(
+        &self,
+        run: &Run,
+        last_id: Option<&str>,
+    ) -> Result<futures::stream::BoxStream<'static, StreamItem>, RunError> {
+        struct Following {
+            items: futures::stream::BoxStream<'static, StreamItem>,
+            manager: Manager,
+            thread_id: String,
+            run_id: String,
+            run_ended: bool,
+            over: bool,
+        }
+        let start = Following {
+            items: self.inner.bus.subscribe(&run.run_id, last_id).await?,
+            manager: self.clone(),
+            thread_id: run.thread_id.clone(),
+            run_id: run.run_id.clone(),
+            run_ended: false,
+            over: false,
+        };
+        let quiet = self.inner.config.poll.max(Duration::from_millis(100));
+        let stream = futures::stream::unfold(start, move |mut s| async move {
+            while !s.over {
+                match tokio::time::timeout(quiet, s.items.next()).await {
+                    Ok(Some(item)) => {
+                        s.over = item == StreamItem::Done;
+                        return Some((item, s));
+                    }
+                    Ok(None) => return None,
+                    Err(_) if s.run_ended => {
+                        tracing::warn!(run_id = %s.run_id, "the run ended but its stream did not; ending it");
+                        s.over = true;
+                        return Some((StreamItem::Done, s));
+                    }
+                    Err(_) => {
+                        let status = s.manager.inner.queue.get_run(&s.thread_id, &s.run_id).await;
+                        // A run deleted meanwhile has ended too.
+                        s.run_ended = match status {
+                            Ok(run) => run.is_none_or(|r| r.status.is_final()),
+                            Err(_) => false,
+                        };
+                    }
+                }
+            }
+            None
+        });
+        Ok(stream.boxed())
     }
 
     /// What `join` answers for a run that ended long ago: its thread's values, interrupts and error.
@@ -294,7 +350,7 @@ impl Manager {
             return Ok(());
         }
         let stream = if wait {
-            Some(self.inner.bus.subscribe(run_id, Some("-1")).await?)
+            Some(self.follow(&run, Some("-1")).await?)
         } else {
             None
         };
@@ -309,7 +365,7 @@ impl Manager {
     pub async fn delete(&self, thread_id: &str, run_id: &str) -> Result<(), RunError> {
         let run = self.get(thread_id, run_id).await?;
         if !run.status.is_final() {
-            let stream = self.inner.bus.subscribe(run_id, Some("-1")).await?;
+            let stream = self.follow(&run, Some("-1")).await?;
             self.cancel_run(&run, CancelAction::Interrupt).await?;
             stream.for_each(|_| async {}).await;
         }

@@ -133,8 +133,19 @@ impl Reply {
     }
 }
 
+/// How long one request may take before the test fails naming it (a run that never ends would
+/// otherwise hang the suite).
+const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Sends one request to the API at `base` on a connection of its own; reads the whole body.
 pub async fn call(base: &str, method: &str, path: &str, body: Option<&Value>) -> Reply {
+    let request = send(base, method, path, body);
+    tokio::time::timeout(CALL_TIMEOUT, request)
+        .await
+        .unwrap_or_else(|_| panic!("{method} {base}{path} got no whole answer in {CALL_TIMEOUT:?}"))
+}
+
+async fn send(base: &str, method: &str, path: &str, body: Option<&Value>) -> Reply {
     use http_body_util::BodyExt;
     let authority = base.trim_start_matches("http://");
     let stream = tokio::net::TcpStream::connect(authority)
