@@ -74,12 +74,15 @@ await step("a run from the launcher pauses at the approval and lights the nodes 
   await shot("graph-run");
 });
 
+/** The checkpoints the timeline lists (it draws only the rows in sight). */
+const checkpointCount = () => page.$eval(".timeline", (tl) => Number(tl.dataset.count));
+
 let before = 0;
 await step("the thread shows the interrupt with its choices", async () => {
   await page.click('[data-testid="run-done"] a');
   await page.waitForSelector('[data-testid="interrupt"]');
   expect((await page.textContent('[data-testid="interrupt"]')).includes("Refund 120"), "the question is not shown");
-  before = await page.$$eval(".timeline .cp", (e) => e.length);
+  before = await checkpointCount();
   expect(before >= 3, `only ${before} checkpoints in the timeline`);
   expect((await page.textContent('[data-testid="thread-status"]')).includes("interrupted"), "the thread is not interrupted");
   await shot("thread-interrupt");
@@ -88,7 +91,7 @@ await step("the thread shows the interrupt with its choices", async () => {
 await step("answering in the form finishes the run and grows the timeline", async () => {
   await page.click('[data-choice="approve"]');
   await page.waitForSelector('[data-testid="run-finished"]');
-  await page.waitForFunction((n) => document.querySelectorAll(".timeline .cp").length > n, before);
+  await page.waitForFunction((n) => Number(document.querySelector(".timeline").dataset.count) > n, before);
   await page.waitForFunction(() => document.querySelector('[data-testid="thread-status"]').textContent.includes("idle"));
   const state = JSON.parse(await page.textContent('[data-testid="state"]'));
   expect(state.status === "refunded", `the state's status is ${state.status}`);
@@ -106,11 +109,11 @@ await step("a checkpoint shows its changes from the parent", async () => {
 });
 
 await step("forking from step 2 runs again from there", async () => {
-  const count = await page.$$eval(".timeline .cp", (e) => e.length);
+  const count = await checkpointCount();
   await page.click('.timeline .cp[data-step="2"]');
   await page.waitForSelector('[data-testid="detail"][data-step="2"]');
   await page.click('[data-testid="fork"]');
-  await page.waitForFunction((n) => document.querySelectorAll(".timeline .cp").length > n, count);
+  await page.waitForFunction((n) => Number(document.querySelector(".timeline").dataset.count) > n, count);
   await page.waitForSelector('[data-testid="interrupt"]');
   await shot("fork");
 });

@@ -1,20 +1,27 @@
 // One thread: its checkpoints as a timeline (newest first, a page loaded whenever the list is
-// scrolled near its end), the chosen checkpoint's state and its changes from its parent (both
-// from the server, abbreviated: a state may be megabytes), the pending interrupt with a form for
-// the answer, and the edits a person makes: update the state as a node, and run again from any
-// checkpoint (a fork).
+// scrolled near its end, only the rows in sight in the page), the chosen checkpoint's state and
+// its changes from its parent (both from the server, abbreviated: a state may be megabytes), the
+// pending interrupt with a form for the answer, and the edits a person makes: update the state
+// as a node, and run again from any checkpoint (a fork).
 
 import { badge, fill, h, pretty, status, when } from "../dom.js";
 import { get, post, stream } from "../api.js";
 import { jsonArea, schemaForm } from "../form.js";
 
 const PAGE = 200;
+/** A timeline row's height in pixels (`.timeline .cp` in studio.css), and the rows drawn beyond
+ *  the visible ones on each side, so that a quick scroll does not show a gap. */
+const ROW = 30;
+const OVERSCAN = 20;
 
 export async function threadView(tid) {
   const path = `/threads/${encodeURIComponent(tid)}`;
   const studio = `/studio/api/threads/${encodeURIComponent(tid)}`;
   const header = h("h1");
-  const timeline = h("div.timeline", { "data-testid": "timeline" });
+  // A thread may have 10,000 checkpoints: the list is as tall as all of them, but only the rows
+  // in sight exist (`drawn`, by index), placed at their offset.
+  const rowsBox = h("div.rows");
+  const timeline = h("div.timeline", { "data-testid": "timeline", "data-count": 0 }, rowsBox);
   const end = h("p.muted.end", { "data-testid": "timeline-end" });
   const detail = h("div.panel", { "data-testid": "detail" }, h("p.muted", {}, "Loading the checkpoint…"));
   const pending = h("div");
@@ -22,7 +29,9 @@ export async function threadView(tid) {
   let thread = null;
   let assistant = null;
   let entries = [];
-  let rows = [];
+  let drawn = new Map();
+  let selected = -1;
+  let headNext = null;
   let complete = false;
   let loading = null;
   let shown = 0;
@@ -36,7 +45,7 @@ export async function threadView(tid) {
 
   /** The next page of older checkpoints, appended (or the first page, replacing the list). */
   function more(fresh) {
-    if (fresh) { entries = []; rows = []; complete = false; loading = null; }
+    if (fresh) { entries = []; complete = false; loading = null; headNext = null; }
     if (complete) return Promise.resolve();
     if (loading) return loading;
     const q = new URLSearchParams({ limit: PAGE });
@@ -45,13 +54,18 @@ export async function threadView(tid) {
       if (load !== loading) return; // a refresh started over meanwhile
       const from = entries.length;
       entries = entries.concat(got);
-      const added = got.map((c, j) => row(c, from + j));
-      rows = rows.concat(added);
-      if (fresh) fill(timeline, added); else timeline.append(...added);
       complete = got.length < PAGE;
       end.textContent = complete ? `${entries.length} checkpoints` : "";
-      // The row just above the page: its next nodes are what the page's first one ran.
-      if (from > 0) nextOf(from - 1);
+      timeline.dataset.count = entries.length;
+      rowsBox.style.height = `${entries.length * ROW}px`;
+      // Redrawn whole after a refresh; the row just above a new page gets its next nodes (what
+      // the page's first one ran).
+      if (fresh) { drawn.forEach((el) => el.remove()); drawn = new Map(); }
+      if (from > 0 && drawn.has(from - 1)) {
+        drawn.get(from - 1).remove();
+        drawn.delete(from - 1);
+      }
+      draw();
       loading = null;
       if (!complete && timeline.isConnected && nearEnd()) more(false);
     });
@@ -59,28 +73,51 @@ export async function threadView(tid) {
     return load;
   }
 
-  const nearEnd = () => timeline.scrollTop + timeline.clientHeight > timeline.scrollHeight - 400;
-  timeline.addEventListener("scroll", () => { if (nearEnd()) more(false); }, { passive: true });
-
-  /** A checkpoint's row: its step, source, the nodes whose writes it applied, and (filled in
-   *  once the newer one is known) the nodes that ran next. */
-  function row(c, i) {
-    const m = c.metadata || {};
-    return h("div.cp", { onclick: () => choose(i), "data-step": m.step, "data-checkpoint": c.checkpoint_id },
-      h("span.mono", {}, `#${m.step ?? "?"}`), h("span", {}, badge(m.source || "")),
-      h("span", {}, h("span", {}, (c.writes || []).join(", ")), h("span.next", {}, nextText(i))));
+  /** Draws the rows in sight (and `OVERSCAN` beyond), removes the others. Before the view is on
+   *  the page the timeline has no height yet: its first rows are drawn. */
+  function draw() {
+    const height = timeline.clientHeight || 34 * 16;
+    const first = Math.max(0, Math.floor(timeline.scrollTop / ROW) - OVERSCAN);
+    const last = Math.min(entries.length, Math.ceil((timeline.scrollTop + height) / ROW) + OVERSCAN);
+    for (const [i, el] of drawn) {
+      if (i < first || i >= last) { el.remove(); drawn.delete(i); }
+    }
+    const added = [];
+    for (let i = first; i < last; i++) {
+      if (drawn.has(i)) continue;
+      const el = row(entries[i], i);
+      drawn.set(i, el);
+      added.push(el);
+    }
+    rowsBox.append(...added);
   }
 
-  /** The nodes that ran after checkpoint `i`: those its child in the list applied. */
+  const nearEnd = () => timeline.scrollTop + timeline.clientHeight > timeline.scrollHeight - 400;
+  let frame = 0;
+  timeline.addEventListener("scroll", () => {
+    if (!frame) frame = requestAnimationFrame(() => { frame = 0; draw(); });
+    if (nearEnd()) more(false);
+  }, { passive: true });
+
+  /** A checkpoint's row: its step, source, the nodes whose writes it applied, and the nodes that
+   *  ran next. */
+  function row(c, i) {
+    const m = c.metadata || {};
+    const el = h("div.cp", { onclick: () => choose(i), "data-index": i, "data-step": m.step, "data-checkpoint": c.checkpoint_id },
+      h("span.mono", {}, `#${m.step ?? "?"}`), h("span", {}, badge(m.source || "")),
+      h("span", {}, h("span", {}, (c.writes || []).join(", ")), h("span.next", {}, nextText(i))));
+    el.style.top = `${i * ROW}px`;
+    if (i === selected) el.classList.add("selected");
+    return el;
+  }
+
+  /** The nodes that ran after checkpoint `i`: those its child in the list applied (for the
+   *  newest, the head's next nodes once they are known). */
   function nextText(i) {
+    if (i === 0 && headNext) return headNext;
     const newer = entries[i - 1];
     return newer && newer.parent_checkpoint_id === entries[i].checkpoint_id && newer.writes.length
       ? ` → ${newer.writes.join(", ")}` : "";
-  }
-
-  function nextOf(i) {
-    const span = rows[i] && rows[i].querySelector(".next");
-    if (span) span.textContent = nextText(i);
   }
 
   /** Shows checkpoint `i`: its state and changes, read from the server. */
@@ -88,7 +125,8 @@ export async function threadView(tid) {
     const entry = entries[i];
     if (!entry) { fill(detail, h("p.muted", {}, "No checkpoint yet.")); return; }
     const ticket = ++shown;
-    rows.forEach((el, j) => el.classList.toggle("selected", j === i));
+    selected = i;
+    drawn.forEach((el, j) => el.classList.toggle("selected", j === i));
     let got = known;
     try {
       got = got || await get(`${studio}/checkpoint?checkpoint_id=${encodeURIComponent(entry.checkpoint_id)}`);
@@ -192,8 +230,9 @@ export async function threadView(tid) {
     if (shown !== chosen) return;
     const newest = entries[0];
     if (newest && head.state && newest.checkpoint_id === head.state.checkpoint_id) {
-      const span = rows[0].querySelector(".next");
-      if (span && head.state.next.length) span.textContent = ` → ${head.state.next.join(", ")}`;
+      headNext = head.state.next.length ? ` → ${head.state.next.join(", ")}` : null;
+      const span = drawn.get(0)?.querySelector(".next");
+      if (span) span.textContent = nextText(0);
       await choose(0, head);
     } else await choose(0);
   }
