@@ -188,9 +188,16 @@ async fn a_join_and_a_stream_end_when_their_run_ends_without_its_end_reaching_th
         .await
         .expect("the join and the stream end once the run has ended");
     assert_eq!(join.status, StatusCode::OK);
-    assert_eq!(join.body, json!({"topic": "x", "log": ["a:x", "slow:x"]}), "the outcome B saved");
+    assert_eq!(
+        join.body,
+        json!({"topic": "x", "log": ["a:x", "slow:x"]}),
+        "the outcome B saved"
+    );
     assert_eq!(stream.status, StatusCode::OK);
-    assert_eq!(db.get_run(&tid, &rid).await.unwrap().unwrap().status, RunStatus::Success);
+    assert_eq!(
+        db.get_run(&tid, &rid).await.unwrap().unwrap().status,
+        RunStatus::Success
+    );
     a.gate.release();
     a.manager.shutdown().await;
     b.shutdown().await;
