@@ -92,7 +92,12 @@ async fn chunks_come_in_order_before_the_nodes_update() {
 #[tokio::test]
 async fn a_chunk_carries_its_tasks_metadata() {
     let app = one_node(true);
-    let got = events(&app, &RunConfig::thread("t-meta"), StreamMode::MESSAGES | StreamMode::TASKS).await;
+    let got = events(
+        &app,
+        &RunConfig::thread("t-meta"),
+        StreamMode::MESSAGES | StreamMode::TASKS,
+    )
+    .await;
     let key = got
         .iter()
         .find_map(|e| match e {

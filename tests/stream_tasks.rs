@@ -186,7 +186,11 @@ async fn keys(stream: weir::RunStream<S>) -> Vec<String> {
             Event::TaskEnd { node, key, .. } => Some(format!("end {node} {key}")),
             Event::Checkpoint { next, keys, .. } => Some(format!(
                 "checkpoint {}",
-                next.iter().zip(&keys).map(|(n, k)| format!("{n}:{k}")).collect::<Vec<_>>().join(",")
+                next.iter()
+                    .zip(&keys)
+                    .map(|(n, k)| format!("{n}:{k}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
             )),
             _ => None,
         })
@@ -229,4 +233,44 @@ async fn a_tasks_key_is_its_idempotency_key_everywhere_and_survives_the_resume()
     assert_eq!(tasks, [&format!("start ask {ask}"), &format!("end ask {ask}")]);
     let done = app.get_state(&cfg).await.unwrap().unwrap();
     assert_eq!(done.values.log, [format!("ask:yes:{ask}"), format!("sib:{sib}")]);
+}
+
+// `Send`s' push tasks have keys too: one per packet, each its task's idempotency key, the same
+// at its start, its end and in the checkpoint before its step.
+#[tokio::test]
+async fn each_sends_push_task_has_its_own_key_in_its_events() {
+    let mut g = GraphBuilder::<S>::new();
+    let worker = g.add_send_node("worker", |n: &u32, ctx: &Context| {
+        SUpdate::default().log(vec![format!("{n}:{}", ctx.idempotency_key().unwrap())])
+    });
+    g.add_node("plan", |_: &S| SUpdate::default());
+    g.add_edge(START, "plan");
+    let w = worker.clone();
+    g.add_router(
+        "plan",
+        move |_: &S| (0..2).map(|i| w.send(i)).collect::<Vec<_>>(),
+        [&worker],
+    );
+    let app = g.with_checkpointer(MemorySaver::new()).compile().unwrap();
+    let cfg = RunConfig::thread("sends");
+    let got = keys(app.stream(SUpdate::default(), &cfg, StreamMode::TASKS | StreamMode::CHECKPOINTS)).await;
+    let out = app.get_state(&cfg).await.unwrap().unwrap().values.log;
+    let written: Vec<&str> = out.iter().map(|l| l.split_once(':').unwrap().1).collect();
+    let (k0, k1) = (written[0], written[1]);
+    assert!(is_uuid(k0) && is_uuid(k1) && k0 != k1, "{out:?}");
+    let step: Vec<&String> = got
+        .iter()
+        .skip_while(|e| !e.contains(&format!("worker:{k0}")))
+        .take(5)
+        .collect();
+    assert_eq!(
+        step,
+        [
+            &format!("checkpoint worker:{k0},worker:{k1}"),
+            &format!("start worker {k0}"),
+            &format!("start worker {k1}"),
+            &format!("end worker {k0}"),
+            &format!("end worker {k1}"),
+        ]
+    );
 }

@@ -81,7 +81,10 @@ async fn a_subgraphs_namespace_is_a_uuid_the_same_in_events_and_state() {
         .to_owned();
     let (node, id) = ns.split_once(':').unwrap();
     assert!(node == "inner" && is_uuid(id), "{ns}");
-    assert_eq!(task["id"], id, "the namespace names the task that runs the subgraph by its id");
+    assert_eq!(
+        task["id"], id,
+        "the namespace names the task that runs the subgraph by its id"
+    );
 
     let mut r = request("n1", Value::Null, &[Mode::Values, Mode::Updates]);
     r.subgraphs = true;
@@ -290,28 +293,52 @@ async fn two_tasks_of_a_step_have_two_ids_each_shown_alike_everywhere() {
     g.add_node("y", |_: &S| SUpdate::default().log(vec!["y".into()]));
     g.add_edge(START, "x").add_edge(START, "y");
     let g = g.compile().unwrap().into_served(Arc::new(MemorySaver::new()));
-    let (events, _) = run(&g, request("w1", json!({"topic": "t"}), &[Mode::Tasks, Mode::Checkpoints, Mode::Debug])).await;
+    let (events, _) = run(
+        &g,
+        request(
+            "w1",
+            json!({"topic": "t"}),
+            &[Mode::Tasks, Mode::Checkpoints, Mode::Debug],
+        ),
+    )
+    .await;
     let id_in = |kind: &str, name: &str| -> Vec<String> {
         let mut ids = Vec::new();
         for (event, data) in &events {
             let payload = if event == "debug" { &data["payload"] } else { data };
-            let kind_of = if event == "debug" { data["type"].as_str().unwrap() } else { event.as_str() };
+            let kind_of = if event == "debug" {
+                data["type"].as_str().unwrap()
+            } else {
+                event.as_str()
+            };
             let found: Vec<&Value> = match (kind_of, kind) {
                 ("checkpoints" | "checkpoint", "checkpoint") => payload["tasks"].as_array().unwrap().iter().collect(),
                 ("tasks" | "task" | "task_result", "task") => vec![payload],
                 _ => continue,
             };
-            ids.extend(found.into_iter().filter(|t| t["name"] == name).map(|t| t["id"].as_str().unwrap().to_owned()));
+            ids.extend(
+                found
+                    .into_iter()
+                    .filter(|t| t["name"] == name)
+                    .map(|t| t["id"].as_str().unwrap().to_owned()),
+            );
         }
         ids
     };
     let (x, y) = (id_in("task", "x"), id_in("task", "y"));
     // start and result, in `tasks` and in `debug`
     assert_eq!(x.len(), 4, "{events:?}");
-    assert!(x.iter().all(|id| *id == x[0]) && y.iter().all(|id| *id == y[0]), "{x:?} {y:?}");
+    assert!(
+        x.iter().all(|id| *id == x[0]) && y.iter().all(|id| *id == y[0]),
+        "{x:?} {y:?}"
+    );
     assert!(is_uuid(&x[0]) && is_uuid(&y[0]));
     assert_ne!(x[0], y[0]);
-    assert_eq!(id_in("checkpoint", "x"), [x[0].clone(), x[0].clone()], "`checkpoints` and `debug`");
+    assert_eq!(
+        id_in("checkpoint", "x"),
+        [x[0].clone(), x[0].clone()],
+        "`checkpoints` and `debug`"
+    );
     assert_eq!(id_in("checkpoint", "y"), [y[0].clone(), y[0].clone()]);
 }
 
@@ -327,9 +354,15 @@ async fn the_events_mode_shows_a_subgraphs_tasks_as_children_of_its_nodes_chain(
     let r = request("s1", json!({"topic": "t"}), &[Mode::Events, Mode::Updates]);
     let (events, end) = run(&g, r).await;
     assert!(matches!(end, RunEnd::Interrupted { .. }), "{end:?}");
-    assert!(events.iter().all(|(e, _)| e == "events" || e == "updates"), "no namespaced event: {events:?}");
+    assert!(
+        events.iter().all(|(e, _)| e == "events" || e == "updates"),
+        "no namespaced event: {events:?}"
+    );
     let chains: Vec<&Value> = events.iter().filter(|(e, _)| e == "events").map(|(_, d)| d).collect();
-    let order: Vec<String> = chains.iter().map(|d| format!("{} {}", d["event"].as_str().unwrap(), d["name"].as_str().unwrap())).collect();
+    let order: Vec<String> = chains
+        .iter()
+        .map(|d| format!("{} {}", d["event"].as_str().unwrap(), d["name"].as_str().unwrap()))
+        .collect();
     assert_eq!(
         order,
         [
@@ -356,12 +389,18 @@ async fn the_events_mode_shows_a_subgraphs_tasks_as_children_of_its_nodes_chain(
     let inner_ns = inner["metadata"]["langgraph_checkpoint_ns"].as_str().unwrap();
     assert!(inner_ns.strip_prefix("inner:").is_some_and(is_uuid), "{inner_ns}");
     let a_ns = a["metadata"]["langgraph_checkpoint_ns"].as_str().unwrap();
-    let own = a_ns.strip_prefix(&format!("{inner_ns}|a:")).unwrap_or_else(|| panic!("{a_ns} under {inner_ns}"));
+    let own = a_ns
+        .strip_prefix(&format!("{inner_ns}|a:"))
+        .unwrap_or_else(|| panic!("{a_ns} under {inner_ns}"));
     assert!(is_uuid(own), "{a_ns}");
     assert_eq!(a["metadata"]["langgraph_node"], "a");
     assert_eq!(a["metadata"]["langgraph_step"], 1, "the subgraph's own step");
     assert_eq!(a["tags"], json!(["graph:step:1"]));
-    assert_eq!(a["data"]["input"], json!({"topic": "t", "log": []}), "the subgraph's state");
+    assert_eq!(
+        a["data"]["input"],
+        json!({"topic": "t", "log": []}),
+        "the subgraph's state"
+    );
     assert_eq!(chains[3]["data"]["chunk"], json!({"log": ["a:t"]}));
     assert_eq!(chains[6]["data"]["chunk"], json!({"log": ["b"]}));
     assert_eq!(chains[7]["data"]["input"], json!({"topic": "t", "log": ["a:t"]}));
@@ -370,11 +409,20 @@ async fn the_events_mode_shows_a_subgraphs_tasks_as_children_of_its_nodes_chain(
     let mut r = request("s2", json!({"topic": "t"}), &[Mode::Events, Mode::Tasks]);
     r.subgraphs = true;
     let (events, _) = run(&g, r).await;
-    let inner_start = events.iter().find(|(e, d)| e == "tasks" && d["name"] == "inner").unwrap();
-    let inner_chain = events.iter().find(|(e, d)| e == "events" && d["name"] == "inner").unwrap();
+    let inner_start = events
+        .iter()
+        .find(|(e, d)| e == "tasks" && d["name"] == "inner")
+        .unwrap();
+    let inner_chain = events
+        .iter()
+        .find(|(e, d)| e == "events" && d["name"] == "inner")
+        .unwrap();
     let ns = format!("inner:{}", inner_start.1["id"].as_str().unwrap());
     assert_eq!(inner_chain.1["metadata"]["langgraph_checkpoint_ns"], json!(ns));
-    let a_start = events.iter().find(|(e, d)| e.starts_with("tasks|") && d["name"] == "a").unwrap();
+    let a_start = events
+        .iter()
+        .find(|(e, d)| e.starts_with("tasks|") && d["name"] == "a")
+        .unwrap();
     assert_eq!(a_start.0, format!("tasks|{ns}"));
     let a_chain = events.iter().find(|(e, d)| e == "events" && d["name"] == "a").unwrap();
     assert_eq!(

@@ -307,10 +307,22 @@ fn is_uuid(s: &str) -> bool {
     uuid::Uuid::parse_str(s).is_ok_and(|u| u.hyphenated().to_string() == s)
 }
 
+/// `(name, id)` of a task.
+type Named = (String, String);
+
 /// The `(name, id)` of each task in `events`' `tasks` events, and of each checkpoint's tasks.
-fn task_ids(events: &[(String, serde_json::Value, Option<String>)]) -> (Vec<(String, String)>, Vec<(String, String)>) {
-    let pair = |t: &serde_json::Value| (t["name"].as_str().unwrap().to_owned(), t["id"].as_str().unwrap().to_owned());
-    let tasks = events.iter().filter(|(e, _, _)| e == "tasks").map(|(_, d, _)| pair(d)).collect();
+fn task_ids(events: &[(String, serde_json::Value, Option<String>)]) -> (Vec<Named>, Vec<Named>) {
+    let pair = |t: &serde_json::Value| {
+        (
+            t["name"].as_str().unwrap().to_owned(),
+            t["id"].as_str().unwrap().to_owned(),
+        )
+    };
+    let tasks = events
+        .iter()
+        .filter(|(e, _, _)| e == "tasks")
+        .map(|(_, d, _)| pair(d))
+        .collect();
     let checkpoints = events
         .iter()
         .filter(|(e, _, _)| e == "checkpoints")
@@ -338,7 +350,10 @@ async fn a_task_has_one_uuid_id_in_its_events_the_checkpoints_the_state_and_the_
     assert!(is_uuid(a) && is_uuid(ask), "{tasks:?}");
     assert_eq!(tasks[1].1, *a, "the start and the result share the id");
     assert_ne!(a, ask);
-    assert_eq!(checkpoints[1..], [("a".to_owned(), a.clone()), ("ask".to_owned(), ask.clone())]);
+    assert_eq!(
+        checkpoints[1..],
+        [("a".to_owned(), a.clone()), ("ask".to_owned(), ask.clone())]
+    );
     assert_eq!(checkpoints[0].0, "__start__");
     assert!(is_uuid(&checkpoints[0].1));
 
@@ -354,5 +369,8 @@ async fn a_task_has_one_uuid_id_in_its_events_the_checkpoints_the_state_and_the_
         .open("POST", &format!("/threads/{tid}/runs/stream"), Some(body), &[])
         .await;
     let (tasks, _) = task_ids(&frames(res.into_body()).await);
-    assert_eq!(tasks, [("ask".to_owned(), ask.clone()), ("ask".to_owned(), ask.clone())]);
+    assert_eq!(
+        tasks,
+        [("ask".to_owned(), ask.clone()), ("ask".to_owned(), ask.clone())]
+    );
 }

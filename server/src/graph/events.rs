@@ -132,9 +132,13 @@ impl Translate {
 
     /// The whole state after a step.
     pub(crate) fn values(&mut self, ns: &str, values: Value, out: &mut Vec<RunEvent>) {
+        // A graph's step ended, so did the subgraphs its tasks ran: their states go.
         if ns.is_empty() {
             self.values = values.clone();
+            self.scoped.clear();
         } else {
+            let deeper = format!("{ns}|");
+            self.scoped.retain(|scope, _| !scope.starts_with(&deeper));
             self.scoped.insert(ns.to_owned(), values.clone());
         }
         if self.wants(Mode::Values) && self.shows(ns) {
@@ -301,7 +305,12 @@ impl Translate {
     }
 
     /// A subgraph's event, under its namespace (weir's segments `ns` with their tasks' `keys`).
-    pub(crate) fn subgraph(&mut self, (ns, keys): (&[String], &[String]), event: SubgraphEvent, out: &mut Vec<RunEvent>) {
+    pub(crate) fn subgraph(
+        &mut self,
+        (ns, keys): (&[String], &[String]),
+        event: SubgraphEvent,
+        out: &mut Vec<RunEvent>,
+    ) {
         let ns = namespace(ns, keys);
         match event {
             SubgraphEvent::Values { state, .. } => self.values(&ns, state, out),
