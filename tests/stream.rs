@@ -40,7 +40,7 @@ fn describe(e: &Event<S>) -> String {
         Event::Custom { node, value, .. } => format!("custom {node} {value}"),
         Event::Message { chunk, meta } => format!("message {} {chunk}", meta.node),
         Event::Paused(p) => format!("paused {}", p.len()),
-        Event::Subgraph { ns, event } => format!("subgraph {ns:?} {event:?}"),
+        Event::Subgraph { ns, event, .. } => format!("subgraph {ns:?} {event:?}"),
     }
 }
 

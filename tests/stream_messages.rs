@@ -49,7 +49,7 @@ fn describe(e: &Event<S>) -> String {
         Event::Message { chunk, meta } => format!("message {} {}", meta.node, chunk["content"]),
         Event::Update { node, update, .. } => format!("update {node} {}", weir::writes_json(S::FIELDS, update)),
         Event::Values { state, .. } => format!("values {:?}", state.log),
-        Event::Subgraph { ns, event } => match event {
+        Event::Subgraph { ns, event, .. } => match event {
             SubgraphEvent::Message { chunk, meta } => {
                 format!(
                     "{} | message {} {} ns={}",
@@ -87,11 +87,24 @@ async fn chunks_come_in_order_before_the_nodes_update() {
 }
 
 // Each chunk carries LangGraph's metadata of its task: node, step, triggers, path, checkpoint
-// namespace (`<node>:<task id>:<step>`) and the run's thread; one metadata, shared.
+// namespace (`<node>:<task id>:<step>`) with its task's key (the key its task events show) and
+// the run's thread; one metadata, shared.
 #[tokio::test]
 async fn a_chunk_carries_its_tasks_metadata() {
     let app = one_node(true);
-    let got = events(&app, &RunConfig::thread("t-meta"), StreamMode::MESSAGES).await;
+    let got = events(
+        &app,
+        &RunConfig::thread("t-meta"),
+        StreamMode::MESSAGES | StreamMode::TASKS,
+    )
+    .await;
+    let key = got
+        .iter()
+        .find_map(|e| match e {
+            Event::TaskStart { key, .. } => Some(key.clone()),
+            _ => None,
+        })
+        .unwrap();
     let metas: Vec<&Arc<MessageMeta>> = got
         .iter()
         .filter_map(|e| match e {
@@ -106,6 +119,7 @@ async fn a_chunk_carries_its_tasks_metadata() {
         triggers: vec!["branch:to:chat".into()],
         path: vec![json!("__pregel_pull"), json!("chat")],
         ns: vec!["chat:pull:chat:1".into()],
+        keys: vec![key],
         thread_id: Some("t-meta".into()),
     };
     assert_eq!(*metas[0].as_ref(), want);

@@ -28,7 +28,7 @@ fn describe(e: &Event<S>) -> String {
         Event::Custom { node, value, .. } => format!("custom {node} {value}"),
         Event::Message { chunk, meta } => format!("message {} {chunk}", meta.node),
         Event::Paused(p) => format!("paused {} {:?}", p[0].node, p[0].question),
-        Event::Subgraph { ns, event } => format!("{} | {}", ns.join("|"), sub(event)),
+        Event::Subgraph { ns, event, .. } => format!("{} | {}", ns.join("|"), sub(event)),
     }
 }
 
@@ -41,7 +41,7 @@ fn sub(e: &SubgraphEvent) -> String {
             update,
             cached,
         } => format!("update {step} {node} {update} cached={cached}"),
-        SubgraphEvent::TaskStart { step, id, node } => format!("start {step} {node} {id}"),
+        SubgraphEvent::TaskStart { step, id, node, .. } => format!("start {step} {node} {id}"),
         SubgraphEvent::TaskEnd { step, node, error, .. } => format!("end {step} {node} {error:?}"),
         SubgraphEvent::Checkpoint { step, next, .. } => format!("checkpoint {step} {next:?}"),
         SubgraphEvent::Custom { step, node, value } => format!("custom {step} {node} {value}"),

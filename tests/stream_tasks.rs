@@ -23,7 +23,7 @@ fn describe(e: &Event<S>) -> String {
             update,
             cached,
         } => format!("update {step} {node} {:?} cached={cached}", update.log),
-        Event::TaskStart { step, id, node } => format!("start {step} {node} {id}"),
+        Event::TaskStart { step, id, node, .. } => format!("start {step} {node} {id}"),
         Event::TaskEnd {
             step, id, node, error, ..
         } => format!("end {step} {node} {id} {error:?}"),
@@ -156,6 +156,121 @@ async fn a_failed_task_ends_with_its_error_and_its_handler_is_reported_as_its_ow
             "start 2 fallback pull:fallback",
             "update 2 fallback One(Reduce([\"fallback\"])) cached=false",
             "end 2 fallback pull:fallback None",
+        ]
+    );
+}
+
+/// START -> [ask, sib]: each writes its idempotency key; `ask` pauses first.
+fn keyed_ask_and_sibling() -> CompiledGraph<S> {
+    let mut g = GraphBuilder::<S>::new();
+    g.add_node("ask", |_: &S, ctx: &Context| -> Result<SUpdate, BoxError> {
+        let key = ctx.idempotency_key().unwrap();
+        let answer: String = ctx.interrupt("ok?")?;
+        Ok(SUpdate::default().log(vec![format!("ask:{answer}:{key}")]))
+    });
+    g.add_node("sib", |_: &S, ctx: &Context| {
+        SUpdate::default().log(vec![format!("sib:{}", ctx.idempotency_key().unwrap())])
+    });
+    g.add_edge(START, "ask").add_edge(START, "sib");
+    g.with_checkpointer(MemorySaver::new()).compile().unwrap()
+}
+
+/// The keys of the stream's task starts, task ends and checkpoints, in order, as
+/// `start <node> <key>`, `end <node> <key>`, `checkpoint <next:key,…>`.
+async fn keys(stream: weir::RunStream<S>) -> Vec<String> {
+    let events: Vec<Event<S>> = stream.map(Result::unwrap).collect().await;
+    events
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::TaskStart { node, key, .. } => Some(format!("start {node} {key}")),
+            Event::TaskEnd { node, key, .. } => Some(format!("end {node} {key}")),
+            Event::Checkpoint { next, keys, .. } => Some(format!(
+                "checkpoint {}",
+                next.iter()
+                    .zip(&keys)
+                    .map(|(n, k)| format!("{n}:{k}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+fn is_uuid(key: &str) -> bool {
+    let lens: Vec<usize> = key.split('-').map(str::len).collect();
+    lens == [8, 4, 4, 4, 12] && key.chars().all(|c| c == '-' || c.is_ascii_hexdigit())
+}
+
+// A task's key (LangGraph's task id) is its idempotency key: its start, its end, the checkpoint
+// its step starts from and the thread's state all show the same one; two tasks of a step differ;
+// the resumed task keeps it.
+#[tokio::test]
+async fn a_tasks_key_is_its_idempotency_key_everywhere_and_survives_the_resume() {
+    let app = keyed_ask_and_sibling();
+    let cfg = RunConfig::thread("keys");
+    let modes = StreamMode::TASKS | StreamMode::CHECKPOINTS;
+    let first = keys(app.stream(SUpdate::default(), &cfg, modes)).await;
+    let state = app.get_state(&cfg).await.unwrap().unwrap();
+    let key_of = |node: &str| state.tasks.iter().find(|t| t.name == node).unwrap().key.clone();
+    let (ask, sib) = (key_of("ask"), key_of("sib"));
+    assert!(is_uuid(&ask) && is_uuid(&sib), "{ask} {sib}");
+    assert_ne!(ask, sib);
+    assert_eq!(
+        first[1..],
+        [
+            format!("checkpoint ask:{ask},sib:{sib}"),
+            format!("start ask {ask}"),
+            format!("start sib {sib}"),
+            format!("end sib {sib}"),
+        ]
+    );
+    assert!(first[0].starts_with("checkpoint __start__:"), "{first:?}");
+    assert_eq!(state.values.log, [format!("sib:{sib}")]);
+
+    let resumed = keys(app.stream_resume(Some("yes"), &cfg, modes).unwrap()).await;
+    let tasks: Vec<&String> = resumed.iter().filter(|e| !e.starts_with("checkpoint")).collect();
+    assert_eq!(tasks, [&format!("start ask {ask}"), &format!("end ask {ask}")]);
+    let done = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(done.values.log, [format!("ask:yes:{ask}"), format!("sib:{sib}")]);
+}
+
+// `Send`s' push tasks have keys too: one per packet, each its task's idempotency key, the same
+// at its start, its end and in the checkpoint before its step.
+#[tokio::test]
+async fn each_sends_push_task_has_its_own_key_in_its_events() {
+    let mut g = GraphBuilder::<S>::new();
+    let worker = g.add_send_node("worker", |n: &u32, ctx: &Context| {
+        SUpdate::default().log(vec![format!("{n}:{}", ctx.idempotency_key().unwrap())])
+    });
+    g.add_node("plan", |_: &S| SUpdate::default());
+    g.add_edge(START, "plan");
+    let w = worker.clone();
+    g.add_router(
+        "plan",
+        move |_: &S| (0..2).map(|i| w.send(i)).collect::<Vec<_>>(),
+        [&worker],
+    );
+    let app = g.with_checkpointer(MemorySaver::new()).compile().unwrap();
+    let cfg = RunConfig::thread("sends");
+    let got = keys(app.stream(SUpdate::default(), &cfg, StreamMode::TASKS | StreamMode::CHECKPOINTS)).await;
+    let out = app.get_state(&cfg).await.unwrap().unwrap().values.log;
+    let written: Vec<&str> = out.iter().map(|l| l.split_once(':').unwrap().1).collect();
+    let (k0, k1) = (written[0], written[1]);
+    assert!(is_uuid(k0) && is_uuid(k1) && k0 != k1, "{out:?}");
+    let step: Vec<&String> = got
+        .iter()
+        .skip_while(|e| !e.contains(&format!("worker:{k0}")))
+        .take(5)
+        .collect();
+    assert_eq!(
+        step,
+        [
+            &format!("checkpoint worker:{k0},worker:{k1}"),
+            &format!("start worker {k0}"),
+            &format!("start worker {k1}"),
+            &format!("end worker {k0}"),
+            &format!("end worker {k1}"),
         ]
     );
 }

@@ -1,7 +1,8 @@
 //! The bridge's fidelity to LangGraph's server where weir's own names differ: a node error's
-//! kind (its Rust type's short name, as the Python exception's class), subgraph namespaces with
-//! UUID-shaped task ids the same in events and in state, the `events` mode's chains against the
-//! capture of `langgraph dev`, and subgraphs' state schemas.
+//! kind (its Rust type's short name, as the Python exception's class), UUID-shaped task ids (the
+//! same in a task's events, the checkpoints and the state, one per task of a step), subgraph
+//! namespaces with those ids the same in events and in state, the `events` mode's chains against
+//! the capture of `langgraph dev` and inside a subgraph, and subgraphs' state schemas.
 
 mod support;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -80,6 +81,10 @@ async fn a_subgraphs_namespace_is_a_uuid_the_same_in_events_and_state() {
         .to_owned();
     let (node, id) = ns.split_once(':').unwrap();
     assert!(node == "inner" && is_uuid(id), "{ns}");
+    assert_eq!(
+        task["id"], id,
+        "the namespace names the task that runs the subgraph by its id"
+    );
 
     let mut r = request("n1", Value::Null, &[Mode::Values, Mode::Updates]);
     r.subgraphs = true;
@@ -276,5 +281,152 @@ async fn no_input_on_a_thread_without_a_checkpoint_is_an_empty_input_error() {
     assert!(
         g.state("fresh", None, false).await.unwrap().is_none(),
         "nothing written"
+    );
+}
+
+// Two tasks of one step have two ids, each the same in the checkpoint before the step, its
+// start and its result, in `tasks` and in `debug`.
+#[tokio::test]
+async fn two_tasks_of_a_step_have_two_ids_each_shown_alike_everywhere() {
+    let mut g = GraphBuilder::<S>::new();
+    g.add_node("x", |_: &S| SUpdate::default().log(vec!["x".into()]));
+    g.add_node("y", |_: &S| SUpdate::default().log(vec!["y".into()]));
+    g.add_edge(START, "x").add_edge(START, "y");
+    let g = g.compile().unwrap().into_served(Arc::new(MemorySaver::new()));
+    let (events, _) = run(
+        &g,
+        request(
+            "w1",
+            json!({"topic": "t"}),
+            &[Mode::Tasks, Mode::Checkpoints, Mode::Debug],
+        ),
+    )
+    .await;
+    let id_in = |kind: &str, name: &str| -> Vec<String> {
+        let mut ids = Vec::new();
+        for (event, data) in &events {
+            let payload = if event == "debug" { &data["payload"] } else { data };
+            let kind_of = if event == "debug" {
+                data["type"].as_str().unwrap()
+            } else {
+                event.as_str()
+            };
+            let found: Vec<&Value> = match (kind_of, kind) {
+                ("checkpoints" | "checkpoint", "checkpoint") => payload["tasks"].as_array().unwrap().iter().collect(),
+                ("tasks" | "task" | "task_result", "task") => vec![payload],
+                _ => continue,
+            };
+            ids.extend(
+                found
+                    .into_iter()
+                    .filter(|t| t["name"] == name)
+                    .map(|t| t["id"].as_str().unwrap().to_owned()),
+            );
+        }
+        ids
+    };
+    let (x, y) = (id_in("task", "x"), id_in("task", "y"));
+    // start and result, in `tasks` and in `debug`
+    assert_eq!(x.len(), 4, "{events:?}");
+    assert!(
+        x.iter().all(|id| *id == x[0]) && y.iter().all(|id| *id == y[0]),
+        "{x:?} {y:?}"
+    );
+    assert!(is_uuid(&x[0]) && is_uuid(&y[0]));
+    assert_ne!(x[0], y[0]);
+    assert_eq!(
+        id_in("checkpoint", "x"),
+        [x[0].clone(), x[0].clone()],
+        "`checkpoints` and `debug`"
+    );
+    assert_eq!(id_in("checkpoint", "y"), [y[0].clone(), y[0].clone()]);
+}
+
+// The `events` mode shows a subgraph's tasks as LangGraph does, without `stream_subgraphs`: each
+// a chain whose parent is the chain of the task running the subgraph (its `parent_ids` the run's,
+// then that chain's), its step the subgraph's, its `langgraph_checkpoint_ns` the enclosing
+// task's `inner:<id>` then its own `a:<id>`; the subgraph's task's chain streams and ends with
+// the subgraph's output. No other mode shows the subgraph.
+#[tokio::test]
+async fn the_events_mode_shows_a_subgraphs_tasks_as_children_of_its_nodes_chain() {
+    let (_dir, saver) = sqlite();
+    let g = parent().into_served(saver);
+    let r = request("s1", json!({"topic": "t"}), &[Mode::Events, Mode::Updates]);
+    let (events, end) = run(&g, r).await;
+    assert!(matches!(end, RunEnd::Interrupted { .. }), "{end:?}");
+    assert!(
+        events.iter().all(|(e, _)| e == "events" || e == "updates"),
+        "no namespaced event: {events:?}"
+    );
+    let chains: Vec<&Value> = events.iter().filter(|(e, _)| e == "events").map(|(_, d)| d).collect();
+    let order: Vec<String> = chains
+        .iter()
+        .map(|d| format!("{} {}", d["event"].as_str().unwrap(), d["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "on_chain_start LangGraph",
+            "on_chain_start inner",
+            "on_chain_start a",
+            "on_chain_stream a",
+            "on_chain_end a",
+            "on_chain_start b",
+            "on_chain_stream b",
+            "on_chain_end b",
+            "on_chain_stream inner",
+            "on_chain_end inner",
+            "on_chain_start ask",
+            "on_chain_end LangGraph",
+        ]
+    );
+    let (root, inner, a, b) = (chains[0], chains[1], chains[2], chains[5]);
+    let root_run = root["run_id"].clone();
+    assert_eq!(inner["parent_ids"], json!([root_run]));
+    assert_eq!(a["parent_ids"], json!([root_run, inner["run_id"]]));
+    assert_eq!(b["parent_ids"], a["parent_ids"]);
+    assert_ne!(a["run_id"], b["run_id"]);
+    let inner_ns = inner["metadata"]["langgraph_checkpoint_ns"].as_str().unwrap();
+    assert!(inner_ns.strip_prefix("inner:").is_some_and(is_uuid), "{inner_ns}");
+    let a_ns = a["metadata"]["langgraph_checkpoint_ns"].as_str().unwrap();
+    let own = a_ns
+        .strip_prefix(&format!("{inner_ns}|a:"))
+        .unwrap_or_else(|| panic!("{a_ns} under {inner_ns}"));
+    assert!(is_uuid(own), "{a_ns}");
+    assert_eq!(a["metadata"]["langgraph_node"], "a");
+    assert_eq!(a["metadata"]["langgraph_step"], 1, "the subgraph's own step");
+    assert_eq!(a["tags"], json!(["graph:step:1"]));
+    assert_eq!(
+        a["data"]["input"],
+        json!({"topic": "t", "log": []}),
+        "the subgraph's state"
+    );
+    assert_eq!(chains[3]["data"]["chunk"], json!({"log": ["a:t"]}));
+    assert_eq!(chains[6]["data"]["chunk"], json!({"log": ["b"]}));
+    assert_eq!(chains[7]["data"]["input"], json!({"topic": "t", "log": ["a:t"]}));
+    assert_eq!(chains[8]["data"]["chunk"], json!({"topic": "t", "log": ["a:t", "b"]}));
+    // The same subgraph namespace as the events of `stream_subgraphs` and the task's id.
+    let mut r = request("s2", json!({"topic": "t"}), &[Mode::Events, Mode::Tasks]);
+    r.subgraphs = true;
+    let (events, _) = run(&g, r).await;
+    let inner_start = events
+        .iter()
+        .find(|(e, d)| e == "tasks" && d["name"] == "inner")
+        .unwrap();
+    let inner_chain = events
+        .iter()
+        .find(|(e, d)| e == "events" && d["name"] == "inner")
+        .unwrap();
+    let ns = format!("inner:{}", inner_start.1["id"].as_str().unwrap());
+    assert_eq!(inner_chain.1["metadata"]["langgraph_checkpoint_ns"], json!(ns));
+    let a_start = events
+        .iter()
+        .find(|(e, d)| e.starts_with("tasks|") && d["name"] == "a")
+        .unwrap();
+    assert_eq!(a_start.0, format!("tasks|{ns}"));
+    let a_chain = events.iter().find(|(e, d)| e == "events" && d["name"] == "a").unwrap();
+    assert_eq!(
+        a_chain.1["metadata"]["langgraph_checkpoint_ns"],
+        json!(format!("{ns}|a:{}", a_start.1["id"].as_str().unwrap()))
     );
 }

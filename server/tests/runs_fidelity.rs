@@ -302,3 +302,75 @@ async fn a_webhook_that_fails_changes_nothing_about_the_run() {
         assert_eq!(r.body["topic"], "f", "{url}");
     }
 }
+
+fn is_uuid(s: &str) -> bool {
+    uuid::Uuid::parse_str(s).is_ok_and(|u| u.hyphenated().to_string() == s)
+}
+
+/// `(name, id)` of a task.
+type Named = (String, String);
+
+/// The `(name, id)` of each task in `events`' `tasks` events, and of each checkpoint's tasks.
+fn task_ids(events: &[(String, serde_json::Value, Option<String>)]) -> (Vec<Named>, Vec<Named>) {
+    let pair = |t: &serde_json::Value| {
+        (
+            t["name"].as_str().unwrap().to_owned(),
+            t["id"].as_str().unwrap().to_owned(),
+        )
+    };
+    let tasks = events
+        .iter()
+        .filter(|(e, _, _)| e == "tasks")
+        .map(|(_, d, _)| pair(d))
+        .collect();
+    let checkpoints = events
+        .iter()
+        .filter(|(e, _, _)| e == "checkpoints")
+        .flat_map(|(_, d, _)| d["tasks"].as_array().unwrap().iter().map(pair))
+        .collect();
+    (tasks, checkpoints)
+}
+
+// Over HTTP, a task has one UUID id, LangGraph's: its `tasks` start and result, the checkpoint
+// its step starts from, `GET /threads/{id}/state`, the thread's `interrupts` key and the resumed
+// run's `tasks` events all show the same one.
+#[tokio::test]
+async fn a_task_has_one_uuid_id_in_its_events_the_checkpoints_the_state_and_the_resume() {
+    let (_dir, app) = app().await;
+    let tid = app.thread().await;
+    let body = json!({"input": {"topic": "u"}, "assistant_id": "hitl", "stream_mode": ["tasks", "checkpoints"]});
+    let res = app
+        .open("POST", &format!("/threads/{tid}/runs/stream"), Some(body), &[])
+        .await;
+    let (tasks, checkpoints) = task_ids(&frames(res.into_body()).await);
+    let names: Vec<&str> = tasks.iter().map(|(n, _)| n.as_str()).collect();
+    // `a`'s start and result, `ask`'s start (it paused: no result).
+    assert_eq!(names, ["a", "a", "ask"]);
+    let (a, ask) = (&tasks[0].1, &tasks[2].1);
+    assert!(is_uuid(a) && is_uuid(ask), "{tasks:?}");
+    assert_eq!(tasks[1].1, *a, "the start and the result share the id");
+    assert_ne!(a, ask);
+    assert_eq!(
+        checkpoints[1..],
+        [("a".to_owned(), a.clone()), ("ask".to_owned(), ask.clone())]
+    );
+    assert_eq!(checkpoints[0].0, "__start__");
+    assert!(is_uuid(&checkpoints[0].1));
+
+    let state = app.call("GET", &format!("/threads/{tid}/state"), None).await.body;
+    assert_eq!(state["tasks"][0]["name"], "ask");
+    assert_eq!(state["tasks"][0]["id"], json!(ask));
+    let thread = app.call("GET", &format!("/threads/{tid}"), None).await.body;
+    let keys: Vec<&String> = thread["interrupts"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, [ask], "the thread's interrupts are keyed by the task's id");
+
+    let body = json!({"command": {"resume": "yes"}, "assistant_id": "hitl", "stream_mode": ["tasks"]});
+    let res = app
+        .open("POST", &format!("/threads/{tid}/runs/stream"), Some(body), &[])
+        .await;
+    let (tasks, _) = task_ids(&frames(res.into_body()).await);
+    assert_eq!(
+        tasks,
+        [("ask".to_owned(), ask.clone()), ("ask".to_owned(), ask.clone())]
+    );
+}

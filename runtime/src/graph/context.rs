@@ -167,7 +167,10 @@ impl Context {
     /// differs between tasks: another node, another `Send` of the step, a later step, another
     /// thread, a subgraph's task, and a task of a fork (a replay from an earlier checkpoint or a
     /// state edit starts from a new checkpoint: new work). It is a UUID-shaped hash of the
-    /// thread, the namespace, the checkpoint the step started from, the step and the task's id.
+    /// thread, the namespace, the checkpoint the step started from, the step and the task's id,
+    /// and the task's `key` in the stream's events ([`Event::TaskStart`](crate::Event::TaskStart))
+    /// and the thread's state ([`TaskSnapshot::key`](crate::TaskSnapshot::key)): LangGraph's
+    /// task id, which a server shows.
     ///
     /// `None` when the run has no checkpointer: nothing can resume it, so no later run of the
     /// task could know it. Under [`Durability::Exit`] only a run's last checkpoint is saved:

@@ -37,6 +37,8 @@ pub enum SubgraphEvent {
         step: i64,
         /// The task's id.
         id: String,
+        /// The task's key, LangGraph's task id (see [`Event::TaskStart`](crate::Event::TaskStart)).
+        key: String,
         /// Its node.
         node: String,
     },
@@ -46,6 +48,8 @@ pub enum SubgraphEvent {
         step: i64,
         /// The task's id.
         id: String,
+        /// The task's key, its start's.
+        key: String,
         /// Its node.
         node: String,
         /// How long it ran.
@@ -63,6 +67,8 @@ pub enum SubgraphEvent {
         source: Source,
         /// The subgraph's nodes that run next.
         next: Vec<String>,
+        /// The keys of the tasks that run next, in the order of `next`.
+        keys: Vec<String>,
     },
     /// A node of the subgraph emitted an event.
     Custom {
@@ -83,9 +89,10 @@ pub enum SubgraphEvent {
     },
 }
 
-/// Sends a subgraph's event, with its namespace, to the root run's stream; `false` once that
-/// stream was dropped.
-pub(crate) type ForwardFn = Arc<dyn Fn(Vec<String>, SubgraphEvent) -> BoxFuture<'static, bool> + Send + Sync>;
+/// Sends a subgraph's event, with its namespace and its levels' task keys, to the root run's
+/// stream; `false` once that stream was dropped.
+pub(crate) type ForwardFn =
+    Arc<dyn Fn(Vec<String>, Vec<String>, SubgraphEvent) -> BoxFuture<'static, bool> + Send + Sync>;
 
 /// What a task gets to stream the events of a subgraph it runs: where they go, the namespace
 /// they go under (one segment per subgraph level, this task's last), and the stream modes.
@@ -93,6 +100,9 @@ pub(crate) type ForwardFn = Arc<dyn Fn(Vec<String>, SubgraphEvent) -> BoxFuture<
 pub(crate) struct Forward {
     pub(crate) send: ForwardFn,
     pub(crate) ns: Arc<[String]>,
+    /// The key of the task of each level of `ns` (LangGraph's task id, see
+    /// [`Event::TaskStart`](crate::Event::TaskStart)).
+    pub(crate) keys: Arc<[String]>,
     /// The root stream's modes, as [`StreamMode`](crate::StreamMode)'s bits.
     pub(crate) modes: u8,
     /// The run's thread, for the metadata of the subgraph's message chunks.
@@ -101,6 +111,9 @@ pub(crate) struct Forward {
 
 impl fmt::Debug for Forward {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Forward").field("ns", &self.ns).finish_non_exhaustive()
+        f.debug_struct("Forward")
+            .field("ns", &self.ns)
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
     }
 }

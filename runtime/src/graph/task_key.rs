@@ -1,6 +1,7 @@
 //! A task's identity: its id within its step (`pull:<node>`, `push:<index>`), under which its
 //! pending writes are saved, and the idempotency key a node gives an external service so that a
-//! side effect happens once however often the task runs.
+//! side effect happens once however often the task runs, which the stream's events and the
+//! state snapshots also show as the task's key (LangGraph's task id).
 
 /// The id of a task of node `node`: `pull:<node>` for a node its edges triggered, `push:<index>`
 /// for the `Send` at that index of the step's `Send`s.

@@ -18,7 +18,7 @@ use super::writer::Writer;
 use crate::checkpoint::{CheckpointRecord, PendingWrite, Source};
 use crate::error::Error;
 use crate::graph::compile::GraphInner;
-use crate::graph::task_key::task_id;
+use crate::graph::task_key::{idempotency_key, task_id};
 use crate::graph::RunInfo;
 use crate::graph::{Command, Goto};
 use crate::state::{AppendMark, State};
@@ -215,6 +215,23 @@ impl<S: State> Loop<S> {
     /// The id of a task: stable across re-executions from the same checkpoint.
     pub(crate) fn task_id(&self, node: u32, push_index: Option<usize>) -> String {
         task_id(&self.g.names[node as usize], push_index)
+    }
+
+    /// The key of the task of the current step whose id is `id` (see [`task_id`]; an error
+    /// handler's is `<task id>:error_handler`): LangGraph's task id, UUID-shaped, which the
+    /// stream's task and checkpoint events and the state's tasks show. In a checkpointed run it
+    /// is the task's [idempotency key](crate::Context::idempotency_key): the same for its
+    /// retries and for the run that resumes it, different for another task, step, namespace,
+    /// thread or base checkpoint. Without a checkpointer it is the same hash over the thread
+    /// (if any) and no base checkpoint.
+    pub(crate) fn task_key(&self, id: &str) -> String {
+        match self.persist.on() {
+            Some(p) => idempotency_key(&p.info.thread, &p.info.ns, p.current.as_deref(), self.step(), id),
+            None => {
+                let thread = self.sink.as_ref().and_then(|s| s.thread()).unwrap_or("");
+                idempotency_key(thread, "", None, self.step(), id)
+            }
+        }
     }
 
     /// The saved form of a task's command; `routed` says whether its routers' destinations are

@@ -39,8 +39,13 @@ pub struct StateSnapshot<S> {
 /// One task of a snapshot's next step.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskSnapshot {
-    /// The task's id.
+    /// The task's id in its step (`pull:<node>`, `push:<index>`): what
+    /// [`CompiledGraph::resume_task`](crate::CompiledGraph::resume_task) takes.
     pub id: String,
+    /// The task's key, UUID-shaped: LangGraph's task id, the one its stream events showed or will
+    /// show ([`Event::TaskStart`](crate::Event::TaskStart)) and its
+    /// [idempotency key](crate::Context::idempotency_key).
+    pub key: String,
     /// Its node.
     pub name: String,
     /// The error it failed with, in a step that did not complete.
@@ -92,6 +97,7 @@ fn snapshot<S: State>(graph: &CompiledGraph<S>, mut run: Loop<S>, applied: bool)
         });
         pauses.extend(pause.clone());
         tasks.push(TaskSnapshot {
+            key: run.task_key(&id),
             id,
             name: g.node_name(node),
             error: p.and_then(|p| p.error.clone()),

@@ -87,8 +87,16 @@ pub enum Event<S: State> {
     TaskStart {
         /// The step.
         step: i64,
-        /// The task's id.
+        /// The task's id in its step (`pull:<node>`, `push:<index>`), under which its pending
+        /// writes are saved and [`CompiledGraph::resume_task`](crate::CompiledGraph::resume_task)
+        /// names it.
         id: String,
+        /// The task's key, UUID-shaped: LangGraph's task id, shown by the task's start and end,
+        /// the checkpoint before its step ([`Checkpoint::keys`](Self::Checkpoint)) and the
+        /// thread's state ([`TaskSnapshot::key`](crate::TaskSnapshot::key)). In a checkpointed
+        /// run it is the task's [idempotency key](crate::Context::idempotency_key), so a retried
+        /// or resumed task keeps it.
+        key: String,
         /// Its node.
         node: String,
     },
@@ -99,6 +107,9 @@ pub enum Event<S: State> {
         step: i64,
         /// The task's id.
         id: String,
+        /// The task's key (see [`TaskStart`](Self::TaskStart)): its start's; an error
+        /// handler's is the key of `<task id>:error_handler`.
+        key: String,
         /// Its node.
         node: String,
         /// How long it ran (all attempts).
@@ -116,6 +127,9 @@ pub enum Event<S: State> {
         source: Source,
         /// The nodes that run next.
         next: Vec<String>,
+        /// The keys of the tasks that run next, in the order of `next` (see
+        /// [`TaskStart`](Self::TaskStart)).
+        keys: Vec<String>,
     },
     /// An event a node emitted.
     Custom {
@@ -144,6 +158,9 @@ pub enum Event<S: State> {
         /// runs the subgraph (LangGraph's `("<node>:<task id>",)`); `<task id>:<step>` is that
         /// level's segment of the subgraph's checkpoint namespace.
         ns: Vec<String>,
+        /// The key of the task of each level of `ns`, in the same order: LangGraph's task id
+        /// (see [`TaskStart`](Self::TaskStart)), so a level is LangGraph's `<node>:<key>`.
+        keys: Vec<String>,
         /// The event.
         event: SubgraphEvent,
     },
@@ -180,15 +197,17 @@ impl<S: State> fmt::Debug for Event<S> {
                 .field("update", update)
                 .field("cached", cached)
                 .finish(),
-            Self::TaskStart { step, id, node } => f
+            Self::TaskStart { step, id, key, node } => f
                 .debug_struct("TaskStart")
                 .field("step", step)
                 .field("id", id)
+                .field("key", key)
                 .field("node", node)
                 .finish(),
             Self::TaskEnd {
                 step,
                 id,
+                key,
                 node,
                 duration,
                 error,
@@ -196,16 +215,24 @@ impl<S: State> fmt::Debug for Event<S> {
                 .debug_struct("TaskEnd")
                 .field("step", step)
                 .field("id", id)
+                .field("key", key)
                 .field("node", node)
                 .field("duration", duration)
                 .field("error", error)
                 .finish(),
-            Self::Checkpoint { step, id, source, next } => f
+            Self::Checkpoint {
+                step,
+                id,
+                source,
+                next,
+                keys,
+            } => f
                 .debug_struct("Checkpoint")
                 .field("step", step)
                 .field("id", id)
                 .field("source", source)
                 .field("next", next)
+                .field("keys", keys)
                 .finish(),
             Self::Custom { step, node, value } => f
                 .debug_struct("Custom")
@@ -219,9 +246,10 @@ impl<S: State> fmt::Debug for Event<S> {
                 .field("meta", meta)
                 .finish(),
             Self::Paused(p) => f.debug_tuple("Paused").field(p).finish(),
-            Self::Subgraph { ns, event } => f
+            Self::Subgraph { ns, keys, event } => f
                 .debug_struct("Subgraph")
                 .field("ns", ns)
+                .field("keys", keys)
                 .field("event", event)
                 .finish(),
         }
@@ -263,7 +291,7 @@ impl<S: State> Out<S> {
         match self {
             Self::Root(tx) => tx.send(Ok(event)).await.is_ok(),
             Self::Forward(f, fields) => match json::erase(event, fields) {
-                Some(e) => (f.send)(f.ns.to_vec(), e).await,
+                Some(e) => (f.send)(f.ns.to_vec(), f.keys.to_vec(), e).await,
                 // A subgraph's pause is its caller's: the caller reports it.
                 None => true,
             },
@@ -272,14 +300,19 @@ impl<S: State> Out<S> {
 }
 
 impl<S: State> Sink<S> {
+    /// The run's thread, when it has one.
+    pub(crate) fn thread(&self) -> Option<&str> {
+        self.thread.as_deref()
+    }
+
     /// The sink of a root run streaming `modes` into `tx` (and its subgraphs' events when
     /// `subgraphs`).
     pub(crate) fn new(tx: mpsc::Sender<Item<S>>, modes: StreamMode, subgraphs: bool, thread: Option<Arc<str>>) -> Self {
         let forward = subgraphs.then(|| {
             let tx = tx.clone();
-            let send: ForwardFn = Arc::new(move |ns, event| {
+            let send: ForwardFn = Arc::new(move |ns, keys, event| {
                 let tx = tx.clone();
-                Box::pin(async move { tx.send(Ok(Event::Subgraph { ns, event })).await.is_ok() })
+                Box::pin(async move { tx.send(Ok(Event::Subgraph { ns, keys, event })).await.is_ok() })
             });
             send
         });
@@ -335,14 +368,21 @@ impl<S: State> Sink<S> {
         })))
     }
     /// The emitter of the message chunks of the task `id` (node `node`, `push`: its index among
-    /// the step's `Send`s) in step `step`, when the run streams messages.
-    pub(crate) fn message_emitter(&self, node: &str, id: &str, push: Option<usize>, step: i64) -> Option<Emitter> {
+    /// the step's `Send`s, `key`: its key) in step `step`, when the run streams messages.
+    pub(crate) fn message_emitter(
+        &self,
+        node: &str,
+        (id, key): (&str, &str),
+        push: Option<usize>,
+        step: i64,
+    ) -> Option<Emitter> {
         if !self.wants(StreamMode::MESSAGES) {
             return None;
         }
         let task = message::TaskOf { node, push, step };
         let thread = self.thread.as_deref().map(str::to_owned);
-        Some(message::emitter(&self.out, &task, self.task_ns(node, id, step), thread))
+        let (ns, keys) = (self.task_ns(node, id, step), self.task_keys(key));
+        Some(message::emitter(&self.out, &task, (ns, keys), thread))
     }
     /// The namespace of the task `id` of node `node` in step `step`: this run's, then the
     /// task's own segment.
@@ -353,17 +393,26 @@ impl<S: State> Sink<S> {
             Out::Forward(f, _) => f.ns.iter().cloned().chain([segment]).collect(),
         }
     }
+    /// The keys of the levels of the namespace of the task whose key is `key`: this run's, then
+    /// `key`.
+    fn task_keys(&self, key: &str) -> Vec<String> {
+        match &self.out {
+            Out::Root(_) => vec![key.to_owned()],
+            Out::Forward(f, _) => f.keys.iter().cloned().chain([key.to_owned()]).collect(),
+        }
+    }
     /// Whether the subgraphs this run's tasks run stream their events here.
     pub(crate) fn streams_subgraphs(&self) -> bool {
         self.forward.is_some()
     }
-    /// Where a subgraph run by the task `id` of node `node` in step `step` streams its events,
-    /// when this run streams subgraphs.
-    pub(crate) fn forward(&self, node: &str, id: &str, step: i64) -> Option<Forward> {
+    /// Where a subgraph run by the task `id` (key `key`) of node `node` in step `step` streams
+    /// its events, when this run streams subgraphs.
+    pub(crate) fn forward(&self, node: &str, (id, key): (&str, &str), step: i64) -> Option<Forward> {
         let send = self.forward.clone()?;
         Some(Forward {
             send,
             ns: self.task_ns(node, id, step).into(),
+            keys: self.task_keys(key).into(),
             modes: self.modes.0,
             thread: self.thread.clone(),
         })

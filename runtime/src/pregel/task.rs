@@ -54,6 +54,9 @@ pub(crate) struct TaskReport<S: State> {
     pub(crate) cached: bool,
     /// The report is of the node's error handler, run on the node's failure.
     pub(crate) handler: bool,
+    /// The task's key, made as it ran (its step's base checkpoint and step), when the stream
+    /// reports task ends.
+    pub(crate) key: Option<String>,
 }
 
 /// What the loop keeps of a task while its job runs: who it is, and how to take its writes.

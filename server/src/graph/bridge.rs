@@ -100,7 +100,7 @@ impl<S: State, C: Codec<S>> ServedGraph for Bridge<S, C> {
         let modes = runtime_modes(&request.modes);
         let stream = start(&self.graph, &*self.codec, &request, &config, modes)?;
         let input = request.input.clone().unwrap_or(Value::Null);
-        let tr = Translate::new(request.modes.clone(), request.thread_id.clone())
+        let tr = Translate::new(request.modes.clone(), request.thread_id.clone(), request.subgraphs)
             .with_chains(&request.run_id, &request.metadata, input)
             .with_messages(&request.metadata);
         Ok(super::run::adapt(

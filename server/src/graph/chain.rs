@@ -1,13 +1,15 @@
 //! The `events` stream mode: LangChain's `astream_events` v2 events, built from weir's task
 //! events as LangGraph's server sends them. The graph is one chain (named after the graph id)
 //! with an `on_chain_start` carrying the input and an `on_chain_end` carrying the final values;
-//! each task of the root graph is a chain of its own (named after its node, tagged
-//! `graph:step:<n>`, its parent the run) with `on_chain_start` (the state it read),
-//! `on_chain_stream` (its update as the chunk) and `on_chain_end` (the update as the output).
+//! each task is a chain of its own (named after its node, tagged `graph:step:<n>`, its parent
+//! the run) with `on_chain_start` (the state it read), `on_chain_stream` (its update as the
+//! chunk) and `on_chain_end` (the update as the output). A subgraph's tasks are chains too,
+//! children of the chain of the task that runs the subgraph (LangGraph's: the subgraph is that
+//! node's runnable), so `parent_ids` lists the run, then each enclosing task's chain.
 //! Each event carries the run's metadata; a task's adds LangGraph's `langgraph_step`,
-//! `langgraph_node`, `langgraph_triggers`, `langgraph_path` and `langgraph_checkpoint_ns`.
+//! `langgraph_node`, `langgraph_triggers`, `langgraph_path` and `langgraph_checkpoint_ns`
+//! (`<node>:<task id>`, a subgraph's task's prefixed with its enclosing tasks', `|` between).
 
-use super::events::task_uuid;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
@@ -17,8 +19,8 @@ pub(crate) struct Chains {
     name: String,
     run_id: String,
     metadata: Map<String, Value>,
-    /// The open task chains by node: `(run id, metadata, tags, input)`.
-    open: HashMap<String, (String, Value, Value, Value)>,
+    /// The open task chains by `<scope>/<node>` (see [`Chains::task_start`]).
+    open: HashMap<String, Open>,
 }
 
 impl Chains {
@@ -57,54 +59,94 @@ impl Chains {
         })
     }
 
-    /// A task's `on_chain_start`: node `node` at `step` (task `id`, on `thread_id`) read `input`.
-    pub(crate) fn task_start(&mut self, (step, id, node): (i64, &str, &str), thread_id: &str, input: &Value) -> Value {
-        let segment = format!("{node}:{id}:{step}");
-        let task_run = task_uuid(&self.run_id, &segment);
+    /// A task's `on_chain_start`: node `node` at `step` (task `key`, LangGraph's task id) of the
+    /// graph at `scope` (`""` for the run's graph, a subgraph's namespace as its events' names
+    /// carry it, `inner:<uuid>|…`) read `input`. A subgraph's task is a child of the chain of
+    /// the task that runs the subgraph: its `parent_ids` go on from that chain's, and its
+    /// `langgraph_checkpoint_ns` is that chain's, `|`, its own `<node>:<key>`.
+    pub(crate) fn task_start(&mut self, scope: &str, (step, key, node): (i64, &str, &str), input: &Value) -> Value {
+        let parent = parent_of(scope).and_then(|p| self.open.get(&p));
+        let (parents, checkpoint_ns) = match parent {
+            Some(p) => {
+                let mut parents = p.parents.clone();
+                parents.push(p.run.clone());
+                (parents, format!("{}|{node}:{key}", p.checkpoint_ns))
+            }
+            None => (vec![self.run_id.clone()], format!("{node}:{key}")),
+        };
         let mut metadata = self.metadata.clone();
         metadata.insert("langgraph_step".into(), json!(step));
         metadata.insert("langgraph_node".into(), json!(node));
         metadata.insert("langgraph_triggers".into(), json!([format!("branch:to:{node}")]));
         metadata.insert("langgraph_path".into(), json!(["__pregel_pull", node]));
-        metadata.insert(
-            "langgraph_checkpoint_ns".into(),
-            json!(format!("{node}:{}", task_uuid(thread_id, &segment))),
-        );
-        let (metadata, tags) = (Value::Object(metadata), json!([format!("graph:step:{step}")]));
-        let event = self.task_event(
-            "on_chain_start",
-            node,
-            (&task_run, &metadata, &tags),
-            json!({"input": input}),
-        );
-        self.open
-            .insert(node.to_owned(), (task_run, metadata, tags, input.clone()));
+        metadata.insert("langgraph_checkpoint_ns".into(), json!(checkpoint_ns));
+        let chain = Open {
+            run: chain_run_id(&self.run_id, key),
+            metadata: Value::Object(metadata),
+            tags: json!([format!("graph:step:{step}")]),
+            input: input.clone(),
+            parents,
+            checkpoint_ns,
+        };
+        let event = chain.event("on_chain_start", node, json!({"input": input}));
+        self.open.insert(format!("{scope}/{node}"), chain);
         event
     }
 
     /// A task's update: its `on_chain_stream` and `on_chain_end` (none for a task not open).
-    pub(crate) fn task_update(&mut self, node: &str, update: &Value) -> Vec<Value> {
-        let Some((run, metadata, tags, input)) = self.open.remove(node) else {
+    pub(crate) fn task_update(&mut self, scope: &str, node: &str, update: &Value) -> Vec<Value> {
+        let Some(chain) = self.open.remove(&format!("{scope}/{node}")) else {
             return Vec::new();
         };
-        let ids = (run.as_str(), &metadata, &tags);
         vec![
-            self.task_event("on_chain_stream", node, ids, json!({"chunk": update})),
-            self.task_event("on_chain_end", node, ids, json!({"output": update, "input": input})),
+            chain.event("on_chain_stream", node, json!({"chunk": update})),
+            chain.event("on_chain_end", node, json!({"output": update, "input": chain.input})),
         ]
     }
 
     /// A task's end without an update (it failed or wrote nothing): its `on_chain_end`.
-    pub(crate) fn task_end(&mut self, node: &str) -> Option<Value> {
-        let (run, metadata, tags, input) = self.open.remove(node)?;
-        let data = json!({"output": null, "input": input});
-        Some(self.task_event("on_chain_end", node, (&run, &metadata, &tags), data))
+    pub(crate) fn task_end(&mut self, scope: &str, node: &str) -> Option<Value> {
+        let chain = self.open.remove(&format!("{scope}/{node}"))?;
+        Some(chain.event("on_chain_end", node, json!({"output": null, "input": chain.input})))
     }
+}
 
-    fn task_event(&self, event: &str, node: &str, (run, metadata, tags): (&str, &Value, &Value), data: Value) -> Value {
+/// An open task chain.
+struct Open {
+    /// Its run id.
+    run: String,
+    metadata: Value,
+    tags: Value,
+    /// The state it read.
+    input: Value,
+    /// Its ancestors' run ids, the run's first.
+    parents: Vec<String>,
+    /// Its `langgraph_checkpoint_ns`.
+    checkpoint_ns: String,
+}
+
+impl Open {
+    fn event(&self, event: &str, node: &str, data: Value) -> Value {
         json!({
-            "event": event, "data": data, "run_id": run, "name": node, "tags": tags,
-            "metadata": metadata, "parent_ids": [self.run_id],
+            "event": event, "data": data, "run_id": self.run, "name": node, "tags": self.tags,
+            "metadata": self.metadata, "parent_ids": self.parents,
         })
     }
+}
+
+/// The key in [`Chains::open`] of the task that runs the graph at `scope` (`<scope above>/<node>`),
+/// `None` for the run's own graph: `scope`'s last level names the node (`<node>:<uuid>`).
+fn parent_of(scope: &str) -> Option<String> {
+    if scope.is_empty() {
+        return None;
+    }
+    let (above, last) = scope.rsplit_once('|').unwrap_or(("", scope));
+    let node = last.split(':').next().unwrap_or(last);
+    Some(format!("{above}/{node}"))
+}
+
+/// The run id of the chain of the task whose key is `key` in run `run_id`: UUID-shaped and
+/// fixed by the two, so a replayed stream names the same chains.
+fn chain_run_id(run_id: &str, key: &str) -> String {
+    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, format!("{run_id}|{key}").as_bytes()).to_string()
 }

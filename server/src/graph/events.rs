@@ -2,7 +2,7 @@
 //! runtime modes a request needs, and one [`Translate`] per run that turns each event into the
 //! `values`, `updates`, `custom`, `tasks`, `checkpoints`, `debug`, `events` (see [`super::chain`])
 //! and `messages` (see [`super::messages`]) events asked for, a
-//! subgraph's under `<name>|<node>:<task uuid>`. It remembers the last values (for the run's end
+//! subgraph's under `<name>|<node>:<task key>`. It remembers the last values (for the run's end
 //! and the checkpoints' values), the last checkpoint (for parent links) and each task's update
 //! (for its `tasks` result).
 
@@ -38,6 +38,9 @@ pub(crate) fn runtime_modes(modes: &[Mode]) -> StreamMode {
 pub(crate) struct Translate {
     modes: Vec<Mode>,
     thread_id: String,
+    /// Whether the client asked for subgraphs' events (`stream_subgraphs`): without, a
+    /// subgraph's events feed the `events` mode's chains only.
+    subgraphs: bool,
     /// The state after the last step (`null` before the first).
     pub(crate) values: Value,
     last_checkpoint: Option<String>,
@@ -45,15 +48,22 @@ pub(crate) struct Translate {
     results: HashMap<String, Value>,
     /// The `events` mode's chains, when asked for, and the run's input for the first.
     chains: Option<(Chains, Value)>,
+    /// Each subgraph's state after its last step, by namespace: its tasks' input, its
+    /// checkpoints' values.
+    scoped: HashMap<String, Value>,
     /// The message events, when `messages-tuple` or `messages` is asked for.
     messages: Option<Messages>,
 }
 
 impl Translate {
-    pub(crate) fn new(modes: Vec<Mode>, thread_id: String) -> Self {
+    /// The translation of a run on `thread_id` asking for `modes`, and for its subgraphs'
+    /// events when `subgraphs`.
+    pub(crate) fn new(modes: Vec<Mode>, thread_id: String, subgraphs: bool) -> Self {
         Self {
             modes,
             thread_id,
+            subgraphs,
+            scoped: HashMap::new(),
             values: Value::Null,
             last_checkpoint: None,
             results: HashMap::new(),
@@ -106,25 +116,48 @@ impl Translate {
         out.push(RunEvent::Stream { event, data });
     }
 
+    /// Whether the events of the graph at `ns` are shown (beyond the `events` mode's chains).
+    fn shows(&self, ns: &str) -> bool {
+        ns.is_empty() || self.subgraphs
+    }
+
+    /// The state the tasks of the graph at `ns` read.
+    fn input_of(&self, ns: &str) -> &Value {
+        if ns.is_empty() {
+            &self.values
+        } else {
+            self.scoped.get(ns).unwrap_or(&Value::Null)
+        }
+    }
+
     /// The whole state after a step.
     pub(crate) fn values(&mut self, ns: &str, values: Value, out: &mut Vec<RunEvent>) {
+        // A graph's step ended, so did the subgraphs its tasks ran: their states go.
         if ns.is_empty() {
             self.values = values.clone();
+            self.scoped.clear();
+        } else {
+            let deeper = format!("{ns}|");
+            self.scoped.retain(|scope, _| !scope.starts_with(&deeper));
+            self.scoped.insert(ns.to_owned(), values.clone());
         }
-        if self.wants(Mode::Values) {
+        if self.wants(Mode::Values) && self.shows(ns) {
             Self::emit(out, "values", ns, values);
         }
     }
 
     /// A node's update (`cached`: replayed from saved writes).
     pub(crate) fn update(&mut self, ns: &str, node: &str, update: Value, out: &mut Vec<RunEvent>) {
-        if self.wants(Mode::Tasks) || self.wants(Mode::Debug) {
-            self.results.insert(format!("{ns}/{node}"), update.clone());
-        }
-        if let Some((chains, _)) = self.chains.as_mut().filter(|_| ns.is_empty()) {
-            for e in chains.task_update(node, &update) {
+        if let Some((chains, _)) = self.chains.as_mut() {
+            for e in chains.task_update(ns, node, &update) {
                 Self::emit(out, "events", "", e);
             }
+        }
+        if !self.shows(ns) {
+            return;
+        }
+        if self.wants(Mode::Tasks) || self.wants(Mode::Debug) {
+            self.results.insert(format!("{ns}/{node}"), update.clone());
         }
         if self.wants(Mode::Updates) {
             Self::emit(out, "updates", ns, json!({ node: update }));
@@ -133,7 +166,7 @@ impl Translate {
 
     /// What a node emitted.
     pub(crate) fn custom(&self, ns: &str, value: Value, out: &mut Vec<RunEvent>) {
-        if self.wants(Mode::Custom) {
+        if self.wants(Mode::Custom) && self.shows(ns) {
             Self::emit(out, "custom", ns, value);
         }
     }
@@ -141,6 +174,9 @@ impl Translate {
     /// A message chunk a node emitted: `messages` with `[chunk, metadata]`, and the legacy
     /// mode's `messages/…` events.
     pub(crate) fn message(&mut self, ns: &str, chunk: Value, meta: &MessageMeta, out: &mut Vec<RunEvent>) {
+        if !self.shows(ns) {
+            return;
+        }
         let Some(messages) = self.messages.as_mut() else { return };
         let metadata = messages.metadata(&self.thread_id, meta);
         if self.modes.contains(&Mode::Messages) {
@@ -154,39 +190,43 @@ impl Translate {
         }
     }
 
-    /// A task's start.
-    pub(crate) fn task_start(&mut self, ns: &str, step: i64, id: &str, node: &str, out: &mut Vec<RunEvent>) {
-        if let Some((chains, _)) = self.chains.as_mut().filter(|_| ns.is_empty()) {
-            Self::emit(
-                out,
-                "events",
-                "",
-                chains.task_start((step, id, node), &self.thread_id, &self.values),
-            );
+    /// A task's start (`key`: its id as LangGraph shows it, UUID-shaped).
+    pub(crate) fn task_start(&mut self, ns: &str, step: i64, key: &str, node: &str, out: &mut Vec<RunEvent>) {
+        if self.chains.is_some() {
+            let input = self.input_of(ns).clone();
+            if let Some((chains, _)) = self.chains.as_mut() {
+                Self::emit(out, "events", "", chains.task_start(ns, (step, key, node), &input));
+            }
+        }
+        if !self.shows(ns) {
+            return;
         }
         let payload = json!({
-            "id": id, "name": node, "input": self.values,
+            "id": key, "name": node, "input": self.input_of(ns),
             "triggers": [format!("branch:to:{node}")], "metadata": {},
         });
         self.task_event(ns, step, "task", payload, out);
     }
 
-    /// A task's end.
+    /// A task's end (`key`: its start's).
     pub(crate) fn task_end(
         &mut self,
         ns: &str,
         step: i64,
-        (id, node): (&str, &str),
+        (key, node): (&str, &str),
         error: Option<&str>,
         out: &mut Vec<RunEvent>,
     ) {
-        if let Some((chains, _)) = self.chains.as_mut().filter(|_| ns.is_empty()) {
-            if let Some(e) = chains.task_end(node) {
+        if let Some((chains, _)) = self.chains.as_mut() {
+            if let Some(e) = chains.task_end(ns, node) {
                 Self::emit(out, "events", "", e);
             }
         }
+        if !self.shows(ns) {
+            return;
+        }
         let result = self.results.remove(&format!("{ns}/{node}")).unwrap_or(Value::Null);
-        let payload = json!({"id": id, "name": node, "error": error, "result": result, "interrupts": []});
+        let payload = json!({"id": key, "name": node, "error": error, "result": result, "interrupts": []});
         self.task_event(ns, step, "task_result", payload, out);
     }
 
@@ -199,14 +239,17 @@ impl Translate {
         }
     }
 
-    /// A checkpoint written after `step`, with the nodes next.
+    /// A checkpoint written after `step`, with the nodes next and their tasks' keys.
     pub(crate) fn checkpoint(
         &mut self,
         ns: &str,
         (step, id, source): (i64, &str, Source),
-        next: &[String],
+        (next, keys): (&[String], &[String]),
         out: &mut Vec<RunEvent>,
     ) {
+        if !self.shows(ns) {
+            return;
+        }
         let config =
             |id: &str| json!({"configurable": {"checkpoint_ns": ns, "thread_id": self.thread_id, "checkpoint_id": id}});
         let parent = if ns.is_empty() {
@@ -216,12 +259,13 @@ impl Translate {
         };
         let tasks: Vec<Value> = next
             .iter()
-            .map(|n| json!({"id": format!("pull:{n}"), "name": n, "interrupts": [], "state": null}))
+            .zip(keys)
+            .map(|(n, key)| json!({"id": key, "name": n, "interrupts": [], "state": null}))
             .collect();
         let mut payload = json!({
             "config": config(id),
             "parent_config": parent.as_deref().map(config),
-            "values": self.values,
+            "values": self.input_of(ns),
             "metadata": {"source": source.as_str(), "step": step, "parents": {}},
             "next": next,
             "tasks": tasks,
@@ -260,44 +304,44 @@ impl Translate {
         }
     }
 
-    /// A subgraph's event, under its namespace.
-    pub(crate) fn subgraph(&mut self, ns: &[String], event: SubgraphEvent, out: &mut Vec<RunEvent>) {
-        let ns = namespace(&self.thread_id, ns);
+    /// A subgraph's event, under its namespace (weir's segments `ns` with their tasks' `keys`).
+    pub(crate) fn subgraph(
+        &mut self,
+        (ns, keys): (&[String], &[String]),
+        event: SubgraphEvent,
+        out: &mut Vec<RunEvent>,
+    ) {
+        let ns = namespace(ns, keys);
         match event {
             SubgraphEvent::Values { state, .. } => self.values(&ns, state, out),
             SubgraphEvent::Update { node, update, .. } => self.update(&ns, &node, update, out),
-            SubgraphEvent::TaskStart { step, id, node } => self.task_start(&ns, step, &id, &node, out),
+            SubgraphEvent::TaskStart { step, key, node, .. } => self.task_start(&ns, step, &key, &node, out),
             SubgraphEvent::TaskEnd {
-                step, id, node, error, ..
-            } => self.task_end(&ns, step, (&id, &node), error.as_deref(), out),
+                step, key, node, error, ..
+            } => self.task_end(&ns, step, (&key, &node), error.as_deref(), out),
             SubgraphEvent::Checkpoint {
-                step, id, source, next, ..
-            } => self.checkpoint(&ns, (step, &id, source), &next, out),
+                step,
+                id,
+                source,
+                next,
+                keys,
+            } => self.checkpoint(&ns, (step, &id, source), (&next, &keys), out),
             SubgraphEvent::Custom { value, .. } => self.custom(&ns, value, out),
             SubgraphEvent::Message { chunk, meta } => self.message(&ns, chunk, &meta, out),
         }
     }
 }
 
-/// weir's namespace segments (`<node>:<task id>:<step>`) as LangGraph's (`<node>:<task uuid>`),
-/// levels joined with `|`. The first level's task uuid is derived from the thread and weir's
-/// segment, as a thread's state derives it (see [`task_uuid`]); a deeper level's from the
-/// level above.
-pub(crate) fn namespace(thread_id: &str, ns: &[String]) -> String {
-    let mut levels: Vec<String> = Vec::with_capacity(ns.len());
-    for segment in ns {
-        let from = levels.last().map_or(thread_id, String::as_str);
-        let node = segment.split(':').next().unwrap_or(segment);
-        levels.push(format!("{node}:{}", task_uuid(from, segment)));
-    }
+/// weir's namespace segments (`<node>:<task id>:<step>`) with their tasks' keys as LangGraph's
+/// namespace: `<node>:<task key>` per level, levels joined with `|`. The key is the task's id in
+/// its `tasks` events and its thread's state, so a subgraph's events name the task that runs it.
+pub(crate) fn namespace(ns: &[String], keys: &[String]) -> String {
+    let levels: Vec<String> = ns
+        .iter()
+        .zip(keys)
+        .map(|(segment, key)| format!("{}:{key}", segment.split(':').next().unwrap_or(segment)))
+        .collect();
     levels.join("|")
-}
-
-/// The UUID-shaped id LangGraph shows for a task (in a subgraph's namespace, `inner:<uuid>`):
-/// deterministic, from `scope` (the thread, or the level above) and weir's
-/// `<node>:<task id>:<step>`, which names the subgraph's checkpoints in weir's checkpointer.
-pub(crate) fn task_uuid(scope: &str, segment: &str) -> String {
-    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, format!("{scope}|{segment}").as_bytes()).to_string()
 }
 
 /// A `debug` event: `{step, timestamp, type, payload}`.

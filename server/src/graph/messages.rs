@@ -37,7 +37,7 @@ impl Messages {
         let mut m = self.metadata.clone();
         m.entry("thread_id")
             .or_insert_with(|| json!(meta.thread_id.as_deref().unwrap_or(thread_id)));
-        let ns = namespace(thread_id, &meta.ns);
+        let ns = namespace(&meta.ns, &meta.keys);
         m.insert("langgraph_step".into(), json!(meta.step));
         m.insert("langgraph_node".into(), json!(meta.node));
         m.insert("langgraph_triggers".into(), json!(meta.triggers));

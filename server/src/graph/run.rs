@@ -105,7 +105,8 @@ pub(crate) fn config_of<S: State, C: Codec<S>>(
     r: &RunRequest,
 ) -> Result<RunConfig, GraphError> {
     let mut config = RunConfig::thread(&r.thread_id)
-        .subgraphs(r.subgraphs)
+        // The `events` mode shows the chains of subgraphs' tasks even without `stream_subgraphs`.
+        .subgraphs(r.subgraphs || r.modes.contains(&super::Mode::Events))
         .durability(r.durability);
     config.context = codec.context(&r.context)?;
     config.checkpoint_id = r.checkpoint_id.clone();
@@ -290,16 +291,22 @@ impl<S: State, C: Codec<S>> Adapter<S, C> {
             Event::Update { node, update, .. } => self.tr.update("", &node, self.codec.update(&update), out),
             Event::Custom { value, .. } => self.tr.custom("", value, out),
             Event::Message { chunk, meta } => self.tr.message("", chunk, &meta, out),
-            Event::TaskStart { step, id, node } => self.tr.task_start("", step, &id, &node, out),
+            Event::TaskStart { step, key, node, .. } => self.tr.task_start("", step, &key, &node, out),
             Event::TaskEnd {
-                step, id, node, error, ..
-            } => self.tr.task_end("", step, (&id, &node), error.as_deref(), out),
-            Event::Checkpoint { step, id, source, next } => self.tr.checkpoint("", (step, &id, source), &next, out),
+                step, key, node, error, ..
+            } => self.tr.task_end("", step, (&key, &node), error.as_deref(), out),
+            Event::Checkpoint {
+                step,
+                id,
+                source,
+                next,
+                keys,
+            } => self.tr.checkpoint("", (step, &id, source), (&next, &keys), out),
             Event::Paused(pauses) => {
                 self.tr.paused(&pauses, out);
                 self.paused = Some(pauses);
             }
-            Event::Subgraph { ns, event } => self.tr.subgraph(&ns, event, out),
+            Event::Subgraph { ns, keys, event } => self.tr.subgraph((&ns, &keys), event, out),
         }
     }
 
@@ -332,7 +339,7 @@ impl<S: State, C: Codec<S>> Adapter<S, C> {
                 task_id: tasks
                     .iter()
                     .find(|t| t.pause.as_ref().is_some_and(|q| q.id == p.id) || t.name == p.node)
-                    .map_or_else(|| p.node.clone(), |t| t.id.clone()),
+                    .map_or_else(|| p.node.clone(), |t| t.key.clone()),
                 id: p.id.clone(),
                 value: p.question.clone().unwrap_or(Value::Null),
             })

@@ -22,21 +22,20 @@ pub(crate) fn checkpoint_ref(thread_id: &str, id: &str) -> Value {
     json!({"checkpoint_id": id, "thread_id": thread_id, "checkpoint_ns": ""})
 }
 
-/// The ThreadState of `snap` (its values already encoded as `values`); a task of a node in
-/// `subgraphs` shows its subgraph's `checkpoint_ns` (`<node>:<task uuid>`, as its events' names
-/// carry it) in its `state`.
+/// The ThreadState of `snap` (its values already encoded as `values`): each task's `id` is its
+/// key (the id its `tasks` events show); a task of a node in `subgraphs` shows its subgraph's
+/// `checkpoint_ns` (`<node>:<task key>`, as its events' names carry it) in its `state`.
 pub(crate) fn thread_state<S>(thread_id: &str, snap: &StateSnapshot<S>, values: Value, subgraphs: &[&str]) -> Value {
     let tasks: Vec<Value> = snap
         .tasks
         .iter()
         .map(|t| {
             let sub = subgraphs.contains(&t.name.as_str()).then(|| {
-                let segment = format!("{}:{}:{}", t.name, t.id, snap.step + 1);
-                let ns = super::events::namespace(thread_id, &[segment]);
+                let ns = format!("{}:{}", t.name, t.key);
                 json!({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})
             });
             json!({
-                "id": t.id,
+                "id": t.key,
                 "name": t.name,
                 "path": ["__pregel_pull", t.name],
                 "error": t.error,

@@ -260,6 +260,14 @@ impl<S: State> Loop<S> {
             Ok((update, cached)) => (update, cached, None),
             Err(e) => (None, false, Some(e)),
         };
+        // Made now, while the step's base checkpoint is current: its end is reported after.
+        let key = self.times_tasks().then(|| {
+            let mut id = self.task_id(node, push);
+            if handler {
+                id.push_str(":error_handler");
+            }
+            self.task_key(&id)
+        });
         self.report.push(TaskReport {
             node,
             push,
@@ -268,6 +276,7 @@ impl<S: State> Loop<S> {
             update,
             cached,
             handler,
+            key,
         });
     }
 
@@ -338,17 +347,28 @@ impl<S: State> Loop<S> {
     fn context(&self, task: &Running, step: i64) -> Context {
         let node = self.g.names[task.node as usize].clone();
         let emitter = self.sink.as_ref().and_then(|s| s.emitter(node.clone(), step));
-        let messages = self.sink.as_ref().and_then(|s| {
+        // A task's id and key are made only when the run streams messages or subgraphs.
+        let ids = self
+            .sink
+            .as_ref()
+            .filter(|s| s.wants(StreamMode::MESSAGES) || s.streams_subgraphs())
+            .map(|_| {
+                let id = self.task_id(task.node, task.push);
+                let key = self.task_key(&id);
+                (id, key)
+            });
+        let ids = ids.as_ref().map(|(id, key)| (id.as_str(), key.as_str()));
+        let messages = self.sink.as_ref().zip(ids).and_then(|(s, ids)| {
             s.wants(StreamMode::MESSAGES)
-                .then(|| s.message_emitter(&node, &self.task_id(task.node, task.push), task.push, step))
+                .then(|| s.message_emitter(&node, ids, task.push, step))
                 .flatten()
         });
-        // A task id is made only when the run streams subgraphs.
         let forward = self
             .sink
             .as_ref()
-            .filter(|s| s.streams_subgraphs())
-            .and_then(|s| s.forward(&node, &self.task_id(task.node, task.push), step));
+            .zip(ids)
+            .filter(|(s, _)| s.streams_subgraphs())
+            .and_then(|(s, ids)| s.forward(&node, ids, step));
         let persist = self.persist.on();
         let run = persist.map(|p| p.info.clone());
         let base = persist.and_then(|p| p.current.clone());

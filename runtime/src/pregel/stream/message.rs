@@ -26,6 +26,10 @@ pub struct MessageMeta {
     /// The task's namespace, outermost first: the segments of the subgraphs it runs in (as in
     /// [`Event::Subgraph`]), then its own, `<node>:<task id>:<step>`.
     pub ns: Vec<String>,
+    /// The key of the task of each level of `ns`, in the same order, its own last: LangGraph's
+    /// task ids (see [`Event::TaskStart`]), so a level of LangGraph's
+    /// `langgraph_checkpoint_ns` is `<node>:<key>`.
+    pub keys: Vec<String>,
     /// The run's thread, when it has one.
     pub thread_id: Option<String>,
 }
@@ -44,12 +48,12 @@ pub(super) struct TaskOf<'a> {
     pub(super) step: i64,
 }
 
-/// The emitter of task `task`'s message chunks into `out` (`ns`: the task's namespace), with
-/// its metadata made once and shared by its chunks.
+/// The emitter of task `task`'s message chunks into `out` (`ns`: the task's namespace, `keys`:
+/// its levels' task keys), with its metadata made once and shared by its chunks.
 pub(super) fn emitter<S: State>(
     out: &Out<S>,
     task: &TaskOf<'_>,
-    ns: Vec<String>,
+    (ns, keys): (Vec<String>, Vec<String>),
     thread_id: Option<String>,
 ) -> Emitter {
     let (triggers, path) = match task.push {
@@ -65,6 +69,7 @@ pub(super) fn emitter<S: State>(
         triggers,
         path,
         ns,
+        keys,
         thread_id,
     });
     let out = out.clone();

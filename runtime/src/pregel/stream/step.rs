@@ -36,11 +36,12 @@ pub(crate) async fn report<S: State>(run: &mut Loop<S>, step: i64, values: Optio
             })
             .await;
         }
-        if sink.wants(StreamMode::TASKS) && !r.cached {
+        if let (Some(key), false) = (r.key, r.cached) {
             let (duration, error) = (r.duration, r.error);
             sink.send(Event::TaskEnd {
                 step,
                 id,
+                key,
                 node,
                 duration,
                 error,
@@ -58,14 +59,28 @@ pub(crate) async fn announce<S: State>(run: &Loop<S>, checkpoint: Option<(String
     let Some(sink) = &run.sink else { return };
     if let Some((id, step, source)) = checkpoint {
         let next = run.tasks.iter().map(|t| run.g.node_name(t.node)).collect();
-        sink.send(Event::Checkpoint { step, id, source, next }).await;
+        let keys = run
+            .tasks
+            .iter()
+            .map(|t| run.task_key(&run.task_id(t.node, t.push)))
+            .collect();
+        sink.send(Event::Checkpoint {
+            step,
+            id,
+            source,
+            next,
+            keys,
+        })
+        .await;
     }
     if sink.wants(StreamMode::TASKS) {
         for t in run.tasks.iter().filter(|t| Some(t.node) != run.g.start && !t.saved) {
             let (id, node) = (run.task_id(t.node, t.push), run.g.node_name(t.node));
+            let key = run.task_key(&id);
             sink.send(Event::TaskStart {
                 step: run.step(),
                 id,
+                key,
                 node,
             })
             .await;
