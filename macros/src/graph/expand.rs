@@ -255,6 +255,10 @@ fn route(g: &Graph, r: &super::model::Route) -> TokenStream {
     let from = node_ref(g, &r.from);
     let span = r.router.span();
     let router = &r.router;
+    if r.reads_context.is_some() && g.context.is_none() {
+        // Reported by the checks; the router stays used, so that one mistake is one error.
+        return quote!(let _ = &#router;);
+    }
     // A router reading the context takes it as a second argument, `&C`; a path is called
     // through `ContextRouter`, whose failure says the context type is not the graph's.
     let (call, add, params) = match (router, r.reads_context) {
