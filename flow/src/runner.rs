@@ -81,7 +81,14 @@ impl NodeRuntime {
             .unwrap_or_else(|| Value::Object(Fields::new()));
         for p in &self.context_paths {
             if let Some(why) = p.missing_in(&context) {
-                return Err(format!("it reads `{}` (at `data{}`), but {why}", p.dotted(), p.at).into());
+                // Named in full: a server reports the message without the runtime's node name.
+                return Err(format!(
+                    "node `{}` reads `{}` (at `data{}`), but {why}",
+                    self.id,
+                    p.dotted(),
+                    p.at
+                )
+                .into());
             }
         }
         Ok(context)

@@ -77,7 +77,7 @@ async fn a_condition_reading_a_key_the_context_lacks_fails_naming_the_node_the_p
     let message = err.to_string();
     assert!(
         message.contains(
-            "it reads `context.plan` (at `data.branches[0].when`), but the run's context has no key `plan`; its keys are `tier`"
+            "node `triage` reads `context.plan` (at `data.branches[0].when`), but the run's context has no key `plan`; its keys are `tier`"
         ),
         "{message}"
     );
@@ -93,7 +93,7 @@ async fn a_template_reading_a_nested_key_the_context_lacks_fails_naming_the_path
     let message = err.to_string();
     assert!(
         message.contains(
-            "it reads `context.user.name` (at `data.assign.text`), but `context.user` has no key `name`; its keys are `id`"
+            "node `greet_pro` reads `context.user.name` (at `data.assign.text`), but `context.user` has no key `name`; its keys are `id`"
         ),
         "{message}"
     );
