@@ -76,6 +76,9 @@ impl<C> fmt::Debug for Prompt<C> {
     }
 }
 
+/// The model a call goes to, and the system prompt before the conversation.
+pub(crate) type Resolved<'a> = (Arc<dyn ChatModel>, Option<Cow<'a, str>>);
+
 /// What the model node asks, and whom: the model (or the function choosing it) and the prompt.
 pub(crate) struct Brain<C> {
     model: Arc<dyn ChatModel>,
@@ -96,11 +99,7 @@ impl<C> Clone for Brain<C> {
 impl<C: ContextValue> Brain<C> {
     /// The model to call on `messages` in the run of `ctx`, and the system prompt to put
     /// before them: the fixed ones, or what the agent's functions make of the run's context.
-    pub(crate) fn resolve<'a>(
-        &'a self,
-        messages: &[Message],
-        ctx: &Context,
-    ) -> Result<(Arc<dyn ChatModel>, Option<Cow<'a, str>>), BoxError> {
+    pub(crate) fn resolve<'a>(&'a self, messages: &[Message], ctx: &Context) -> Result<Resolved<'a>, BoxError> {
         if self.select.is_none() && !matches!(self.prompt, Some(Prompt::Dynamic(_))) {
             let prompt = match &self.prompt {
                 Some(Prompt::Fixed(p)) => Some(Cow::Borrowed(&**p)),
