@@ -109,6 +109,10 @@
 ///     pick -> choose ? [Go::X => x, Go::Y => y];   // a router returning several (`Vec<Go>`)
 ///     plan -> fan_out ?> worker;             // `fan_out: fn(&S) -> Vec<P>`, `worker: fn(&P)`:
 ///                                            // one `Send` per payload
+///     web -> by_plan(context) ? {            // a router reading the run context too:
+///         Plan::Paid => docs,                // `by_plan: fn(&Research, &User) -> Plan` (also
+///         Plan::Free => END,                 // `(|s: &Research, u: &User| ..)`, and in `[..]`
+///     };                                     // and `?>` routes); `User` must be the `context:`
 /// }
 /// ```
 ///

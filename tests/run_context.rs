@@ -278,3 +278,183 @@ mod declared_in_the_macro {
         assert_eq!(out.seen, ["a:kim:model-of-kim"]);
     }
 }
+
+/// Routers and fresh reads that read the run's context (LangGraph's
+/// `def route(state, runtime: Runtime[C])`).
+mod routers {
+    use super::*;
+
+    /// START -> a -> (router on the context) -> pro | free -> END.
+    fn by_plan() -> GraphBuilder<Log, User> {
+        let mut g = GraphBuilder::<Log>::new().context::<User>();
+        g.add_node("a", |_: &Log| LogUpdate::default().seen(vec!["a".into()]));
+        g.add_node("pro", |_: &Log| LogUpdate::default().seen(vec!["pro".into()]));
+        g.add_node("free", |_: &Log| LogUpdate::default().seen(vec!["free".into()]));
+        g.add_edge(START, "a").add_edge("pro", END).add_edge("free", END);
+        g.add_router_with_context(
+            "a",
+            |_: &Log, u: &User| Goto::from(if u.id.starts_with("pro") { "pro" } else { "free" }),
+            ["pro", "free"],
+        );
+        g
+    }
+
+    #[tokio::test]
+    async fn a_router_reads_the_context_of_its_run() {
+        let app = by_plan().compile().unwrap();
+        let out = app
+            .invoke(Log::default(), &RunConfig::default().context(user("pro-ada")))
+            .await
+            .unwrap();
+        assert_eq!(out.seen, ["a", "pro"]);
+        let out = app
+            .invoke(Log::default(), &RunConfig::default().context(user("bo")))
+            .await
+            .unwrap();
+        assert_eq!(out.seen, ["a", "free"]);
+    }
+
+    #[tokio::test]
+    async fn a_router_in_a_step_of_several_tasks_reads_the_context() {
+        // `a` runs beside `b`: its router runs on its fresh read, before the step's writes.
+        let mut g = by_plan();
+        g.add_node("b", |_: &Log| LogUpdate::default().seen(vec!["b".into()]));
+        g.add_edge(START, "b").add_edge("b", END);
+        let app = g.compile().unwrap();
+        for (id, to) in [("pro-cy", "pro"), ("di", "free")] {
+            let out = app
+                .invoke(Log::default(), &RunConfig::default().context(user(id)))
+                .await
+                .unwrap();
+            assert_eq!(out.seen, ["a", "b", to], "{id}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_fresh_read_reads_the_context() {
+        let mut g = GraphBuilder::<Log>::new().context::<User>();
+        let a = g
+            .add_node("a", |_: &Log| LogUpdate::default().seen(vec!["a".into()]))
+            .id();
+        g.add_node("b", |_: &Log| LogUpdate::default().seen(vec!["b".into()]));
+        g.then_fresh_with_context(a, |fresh: &Log, u: &User| {
+            LogUpdate::default().seen(vec![format!("fresh:{}:{}", fresh.seen.join("+"), u.id)])
+        });
+        g.add_edge(START, "a")
+            .add_edge(START, "b")
+            .add_edge("a", END)
+            .add_edge("b", END);
+        let app = g.compile().unwrap();
+        let out = app
+            .invoke(Log::default(), &RunConfig::default().context(user("ed")))
+            .await
+            .unwrap();
+        assert_eq!(out.seen, ["a", "fresh:a:ed", "b"]);
+    }
+
+    #[tokio::test]
+    async fn a_router_of_a_subgraph_declaring_another_context_fails_naming_its_node_and_both_types() {
+        let mut g = GraphBuilder::<Log>::new().context::<String>();
+        g.add_node("pick", |_: &Log| LogUpdate::default());
+        g.add_router_with_context("pick", |_: &Log, s: &String| Goto::from(s.as_str()), [END]);
+        g.add_edge(START, "pick");
+        let app = parent(g.compile().unwrap());
+        let err = app
+            .invoke(Log::default(), &RunConfig::default().context(user("fy")))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("node `pick`"), "{err}");
+        assert!(
+            err.contains("its router reads a run context of type `alloc::string::String`, but the run's context is `run_context::User`"),
+            "{err}"
+        );
+    }
+
+    fn after_a(_: &Log, u: &User) -> Plan {
+        if u.id.starts_with("pro") {
+            Plan::Paid
+        } else {
+            Plan::Free
+        }
+    }
+
+    enum Plan {
+        Paid,
+        Free,
+    }
+
+    fn a(_: &Log) -> LogUpdate {
+        LogUpdate::default().seen(vec!["a".into()])
+    }
+    fn pro(_: &Log) -> LogUpdate {
+        LogUpdate::default().seen(vec!["pro".into()])
+    }
+    fn free(_: &Log) -> LogUpdate {
+        LogUpdate::default().seen(vec!["free".into()])
+    }
+
+    graph! {
+        struct ByPlan;
+        state: Log,
+        context: User,
+        START -> a -> after_a(context) ? { Plan::Paid => pro, Plan::Free => free };
+        pro -> END;
+        free -> END;
+    }
+
+    #[tokio::test]
+    async fn graph_routes_on_the_context_with_router_context() {
+        let app = ByPlan::compile().unwrap();
+        for (id, to) in [("pro-gil", "pro"), ("hal", "free")] {
+            let out = app
+                .invoke(Log::default(), &RunConfig::default().context(user(id)))
+                .await
+                .unwrap();
+            assert_eq!(out.seen, ["a", to], "{id}");
+        }
+    }
+
+    #[tokio::test]
+    async fn graph_routes_on_the_context_with_a_closure_of_two_arguments() {
+        let app = graph! {
+            state: Log,
+            context: User,
+            START -> a -> (|_: &Log, u: &User| u.model.ends_with("pro-ivy")) ? { true => pro, false => free };
+            pro -> END;
+            free -> END;
+        }
+        .compile()
+        .unwrap();
+        for (id, to) in [("pro-ivy", "pro"), ("jo", "free")] {
+            let out = app
+                .invoke(Log::default(), &RunConfig::default().context(user(id)))
+                .await
+                .unwrap();
+            assert_eq!(out.seen, ["a", to], "{id}");
+        }
+    }
+
+    #[tokio::test]
+    async fn graph_sends_one_task_per_payload_the_context_gives() {
+        fn fan(_: &Log, u: &User) -> Vec<String> {
+            u.id.split('+').map(str::to_owned).collect()
+        }
+        fn each(item: &String) -> LogUpdate {
+            LogUpdate::default().seen(vec![format!("each:{item}")])
+        }
+        let app = graph! {
+            state: Log,
+            context: User,
+            START -> a -> fan(context) ?> each;
+            each -> END;
+        }
+        .compile()
+        .unwrap();
+        let out = app
+            .invoke(Log::default(), &RunConfig::default().context(user("x+y")))
+            .await
+            .unwrap();
+        assert_eq!(out.seen, ["a", "each:x", "each:y"]);
+    }
+}

@@ -5,10 +5,12 @@ use crate::message::{AiMessage, Message, MessagesState, MessagesStateUpdate};
 use crate::model::ChatModel;
 use crate::tool::{tools_condition, Tool, ToolNode, ToolSpec, ToolsRoute};
 use futures::future::BoxFuture;
+use std::any::Any;
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use weir_runtime::checkpoint::Checkpointer;
-use weir_runtime::{BoxError, CompiledGraph, Context, Goto, GraphBuilder, RetryPolicy, END, START};
+use weir_runtime::{BoxError, CompiledGraph, Context, ContextValue, Goto, GraphBuilder, RetryPolicy, END, START};
 
 mod structured;
 
@@ -19,29 +21,119 @@ pub use structured::{StructuredAgent, StructuredOutput, StructuredState, Structu
 pub const NEED_MORE_STEPS: &str = "Sorry, need more steps to process this request.";
 
 /// The options of a ReAct agent; [`compile`](Self::compile) makes the graph. Made by
-/// [`react_agent`].
-pub struct ReactAgent {
-    model: Arc<dyn ChatModel>,
+/// [`react_agent`]. `C` is the type of its runs' context ([`context`](Self::context)), which its
+/// system prompt and its choice of model may read; `()` for an agent that declares none.
+pub struct ReactAgent<C = ()> {
+    brain: Brain<C>,
     tools: Vec<Arc<dyn Tool>>,
-    system_prompt: Option<String>,
     checkpointer: Option<Arc<dyn Checkpointer>>,
     interrupt_before_tools: bool,
     model_retry: Option<RetryPolicy>,
     fail_on_tool_error: bool,
 }
 
-impl fmt::Debug for ReactAgent {
+impl<C> fmt::Debug for ReactAgent<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReactAgent")
-            .field("model", &self.model.name())
+            .field("model", &self.brain.model.name())
+            .field("selects_model", &self.brain.select.is_some())
             .field(
                 "tools",
                 &self.tools.iter().map(|t| t.spec().name.clone()).collect::<Vec<_>>(),
             )
-            .field("system_prompt", &self.system_prompt)
+            .field("system_prompt", &self.brain.prompt)
             .field("interrupt_before_tools", &self.interrupt_before_tools)
             .finish_non_exhaustive()
     }
+}
+
+/// A system prompt that is a function of the conversation and the run's context.
+type PromptFn<C> = Arc<dyn Fn(&[Message], &C) -> String + Send + Sync>;
+/// A choice of model that is a function of the conversation and the run's context.
+type ModelFn<C> = Arc<dyn Fn(&[Message], &C) -> Arc<dyn ChatModel> + Send + Sync>;
+
+/// The agent's system prompt: fixed, or made for each model call.
+enum Prompt<C> {
+    Fixed(Arc<str>),
+    Dynamic(PromptFn<C>),
+}
+
+impl<C> Clone for Prompt<C> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Fixed(p) => Self::Fixed(p.clone()),
+            Self::Dynamic(f) => Self::Dynamic(f.clone()),
+        }
+    }
+}
+
+impl<C> fmt::Debug for Prompt<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Fixed(p) => p.fmt(f),
+            Self::Dynamic(_) => f.write_str("<a function of the run's context>"),
+        }
+    }
+}
+
+/// The model a call goes to, and the system prompt before the conversation.
+pub(crate) type Resolved<'a> = (Arc<dyn ChatModel>, Option<Cow<'a, str>>);
+
+/// What the model node asks, and whom: the model (or the function choosing it) and the prompt.
+pub(crate) struct Brain<C> {
+    model: Arc<dyn ChatModel>,
+    select: Option<ModelFn<C>>,
+    prompt: Option<Prompt<C>>,
+}
+
+impl<C> Clone for Brain<C> {
+    fn clone(&self) -> Self {
+        Self {
+            model: self.model.clone(),
+            select: self.select.clone(),
+            prompt: self.prompt.clone(),
+        }
+    }
+}
+
+impl<C: ContextValue> Brain<C> {
+    /// The model to call on `messages` in the run of `ctx`, and the system prompt to put
+    /// before them: the fixed ones, or what the agent's functions make of the run's context.
+    pub(crate) fn resolve<'a>(&'a self, messages: &[Message], ctx: &Context) -> Result<Resolved<'a>, BoxError> {
+        if self.select.is_none() && !matches!(self.prompt, Some(Prompt::Dynamic(_))) {
+            let prompt = match &self.prompt {
+                Some(Prompt::Fixed(p)) => Some(Cow::Borrowed(&**p)),
+                _ => None,
+            };
+            return Ok((self.model.clone(), prompt));
+        }
+        let context = run_context::<C>(ctx)?;
+        let model = match &self.select {
+            Some(f) => f(messages, context),
+            None => self.model.clone(),
+        };
+        let prompt = match &self.prompt {
+            None => None,
+            Some(Prompt::Fixed(p)) => Some(Cow::Borrowed(&**p)),
+            Some(Prompt::Dynamic(f)) => Some(Cow::Owned(f(messages, context))),
+        };
+        Ok((model, prompt))
+    }
+}
+
+/// The run's context as a `C`: the agent's graph declares `C`, so its runs carry one, and an
+/// agent that declares none has the context `()`.
+fn run_context<C: ContextValue>(ctx: &Context) -> Result<&C, BoxError> {
+    ctx.context::<C>()
+        .or_else(|| (&() as &'static dyn Any).downcast_ref::<C>())
+        .ok_or_else(|| {
+            format!(
+                "node `{}` reads a run context of type `{}`, but the run has none of that type",
+                ctx.node(),
+                std::any::type_name::<C>()
+            )
+            .into()
+        })
 }
 
 /// A ReAct agent: node `agent` calls `model` with the conversation (after the system prompt,
@@ -65,9 +157,12 @@ impl fmt::Debug for ReactAgent {
 /// ```
 pub fn react_agent(model: impl ChatModel, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> ReactAgent {
     ReactAgent {
-        model: Arc::new(model),
+        brain: Brain {
+            model: Arc::new(model),
+            select: None,
+            prompt: None,
+        },
         tools: tools.into_iter().collect(),
-        system_prompt: None,
         checkpointer: None,
         interrupt_before_tools: false,
         model_retry: None,
@@ -76,10 +171,84 @@ pub fn react_agent(model: impl ChatModel, tools: impl IntoIterator<Item = Arc<dy
 }
 
 impl ReactAgent {
+    /// The same agent, whose runs carry a context of type `C` (LangGraph's
+    /// `create_react_agent(..., context_schema=C)`): its system prompt
+    /// ([`system_prompt_fn`](Self::system_prompt_fn)) and its model
+    /// ([`select_model`](Self::select_model)) may be functions of it, and its graph's run
+    /// methods take a [`RunConfig<C>`](weir_runtime::RunConfig::context). The tools read it too,
+    /// through their `Context` ([`Context::context`]). The options set before are kept.
+    pub fn context<C: ContextValue>(self) -> ReactAgent<C> {
+        let select = self
+            .brain
+            .select
+            .map(|f| -> ModelFn<C> { Arc::new(move |m, _: &C| f(m, &())) });
+        let prompt = self.brain.prompt.map(|p| match p {
+            Prompt::Fixed(p) => Prompt::Fixed(p),
+            Prompt::Dynamic(f) => Prompt::Dynamic(Arc::new(move |m, _: &C| f(m, &()))),
+        });
+        ReactAgent {
+            brain: Brain {
+                model: self.brain.model,
+                select,
+                prompt,
+            },
+            tools: self.tools,
+            checkpointer: self.checkpointer,
+            interrupt_before_tools: self.interrupt_before_tools,
+            model_retry: self.model_retry,
+            fail_on_tool_error: self.fail_on_tool_error,
+        }
+    }
+}
+
+impl<C: ContextValue> ReactAgent<C> {
     /// Sends `prompt` as a system message before the conversation on every model call (it is
     /// not stored in the state).
     pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
-        self.system_prompt = Some(prompt.into());
+        self.brain.prompt = Some(Prompt::Fixed(Arc::from(prompt.into())));
+        self
+    }
+
+    /// Makes the system message of each model call with `prompt`, from the conversation and
+    /// the run's context (LangGraph's `prompt` as a function of the state and the runtime):
+    /// two runs with two contexts send two prompts.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use weir_agent::message::{AiMessage, Message, MessagesStateUpdate};
+    /// use weir_agent::model::{ChatModel, FakeChatModel};
+    /// use weir_agent::react_agent;
+    /// use weir_runtime::RunConfig;
+    /// struct User { name: String }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let model = Arc::new(FakeChatModel::new([AiMessage::new("hi!")]).recording());
+    /// let chosen: Arc<dyn ChatModel> = model.clone();
+    /// let app = react_agent(FakeChatModel::new([]), [])
+    ///     .context::<User>()
+    ///     .system_prompt_fn(|_, user: &User| format!("The user is {}.", user.name))
+    ///     .select_model(move |_, _| chosen.clone())
+    ///     .compile()
+    ///     .unwrap();
+    /// let input = MessagesStateUpdate::default().messages(Message::human("hello").into());
+    /// let config = RunConfig::default().context(User { name: "ada".into() });
+    /// app.invoke(input, &config).await.unwrap();
+    /// assert_eq!(model.requests()[0][0].text(), "The user is ada.");
+    /// # });
+    /// ```
+    pub fn system_prompt_fn(mut self, prompt: impl Fn(&[Message], &C) -> String + Send + Sync + 'static) -> Self {
+        self.brain.prompt = Some(Prompt::Dynamic(Arc::new(prompt)));
+        self
+    }
+
+    /// Chooses the model of each call with `select`, from the conversation and the run's
+    /// context (LangGraph's `model` as a function of the state and the runtime): a run for a
+    /// paying user may call another model than a free one's. The model given to
+    /// [`react_agent`] is then only named in the agent's `Debug`.
+    pub fn select_model(
+        mut self,
+        select: impl Fn(&[Message], &C) -> Arc<dyn ChatModel> + Send + Sync + 'static,
+    ) -> Self {
+        self.brain.select = Some(Arc::new(select));
         self
     }
 
@@ -114,17 +283,14 @@ impl ReactAgent {
     ///
     /// # Errors
     /// Two tools with the same name; the graph's own build errors.
-    pub fn compile(self) -> Result<CompiledGraph<MessagesState>, BoxError> {
+    pub fn compile(self) -> Result<CompiledGraph<MessagesState, C>, BoxError> {
         let mut tool_node = ToolNode::new(self.tools)?;
         if self.fail_on_tool_error {
             tool_node = tool_node.fail_on_error();
         }
         let specs: Arc<[ToolSpec]> = tool_node.specs().into();
-        let mut g = GraphBuilder::<MessagesState>::new();
-        let agent = g.add_node(
-            "agent",
-            model_node(self.model, specs.clone(), self.system_prompt.map(Arc::from)),
-        );
+        let mut g = GraphBuilder::<MessagesState>::new().context::<C>();
+        let agent = g.add_node("agent", model_node(self.brain, specs.clone()));
         let agent_id = agent.id();
         g.add_edge(START, "agent");
         if specs.is_empty() {
@@ -157,17 +323,17 @@ impl ReactAgent {
 
 /// The `agent` node: the model's answer to the conversation, or [`NEED_MORE_STEPS`] when its
 /// tool calls could not run.
-fn model_node(
-    model: Arc<dyn ChatModel>,
+fn model_node<C: ContextValue>(
+    brain: Brain<C>,
     specs: Arc<[ToolSpec]>,
-    prompt: Option<Arc<str>>,
 ) -> impl for<'a> Fn(&'a MessagesState, &'a Context) -> BoxFuture<'a, Result<MessagesStateUpdate, BoxError>>
        + Send
        + Sync
        + 'static {
     move |s: &MessagesState, ctx: &Context| {
-        let (model, specs, prompt) = (model.clone(), specs.clone(), prompt.clone());
+        let (brain, specs) = (brain.clone(), specs.clone());
         Box::pin(async move {
+            let (model, prompt) = brain.resolve(&s.messages, ctx)?;
             let answer = answer(&*model, &specs, prompt.as_deref(), &s.messages, ctx, 2).await?;
             Ok(MessagesStateUpdate::default().messages(Message::Ai(answer).into()))
         })

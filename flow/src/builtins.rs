@@ -3,7 +3,8 @@
 //! skips it. An `end` node finishes the run; an edge out of one is a load error.
 
 use crate::format::FieldType;
-use crate::node::{Brancher, Choice, DataError, Factory, Fields, Message, NodeImpl, Role, StaticWrite};
+use crate::node::{template_context, template_context_paths, template_reads_context};
+use crate::node::{Brancher, Choice, ContextPath, DataError, Factory, Fields, Message, NodeImpl, Role, StaticWrite};
 use crate::state::{Reduce, Schema};
 use serde::Deserialize;
 use serde_json::Value;
@@ -58,12 +59,16 @@ struct BranchData {
 /// Branches are tried in order; the first whose CEL expression is true is taken; when none is,
 /// the `else` handle (default `else`) is. Every branch, `else` included, needs an edge: a
 /// condition without one for `else` is a load error naming the node and the branch.
-/// Expressions see every field that holds a value by name, and all of them as `state`.
+/// Expressions see every field that holds a value by name, all of them as `state`, and the
+/// run's context as `context` (`context.tier == 'pro'`; a field named `context` is then read as
+/// `state.context`). A path into the context it does not have fails the node, naming the path.
 fn condition(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
     let d: ConditionData = parse(data)?;
     let mut errors = Vec::new();
     let mut programs = Vec::new();
     let mut handles = Vec::new();
+    let mut context_paths = Vec::new();
+    let mut reads_context = false;
     if d.branches.is_empty() {
         errors.push(DataError::new(".branches", "a condition needs at least one branch"));
     }
@@ -76,7 +81,21 @@ fn condition(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
             ));
         }
         match cel::Program::compile(&b.when) {
-            Ok(p) => programs.push((b.id.clone(), p)),
+            Ok(p) => {
+                reads_context |= p.references().has_variable("context");
+                let mut paths = Vec::new();
+                cel_context_paths(p.expression(), &mut paths);
+                for read in paths {
+                    let read = ContextPath {
+                        path: read,
+                        at: format!("{path}.when"),
+                    };
+                    if !context_paths.contains(&read) {
+                        context_paths.push(read);
+                    }
+                }
+                programs.push((b.id.clone(), p));
+            }
             Err(e) => errors.push(DataError::new(
                 format!("{path}.when"),
                 format!(
@@ -93,7 +112,7 @@ fn condition(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
     }
     let else_handle = d.else_handle.unwrap_or_else(|| "else".to_owned());
     let fallback = else_handle.clone();
-    let choose = move |state: &Fields, _: Option<&Value>| -> Result<Choice, BoxError> {
+    let choose = move |state: &Fields, context: &Value, _: Option<&Value>| -> Result<Choice, BoxError> {
         let mut ctx = cel::Context::default();
         let mut all = std::collections::HashMap::with_capacity(state.len());
         for (k, v) in state {
@@ -102,6 +121,9 @@ fn condition(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
             all.insert(k.clone(), v);
         }
         ctx.add_variable_from_value("state", all);
+        if !context.is_null() {
+            ctx.add_variable_from_value("context", cel_value(context));
+        }
         for (id, p) in &programs {
             match p.execute(&ctx) {
                 Ok(cel::Value::Bool(true)) => return Ok(Choice::Handle(id.clone())),
@@ -120,8 +142,95 @@ fn condition(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
             optional: Some(else_handle),
             choose: Box::new(choose),
         })),
+        context_paths,
+        reads_context,
         ..NodeImpl::noop()
     })
+}
+
+/// The paths into `context` that `e` reads (`context.user.tier` is `["user", "tier"]`): the
+/// longest chains of field selections from the identifier `context`, less those a `has(..)` test
+/// in the expression asks about (`has(context.vip) && context.vip` reads an optional key).
+fn cel_context_paths(e: &cel::IdedExpr, out: &mut Vec<Vec<String>>) {
+    let (mut read, mut tested) = (Vec::new(), Vec::new());
+    walk_context_paths(e, &mut read, &mut tested);
+    for path in read {
+        if !tested.iter().any(|t: &Vec<String>| path.starts_with(t)) && !out.contains(&path) {
+            out.push(path);
+        }
+    }
+}
+
+/// The chain of field selections `e` makes from the identifier `context`, if it is one.
+fn context_chain(e: &cel::IdedExpr) -> Option<Vec<String>> {
+    use cel::common::ast::Expr;
+    let mut path = Vec::new();
+    let mut here = e;
+    loop {
+        match &here.expr {
+            Expr::Select(sel) if !sel.test => {
+                path.push(sel.field.clone());
+                here = &sel.operand;
+            }
+            Expr::Ident(name) if name == "context" && !path.is_empty() => {
+                path.reverse();
+                return Some(path);
+            }
+            _ => return None,
+        }
+    }
+}
+
+fn walk_context_paths(e: &cel::IdedExpr, read: &mut Vec<Vec<String>>, tested: &mut Vec<Vec<String>>) {
+    use cel::common::ast::{EntryExpr, Expr};
+    let mut walk = |x: &cel::IdedExpr| walk_context_paths(x, read, tested);
+    match &e.expr {
+        // `has(context.a.b)`: asks whether `b` is there; `context.a` must be.
+        Expr::Select(sel) if sel.test => match context_chain(&sel.operand) {
+            Some(mut path) => {
+                read.push(path.clone());
+                path.push(sel.field.clone());
+                tested.push(path);
+            }
+            None if matches!(&sel.operand.expr, Expr::Ident(n) if n == "context") => {
+                tested.push(vec![sel.field.clone()]);
+            }
+            None => walk(&sel.operand),
+        },
+        Expr::Select(sel) => match context_chain(e) {
+            Some(path) => read.push(path),
+            None => walk(&sel.operand),
+        },
+        Expr::Call(call) => {
+            call.target.iter().for_each(|t| walk(t));
+            call.args.iter().for_each(&mut walk);
+        }
+        Expr::Comprehension(c) => {
+            for part in [&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
+                walk(part);
+            }
+        }
+        Expr::List(list) => list.elements.iter().for_each(&mut walk),
+        Expr::Map(map) => {
+            for entry in &map.entries {
+                match &entry.expr {
+                    EntryExpr::StructField(f) => walk(&f.value),
+                    EntryExpr::MapEntry(m) => {
+                        walk(&m.key);
+                        walk(&m.value);
+                    }
+                }
+            }
+        }
+        Expr::Struct(st) => {
+            for entry in &st.entries {
+                if let EntryExpr::StructField(f) = &entry.expr {
+                    walk(&f.value);
+                }
+            }
+        }
+        Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => {}
+    }
 }
 
 /// A state value as an expression sees it. A JSON integer is a CEL `int` when it fits one (a
@@ -164,7 +273,8 @@ struct SetData {
 /// "done": true}}`. A string is a minijinja template over the state's fields; its output is the
 /// value of a `string` field, and is read as JSON for fields of other types (an `append` field
 /// takes the text itself as one item when it is not JSON). Anything else is
-/// written as it is (and must have the field's type, which the loader checks).
+/// written as it is (and must have the field's type, which the loader checks). A template
+/// reads the run's context as `context` (`{{ context.user_id }}`), as a condition does.
 fn set(data: &Fields, schema: &Schema) -> Result<NodeImpl, Vec<DataError>> {
     let d: SetData = parse(data)?;
     let mut env = minijinja::Environment::new();
@@ -172,6 +282,8 @@ fn set(data: &Fields, schema: &Schema) -> Result<NodeImpl, Vec<DataError>> {
     let mut errors = Vec::new();
     let mut writes = Vec::new();
     let mut assigns = Vec::new();
+    let mut context_paths = Vec::new();
+    let mut reads_context = false;
     for (field, value) in &d.assign {
         let path = format!(".assign.{field}");
         let ty = schema.declared(field).map(|f| (f.ty, f.reducer));
@@ -179,6 +291,9 @@ fn set(data: &Fields, schema: &Schema) -> Result<NodeImpl, Vec<DataError>> {
             Value::String(source) => {
                 if let Err(e) = env.add_template_owned(field.clone(), source.clone()) {
                     errors.push(DataError::new(&path, format!("invalid template for `{field}`: {e}")));
+                } else if let Ok(t) = env.get_template(field) {
+                    reads_context |= template_reads_context(&t);
+                    context_paths.extend(template_context_paths(&t, &path));
                 }
                 writes.push(StaticWrite {
                     field: field.clone(),
@@ -201,8 +316,8 @@ fn set(data: &Fields, schema: &Schema) -> Result<NodeImpl, Vec<DataError>> {
         return Err(errors);
     }
     let env = Arc::new(env);
-    let run = move |state: &Fields| -> Result<Fields, BoxError> {
-        let ctx = minijinja::Value::from(minijinja::value::Serde(state));
+    let run = move |state: &Fields, context: &Value| -> Result<Fields, BoxError> {
+        let ctx = template_context(state, context);
         let mut out = Fields::new();
         for (field, literal, ty) in &assigns {
             let value = match literal {
@@ -225,8 +340,14 @@ fn set(data: &Fields, schema: &Schema) -> Result<NodeImpl, Vec<DataError>> {
         }
         Ok(out)
     };
-    let mut node = NodeImpl::sync(run);
+    let run = Arc::new(run);
+    let mut node = NodeImpl::with_run(Arc::new(move |state: Fields, context: Value| {
+        let out = run(&state, &context);
+        Box::pin(async move { out })
+    }));
     node.writes = writes;
+    node.context_paths = context_paths;
+    node.reads_context = reads_context;
     Ok(node)
 }
 
@@ -262,8 +383,12 @@ fn output(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::SemiStrict);
     let mut errors = Vec::new();
+    let (mut context_paths, mut reads_context) = (Vec::new(), false);
     if let Err(e) = env.add_template_owned("message", d.message.clone()) {
         errors.push(DataError::new(".message", format!("invalid template: {e}")));
+    } else if let Ok(t) = env.get_template("message") {
+        reads_context = template_reads_context(&t);
+        context_paths = template_context_paths(&t, ".message");
     }
     let mut writes = Vec::new();
     if let Some(to) = &d.to {
@@ -311,7 +436,7 @@ fn output(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
             noun: "choice",
             handles,
             optional: None,
-            choose: Box::new(move |_, choice| match choice {
+            choose: Box::new(move |_, _, choice| match choice {
                 None | Some(Value::Null) => Ok(Choice::Pause),
                 Some(Value::String(c)) if ids.contains(c) => Ok(Choice::Handle(c.clone())),
                 Some(other) => Err(format!(
@@ -326,6 +451,8 @@ fn output(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
         role,
         writes,
         message: Some(message),
+        context_paths,
+        reads_context,
         ..NodeImpl::noop()
     })
 }

@@ -33,6 +33,16 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # The run's context
+//!
+//! A run may carry a context, a JSON object (LangGraph's `Runtime.context`; a server run's
+//! `context`; [`Flow::invoke_with_context`]): a `condition` reads it as `context` beside the
+//! state's fields (`context.plan == 'pro' && amount > 100`), a `set` template or an `output`
+//! message as `{{ context.user_id }}`. A flow declares no schema for it; a path a node reads that
+//! the context lacks fails the node, naming the node, the path and where below its `data` it is
+//! read (`has(context.vip)` in a condition asks without failing). A state field named `context`
+//! is then read as `state.context`.
+//!
 //! # A person in the loop
 //!
 //! An `output` node with `choices` (or with `"pause": true`) asks a person, as seed 003 does:

@@ -13,7 +13,64 @@ use weir_runtime::BoxError;
 /// A JSON object: a node's view of the state, and the writes it returns (field → value).
 pub type Fields = Map<String, Value>;
 
-pub(crate) type RunFn = Arc<dyn Fn(Fields) -> BoxFuture<'static, Result<Fields, BoxError>> + Send + Sync>;
+/// A node's function: the state's fields, and the run's context (`null` for a node that reads
+/// none, see [`NodeImpl::context_paths`]).
+pub(crate) type RunFn = Arc<dyn Fn(Fields, Value) -> BoxFuture<'static, Result<Fields, BoxError>> + Send + Sync>;
+
+/// A path into the run's context that a node reads (`context.user.id` is `["user", "id"]`),
+/// with where below the node's `data` it is read (`.branches[0].when`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ContextPath {
+    pub(crate) path: Vec<String>,
+    pub(crate) at: String,
+}
+
+impl ContextPath {
+    /// `context.user.id`.
+    pub(crate) fn dotted(&self) -> String {
+        std::iter::once("context")
+            .chain(self.path.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(".")
+    }
+
+    /// Why `context` does not have this path: which key is missing where, and the keys there are.
+    pub(crate) fn missing_in(&self, context: &Value) -> Option<String> {
+        let mut here = context;
+        for (depth, key) in self.path.iter().enumerate() {
+            let at = if depth == 0 {
+                "the run's context".to_owned()
+            } else {
+                format!("`context.{}`", self.path[..depth].join("."))
+            };
+            let Value::Object(fields) = here else {
+                return Some(format!("{at} is {}, not an object with a key `{key}`", kind_of(here)));
+            };
+            match fields.get(key) {
+                Some(v) => here = v,
+                None if fields.is_empty() && depth == 0 => {
+                    return Some(format!("the run's context has no key `{key}` (the run has no context)"))
+                }
+                None => {
+                    let keys: Vec<String> = fields.keys().map(|k| format!("`{k}`")).collect();
+                    return Some(format!("{at} has no key `{key}`; its keys are {}", keys.join(", ")));
+                }
+            }
+        }
+        None
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a bool",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
 
 /// What a node does when it runs, built by its type's factory.
 ///
@@ -26,6 +83,11 @@ pub struct NodeImpl {
     pub(crate) writes: Vec<StaticWrite>,
     /// An `output` node's message.
     pub(crate) message: Option<Arc<Message>>,
+    /// The paths into the run's context that the node's expressions and templates read: each
+    /// must be in the context, or the node fails naming it. The node gets the context only
+    /// when it reads it (`reads_context`).
+    pub(crate) context_paths: Vec<ContextPath>,
+    pub(crate) reads_context: bool,
 }
 
 impl fmt::Debug for NodeImpl {
@@ -55,7 +117,7 @@ impl NodeImpl {
         F: Fn(&Fields) -> Result<Fields, BoxError> + Send + Sync + 'static,
     {
         let f = Arc::new(f);
-        Self::with_run(Arc::new(move |state: Fields| {
+        Self::with_run(Arc::new(move |state: Fields, _| {
             let out = f(&state);
             Box::pin(async move { out })
         }))
@@ -67,7 +129,7 @@ impl NodeImpl {
         F: Fn(Fields) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Fields, BoxError>> + Send + 'static,
     {
-        Self::with_run(Arc::new(move |state: Fields| Box::pin(f(state))))
+        Self::with_run(Arc::new(move |state: Fields, _| Box::pin(f(state))))
     }
 
     /// A node that writes nothing.
@@ -77,6 +139,8 @@ impl NodeImpl {
             role: Role::Plain,
             writes: Vec::new(),
             message: None,
+            context_paths: Vec::new(),
+            reads_context: false,
         }
     }
 
@@ -97,6 +161,8 @@ impl NodeImpl {
             role: Role::Plain,
             writes: Vec::new(),
             message: None,
+            context_paths: Vec::new(),
+            reads_context: false,
         }
     }
 }
@@ -174,7 +240,8 @@ pub(crate) enum Choice {
     Pause,
 }
 
-type ChooseFn = dyn Fn(&Fields, Option<&Value>) -> Result<Choice, BoxError> + Send + Sync;
+/// The state's fields, the run's context (`null` when the node reads none), and a person's choice.
+type ChooseFn = dyn Fn(&Fields, &Value, Option<&Value>) -> Result<Choice, BoxError> + Send + Sync;
 
 /// How a `condition` or `output` node picks among its out-edges.
 pub(crate) struct Brancher {
@@ -187,7 +254,7 @@ pub(crate) struct Brancher {
     /// The handle taken when no other is (`else`), which the data need not declare; like the
     /// others it needs an edge.
     pub(crate) optional: Option<String>,
-    /// Chooses from the state (and, for an output node, the person's choice).
+    /// Chooses from the state and the run's context (and, for an output node, the person's choice).
     pub(crate) choose: Box<ChooseFn>,
 }
 
@@ -232,12 +299,47 @@ impl fmt::Debug for Message {
 }
 
 impl Message {
-    pub(crate) fn render(&self, state: &Fields) -> Result<String, BoxError> {
-        let ctx = minijinja::Value::from(minijinja::value::Serde(state));
+    pub(crate) fn render(&self, state: &Fields, context: &Value) -> Result<String, BoxError> {
+        let ctx = template_context(state, context);
         Ok(self
             .env
             .get_template("message")
             .and_then(|t| t.render(ctx))
             .map_err(|e| format!("message template failed: {e}"))?)
     }
+}
+
+/// What a template sees: every field that holds a value by name and, in a template that reads
+/// the run's context (`context` is not `null`), the context as `context` and the fields also
+/// as `state` (so that a field named `context` is read as `state.context`).
+pub(crate) fn template_context(state: &Fields, context: &Value) -> minijinja::Value {
+    if context.is_null() {
+        return minijinja::Value::from(minijinja::value::Serde(state));
+    }
+    let mut all = state.clone();
+    all.entry("state").or_insert_with(|| Value::Object(state.clone()));
+    all.insert("context".to_owned(), context.clone());
+    minijinja::Value::from(minijinja::value::Serde(all))
+}
+
+/// The paths into the run's context a template reads (`{{ context.user.id }}`), for `at`.
+pub(crate) fn template_context_paths(template: &minijinja::Template<'_, '_>, at: &str) -> Vec<ContextPath> {
+    let mut paths: Vec<ContextPath> = template
+        .undeclared_variables(true)
+        .into_iter()
+        .filter_map(|v| {
+            let rest = v.strip_prefix("context.")?;
+            Some(ContextPath {
+                path: rest.split('.').map(str::to_owned).collect(),
+                at: at.to_owned(),
+            })
+        })
+        .collect();
+    paths.sort_by(|a, b| a.path.cmp(&b.path));
+    paths
+}
+
+/// Whether a template reads the run's context at all.
+pub(crate) fn template_reads_context(template: &minijinja::Template<'_, '_>) -> bool {
+    template.undeclared_variables(false).contains("context")
 }

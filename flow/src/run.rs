@@ -92,6 +92,71 @@ impl Flow {
         self.stream(run, on_event).await
     }
 
+    /// Like [`invoke`](Self::invoke), for a run with the context `context` (LangGraph's
+    /// `invoke(..., context=...)`, a server run's `context`): a JSON object that conditions read
+    /// as `context` (`context.tier == 'pro'`) and templates too (`{{ context.user_id }}`).
+    ///
+    /// # Errors
+    /// As [`invoke`](Self::invoke); also when `context` is not an object, and when a node reads
+    /// a path the context does not have (the error names the node, the path and where the node
+    /// reads it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use weir_flow::{Flow, Registry};
+    /// use serde_json::json;
+    ///
+    /// let flow = Flow::from_json(r#"{
+    ///   "nodes": [
+    ///     {"id": "start", "type": "start"},
+    ///     {"id": "greet", "type": "set", "data": {"assign": {"text": "hello {{ context.user }}"}}},
+    ///     {"id": "done", "type": "end"}
+    ///   ],
+    ///   "edges": [
+    ///     {"id": "e1", "source": "start", "target": "greet"},
+    ///     {"id": "e2", "source": "greet", "target": "done"}
+    ///   ],
+    ///   "state": {"text": {"type": "string"}}
+    /// }"#, &Registry::new())?;
+    /// let rt = tokio::runtime::Runtime::new()?;
+    /// let out = rt.block_on(flow.invoke_with_context(json!({}), json!({"user": "ada"})))?;
+    /// assert_eq!(out.get("text"), Some(&json!("hello ada")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn invoke_with_context(&self, input: Value, context: Value) -> Result<FlowState, RunError> {
+        match self.run_with_context(input, None, context, |_| {}).await? {
+            Outcome::Done(s) => Ok(s),
+            Outcome::Paused { pauses, .. } => Err(RunError::paused(pauses)),
+        }
+    }
+
+    /// Like [`run`](Self::run), for a run with the context `context` (see
+    /// [`invoke_with_context`](Self::invoke_with_context)).
+    ///
+    /// # Errors
+    /// As [`run`](Self::run) and [`invoke_with_context`](Self::invoke_with_context).
+    pub async fn run_with_context(
+        &self,
+        input: Value,
+        thread: Option<&str>,
+        context: Value,
+        on_event: impl FnMut(Event),
+    ) -> Result<Outcome, RunError> {
+        if !context.is_object() {
+            return Err(RunError::input(format!(
+                "the run's context must be a JSON object, not a {}",
+                crate::format::FieldType::name_of(&context)
+            )));
+        }
+        let update = self.input_update(&input)?;
+        let config = self
+            .config(thread)
+            .with_context(weir_runtime::RunContext::new(context).erase());
+        let run = self.graph.stream(update, &config, StreamMode::CUSTOM);
+        self.stream(run, on_event).await
+    }
+
     /// Goes on with `thread` from its latest checkpoint: answers the paused `output` node with
     /// `choice` (or, when it asks for an acknowledgement only, without one), or, without a
     /// question waiting, re-runs what failed.

@@ -4,7 +4,7 @@
 
 use crate::error::ticks;
 use crate::event::{ChoiceOption, Event, Question};
-use crate::node::{Brancher, Choice, Fields, Message, NodeImpl, Role, RunFn, ASK_SUFFIX};
+use crate::node::{Brancher, Choice, ContextPath, Fields, Message, NodeImpl, Role, RunFn, ASK_SUFFIX};
 use crate::state::{fits, FlowState, FlowUpdate, Schema, ASKED_FIELD, LAST_FIELD, ROUTE_FIELD, STEPS_FIELD};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
@@ -28,6 +28,9 @@ pub(crate) struct NodeRuntime {
     /// For an output that pauses: the hidden field its message goes to, for its asking node,
     /// and whether the flow has a checkpointer to pause with.
     asked: Option<(usize, bool)>,
+    /// Whether the node reads the run's context, and the paths into it that must be there.
+    reads_context: bool,
+    context_paths: Vec<ContextPath>,
 }
 
 impl NodeRuntime {
@@ -60,7 +63,35 @@ impl NodeRuntime {
             route_slot,
             last_slot,
             asked: asks.then_some((asked_slot, checkpointed)),
+            reads_context: imp.reads_context,
+            context_paths: imp.context_paths.clone(),
         }
+    }
+
+    /// The run's context as the node reads it: `null` for a node that reads none; an empty
+    /// object for a run without one. Fails, naming the path and where the node reads it, when
+    /// a path the node reads is not in the context.
+    fn context(&self, cx: &Context) -> Result<Value, BoxError> {
+        if !self.reads_context {
+            return Ok(Value::Null);
+        }
+        let context = cx
+            .context::<Value>()
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Fields::new()));
+        for p in &self.context_paths {
+            if let Some(why) = p.missing_in(&context) {
+                // Named in full: a server reports the message without the runtime's node name.
+                return Err(format!(
+                    "node `{}` reads `{}` (at `data{}`), but {why}",
+                    self.id,
+                    p.dotted(),
+                    p.at
+                )
+                .into());
+            }
+        }
+        Ok(context)
     }
 
     pub(crate) fn node_fn(
@@ -88,11 +119,15 @@ impl NodeRuntime {
                          `LoadOptions::checkpointer` and run it on a thread";
                 return Box::pin(async move { Err(e.into()) });
             }
+            let context = match me.context(cx) {
+                Ok(c) => c,
+                Err(e) => return Box::pin(async move { Err(e) }),
+            };
             let state = s.to_json();
             // Events go to this run's own stream, when somebody streams it.
             let events = cx.is_streaming().then(|| cx.clone());
             let step = cx.step();
-            Box::pin(async move { me.call(state, step, events).await })
+            Box::pin(async move { me.call(state, context, step, events).await })
         }
     }
 
@@ -108,15 +143,22 @@ impl NodeRuntime {
         }
     }
 
-    /// Runs the node on `state`; `events` is the run's context when the run is streamed.
-    async fn call(&self, state: Fields, step: i64, events: Option<Context>) -> Result<Command<FlowState>, BoxError> {
+    /// Runs the node on `state` and the run's `context` (`null` when it reads none); `events`
+    /// is the task's context when the run is streamed.
+    async fn call(
+        &self,
+        state: Fields,
+        context: Value,
+        step: i64,
+        events: Option<Context>,
+    ) -> Result<Command<FlowState>, BoxError> {
         let mut asked = None;
         let mut writes = match &self.run {
-            Some(f) => f(state.clone()).await?,
+            Some(f) => f(state.clone(), context.clone()).await?,
             None => Fields::new(),
         };
         if let Some(m) = &self.message {
-            let text = m.render(&state)?;
+            let text = m.render(&state, &context)?;
             if let Some(to) = &m.to {
                 writes.insert(to.clone(), Value::String(text.clone()));
             }
@@ -161,7 +203,7 @@ impl NodeRuntime {
             update.push(slot, json!({ &self.id: text }));
         }
         if let Some(b) = &self.branch {
-            let handle = match (b.choose)(&state, None)? {
+            let handle = match (b.choose)(&state, &context, None)? {
                 Choice::Handle(h) => h,
                 Choice::Pause => return Err(format!("node `{}` has no choice to follow", self.id).into()),
             };
@@ -230,7 +272,7 @@ impl AskRuntime {
             let answer: Value = cx.interrupt(q)?;
             let mut update = FlowUpdate::new(&self.schema);
             if let Some(b) = &self.branch {
-                match (b.choose)(&s.to_json(), Some(&answer))? {
+                match (b.choose)(&s.to_json(), &Value::Null, Some(&answer))? {
                     Choice::Handle(h) => update.push(self.route_slot, json!({ &self.id: h })),
                     Choice::Pause => return Err(format!("node `{}` has no choice to follow", self.id).into()),
                 }

@@ -31,8 +31,8 @@ pub use cache::CachePolicy;
 pub use error::{BoxError, BuildError, Error};
 pub use graph::policy::RetryPolicy;
 pub use graph::{
-    Command, CompiledGraph, Context, ContextValue, Durability, Goto, GraphBuilder, NodeError, NodeHandle, NodeId,
-    NodeRef, ParentCommand, RunContext, SubgraphEvent, END, START,
+    Command, CompiledGraph, Context, ContextRouter, ContextValue, Durability, Goto, GraphBuilder, NodeError,
+    NodeHandle, NodeId, NodeRef, ParentCommand, RunContext, SubgraphEvent, END, START,
 };
 pub use pregel::{
     subgraph, writes_json, Answer, DrainHandle, Event, IntoInput, MessageMeta, Outcome, RunCommand, RunConfig,

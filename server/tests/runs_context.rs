@@ -87,3 +87,65 @@ async fn the_graphs_context_schema_is_the_context_types() {
     assert_eq!(schema["title"], "Who");
     assert_eq!(schema["required"], json!(["user_id"]));
 }
+
+/// A served JSON flow reads the run's `context` object: its condition as `context.plan`, its
+/// template as `{{ context.user_id }}`.
+async fn flow_app() -> (tempfile::TempDir, runs_support::App) {
+    let flow = weir_flow::Flow::from_json(
+        &json!({
+            "nodes": [
+                {"id": "start", "type": "start"},
+                {"id": "triage", "type": "condition", "data": {"branches": [
+                    {"id": "pro", "when": "context.plan == 'pro'"}
+                ]}},
+                {"id": "pro", "type": "set", "data": {"assign": {"text": "pro for {{ context.user_id }}"}}},
+                {"id": "free", "type": "set", "data": {"assign": {"text": "free for {{ context.user_id }}"}}},
+                {"id": "done", "type": "end"}
+            ],
+            "edges": [
+                {"id": "e1", "source": "start", "target": "triage"},
+                {"id": "e2", "source": "triage", "sourceHandle": "pro", "target": "pro"},
+                {"id": "e3", "source": "triage", "sourceHandle": "else", "target": "free"},
+                {"id": "e4", "source": "pro", "target": "done"},
+                {"id": "e5", "source": "free", "target": "done"}
+            ],
+            "state": {"text": {"type": "string"}}
+        })
+        .to_string(),
+        &weir_flow::Registry::new(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (db, saver) = open(&dir.path().join("weir.db")).await;
+    let app = app_on_with(db, saver, config(), move |saver| {
+        let served: Arc<dyn ServedGraph> = flow.into_served(saver.clone());
+        BTreeMap::from([("flow".to_owned(), served)])
+    })
+    .await;
+    (dir, app)
+}
+
+#[tokio::test]
+async fn a_served_flow_routes_and_renders_on_the_runs_context() {
+    let (_dir, app) = flow_app().await;
+    for (plan, user, text) in [("pro", "ada", "pro for ada"), ("free", "bo", "free for bo")] {
+        let tid = app.thread().await;
+        let body = json!({"input": {}, "assistant_id": "flow", "context": {"plan": plan, "user_id": user}});
+        let r = app.call("POST", &format!("/threads/{tid}/runs/wait"), Some(body)).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        assert_eq!(r.body, json!({"text": text}), "{plan}");
+    }
+}
+
+#[tokio::test]
+async fn a_served_flow_reading_a_key_the_context_lacks_fails_naming_it() {
+    let (_dir, app) = flow_app().await;
+    let tid = app.thread().await;
+    let body = json!({"input": {}, "assistant_id": "flow", "context": {"user_id": "cy"}});
+    let r = app.call("POST", &format!("/threads/{tid}/runs/wait"), Some(body)).await;
+    let body = r.body.to_string();
+    assert!(
+        body.contains("node `triage` reads `context.plan` (at `data.branches[0].when`), but the run's context has no key `plan`; its keys are `user_id`"),
+        "{body}"
+    );
+}

@@ -75,8 +75,21 @@ pub(crate) fn check(cx: &Ctxt, g: &Graph) -> Checked {
         if let RouteKind::One(arms) | RouteKind::Many(arms) = &r.kind {
             each_pattern_once(cx, arms);
         }
+        context_is_declared(cx, g, r);
     }
     Checked { topology, conflicts }
+}
+
+// Rule: a router reads the run's context only in a graph that declares one (`context: C`):
+// the context of a graph that declares none is `()`, which no router needs.
+fn context_is_declared(cx: &Ctxt, g: &Graph, r: &super::model::Route) {
+    if let (Some(span), None) = (r.reads_context, &g.context) {
+        cx.error_at(
+            span,
+            "this router reads the run's context, but the graph declares none; add `context: Type` \
+             after `state:`",
+        );
+    }
 }
 
 // Rule: a route maps each value once, in `? { .. }` and `? [ .. ]` alike. rustc only warns that

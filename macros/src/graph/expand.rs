@@ -251,12 +251,37 @@ fn goto(g: &Graph, r: &Ref) -> TokenStream {
 /// exhaustiveness check reports an unmapped variant there; or one `Send` per payload.
 fn route(g: &Graph, r: &super::model::Route) -> TokenStream {
     let s = &g.state;
+    let c = context_type(g);
     let from = node_ref(g, &r.from);
     let span = r.router.span();
     let router = &r.router;
-    let call = match router {
-        Func::Path(_) => quote_spanned!(span=> #router(__weir_s)),
-        Func::Expr(..) => quote_spanned!(span=> (#router)(__weir_s)),
+    if r.reads_context.is_some() && g.context.is_none() {
+        // Reported by the checks; the router stays used, so that one mistake is one error.
+        return quote!(let _ = &#router;);
+    }
+    // A router reading the context takes it as a second argument, `&C`; a path is called
+    // through `ContextRouter`, whose failure says the context type is not the graph's.
+    let (call, add, params) = match (router, r.reads_context) {
+        (Func::Path(_), None) => (
+            quote_spanned!(span=> #router(__weir_s)),
+            quote!(add_router),
+            quote!(__weir_s: &#s),
+        ),
+        (Func::Expr(..), None) => (
+            quote_spanned!(span=> (#router)(__weir_s)),
+            quote!(add_router),
+            quote!(__weir_s: &#s),
+        ),
+        (Func::Path(_), Some(_)) => (
+            quote_spanned!(span=> ::weir::__private::ContextRouter::<#s, #c, _>::call(&#router, __weir_s, __weir_c)),
+            quote!(add_router_with_context),
+            quote!(__weir_s: &#s, __weir_c: &#c),
+        ),
+        (Func::Expr(..), Some(_)) => (
+            quote_spanned!(span=> (#router)(__weir_s, __weir_c)),
+            quote!(add_router_with_context),
+            quote!(__weir_s: &#s, __weir_c: &#c),
+        ),
     };
     let targets = r.targets().into_iter().map(|t| node_ref(g, t));
     let targets = quote!([#(#targets),*]);
@@ -268,9 +293,9 @@ fn route(g: &Graph, r: &super::model::Route) -> TokenStream {
             });
             let scrutinee = quote_spanned!(span=> #call);
             quote! {
-                __weir_g.add_router(
+                __weir_g.#add(
                     #from,
-                    move |__weir_s: &#s| -> ::weir::__private::Goto<#s> {
+                    move |#params| -> ::weir::__private::Goto<#s> {
                         match #scrutinee { #(#arms)* }
                     },
                     #targets,
@@ -284,9 +309,9 @@ fn route(g: &Graph, r: &super::model::Route) -> TokenStream {
             });
             let v = quote_spanned!(span=> __weir_v);
             quote! {
-                __weir_g.add_router(
+                __weir_g.#add(
                     #from,
-                    move |__weir_s: &#s| -> ::weir::__private::Vec<::weir::__private::Goto<#s>> {
+                    move |#params| -> ::weir::__private::Vec<::weir::__private::Goto<#s>> {
                         ::core::iter::Iterator::collect(::core::iter::Iterator::map(
                             ::core::iter::IntoIterator::into_iter(#call),
                             |__weir_v| match #v { #(#arms)* },
@@ -305,9 +330,9 @@ fn route(g: &Graph, r: &super::model::Route) -> TokenStream {
             quote! {
                 {
                     let __weir_h = ::core::clone::Clone::clone(&#h);
-                    __weir_g.add_router(
+                    __weir_g.#add(
                         #from,
-                        move |__weir_s: &#s| -> ::weir::__private::Vec<::weir::__private::Goto<#s>> { #send },
+                        move |#params| -> ::weir::__private::Vec<::weir::__private::Goto<#s>> { #send },
                         #targets,
                     );
                 }

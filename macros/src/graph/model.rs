@@ -44,6 +44,8 @@ pub(crate) struct Join {
 pub(crate) struct Route {
     pub(crate) from: Ref,
     pub(crate) router: Func,
+    /// Where the route says its router reads the run's context (`router(context)`).
+    pub(crate) reads_context: Option<Span>,
     pub(crate) kind: RouteKind,
     pub(crate) span: Span,
 }
@@ -165,6 +167,7 @@ impl Graph {
         let route = Route {
             from,
             router: route.router,
+            reads_context: route.reads_context,
             kind,
             span: route.span,
         };

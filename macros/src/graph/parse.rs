@@ -16,6 +16,7 @@
 //!     write -> review ? { Verdict::More => plan, Verdict::Done => END };  // one target
 //!     pick -> choose ? [ Go::X => x, Go::Y => y ];                       // a set of targets
 //!     plan -> fan_out ?> worker;                                         // one Send per payload
+//!     plan -> by_plan(context) ? { Plan::Paid => web, Plan::Free => END }; // reads the context
 //! }
 //! ```
 
@@ -159,6 +160,9 @@ impl Ref {
 /// `router ? {..}`, `router ? [..]` or `router ?> node`, after the chain's last arrow.
 pub(crate) struct Route {
     pub(crate) router: Func,
+    /// `router(context)`, or a closure of two arguments: the router also takes the run's
+    /// context, `&C`. The span of `context` or of the closure.
+    pub(crate) reads_context: Option<Span>,
     pub(crate) kind: RouteKind,
     /// The span of `{..}`, `[..]` or the send's target.
     pub(crate) span: Span,
@@ -310,18 +314,49 @@ fn parse_stmt(input: ParseStream) -> syn::Result<Stmt> {
     }
     while input.peek(Token![->]) {
         input.parse::<Token![->]>()?;
-        // A router: a path or a parenthesized expression, followed by `?`.
+        // A router: a path or a parenthesized expression, optionally `(context)`, followed by `?`.
         let fork = input.fork();
-        if fork.call(parse_func).is_ok() && fork.peek(Token![?]) {
+        if fork.call(parse_func).is_ok() && (fork.peek(Token![?]) || fork.peek(token::Paren)) {
             let router = parse_func(input)?;
+            let mut reads_context = if input.peek(token::Paren) {
+                Some(parse_reads_context(input)?)
+            } else {
+                None
+            };
+            if let Func::Expr(e, span) = &router {
+                if matches!(&**e, Expr::Closure(c) if c.inputs.len() == 2) {
+                    reads_context.get_or_insert(*span);
+                }
+            }
             input.parse::<Token![?]>()?;
-            route = Some(parse_route_body(router, input)?);
+            let mut r = parse_route_body(router, input)?;
+            r.reads_context = reads_context;
+            route = Some(r);
             break;
         }
         terms.push(parse_term(input)?);
     }
     input.parse::<Token![;]>()?;
     Ok(Stmt { terms, route })
+}
+
+/// `(context)` after a router: the router also reads the run's context. Then `?` must follow.
+fn parse_reads_context(input: ParseStream) -> syn::Result<Span> {
+    let content;
+    parenthesized!(content in input);
+    if !content.peek(kw::context) {
+        return Err(
+            content.error("expected `context`; after a router, `(context)` says it also takes the run's context")
+        );
+    }
+    let key: kw::context = content.parse()?;
+    if !content.is_empty() {
+        return Err(content.error("expected `)`; a router's only option is `(context)`"));
+    }
+    if !input.peek(Token![?]) {
+        return Err(input.error("expected `?` after the router's `(context)`"));
+    }
+    Ok(key.span)
 }
 
 fn parse_route_body(router: Func, input: ParseStream) -> syn::Result<Route> {
@@ -331,6 +366,7 @@ fn parse_route_body(router: Func, input: ParseStream) -> syn::Result<Route> {
         let span = to.span();
         return Ok(Route {
             router,
+            reads_context: None,
             kind: RouteKind::Send(to),
             span,
         });
@@ -358,7 +394,12 @@ fn parse_route_body(router: Func, input: ParseStream) -> syn::Result<Route> {
     } else {
         RouteKind::One(arms)
     };
-    Ok(Route { router, kind, span })
+    Ok(Route {
+        router,
+        reads_context: None,
+        kind,
+        span,
+    })
 }
 
 fn parse_term(input: ParseStream) -> syn::Result<Term> {

@@ -1,11 +1,12 @@
 use super::compile::{GraphInner, InputMode};
 use super::node::ContextFor;
+use super::node::ContextRouter;
 use super::node::{
     encode_json, packet, EncodeFn, Goto, IntoGotos, IntoNode, NodeFn, NodeHandle, NodeId, PacketDecoder, RouterFn,
 };
 use super::node::{FreshFn, HandlerFn, NodeError, NodeOutput};
 use super::policy::RetryPolicy;
-use super::{CompiledGraph, ContextValue};
+use super::{CompiledGraph, ContextValue, ErasedContext};
 use crate::cache::{CachePolicy, NodeCache};
 use crate::checkpoint::Checkpointer;
 use crate::error::BuildError;
@@ -264,7 +265,59 @@ impl<S: State, C: ContextValue> GraphBuilder<S, C> {
         R: IntoGotos<S>,
         T: Into<NodeRef>,
     {
-        let func: RouterFn<S> = Arc::new(move |s: &S, out: &mut Vec<Goto<S>>| router(s).into_gotos(out));
+        let func: RouterFn<S> = Arc::new(move |s: &S, _: Option<&ErasedContext>, out: &mut Vec<Goto<S>>| {
+            router(s).into_gotos(out);
+            Ok(())
+        });
+        self.routers.push(RouterSpec {
+            source: source.into(),
+            func,
+            targets: targets.into_iter().map(Into::into).collect(),
+        });
+        self
+    }
+
+    /// Adds a router after `source` that reads the run's context (LangGraph's conditional edge
+    /// `def route(state, runtime: Runtime[C])`): like [`add_router`](Self::add_router), a
+    /// function of the state, and of the run context of the graph's type `C`
+    /// ([`context`](GraphBuilder::context)). A function of a context of another type is a
+    /// compile error. The context is the run's, read in place: routing copies nothing more than
+    /// a router without it.
+    ///
+    /// ```
+    /// # use weir_runtime::{Goto, GraphBuilder, RunConfig, START, END};
+    /// # weir_runtime::__doc_state!();
+    /// struct User { admin: bool }
+    /// let mut g = GraphBuilder::<Doc>::new().context::<User>();
+    /// g.add_node("check", |_: &Doc| DocUpdate::default());
+    /// g.add_node("admin", |_: &Doc| DocUpdate::default().text("admin".to_owned()));
+    /// g.add_edge(START, "check").add_edge("admin", END);
+    /// g.add_router_with_context(
+    ///     "check",
+    ///     |_: &Doc, user: &User| if user.admin { Goto::from("admin") } else { Goto::End },
+    ///     ["admin".into(), END],
+    /// );
+    /// let app = g.compile().unwrap();
+    /// # let rt = tokio::runtime::Runtime::new().unwrap();
+    /// let config = RunConfig::default().context(User { admin: true });
+    /// let out = rt.block_on(app.invoke(Doc::default(), &config)).unwrap();
+    /// assert_eq!(out.text, "admin");
+    /// ```
+    pub fn add_router_with_context<R, T>(
+        &mut self,
+        source: impl Into<NodeRef>,
+        router: impl ContextRouter<S, C, R>,
+        targets: impl IntoIterator<Item = T>,
+    ) -> &mut Self
+    where
+        R: IntoGotos<S>,
+        T: Into<NodeRef>,
+    {
+        let func: RouterFn<S> = Arc::new(move |s: &S, c: Option<&ErasedContext>, out: &mut Vec<Goto<S>>| {
+            let context = ErasedContext::typed::<C>(c, format_args!("its router"))?;
+            router.call(s, context).into_gotos(out);
+            Ok(())
+        });
         self.routers.push(RouterSpec {
             source: source.into(),
             func,
@@ -367,7 +420,25 @@ impl<S: State, C: ContextValue> GraphBuilder<S, C> {
         f: impl Fn(&S) -> O + Send + Sync + 'static,
     ) -> &mut Self {
         if let Some(n) = self.spec(node.into()) {
-            n.fresh = Some(Arc::new(move |s| f(s).into_command()));
+            n.fresh = Some(Arc::new(move |s, _| f(s).into_command()));
+        }
+        self
+    }
+
+    /// Like [`then_fresh`](Self::then_fresh), for a function that also reads the run context of
+    /// the graph's type `C` ([`context`](GraphBuilder::context)): the fresh read's routing may
+    /// depend on the run, as a router's may ([`add_router_with_context`](Self::add_router_with_context)).
+    /// A function of a context of another type is a compile error.
+    pub fn then_fresh_with_context<O: NodeOutput<S>>(
+        &mut self,
+        node: impl Into<NodeId>,
+        f: impl ContextRouter<S, C, O>,
+    ) -> &mut Self {
+        if let Some(n) = self.spec(node.into()) {
+            n.fresh = Some(Arc::new(move |s, c| {
+                let context = ErasedContext::typed::<C>(c, format_args!("its fresh read"))?;
+                f.call(s, context).into_command()
+            }));
         }
         self
     }

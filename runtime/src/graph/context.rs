@@ -240,19 +240,7 @@ impl Context {
     /// when the run carries none of that type (a subgraph declaring another context type than
     /// its parent's).
     pub(crate) fn typed_context<C: std::any::Any>(&self) -> Result<&C, crate::BoxError> {
-        let found = self
-            .context
-            .as_ref()
-            .map_or_else(|| "none".to_owned(), |c| format!("`{}`", c.type_name()));
-        self.context().ok_or_else(|| {
-            format!(
-                "node `{}` reads a run context of type `{}`, but the run's context is {found}: a \
-                 subgraph must declare its parent's context type, or none",
-                self.node,
-                std::any::type_name::<C>()
-            )
-            .into()
-        })
+        super::ErasedContext::typed(self.context.as_ref(), format_args!("node `{}`", self.node))
     }
 
     /// Emits `value` to the run's stream, in `custom` mode (LangGraph's stream writer): LLM tokens,

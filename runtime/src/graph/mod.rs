@@ -25,8 +25,8 @@ pub(crate) use context::{Emitter, RunInfo, Streams};
 pub use forward::SubgraphEvent;
 pub(crate) use forward::{Forward, ForwardFn};
 pub use node::{
-    AsyncCtxMarker, AsyncFn1, AsyncFn2, AsyncFn3, AsyncMarker, Command, ContextFor, Goto, IntoGotos, IntoNode,
-    NodeError, NodeFn, NodeHandle, NodeId, NodeOutput, Packet, SyncCtxMarker, SyncMarker, WithContext,
+    AsyncCtxMarker, AsyncFn1, AsyncFn2, AsyncFn3, AsyncMarker, Command, ContextFor, ContextRouter, Goto, IntoGotos,
+    IntoNode, NodeError, NodeFn, NodeHandle, NodeId, NodeOutput, Packet, SyncCtxMarker, SyncMarker, WithContext,
 };
 pub(crate) use node::{FreshFn, HandlerFn, PacketDecoder, RouterFn};
 pub(crate) use run_context::ErasedContext;

@@ -32,6 +32,25 @@ impl ErasedContext {
     pub(crate) fn type_name(&self) -> &'static str {
         self.type_name
     }
+
+    /// The run context `context` as a `C`, for `what` (a node, a router) that reads it typed:
+    /// an error saying what it found when the run carries none of that type (a subgraph that
+    /// declares another context type than its parent's).
+    pub(crate) fn typed<'c, C: Any>(
+        context: Option<&'c Self>,
+        what: fmt::Arguments<'_>,
+    ) -> Result<&'c C, crate::BoxError> {
+        if let Some(c) = context.and_then(Self::get) {
+            return Ok(c);
+        }
+        let found = context.map_or_else(|| "none".to_owned(), |c| format!("`{}`", c.type_name()));
+        Err(format!(
+            "{what} reads a run context of type `{}`, but the run's context is {found}: a \
+             subgraph must declare its parent's context type, or none",
+            std::any::type_name::<C>()
+        )
+        .into())
+    }
 }
 
 impl fmt::Debug for ErasedContext {

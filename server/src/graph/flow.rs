@@ -47,8 +47,9 @@ impl Codec<FlowState> for FlowCodec {
             .map_err(|e| GraphError::Invalid(format!("{path}: {e}")))
     }
 
-    /// A flow has no typed context: its nodes (and the code they call) read the run's `context`
-    /// object as JSON, `ctx.context::<serde_json::Value>()`.
+    /// A flow has no typed context: its conditions and templates read the run's `context`
+    /// object as `context` (`context.plan == 'pro'`, `{{ context.user_id }}`), and the code its
+    /// nodes call as JSON, `ctx.context::<serde_json::Value>()`.
     fn context(&self, context: &Map<String, Value>) -> Result<RunContext, GraphError> {
         Ok(RunContext::new(Value::Object(context.clone())).erase())
     }

@@ -3,7 +3,7 @@
 
 use super::command::{Command, Goto, NodeOutput};
 use crate::error::BoxError;
-use crate::graph::Context;
+use crate::graph::{Context, ErasedContext};
 use crate::state::State;
 use futures::future::BoxFuture;
 use std::fmt;
@@ -169,7 +169,11 @@ where
     }
 }
 
-pub(crate) type RouterFn<S> = Arc<dyn Fn(&S, &mut Vec<Goto<S>>) + Send + Sync>;
+/// A router, type-erased: the state (with its task's writes applied), the run's context, and
+/// where its destinations go. Only a router that reads the context can fail: when the run
+/// carries none of its type.
+pub(crate) type RouterFn<S> =
+    Arc<dyn Fn(&S, Option<&ErasedContext>, &mut Vec<Goto<S>>) -> Result<(), BoxError> + Send + Sync>;
 
 /// What an error handler learns of the failure it handles.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,4 +189,4 @@ pub(crate) type HandlerFn<S> = Arc<dyn Fn(&S, &NodeError) -> Result<Command<S>, 
 /// What runs after a node on its fresh state: see [`GraphBuilder::then_fresh`].
 ///
 /// [`GraphBuilder::then_fresh`]: crate::GraphBuilder::then_fresh
-pub(crate) type FreshFn<S> = Arc<dyn Fn(&S) -> Result<Command<S>, BoxError> + Send + Sync>;
+pub(crate) type FreshFn<S> = Arc<dyn Fn(&S, Option<&ErasedContext>) -> Result<Command<S>, BoxError> + Send + Sync>;

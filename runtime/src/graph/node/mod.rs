@@ -14,4 +14,4 @@ pub(crate) use func::{FreshFn, HandlerFn, RouterFn};
 pub use handle::NodeHandle;
 pub use send::Packet;
 pub(crate) use send::{encode_json, packet, EncodeFn, PacketDecoder};
-pub use typed::{AsyncFn3, ContextFor, WithContext};
+pub use typed::{AsyncFn3, ContextFor, ContextRouter, WithContext};

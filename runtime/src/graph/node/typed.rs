@@ -83,3 +83,30 @@ where
         }))
     }
 }
+
+/// A function of the state and the run context `C` of its graph, returning `R`: a router that
+/// reads the context ([`GraphBuilder::add_router_with_context`], LangGraph's
+/// `def route(state, runtime: Runtime[C])`) or a fresh read that does
+/// ([`GraphBuilder::then_fresh_with_context`]). A function reading a context of another type
+/// than the graph's is a compile error.
+///
+/// [`GraphBuilder::add_router_with_context`]: crate::GraphBuilder::add_router_with_context
+/// [`GraphBuilder::then_fresh_with_context`]: crate::GraphBuilder::then_fresh_with_context
+#[diagnostic::on_unimplemented(
+    message = "this router reads a run context of another type than the graph's `{C}`",
+    label = "the graph's context is `{C}`: this function must take `&{S}, &{C}`",
+    note = "a router reads the context its graph declares (`GraphBuilder::context::<C>()`, `graph! {{ context: C, .. }}`); a graph that declares none has the context `()`"
+)]
+pub trait ContextRouter<S, C, R>: Send + Sync + 'static {
+    /// Calls the function.
+    fn call(&self, state: &S, context: &C) -> R;
+}
+
+impl<S, C, R, F> ContextRouter<S, C, R> for F
+where
+    F: Fn(&S, &C) -> R + Send + Sync + 'static,
+{
+    fn call(&self, state: &S, context: &C) -> R {
+        self(state, context)
+    }
+}

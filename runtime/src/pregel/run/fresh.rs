@@ -8,7 +8,7 @@ use super::super::task::Finished;
 use super::{field_error, Loop};
 use crate::error::Error;
 use crate::graph::compile::GraphInner;
-use crate::graph::{Command, Goto};
+use crate::graph::{Command, ErasedContext, Goto};
 use crate::state::{State, Update};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -21,12 +21,14 @@ impl<S: State> Loop<S> {
         if d.handled || self.g.nodes[d.node as usize].routers.is_empty() {
             return Ok(());
         }
-        let (g, step, node) = (&self.g, self.step, d.node);
+        let (g, step, node, context) = (&self.g, self.step, d.node, self.context.as_ref());
         // The step's tasks are done: nobody else holds the state, and `make_mut` copies nothing.
         let state = Arc::make_mut(&mut self.state);
         let Command { update, goto, .. } = &mut d.command;
         state
-            .read_fresh(&self.channels, update, |fresh| route(g, step, node, fresh, goto))
+            .read_fresh(&self.channels, update, |fresh| {
+                route(g, step, node, fresh, context, goto)
+            })
             .map_err(|e| field_error(e, &[node], g, step))?
     }
 
@@ -36,13 +38,13 @@ impl<S: State> Loop<S> {
         let Some(f) = self.g.nodes[d.node as usize].fresh.clone() else {
             return Ok(d);
         };
-        let (g, step, node) = (&self.g, self.step, d.node);
+        let (g, step, node, context) = (&self.g, self.step, d.node, self.context.as_ref());
         let name = &g.names[node as usize];
         let state = Arc::make_mut(&mut self.state);
         let out = state
             .read_fresh(&self.channels, &d.command.update, |fresh| {
                 // User code: its panic fails the task, naming the node.
-                std::panic::catch_unwind(AssertUnwindSafe(|| f(fresh)))
+                std::panic::catch_unwind(AssertUnwindSafe(|| f(fresh, context)))
             })
             .map_err(|e| field_error(e, &[node], g, step))?;
         let command = match out {
@@ -66,20 +68,31 @@ impl<S: State> Loop<S> {
 
     /// Runs the routers of `task` on `state` (the state with the task's own writes applied).
     pub(super) fn route(&self, node: u32, state: &S, out: &mut Vec<Goto<S>>) -> Result<(), Error> {
-        route(&self.g, self.step, node, state, out)
+        route(&self.g, self.step, node, state, self.context.as_ref(), out)
     }
 }
 
 /// Runs the routers of `node` on `state` (the state with its task's own writes applied) into
-/// `out`, checking each destination against the router's declared targets.
-fn route<S: State>(g: &GraphInner<S>, step: i64, node: u32, state: &S, out: &mut Vec<Goto<S>>) -> Result<(), Error> {
+/// `out`, checking each destination against the router's declared targets. A router reading
+/// the run's `context` reads it in place.
+fn route<S: State>(
+    g: &GraphInner<S>,
+    step: i64,
+    node: u32,
+    state: &S,
+    context: Option<&ErasedContext>,
+    out: &mut Vec<Goto<S>>,
+) -> Result<(), Error> {
     for router in &g.nodes[node as usize].routers {
         let from = out.len();
         // A router is user code: its panic fails the run, naming the node it follows.
-        std::panic::catch_unwind(AssertUnwindSafe(|| (router.func)(state, out))).map_err(|p| {
-            let name = &g.names[node as usize];
-            Error::panic(name, step, format!("its router panicked: {}", panic_message(p)))
-        })?;
+        std::panic::catch_unwind(AssertUnwindSafe(|| (router.func)(state, context, out)))
+            .map_err(|p| {
+                let name = &g.names[node as usize];
+                Error::panic(name, step, format!("its router panicked: {}", panic_message(p)))
+            })?
+            // Only a router reading a context of another type than the run's fails.
+            .map_err(|e| Error::node(&g.names[node as usize], step, e))?;
         for goto in &out[from..] {
             let target = match goto {
                 Goto::Node(id) => Some(id.0),

@@ -1,0 +1,147 @@
+//! A run's context in a flow (LangGraph's `Runtime.context`, a server run's `context`): a
+//! condition reads it as `context` beside the state's fields, a `set` template and an `output`
+//! message as `{{ context.x }}`; a path into the context that it does not have fails the node,
+//! naming the node, the path and where the node reads it.
+
+use serde_json::{json, Value};
+use weir_flow::{Event, Flow, Registry};
+
+/// start -> triage ? (pro: context.plan == 'pro' && amount > 10) -> greet_pro | else -> greet -> done.
+fn flow() -> Flow {
+    let f = json!({
+        "nodes": [
+            {"id": "start", "type": "start"},
+            {"id": "triage", "type": "condition", "data": {"branches": [
+                {"id": "pro", "when": "context.plan == 'pro' && amount > 10"}
+            ]}},
+            {"id": "greet_pro", "type": "set", "data": {"assign": {
+                "text": "priority for {{ context.user.name }} ({{ amount }})"
+            }}},
+            {"id": "greet", "type": "output", "data": {"message": "hello {{ context.user.name }}", "to": "text"}},
+            {"id": "done", "type": "end"}
+        ],
+        "edges": [
+            {"id": "e1", "source": "start", "target": "triage"},
+            {"id": "e2", "source": "triage", "sourceHandle": "pro", "target": "greet_pro"},
+            {"id": "e3", "source": "triage", "sourceHandle": "else", "target": "greet"},
+            {"id": "e4", "source": "greet_pro", "target": "done"},
+            {"id": "e5", "source": "greet", "target": "done"}
+        ],
+        "state": {"amount": {"type": "number"}, "text": {"type": "string"}}
+    });
+    Flow::from_json(&f.to_string(), &Registry::new()).unwrap()
+}
+
+fn ctx(plan: &str, name: &str) -> Value {
+    json!({"plan": plan, "user": {"name": name}})
+}
+
+async fn text(flow: &Flow, amount: i64, context: Value) -> Value {
+    let out = flow
+        .invoke_with_context(json!({"amount": amount}), context)
+        .await
+        .unwrap();
+    out.get("text").cloned().unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn conditions_and_templates_read_the_run_context() {
+    let flow = flow();
+    assert_eq!(text(&flow, 50, ctx("pro", "ada")).await, json!("priority for ada (50)"));
+    assert_eq!(text(&flow, 50, ctx("free", "bo")).await, json!("hello bo"));
+    // The state still counts: a small amount takes `else` on the pro plan too.
+    assert_eq!(text(&flow, 5, ctx("pro", "cy")).await, json!("hello cy"));
+}
+
+#[tokio::test]
+async fn an_output_message_reads_the_context_in_its_event() {
+    let flow = flow();
+    let mut messages = Vec::new();
+    flow.run_with_context(json!({"amount": 1}), None, ctx("free", "di"), |e| {
+        if let Event::Message { text, .. } = e {
+            messages.push(text);
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(messages, ["hello di"]);
+}
+
+#[tokio::test]
+async fn a_condition_reading_a_key_the_context_lacks_fails_naming_the_node_the_path_and_where() {
+    let err = flow()
+        .invoke_with_context(json!({"amount": 50}), json!({"tier": "pro"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.node(), Some("triage"));
+    let message = err.to_string();
+    assert!(
+        message.contains(
+            "node `triage` reads `context.plan` (at `data.branches[0].when`), but the run's context has no key `plan`; its keys are `tier`"
+        ),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_template_reading_a_nested_key_the_context_lacks_fails_naming_the_path() {
+    let err = flow()
+        .invoke_with_context(json!({"amount": 50}), json!({"plan": "pro", "user": {"id": 7}}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.node(), Some("greet_pro"));
+    let message = err.to_string();
+    assert!(
+        message.contains(
+            "node `greet_pro` reads `context.user.name` (at `data.assign.text`), but `context.user` has no key `name`; its keys are `id`"
+        ),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_run_without_a_context_fails_where_a_node_reads_one() {
+    let err = flow().invoke(json!({"amount": 50})).await.unwrap_err();
+    assert_eq!(err.node(), Some("triage"));
+    assert!(
+        err.to_string()
+            .contains("but the run's context has no key `plan` (the run has no context)"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_context_that_is_not_an_object_is_refused() {
+    let err = flow()
+        .invoke_with_context(json!({"amount": 50}), json!("pro"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), "the run's context must be a JSON object, not a string");
+}
+
+#[tokio::test]
+async fn a_flow_that_reads_no_context_runs_as_before_and_a_has_test_reads_nothing() {
+    let f = json!({
+        "nodes": [
+            {"id": "start", "type": "start"},
+            {"id": "vip", "type": "condition", "data": {"branches": [
+                {"id": "yes", "when": "has(context.vip) && context.vip"}
+            ]}},
+            {"id": "mark", "type": "set", "data": {"assign": {"text": "vip"}}},
+            {"id": "done", "type": "end"}
+        ],
+        "edges": [
+            {"id": "e1", "source": "start", "target": "vip"},
+            {"id": "e2", "source": "vip", "sourceHandle": "yes", "target": "mark"},
+            {"id": "e3", "source": "vip", "sourceHandle": "else", "target": "done"},
+            {"id": "e4", "source": "mark", "target": "done"}
+        ],
+        "state": {"text": {"type": "string", "default": "plain"}}
+    });
+    let flow = Flow::from_json(&f.to_string(), &Registry::new()).unwrap();
+    let out = flow.invoke_with_context(json!({}), json!({"vip": true})).await.unwrap();
+    assert_eq!(out.get("text"), Some(&json!("vip")));
+    // `has(context.vip)` asks; `&&` does not evaluate `context.vip` without it.
+    let out = flow.invoke(json!({})).await.unwrap();
+    assert_eq!(out.get("text"), Some(&json!("plain")));
+}
