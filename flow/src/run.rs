@@ -87,8 +87,12 @@ impl Flow {
         thread: Option<&str>,
         on_event: impl FnMut(Event),
     ) -> Result<Outcome, RunError> {
+        self.run_in(input, self.config(thread), on_event).await
+    }
+
+    async fn run_in(&self, input: Value, config: RunConfig, on_event: impl FnMut(Event)) -> Result<Outcome, RunError> {
         let update = self.input_update(&input)?;
-        let run = self.graph.stream(update, &self.config(thread), StreamMode::CUSTOM);
+        let run = self.graph.stream(update, &config, StreamMode::CUSTOM);
         self.stream(run, on_event).await
     }
 
@@ -143,18 +147,8 @@ impl Flow {
         context: Value,
         on_event: impl FnMut(Event),
     ) -> Result<Outcome, RunError> {
-        if !context.is_object() {
-            return Err(RunError::input(format!(
-                "the run's context must be a JSON object, not a {}",
-                crate::format::FieldType::name_of(&context)
-            )));
-        }
-        let update = self.input_update(&input)?;
-        let config = self
-            .config(thread)
-            .with_context(weir_runtime::RunContext::new(context).erase());
-        let run = self.graph.stream(update, &config, StreamMode::CUSTOM);
-        self.stream(run, on_event).await
+        self.run_in(input, self.config_with_context(thread, context)?, on_event)
+            .await
     }
 
     /// Goes on with `thread` from its latest checkpoint: answers the paused `output` node with
@@ -172,6 +166,34 @@ impl Flow {
         choice: Option<&str>,
         on_event: impl FnMut(Event),
     ) -> Result<Outcome, RunError> {
+        self.resume_in(thread, choice, self.config(Some(thread)), on_event)
+            .await
+    }
+
+    /// Like [`resume`](Self::resume), for a run with the context `context` (see
+    /// [`invoke_with_context`](Self::invoke_with_context)): the context is the run's, not the
+    /// thread's, so a resumed run that reads it is given it again.
+    ///
+    /// # Errors
+    /// As [`resume`](Self::resume) and [`run_with_context`](Self::run_with_context).
+    pub async fn resume_with_context(
+        &self,
+        thread: &str,
+        choice: Option<&str>,
+        context: Value,
+        on_event: impl FnMut(Event),
+    ) -> Result<Outcome, RunError> {
+        let config = self.config_with_context(Some(thread), context)?;
+        self.resume_in(thread, choice, config, on_event).await
+    }
+
+    async fn resume_in(
+        &self,
+        thread: &str,
+        choice: Option<&str>,
+        config: RunConfig,
+        on_event: impl FnMut(Event),
+    ) -> Result<Outcome, RunError> {
         let pauses = match self.state(thread).await? {
             Some(snapshot) => snapshot.pauses,
             None => Vec::new(), // the runtime says the thread has no checkpoint
@@ -186,7 +208,7 @@ impl Flow {
         };
         let run = self
             .graph
-            .stream_resume(answer, &self.config(Some(thread)), StreamMode::CUSTOM)
+            .stream_resume(answer, &config, StreamMode::CUSTOM)
             .map_err(|e| RunError::from_runtime(e, self.recursion_limit()))?;
         self.stream(run, on_event).await
     }
@@ -215,6 +237,19 @@ impl Flow {
             .await
             .map_err(|e| RunError::from_runtime(e, self.recursion_limit()))?;
         Ok(h.into_iter().map(Snapshot::from_runtime).collect())
+    }
+
+    /// [`config`](Self::config) carrying the run context `context`, which must be an object.
+    fn config_with_context(&self, thread: Option<&str>, context: Value) -> Result<RunConfig, RunError> {
+        if !context.is_object() {
+            return Err(RunError::input(format!(
+                "the run's context must be a JSON object, not a {}",
+                crate::format::FieldType::name_of(&context)
+            )));
+        }
+        Ok(self
+            .config(thread)
+            .with_context(weir_runtime::RunContext::new(context).erase()))
     }
 
     fn config(&self, thread: Option<&str>) -> RunConfig {

@@ -1,7 +1,8 @@
 //! A run's context in a flow (LangGraph's `Runtime.context`, a server run's `context`): a
 //! condition reads it as `context` beside the state's fields, a `set` template and an `output`
 //! message as `{{ context.x }}`; a path into the context that it does not have fails the node,
-//! naming the node, the path and where the node reads it.
+//! naming the node, the path and where the node reads it. A resumed run is given its context
+//! again (`resume_with_context`): a context is a run's, not a thread's.
 
 use serde_json::{json, Value};
 use weir_flow::{Event, Flow, Registry};
@@ -144,4 +145,58 @@ async fn a_flow_that_reads_no_context_runs_as_before_and_a_has_test_reads_nothin
     // `has(context.vip)` asks; `&&` does not evaluate `context.vip` without it.
     let out = flow.invoke(json!({})).await.unwrap();
     assert_eq!(out.get("text"), Some(&json!("plain")));
+}
+
+/// start -> ask (a question with choices) -> thank (reads the context) -> done, checkpointed.
+fn asking_flow() -> Flow {
+    let f = json!({
+        "nodes": [
+            {"id": "start", "type": "start"},
+            {"id": "ask", "type": "output", "data": {"message": "Refund?", "choices": [{"id": "yes"}, {"id": "no"}]}},
+            {"id": "thank", "type": "set", "data": {"assign": {"text": "thanks {{ context.user.name }}"}}},
+            {"id": "done", "type": "end"}
+        ],
+        "edges": [
+            {"id": "e1", "source": "start", "target": "ask"},
+            {"id": "e2", "source": "ask", "sourceHandle": "yes", "target": "thank"},
+            {"id": "e3", "source": "ask", "sourceHandle": "no", "target": "done"},
+            {"id": "e4", "source": "thank", "target": "done"}
+        ],
+        "state": {"text": {"type": "string"}}
+    });
+    let options = weir_flow::LoadOptions::default().checkpointer(weir_runtime::checkpoint::MemorySaver::new());
+    Flow::from_value(&f, &Registry::new(), options).unwrap()
+}
+
+#[tokio::test]
+async fn a_resumed_run_reads_the_context_it_is_given_again() {
+    let flow = asking_flow();
+    let out = flow
+        .run_with_context(json!({}), Some("t"), ctx("pro", "ada"), |_| {})
+        .await
+        .unwrap();
+    assert!(matches!(out, weir_flow::Outcome::Paused { .. }));
+    // The context belongs to a run, not to the thread: the resuming run brings its own.
+    let out = flow
+        .resume_with_context("t", Some("yes"), ctx("pro", "bo"), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(out.state().get("text"), Some(&json!("thanks bo")));
+}
+
+#[tokio::test]
+async fn a_resume_without_a_context_fails_where_a_node_reads_one_and_the_question_stays_answerable() {
+    let flow = asking_flow();
+    flow.run_with_context(json!({}), Some("t"), ctx("pro", "ada"), |_| {})
+        .await
+        .unwrap();
+    let err = flow.resume("t", Some("yes"), |_| {}).await.unwrap_err();
+    assert_eq!(err.node(), Some("thank"), "{err}");
+    assert!(err.to_string().contains("context.user.name"), "{err}");
+    // Nothing is lost: the failed node runs again when resumed with a context.
+    let out = flow
+        .resume_with_context("t", None, ctx("pro", "cy"), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(out.state().get("text"), Some(&json!("thanks cy")));
 }
