@@ -2,7 +2,7 @@
 //!
 //! weir's agent layer, built on the public engine API: LangChain-compatible [`message`]s and the
 //! `add_messages` reducer, [`model`]s that stream (the [`model::ChatModel`] trait, a scripted
-//! fake, and an OpenAI-compatible adapter behind the `openai` feature), [`tool`]s with the
+//! fake, and an OpenAI-compatible adapter behind the `openai` feature), [`tool`](mod@tool)s with the
 //! [`tool::ToolNode`] that runs them and the [`tool::tools_condition`] route, and the prebuilt
 //! [`react_agent`].
 //!
