@@ -5,10 +5,12 @@
 //! The child is this test binary again, running only [`crash_child`], which does nothing unless
 //! `WEIR_CRASH_DB` is set.
 
+mod crash_support;
+
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+
+use crash_support::{record, side_lines, start_child};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weir::checkpoint::{new_checkpoint_id, Checkpointer, MemorySaver, SqliteSaver};
@@ -33,14 +35,7 @@ fn graph(saver: Arc<dyn Checkpointer>, side: &Path) -> CompiledGraph<Work> {
         let (i, side) = (s.done.len() as u64, side.clone());
         async move {
             tokio::time::sleep(Duration::from_millis(3)).await;
-            // One `write` of a whole line to a file opened for appending: once it returns, the
-            // line survives the process being killed.
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&side)
-                .unwrap();
-            f.write_all(format!("{i}\n").as_bytes()).unwrap();
+            record(&side, &i.to_string());
             WorkUpdate::default().done(vec![i])
         }
     });
@@ -83,12 +78,9 @@ async fn crash_child() {
         .unwrap();
 }
 
-fn side_lines(side: &Path) -> Vec<u64> {
-    std::fs::read_to_string(side)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect()
+/// The steps the side file says ran, in order.
+fn steps_ran(side: &Path) -> Vec<u64> {
+    side_lines(side).iter().map(|l| l.parse().unwrap()).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -98,16 +90,12 @@ async fn a_run_killed_mid_way_resumes_with_no_step_lost_and_no_committed_step_ru
     let (db, side) = (dir.join("crash.db"), dir.join("side.log"));
 
     // Start the child and kill it once it is well into the run.
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash_child", "--test-threads=1", "--nocapture"])
-        .env("WEIR_CRASH_DB", &db)
-        .env("WEIR_CRASH_SIDE", &side)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start_child(
+        "crash_child",
+        &[("WEIR_CRASH_DB", db.as_os_str()), ("WEIR_CRASH_SIDE", side.as_os_str())],
+    );
     let deadline = Instant::now() + Duration::from_secs(60);
-    while side_lines(&side).len() < STEPS / 3 {
+    while steps_ran(&side).len() < STEPS / 3 {
         assert!(Instant::now() < deadline, "the child made no progress");
         assert!(
             child.try_wait().unwrap().is_none(),
@@ -117,7 +105,7 @@ async fn a_run_killed_mid_way_resumes_with_no_step_lost_and_no_committed_step_ru
     }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let ran_in_child = side_lines(&side).len();
+    let ran_in_child = steps_ran(&side).len();
     assert!(ran_in_child < STEPS, "the child finished before it was killed");
 
     // Resume the thread here, from the file.
@@ -140,7 +128,7 @@ async fn a_run_killed_mid_way_resumes_with_no_step_lost_and_no_committed_step_ru
     // not written) runs again on resume. So every item's node ran once, except at most the item
     // of the first uncommitted step, `committed`, which may have run twice.
     let mut runs = vec![0usize; STEPS];
-    for i in side_lines(&side) {
+    for i in steps_ran(&side) {
         runs[i as usize] += 1;
     }
     for (i, n) in runs.iter().enumerate() {

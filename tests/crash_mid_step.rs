@@ -8,10 +8,12 @@
 //! `slow` ran again under the idempotency key it had in the killed process, and that the state
 //! holds both writes.
 
+mod crash_support;
+
+use crash_support::{durability_named, record, side_lines};
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weir::checkpoint::{new_checkpoint_id, Checkpointer, SqliteSaver};
@@ -21,17 +23,6 @@ use weir::prelude::*;
 struct Pair {
     #[reducer(append)]
     done: Vec<String>,
-}
-
-/// Appends one line to the side file, in one `write` to a file opened for appending: once it
-/// returns, the line survives the process being killed.
-fn record(side: &Path, line: &str) {
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(side)
-        .unwrap();
-    f.write_all(format!("{line}\n").as_bytes()).unwrap();
 }
 
 /// START -> fast, START -> slow: one step of two tasks. `slow` sleeps for a minute when
@@ -64,14 +55,6 @@ fn config(thread: &str, durability: Durability) -> RunConfig {
     RunConfig::thread(thread).durability(durability)
 }
 
-fn durability_named(name: &str) -> Durability {
-    match name {
-        "sync" => Durability::Sync,
-        "async" => Durability::Async,
-        other => panic!("unknown durability `{other}`"),
-    }
-}
-
 /// The checkpointer a child or the parent opens: `sqlite:<path>` or `postgres:<url>`.
 async fn open(saver: &str) -> Arc<dyn Checkpointer> {
     match saver.split_once(':') {
@@ -96,25 +79,16 @@ async fn mid_step_child() {
         .await;
 }
 
-fn side_lines(side: &Path) -> Vec<String> {
-    std::fs::read_to_string(side)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
 fn start_child(saver: &str, side: &Path, thread: &str, durability: &str) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "mid_step_child", "--test-threads=1", "--nocapture"])
-        .env("WEIR_MID_STEP_SAVER", saver)
-        .env("WEIR_MID_STEP_SIDE", side)
-        .env("WEIR_MID_STEP_THREAD", thread)
-        .env("WEIR_MID_STEP_DURABILITY", durability)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+    crash_support::start_child(
+        "mid_step_child",
+        &[
+            ("WEIR_MID_STEP_SAVER", saver.as_ref()),
+            ("WEIR_MID_STEP_SIDE", side.as_os_str()),
+            ("WEIR_MID_STEP_THREAD", thread.as_ref()),
+            ("WEIR_MID_STEP_DURABILITY", durability.as_ref()),
+        ],
+    )
 }
 
 /// Kills the child (SIGKILL) once both tasks started and the thread shows `fast`'s writes saved

@@ -6,43 +6,27 @@
 //! The child is this test binary again, running only [`functional_crash_child`] (which does
 //! nothing unless `WEIR_FUNC_SIDE` is set). Each task appends a line to a side file as it runs.
 
-use std::io::Write;
+mod crash_support;
+
+use crash_support::{durability_named, record, side_lines};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weir::checkpoint::{new_checkpoint_id, Checkpointer, SqliteSaver};
 use weir::prelude::*;
 
-/// Appends one line to the side file in one `write`: once it returns, the line survives a kill.
-fn record(side: &str, line: &str) {
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(side)
-        .unwrap();
-    f.write_all(format!("{line}\n").as_bytes()).unwrap();
-}
-
-fn side_lines(side: &Path) -> Vec<String> {
-    std::fs::read_to_string(side)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
 #[task]
 fn fetch(side: String) -> String {
-    record(&side, "fetch");
+    record(side.as_ref(), "fetch");
     "data".to_owned()
 }
 
 /// Sleeps for an hour in the child, which is killed during that sleep.
 #[task]
 async fn summarize(side: String, data: String) -> String {
-    record(&side, "summarize");
+    record(side.as_ref(), "summarize");
     if std::env::var("WEIR_FUNC_SIDE").is_ok() {
         tokio::time::sleep(Duration::from_secs(3600)).await;
     }
@@ -53,14 +37,6 @@ async fn summarize(side: String, data: String) -> String {
 async fn pipeline(side: String) -> Result<String, BoxError> {
     let data = fetch(side.clone()).await?;
     Ok(summarize(side, data).await?)
-}
-
-fn durability_named(name: &str) -> Durability {
-    match name {
-        "sync" => Durability::Sync,
-        "async" => Durability::Async,
-        other => panic!("unknown durability `{other}`"),
-    }
 }
 
 /// The child: runs the entrypoint until it is killed.
@@ -77,16 +53,15 @@ async fn functional_crash_child() {
 }
 
 fn start_child(db: &Path, side: &Path, thread: &str, durability: &str) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "functional_crash_child", "--test-threads=1", "--nocapture"])
-        .env("WEIR_FUNC_DB", db)
-        .env("WEIR_FUNC_SIDE", side)
-        .env("WEIR_FUNC_THREAD", thread)
-        .env("WEIR_FUNC_DURABILITY", durability)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+    crash_support::start_child(
+        "functional_crash_child",
+        &[
+            ("WEIR_FUNC_DB", db.as_os_str()),
+            ("WEIR_FUNC_SIDE", side.as_os_str()),
+            ("WEIR_FUNC_THREAD", thread.as_ref()),
+            ("WEIR_FUNC_DURABILITY", durability.as_ref()),
+        ],
+    )
 }
 
 /// Whether the thread's latest checkpoint holds a saved task call.

@@ -1,0 +1,54 @@
+//! Support for the tests that kill a process mid-run (`crash.rs`, `crash_mid_step.rs`,
+//! `functional_crash.rs`): the child is the same test binary run again with only its child test
+//! selected, told what to do through environment variables; its nodes note what they do in a
+//! side file, a line per `write`, which the killed child leaves behind for the parent to read.
+
+// Each test binary uses part of it.
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use weir::Durability;
+
+/// Appends one line to the side file, in one `write` to a file opened for appending: once it
+/// returns, the line survives the process being killed.
+pub fn record(side: &Path, line: &str) {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(side)
+        .unwrap();
+    f.write_all(format!("{line}\n").as_bytes()).unwrap();
+}
+
+/// The side file's lines (none before the child wrote one).
+pub fn side_lines(side: &Path) -> Vec<String> {
+    std::fs::read_to_string(side)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The durability a child is told by name: `sync` or `async`.
+pub fn durability_named(name: &str) -> Durability {
+    match name {
+        "sync" => Durability::Sync,
+        "async" => Durability::Async,
+        other => panic!("unknown durability `{other}`"),
+    }
+}
+
+/// Starts this test binary again, running only the test `child` with the environment `env`
+/// (its output discarded).
+pub fn start_child(child: &str, env: &[(&str, &OsStr)]) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", child, "--test-threads=1", "--nocapture"])
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
