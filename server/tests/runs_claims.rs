@@ -7,11 +7,13 @@
 mod runs_support;
 
 use axum::http::StatusCode;
-use runs_support::{app_on, app_with, config, graphs, open, Gate};
+use runs_support::{app_on, app_with, config, graphs, open, App, Gate};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
+use weir::checkpoint::Checkpointer;
 use weir_server::bus::local::LocalBus;
+use weir_server::db::sqlite::SqliteDb;
 use weir_server::db::{Catalog, RunQueue};
 use weir_server::model::RunStatus;
 use weir_server::runs::{Manager, ManagerConfig};
@@ -69,12 +71,10 @@ async fn after_seconds_must_be_a_number_of_seconds_not_below_zero() {
     assert!(app.runs(&tid).await.is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_that_lost_its_run_to_the_sweeper_cannot_settle_it_after_the_new_claim() {
-    let dir = tempfile::tempdir().unwrap();
-    let (db, saver) = open(&dir.path().join("weir.db")).await;
-    // Worker A: one slot (it cannot claim the run back while stuck in it), a beat that comes
-    // once (so it never sweeps B), and time to finish its run on shutdown.
+/// Worker A on `db`, stuck in a run of `gated` it started: one slot (it cannot claim the run
+/// back while stuck in it), a beat that comes once (so it never sweeps B), and time to finish
+/// its run on shutdown. Returns it, the thread and the run.
+async fn stuck_worker(db: &Arc<SqliteDb>, saver: &Arc<dyn Checkpointer>) -> (App, String, String) {
     let slow = ManagerConfig {
         workers: 1,
         heartbeat: Duration::from_secs(3600),
@@ -92,12 +92,15 @@ async fn a_worker_that_lost_its_run_to_the_sweeper_cannot_settle_it_after_the_ne
         .await;
     let rid = created.body["run_id"].as_str().unwrap().to_owned();
     tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
+    (a, tid, rid)
+}
 
-    // Worker B shares the tables but not A's heartbeats: to B, A is dead. Its sweeper requeues
-    // the run, B claims it again and finishes it.
+/// Worker B: the same tables, another bus, so not A's heartbeats: to B, A is dead. Its sweeper
+/// requeues A's run, B claims it again and finishes it (its node let through at once).
+async fn taking_over_worker(db: &Arc<SqliteDb>, saver: &Arc<dyn Checkpointer>) -> Manager {
     let gate_b = Arc::new(Gate::default());
     let b = Manager::new(
-        graphs(&saver, &gate_b),
+        graphs(saver, &gate_b),
         db.clone(),
         db.clone(),
         Arc::new(LocalBus::default()),
@@ -109,6 +112,15 @@ async fn a_worker_that_lost_its_run_to_the_sweeper_cannot_settle_it_after_the_ne
     b.start().await.unwrap();
     tokio::time::timeout(HUNG, gate_b.entered.notified()).await.unwrap();
     gate_b.release();
+    b
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_lost_its_run_to_the_sweeper_cannot_settle_it_after_the_new_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, saver) = open(&dir.path().join("weir.db")).await;
+    let (a, tid, rid) = stuck_worker(&db, &saver).await;
+    let b = taking_over_worker(&db, &saver).await;
     let finished = tokio::time::timeout(HUNG, async {
         loop {
             match db.get_run(&tid, &rid).await.unwrap() {
@@ -135,48 +147,13 @@ async fn a_worker_that_lost_its_run_to_the_sweeper_cannot_settle_it_after_the_ne
 async fn a_join_and_a_stream_end_when_their_run_ends_without_its_end_reaching_their_bus() {
     let dir = tempfile::tempdir().unwrap();
     let (db, saver) = open(&dir.path().join("weir.db")).await;
-    // Process A runs the run and gets stuck in it; the client waits on it through A.
-    let a = app_on(
-        db.clone(),
-        saver.clone(),
-        ManagerConfig {
-            workers: 1,
-            heartbeat: Duration::from_secs(3600),
-            grace: HUNG,
-            ..config()
-        },
-    )
-    .await;
-    let tid = a.thread().await;
-    let created = a
-        .call(
-            "POST",
-            &format!("/threads/{tid}/runs"),
-            Some(json!({"input": {"topic": "x"}, "assistant_id": "gated"})),
-        )
-        .await;
-    let rid = created.body["run_id"].as_str().unwrap().to_owned();
-    tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
-
-    // Process B, on the same tables but another bus, takes the run over and finishes it: A's
-    // bus never carries the run's end (as when a worker dies after saving the run's status).
+    // A runs the run and gets stuck in it; the client waits on it through A. B takes the run
+    // over and finishes it, and A's bus never carries the run's end (as when a worker dies
+    // after saving the run's status).
+    let (a, tid, rid) = stuck_worker(&db, &saver).await;
     let take_over = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let gate_b = Arc::new(Gate::default());
-        let b = Manager::new(
-            graphs(&saver, &gate_b),
-            db.clone(),
-            db.clone(),
-            Arc::new(LocalBus::default()),
-            ManagerConfig {
-                requeue_on_start: false,
-                ..config()
-            },
-        );
-        b.start().await.unwrap();
-        tokio::time::timeout(HUNG, gate_b.entered.notified()).await.unwrap();
-        gate_b.release();
-        b
+        taking_over_worker(&db, &saver).await
     };
     let (join_path, stream_path) = (
         format!("/threads/{tid}/runs/{rid}/join"),

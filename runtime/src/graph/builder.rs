@@ -269,11 +269,17 @@ impl<S: State, C: ContextValue> GraphBuilder<S, C> {
             router(s).into_gotos(out);
             Ok(())
         });
-        self.routers.push(RouterSpec {
-            source: source.into(),
-            func,
-            targets: targets.into_iter().map(Into::into).collect(),
-        });
+        self.push_router(source.into(), func, targets)
+    }
+
+    fn push_router<T: Into<NodeRef>>(
+        &mut self,
+        source: NodeRef,
+        func: RouterFn<S>,
+        targets: impl IntoIterator<Item = T>,
+    ) -> &mut Self {
+        let targets = targets.into_iter().map(Into::into).collect();
+        self.routers.push(RouterSpec { source, func, targets });
         self
     }
 
@@ -318,12 +324,7 @@ impl<S: State, C: ContextValue> GraphBuilder<S, C> {
             router.call(s, context).into_gotos(out);
             Ok(())
         });
-        self.routers.push(RouterSpec {
-            source: source.into(),
-            func,
-            targets: targets.into_iter().map(Into::into).collect(),
-        });
-        self
+        self.push_router(source.into(), func, targets)
     }
 
     /// Declares the nodes `node` may send the run to through a [`Command`](super::Command)'s
