@@ -40,6 +40,7 @@ fn sub(e: &SubgraphEvent) -> String {
             node,
             update,
             cached,
+            ..
         } => format!("update {step} {node} {update} cached={cached}"),
         SubgraphEvent::TaskStart { step, id, node, .. } => format!("start {step} {node} {id}"),
         SubgraphEvent::TaskEnd { step, node, error, .. } => format!("end {step} {node} {error:?}"),

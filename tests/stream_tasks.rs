@@ -22,6 +22,7 @@ fn describe(e: &Event<S>) -> String {
             node,
             update,
             cached,
+            ..
         } => format!("update {step} {node} {:?} cached={cached}", update.log),
         Event::TaskStart { step, id, node, .. } => format!("start {step} {node} {id}"),
         Event::TaskEnd {
@@ -235,10 +236,8 @@ async fn a_tasks_key_is_its_idempotency_key_everywhere_and_survives_the_resume()
     assert_eq!(done.values.log, [format!("ask:yes:{ask}"), format!("sib:{sib}")]);
 }
 
-// `Send`s' push tasks have keys too: one per packet, each its task's idempotency key, the same
-// at its start, its end and in the checkpoint before its step.
-#[tokio::test]
-async fn each_sends_push_task_has_its_own_key_in_its_events() {
+/// plan -> worker × 2 (`Send`s of 0 and 1), each writing `<n>:<its idempotency key>`.
+fn two_sends() -> CompiledGraph<S> {
     let mut g = GraphBuilder::<S>::new();
     let worker = g.add_send_node("worker", |n: &u32, ctx: &Context| {
         SUpdate::default().log(vec![format!("{n}:{}", ctx.idempotency_key().unwrap())])
@@ -251,7 +250,14 @@ async fn each_sends_push_task_has_its_own_key_in_its_events() {
         move |_: &S| (0..2).map(|i| w.send(i)).collect::<Vec<_>>(),
         [&worker],
     );
-    let app = g.with_checkpointer(MemorySaver::new()).compile().unwrap();
+    g.with_checkpointer(MemorySaver::new()).compile().unwrap()
+}
+
+// `Send`s' push tasks have keys too: one per packet, each its task's idempotency key, the same
+// at its start, its end and in the checkpoint before its step.
+#[tokio::test]
+async fn each_sends_push_task_has_its_own_key_in_its_events() {
+    let app = two_sends();
     let cfg = RunConfig::thread("sends");
     let got = keys(app.stream(SUpdate::default(), &cfg, StreamMode::TASKS | StreamMode::CHECKPOINTS)).await;
     let out = app.get_state(&cfg).await.unwrap().unwrap().values.log;
@@ -272,5 +278,42 @@ async fn each_sends_push_task_has_its_own_key_in_its_events() {
             &format!("end worker {k0}"),
             &format!("end worker {k1}"),
         ]
+    );
+}
+
+// An update carries its task's key when the stream reports tasks: the two `Send`s to one node
+// are told apart by it (each worker wrote its own key into its update).
+#[tokio::test]
+async fn an_update_carries_its_tasks_key() {
+    let app = two_sends();
+    let cfg = RunConfig::thread("sends-updates");
+    let events: Vec<Event<S>> = app
+        .stream(SUpdate::default(), &cfg, StreamMode::TASKS | StreamMode::UPDATES)
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    let mut workers = 0;
+    for e in &events {
+        if let Event::Update { node, key, update, .. } = e {
+            if node != "worker" {
+                continue;
+            }
+            workers += 1;
+            let json = weir::writes_json(S::FIELDS, update);
+            let written = json["log"][0].as_str().unwrap().split_once(':').unwrap().1.to_owned();
+            assert_eq!(key.as_deref(), Some(written.as_str()), "{events:?}");
+        }
+    }
+    assert_eq!(workers, 2, "{events:?}");
+    // Without task events, no key is made for an update.
+    let cfg = RunConfig::thread("sends-plain");
+    let events: Vec<Event<S>> = app
+        .stream(SUpdate::default(), &cfg, StreamMode::UPDATES)
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert!(
+        events.iter().all(|e| matches!(e, Event::Update { key: None, .. })),
+        "{events:?}"
     );
 }

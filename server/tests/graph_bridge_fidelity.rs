@@ -1,8 +1,9 @@
 //! The bridge's fidelity to LangGraph's server where weir's own names differ: a node error's
 //! kind (its Rust type's short name, as the Python exception's class), UUID-shaped task ids (the
 //! same in a task's events, the checkpoints and the state, one per task of a step), subgraph
-//! namespaces with those ids the same in events and in state, the `events` mode's chains against
-//! the capture of `langgraph dev` and inside a subgraph, and subgraphs' state schemas.
+//! namespaces with those ids the same in events and in state, the `events` mode's chains (one per
+//! task, `Send`s to one node included) against the capture of `langgraph dev` and inside a
+//! subgraph, and subgraphs' state schemas.
 
 mod support;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -429,4 +430,47 @@ async fn the_events_mode_shows_a_subgraphs_tasks_as_children_of_its_nodes_chain(
         a_chain.1["metadata"]["langgraph_checkpoint_ns"],
         json!(format!("{ns}|a:{}", a_start.1["id"].as_str().unwrap()))
     );
+}
+
+// Two `Send`s to one node in one step are two tasks: the `events` mode gives each its own chain,
+// which streams and ends with that task's own update.
+#[tokio::test]
+async fn the_events_mode_gives_each_send_to_a_node_its_own_chain() {
+    let mut g = GraphBuilder::<S>::new();
+    let worker = g.add_send_node("worker", |n: &u32, _: &Context| {
+        SUpdate::default().log(vec![format!("w{n}")])
+    });
+    g.add_node("plan", |_: &S| SUpdate::default());
+    g.add_edge(START, "plan");
+    let w = worker.clone();
+    g.add_router(
+        "plan",
+        move |_: &S| (0..2).map(|i| w.send(i)).collect::<Vec<_>>(),
+        [&worker],
+    );
+    let g = g.compile().unwrap().into_served(Arc::new(MemorySaver::new()));
+    let (events, _) = run(&g, request("sends", json!({"topic": "t"}), &[Mode::Events])).await;
+    let mut by_chain: Vec<(String, Vec<String>, Value)> = Vec::new();
+    for (_, d) in events.iter().filter(|(e, d)| e == "events" && d["name"] == "worker") {
+        let run_id = d["run_id"].as_str().unwrap().to_owned();
+        let at = match by_chain.iter().position(|c| c.0 == run_id) {
+            Some(at) => at,
+            None => {
+                by_chain.push((run_id, Vec::new(), Value::Null));
+                by_chain.len() - 1
+            }
+        };
+        let event = d["event"].as_str().unwrap().to_owned();
+        if event == "on_chain_stream" {
+            by_chain[at].2 = d["data"]["chunk"].clone();
+        }
+        by_chain[at].1.push(event);
+    }
+    assert_eq!(by_chain.len(), 2, "one chain per task: {events:?}");
+    for (_, order, _) in &by_chain {
+        assert_eq!(order, &["on_chain_start", "on_chain_stream", "on_chain_end"]);
+    }
+    let mut chunks: Vec<&Value> = by_chain.iter().map(|c| &c.2).collect();
+    chunks.sort_by_key(|c| c.to_string());
+    assert_eq!(chunks, [&json!({"log": ["w0"]}), &json!({"log": ["w1"]})]);
 }

@@ -26,6 +26,9 @@ pub enum SubgraphEvent {
         step: i64,
         /// The node.
         node: String,
+        /// The task's key, when the stream reports tasks (see
+        /// [`Event::Update`](crate::Event::Update)).
+        key: Option<String>,
         /// Its update, `{field: value}` for the fields it wrote.
         update: serde_json::Value,
         /// Replayed from the saved writes of a step that did not complete.

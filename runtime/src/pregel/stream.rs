@@ -74,6 +74,10 @@ pub enum Event<S: State> {
         step: i64,
         /// The node.
         node: String,
+        /// The task's key (see [`TaskStart`](Self::TaskStart)), when the stream reports tasks
+        /// (the `tasks`, `debug` or `events` modes), so that an update finds its task among
+        /// several of one node (`Send`s) in a step; `None` otherwise.
+        key: Option<String>,
         /// Its update.
         update: S::Update,
         /// The task did not run: its writes were saved by the step's earlier, incomplete run (a
@@ -188,12 +192,14 @@ impl<S: State> fmt::Debug for Event<S> {
             Self::Update {
                 step,
                 node,
+                key,
                 update,
                 cached,
             } => f
                 .debug_struct("Update")
                 .field("step", step)
                 .field("node", node)
+                .field("key", key)
                 .field("update", update)
                 .field("cached", cached)
                 .finish(),

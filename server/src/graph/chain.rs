@@ -19,7 +19,7 @@ pub(crate) struct Chains {
     name: String,
     run_id: String,
     metadata: Map<String, Value>,
-    /// The open task chains by `<scope>/<node>` (see [`Chains::task_start`]).
+    /// The open task chains by `<scope>/<task key>` (see [`Chains::task_start`]).
     open: HashMap<String, Open>,
 }
 
@@ -89,13 +89,14 @@ impl Chains {
             checkpoint_ns,
         };
         let event = chain.event("on_chain_start", node, json!({"input": input}));
-        self.open.insert(format!("{scope}/{node}"), chain);
+        self.open.insert(format!("{scope}/{key}"), chain);
         event
     }
 
-    /// A task's update: its `on_chain_stream` and `on_chain_end` (none for a task not open).
-    pub(crate) fn task_update(&mut self, scope: &str, node: &str, update: &Value) -> Vec<Value> {
-        let Some(chain) = self.open.remove(&format!("{scope}/{node}")) else {
+    /// The update of task `key` (of node `node`): its `on_chain_stream` and `on_chain_end` (none
+    /// for a task not open).
+    pub(crate) fn task_update(&mut self, scope: &str, key: &str, node: &str, update: &Value) -> Vec<Value> {
+        let Some(chain) = self.open.remove(&format!("{scope}/{key}")) else {
             return Vec::new();
         };
         vec![
@@ -104,9 +105,10 @@ impl Chains {
         ]
     }
 
-    /// A task's end without an update (it failed or wrote nothing): its `on_chain_end`.
-    pub(crate) fn task_end(&mut self, scope: &str, node: &str) -> Option<Value> {
-        let chain = self.open.remove(&format!("{scope}/{node}"))?;
+    /// The end of task `key` (of node `node`) without an update (it failed or wrote nothing):
+    /// its `on_chain_end`.
+    pub(crate) fn task_end(&mut self, scope: &str, key: &str, node: &str) -> Option<Value> {
+        let chain = self.open.remove(&format!("{scope}/{key}"))?;
         Some(chain.event("on_chain_end", node, json!({"output": null, "input": chain.input})))
     }
 }
@@ -134,15 +136,16 @@ impl Open {
     }
 }
 
-/// The key in [`Chains::open`] of the task that runs the graph at `scope` (`<scope above>/<node>`),
-/// `None` for the run's own graph: `scope`'s last level names the node (`<node>:<uuid>`).
+/// The key in [`Chains::open`] of the task that runs the graph at `scope` (`<scope above>/<its
+/// key>`), `None` for the run's own graph: `scope`'s last level names the task
+/// (`<node>:<task key>`).
 fn parent_of(scope: &str) -> Option<String> {
     if scope.is_empty() {
         return None;
     }
     let (above, last) = scope.rsplit_once('|').unwrap_or(("", scope));
-    let node = last.split(':').next().unwrap_or(last);
-    Some(format!("{above}/{node}"))
+    let key = last.split_once(':').map_or(last, |(_, key)| key);
+    Some(format!("{above}/{key}"))
 }
 
 /// The run id of the chain of the task whose key is `key` in run `run_id`: UUID-shaped and

@@ -146,10 +146,12 @@ impl Translate {
         }
     }
 
-    /// A node's update (`cached`: replayed from saved writes).
-    pub(crate) fn update(&mut self, ns: &str, node: &str, update: Value, out: &mut Vec<RunEvent>) {
+    /// A node's update; `key`, its task's (given whenever the run streams tasks), finds the task
+    /// among several of one node in a step (`Send`s).
+    pub(crate) fn update(&mut self, ns: &str, key: Option<&str>, node: &str, update: Value, out: &mut Vec<RunEvent>) {
+        let task = key.unwrap_or(node);
         if let Some((chains, _)) = self.chains.as_mut() {
-            for e in chains.task_update(ns, node, &update) {
+            for e in chains.task_update(ns, task, node, &update) {
                 Self::emit(out, "events", "", e);
             }
         }
@@ -157,7 +159,7 @@ impl Translate {
             return;
         }
         if self.wants(Mode::Tasks) || self.wants(Mode::Debug) {
-            self.results.insert(format!("{ns}/{node}"), update.clone());
+            self.results.insert(format!("{ns}/{task}"), update.clone());
         }
         if self.wants(Mode::Updates) {
             Self::emit(out, "updates", ns, json!({ node: update }));
@@ -218,14 +220,14 @@ impl Translate {
         out: &mut Vec<RunEvent>,
     ) {
         if let Some((chains, _)) = self.chains.as_mut() {
-            if let Some(e) = chains.task_end(ns, node) {
+            if let Some(e) = chains.task_end(ns, key, node) {
                 Self::emit(out, "events", "", e);
             }
         }
         if !self.shows(ns) {
             return;
         }
-        let result = self.results.remove(&format!("{ns}/{node}")).unwrap_or(Value::Null);
+        let result = self.results.remove(&format!("{ns}/{key}")).unwrap_or(Value::Null);
         let payload = json!({"id": key, "name": node, "error": error, "result": result, "interrupts": []});
         self.task_event(ns, step, "task_result", payload, out);
     }
@@ -314,7 +316,7 @@ impl Translate {
         let ns = namespace(ns, keys);
         match event {
             SubgraphEvent::Values { state, .. } => self.values(&ns, state, out),
-            SubgraphEvent::Update { node, update, .. } => self.update(&ns, &node, update, out),
+            SubgraphEvent::Update { node, key, update, .. } => self.update(&ns, key.as_deref(), &node, update, out),
             SubgraphEvent::TaskStart { step, key, node, .. } => self.task_start(&ns, step, &key, &node, out),
             SubgraphEvent::TaskEnd {
                 step, key, node, error, ..

@@ -288,7 +288,10 @@ impl<S: State, C: Codec<S>> Adapter<S, C> {
     fn translate(&mut self, event: Event<S>, out: &mut Vec<RunEvent>) {
         match event {
             Event::Values { state, .. } => self.tr.values("", self.codec.values(&state), out),
-            Event::Update { node, update, .. } => self.tr.update("", &node, self.codec.update(&update), out),
+            Event::Update { node, key, update, .. } => {
+                self.tr
+                    .update("", key.as_deref(), &node, self.codec.update(&update), out)
+            }
             Event::Custom { value, .. } => self.tr.custom("", value, out),
             Event::Message { chunk, meta } => self.tr.message("", chunk, &meta, out),
             Event::TaskStart { step, key, node, .. } => self.tr.task_start("", step, &key, &node, out),

@@ -71,11 +71,13 @@ pub(super) fn erase<S: State>(event: Event<S>, fields: &[FieldInfo]) -> Option<S
         Event::Update {
             step,
             node,
+            key,
             update,
             cached,
         } => SubgraphEvent::Update {
             step,
             node,
+            key,
             update: writes_json(fields, &update),
             cached,
         },

@@ -27,10 +27,11 @@ pub(crate) async fn report<S: State>(run: &mut Loop<S>, step: i64, values: Optio
             id.push_str(":error_handler");
         }
         if let Some(update) = r.update {
-            let (node, cached) = (node.clone(), r.cached);
+            let (node, key, cached) = (node.clone(), r.key.clone(), r.cached);
             sink.send(Event::Update {
                 step,
                 node,
+                key,
                 update,
                 cached,
             })
