@@ -18,7 +18,7 @@ use proc_macro::TokenStream;
 use syn::parse_macro_input;
 
 /// Derives `weir::State` for a struct with named fields; see the `weir` crate for the attributes.
-#[proc_macro_derive(State, attributes(state, reducer, channel))]
+#[proc_macro_derive(State, attributes(state, reducer, channel, migrate))]
 pub fn derive_state(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as syn::DeriveInput);
     state::derive(&input).into()

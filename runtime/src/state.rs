@@ -8,10 +8,12 @@ use std::borrow::Cow;
 use std::fmt;
 
 mod codec;
+pub mod migrate;
 mod warm;
 pub use codec::{
     append_mark, extend_items, load_append_field, load_field, save_field, save_items, AppendMark, CodecError,
 };
+pub use migrate::{MigrateError, Migration, WriteKind};
 pub(crate) use warm::Warm;
 
 /// What kind of channel a field is, for display and for the graph checks.
@@ -237,6 +239,27 @@ pub trait State: Clone + fmt::Debug + Send + Sync + Sized + 'static {
     /// are known only at run time (a workflow loaded from JSON) returns its own.
     fn fields(&self) -> &[FieldInfo] {
         Self::FIELDS
+    }
+
+    /// The version of this state's shape, recorded in each checkpoint it saves
+    /// (`#[state(version = N)]`; 1 for a state that says none). A checkpoint of an older
+    /// version is brought to this one by [`migrate`](State::migrate) before it is decoded; one
+    /// of a newer version is an error.
+    fn version(&self) -> u32 {
+        1
+    }
+
+    /// Brings a checkpoint saved by version `from` of this state to version `from + 1`, by
+    /// renaming, dropping, adding and retyping its fields in `saved` (`#[migrate(from = ..)]`
+    /// writes it). The loop calls it for each version from the checkpoint's up to
+    /// [`version`](State::version).
+    ///
+    /// # Errors
+    /// When a saved value or write cannot be migrated, or the state has no step from `from`
+    /// (the default).
+    fn migrate(&self, from: u32, saved: &mut Migration) -> Result<(), MigrateError> {
+        let _ = saved;
+        Err(migrate::no_step(from, from.saturating_add(1)))
     }
 
     /// The empty state: every field at its default and every channel never written.

@@ -2,6 +2,7 @@
 //! it came from so that every error can point at the user's tokens (thiserror's `ast.rs`).
 
 use super::attr::{FieldAttrs, StateAttrs};
+use super::migrate::{parse_steps, Step};
 use crate::ctxt::Ctxt;
 use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields};
@@ -10,6 +11,8 @@ use syn::{Data, DeriveInput, Fields};
 pub(crate) struct Input<'a> {
     pub(crate) original: &'a DeriveInput,
     pub(crate) attrs: StateAttrs,
+    /// The `#[migrate(..)]` steps, as written.
+    pub(crate) steps: Vec<Step>,
     pub(crate) fields: Vec<Field<'a>>,
 }
 
@@ -28,6 +31,7 @@ impl<'a> Input<'a> {
     /// struct with named fields (the expansion then only emits stubs).
     pub(crate) fn from_syn(cx: &Ctxt, node: &'a DeriveInput) -> Option<Self> {
         let attrs = StateAttrs::from_syn(cx, &node.attrs);
+        let steps = parse_steps(cx, &node.attrs);
         // Rule: a state is a struct with named fields, one channel per field.
         let fields = match &node.data {
             Data::Struct(data) => match &data.fields {
@@ -76,6 +80,7 @@ impl<'a> Input<'a> {
         Some(Self {
             original: node,
             attrs,
+            steps,
             fields,
         })
     }

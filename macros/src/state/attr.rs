@@ -15,6 +15,7 @@ pub(crate) const CHANNEL: &str = "channel";
 // `#[state(..)]` keys.
 const CRATE: &str = "crate";
 const UPDATE: &str = "update";
+const VERSION: &str = "version";
 
 // `#[reducer(..)]` words.
 const APPEND: &str = "append";
@@ -42,6 +43,8 @@ pub(crate) struct StateAttrs {
     pub(crate) krate: Option<syn::Path>,
     /// `update = Name`: the name of the update type (default `<Struct>Update`).
     pub(crate) update: Option<syn::Ident>,
+    /// `version = N`: the version of the state's shape, with the literal (default 1).
+    pub(crate) version: Option<(u32, syn::LitInt)>,
 }
 
 /// A reducer: how a reducer field folds a write into its value.
@@ -100,10 +103,24 @@ impl StateAttrs {
                         cx.error_spanned_by(&meta.path, "duplicate `update` in `#[state(..)]`");
                     }
                     out.update = Some(ident);
+                } else if meta.path.is_ident(VERSION) {
+                    let lit: syn::LitInt = meta.value()?.parse()?;
+                    let version: u32 = lit.base10_parse()?;
+                    // Rule: versions count from 1, the version of a state that says none.
+                    if version == 0 {
+                        cx.error_spanned_by(
+                            &lit,
+                            "a state's versions start at 1 (a state that says none is version 1)",
+                        );
+                    }
+                    if out.version.is_some() {
+                        cx.error_spanned_by(&meta.path, "duplicate `version` in `#[state(..)]`");
+                    }
+                    out.version = Some((version, lit));
                 } else {
                     let key = path_name(&meta.path);
                     return Err(meta.error(format!(
-                        "unknown `#[state(..)]` key `{key}`; expected `crate = path` or `update = Name`"
+                        "unknown `#[state(..)]` key `{key}`; expected `crate = path`, `update = Name` or `version = N`"
                     )));
                 }
                 Ok(())
@@ -289,7 +306,7 @@ fn parse_path_or_str(meta: &ParseNestedMeta<'_>) -> syn::Result<syn::Path> {
 }
 
 /// A path as written, for messages.
-fn path_name(path: &syn::Path) -> String {
+pub(crate) fn path_name(path: &syn::Path) -> String {
     let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
     segments.join("::")
 }

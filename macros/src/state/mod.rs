@@ -1,9 +1,11 @@
 //! `#[derive(State)]`, by phase: `attr` parses the attributes, `ast` builds the model, `valid`
 //! checks the rules that span fields, `expand` writes the code (or the stubs after an error).
+//! `migrate` parses and checks a versioned state's `#[migrate(..)]` steps.
 
 mod ast;
 mod attr;
 mod expand;
+mod migrate;
 mod valid;
 
 use crate::ctxt::Ctxt;

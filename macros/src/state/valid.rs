@@ -9,6 +9,7 @@ impl Input<'_> {
     pub(crate) fn validate(&self, cx: &Ctxt) {
         check_no_lifetimes(cx, self);
         check_method_names(cx, self);
+        self.check_migrations(cx);
     }
 }
 

@@ -22,6 +22,13 @@ pub(crate) struct Body {
     pub(crate) input: Option<serde_json::Value>,
     /// Channel versions at the last resume: static interrupts do not fire again for them.
     pub(crate) interrupt_seen: BTreeMap<String, u64>,
+    /// The version of the state that saved it ([`State::version`]); absent: version 1.
+    #[serde(default = "first_version")]
+    pub(crate) version: u32,
+}
+
+fn first_version() -> u32 {
+    1
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -103,7 +110,14 @@ impl<S: State> BodyRef<'_, S> {
             out.extend_from_slice(g.channel_key(c).as_bytes());
             out.extend_from_slice(number.format(*v).as_bytes());
         }
-        out.extend_from_slice(b"}}");
+        out.push(b'}');
+        // Version 1 is not written: the bodies of a state that never changed stay as they were.
+        let version = g.prototype.0.version();
+        if version != 1 {
+            out.extend_from_slice(b",\"version\":");
+            out.extend_from_slice(number.format(version).as_bytes());
+        }
+        out.push(b'}');
         Ok(())
     }
 }

@@ -15,6 +15,7 @@ mod control;
 mod drive;
 mod edit;
 mod executor;
+mod migrate;
 mod outcome;
 mod pending;
 mod persist;

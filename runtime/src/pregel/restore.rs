@@ -4,6 +4,7 @@
 
 use super::body::Body;
 use super::command::NULL_TASK;
+use super::migrate::{is_internal, migrate};
 use super::persist::{
     Chain, Checkpointing, Persist, SavedGoto, SavedTask, TaskRecord, ERROR, INTERRUPT, RESUME, WRITES,
 };
@@ -42,19 +43,30 @@ impl<S: State> Loop<S> {
         restored
     }
 
-    fn restore_with(&mut self, p: &mut Persist, loaded: Loaded, warm: bool) -> Result<(), Error> {
-        let record = loaded.record;
+    fn restore_with(&mut self, p: &mut Persist, mut loaded: Loaded, warm: bool) -> Result<(), Error> {
         let at = Bad {
             thread: p.info.thread.clone(),
-            checkpoint: record.id.clone(),
+            checkpoint: loaded.record.id.clone(),
         };
+        let mut body: Body = serde_json::from_slice(&loaded.record.body)
+            .map_err(|e| at.error(format!("checkpoint `{}` is not a weir checkpoint: {e}", at.checkpoint)))?;
+        let migrated = migrate(&self.g.prototype.0, &mut loaded, &mut body, &at.thread)?;
+        let record = loaded.record;
         if warm {
             self.restore_channels_warm(p, &record, loaded.values, &at)?;
         } else {
             self.restore_channels(p, &record, loaded.values, &at)?;
         }
-        let body: Body = serde_json::from_slice(&record.body)
-            .map_err(|e| at.error(format!("checkpoint `{}` is not a weir checkpoint: {e}", at.checkpoint)))?;
+        // A field a migration changed is saved whole in the next checkpoint, which records the
+        // current version: the blobs it was read from are the older version's.
+        for name in &migrated {
+            if let Some(&c) = self.g.channel_ids.get(name.as_str()) {
+                let c = c as usize;
+                p.saved_versions[c] = 0;
+                p.blobs[c] = None;
+                p.chains[c] = None;
+            }
+        }
         self.restore_body(p, body, &at)?;
         let (null, tasks): (Vec<PendingWrite>, Vec<PendingWrite>) =
             loaded.pending_writes.into_iter().partition(|w| w.task_id == NULL_TASK);
@@ -90,7 +102,7 @@ impl<S: State> Loop<S> {
         let state = Arc::make_mut(&mut self.state);
         for r in &record.channels {
             let Some(&c) = g.channel_ids.get(&*r.channel) else {
-                if !r.channel.starts_with("branch:to:") && !r.channel.starts_with("join:") {
+                if !is_internal(&r.channel) {
                     return Err(at.error(format!(
                         "checkpoint `{}` has field `{}`, which this state does not have: it was written by another state type",
                         record.id, r.channel
@@ -133,7 +145,7 @@ impl<S: State> Loop<S> {
         let mut chains: Vec<Option<Vec<Vec<u8>>>> = vec![None; n_fields];
         for r in &record.channels {
             let Some(&c) = g.channel_ids.get(&*r.channel) else {
-                if !r.channel.starts_with("branch:to:") && !r.channel.starts_with("join:") {
+                if !is_internal(&r.channel) {
                     return Err(at.error(format!(
                         "checkpoint `{}` has field `{}`, which this state does not have: it was written by another state type",
                         record.id, r.channel

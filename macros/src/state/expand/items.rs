@@ -15,6 +15,7 @@ pub(crate) fn expand(input: &Input<'_>) -> TokenStream {
     let names = Names::new(input.original, Some(input));
     let plans: Vec<Plan<'_>> = input.fields.iter().map(|f| Plan::new(&names, f)).collect();
     let parts = Parts {
+        input,
         node: input.original,
         names: &names,
         plans: &plans,
@@ -41,6 +42,7 @@ pub(crate) fn expand(input: &Input<'_>) -> TokenStream {
 
 /// What every part of the expansion reads: the input, the names it shares, each field's plan.
 pub(super) struct Parts<'a> {
+    pub(super) input: &'a Input<'a>,
     pub(super) node: &'a DeriveInput,
     pub(super) names: &'a Names<'a>,
     pub(super) plans: &'a [Plan<'a>],

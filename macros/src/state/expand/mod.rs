@@ -8,6 +8,7 @@ mod codec;
 mod debug;
 mod fallback;
 mod items;
+mod migrate;
 mod names;
 mod plan;
 mod table;

@@ -78,6 +78,7 @@ impl Parts<'_> {
             self.settle_methods(),
             self.codec_methods(),
         );
+        let migrate = self.migrate_methods(self.input);
         quote! {
             #[automatically_derived]
             impl #impl_generics #p::State for #name #ty_generics #state_where {
@@ -102,6 +103,7 @@ impl Parts<'_> {
                 #fresh
                 #settle
                 #codec
+                #migrate
             }
         }
     }
