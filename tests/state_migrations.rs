@@ -250,6 +250,7 @@ mod log_v1 {
 
     #[derive(State, Clone, Debug, Default)]
     pub struct Log {
+        pub title: String,
         #[reducer(append)]
         pub lines: Vec<String>,
         #[reducer(append)]
@@ -272,6 +273,7 @@ mod log_v2 {
     #[state(version = 2)]
     #[migrate(from = 1, retype(lines, with = measured))]
     pub struct Log {
+        pub title: String,
         #[reducer(append)]
         pub lines: Vec<Line>,
         #[reducer(append)]
@@ -316,7 +318,11 @@ async fn a_list_saved_as_deltas_is_retyped_whole_and_grows_by_deltas_again() {
     let saver = sqlite(&dir);
     let cfg = RunConfig::thread("log").durability(Durability::Sync);
     let old = looping_log!(log_v1, saver.clone(), 5, |n: u32| format!("line {n}"));
-    old.run(log_v1::Log::default(), &cfg).await.unwrap();
+    let input = log_v1::Log {
+        title: "kept".into(),
+        ..Default::default()
+    };
+    old.run(input, &cfg).await.unwrap();
 
     // Version 2 goes on for five more steps: `lines` is saved whole once, then as deltas.
     let new = looping_log!(log_v2, saver.clone(), 10, |n: u32| log_v2::Line {
@@ -341,6 +347,8 @@ async fn a_list_saved_as_deltas_is_retyped_whole_and_grows_by_deltas_again() {
     assert_eq!(st.values.lines.len(), 10);
     assert_eq!(st.values.lines[4].len, "line 4".len());
     assert_eq!(st.values.steps, (0..10).collect::<Vec<u32>>());
+    // A field no step touched, saved under the input's checkpoint, is still found there.
+    assert_eq!(st.values.title, "kept");
     // `lines` was saved whole once in the new shape, then grew by deltas on top of it.
     let loaded = saver.get("log", "", None).await.unwrap().unwrap();
     let chain = |name: &str| loaded.values.iter().find(|(n, _)| n == name).unwrap().1.clone();

@@ -237,7 +237,7 @@ fn walk_context_paths(e: &cel::IdedExpr, read: &mut Vec<Vec<String>>, tested: &m
 /// `uint` only beyond `i64::MAX`), so that `n % 5 == 0` and `n - 1` work on a count: CEL has no
 /// arithmetic between `uint` and an `int` literal, and cel's own conversion makes every
 /// non-negative JSON integer a `uint`.
-fn cel_value(v: &Value) -> cel::Value {
+pub(crate) fn cel_value(v: &Value) -> cel::Value {
     match v {
         Value::Null => cel::Value::Null,
         Value::Bool(b) => cel::Value::Bool(*b),

@@ -31,6 +31,39 @@ pub struct FlowFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_steps: Option<u32>,
+    /// The version of the state section (default 1), recorded in each checkpoint. Raise it when
+    /// the fields change while threads saved by the older flow live on, and give a migration
+    /// from each older version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub state_version: Option<u32>,
+    /// How a checkpoint of each older state version becomes the next: one entry per version
+    /// from 1 to `state_version - 1`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub migrations: Vec<MigrationSpec>,
+}
+
+/// How a checkpoint of state version `from` becomes version `from + 1`. Applied in this order:
+/// renames, drops, adds, then retypes (which name fields as version `from + 1` has them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MigrationSpec {
+    /// The version a checkpoint is migrated from.
+    #[schemars(range(min = 1))]
+    pub from: u32,
+    /// Fields renamed: old name to new name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rename: BTreeMap<String, String>,
+    /// Fields gone: their values and pending writes are dropped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drop: Vec<String>,
+    /// Fields new in this version: a checkpoint has none of them; they start at their default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub add: Vec<String>,
+    /// Fields whose values change shape: a CEL expression over `value` (the saved value, or a
+    /// pending write) giving the new one, e.g. `size(value)` or `{"text": value}`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub retype: BTreeMap<String, String>,
 }
 
 /// One node: its id, its type (a key of the node registry) and its type's settings.
@@ -134,6 +167,18 @@ impl FieldType {
             Self::List => "list",
             Self::Object => "object",
         }
+    }
+
+    /// The type of a JSON value (`None` for null).
+    pub fn of(v: &Value) -> Option<Self> {
+        Some(match v {
+            Value::Null => return None,
+            Value::Bool(_) => FieldType::Bool,
+            Value::Number(_) => FieldType::Number,
+            Value::String(_) => FieldType::String,
+            Value::Array(_) => FieldType::List,
+            Value::Object(_) => FieldType::Object,
+        })
     }
 
     /// The name of a JSON value's type, in the same words (`null` for null).

@@ -54,6 +54,16 @@
 //! fake node with a static `interrupt_before` and reads the choice from the state; weir's
 //! hidden node asks through the runtime's interrupt instead, so the paused run carries the
 //! question and its choices (what `weir state` and `weir run` print) and the answer is checked.
+//!
+//! # Changing the state of a deployed flow
+//!
+//! Checkpoints record the flow's `state_version` (1 unless the file says otherwise). When fields
+//! change while threads saved by the older flow live on, raise it and give one entry of
+//! `migrations` per older version: `{"from": 1, "rename": {"note": "message"}, "drop":
+//! ["scratch"], "add": ["tags"], "retype": {"count": "size(value)"}}` (a retype is a CEL
+//! expression over the saved `value`; an added field starts at its `default`). A checkpoint of
+//! an older version is migrated as it is loaded; one of a newer version is an error. See
+//! `docs/operations.md`.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
@@ -74,7 +84,9 @@ mod state;
 
 pub use error::{Diagnostic, LoadError, RunError};
 pub use event::{ChoiceOption, Event, Outcome, Pause, Snapshot};
-pub use format::{json_schema, EdgeSpec, FieldSpec, FieldType, FlowFile, NodeSpec, ReducerKind, StateSpec};
+pub use format::{
+    json_schema, EdgeSpec, FieldSpec, FieldType, FlowFile, MigrationSpec, NodeSpec, ReducerKind, StateSpec,
+};
 pub use load::{Flow, LoadOptions};
 pub use node::{DataError, Fields, NodeImpl};
 pub use registry::Registry;

@@ -17,10 +17,12 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 use weir_runtime::channel::{BinaryOperatorAggregate, Channel, LastValue, ReducerWrite};
-use weir_runtime::state::{apply_field, FieldError};
+use weir_runtime::state::{apply_field, FieldError, MigrateError, Migration};
 use weir_runtime::{ChannelKind, CodecError, FieldInfo, State, Update, Writes};
 
+mod migrate;
 mod reduce;
+pub(crate) use migrate::Migrations;
 pub(crate) use reduce::Reduce;
 
 /// The hidden field counting how many times each node ran in the run (for `max_steps`).
@@ -34,6 +36,8 @@ pub(crate) const LAST_FIELD: &str = "__last";
 /// The hidden field holding the message each pausing `output` node sent (`{node: text}`): the
 /// question its asking node puts to a person, the very text they were shown.
 pub(crate) const ASKED_FIELD: &str = "__asked";
+/// The hidden fields, in slot order after the declared ones.
+pub(crate) const HIDDEN_FIELDS: [&str; 4] = [STEPS_FIELD, ROUTE_FIELD, LAST_FIELD, ASKED_FIELD];
 
 /// One field of a flow's state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,6 +89,8 @@ pub struct Schema {
     pub(crate) fields: Vec<Arc<FieldDef>>,
     pub(crate) infos: Arc<[FieldInfo]>,
     by_name: HashMap<String, usize>,
+    /// The state's version and the migrations from older ones.
+    pub(crate) migrations: Arc<Migrations>,
 }
 
 impl Schema {
@@ -132,7 +138,27 @@ impl Schema {
             })
             .collect();
         let by_name = fields.iter().enumerate().map(|(i, f)| (f.name.clone(), i)).collect();
-        Self { fields, infos, by_name }
+        Self {
+            fields,
+            infos,
+            by_name,
+            migrations: Arc::default(),
+        }
+    }
+
+    /// The same fields, at the version `migrations` says, with its migrations; a field they add
+    /// starts at its declared default.
+    pub(crate) fn with_migrations(mut self, mut migrations: Migrations) -> Self {
+        for def in &self.fields {
+            if let Some(value) = def.default.clone() {
+                migrations.set_default(SavedField {
+                    def: (**def).clone(),
+                    value,
+                });
+            }
+        }
+        self.migrations = Arc::new(migrations);
+        self
     }
 
     /// The slot of the field `name`.
@@ -212,6 +238,7 @@ struct Slot {
 pub struct FlowState {
     slots: Vec<Slot>,
     fields: Arc<[FieldInfo]>,
+    migrations: Arc<Migrations>,
 }
 
 impl Default for FlowState {
@@ -219,6 +246,7 @@ impl Default for FlowState {
         Self {
             slots: Vec::new(),
             fields: Arc::from(Vec::new()),
+            migrations: Arc::default(),
         }
     }
 }
@@ -277,6 +305,7 @@ impl FlowState {
     fn adopt(&mut self, schema: &Schema, channels: &mut FlowChannels) {
         if self.fields.len() < schema.infos.len() {
             self.fields = schema.infos.clone();
+            self.migrations = schema.migrations.clone();
         }
         for (i, def) in schema.fields.iter().enumerate() {
             if i >= self.slots.len() {
@@ -355,6 +384,22 @@ impl State for FlowState {
 
     fn empty() -> (Self, FlowChannels) {
         (Self::default(), FlowChannels::default())
+    }
+
+    fn version(&self) -> u32 {
+        self.migrations.version()
+    }
+
+    fn migrate(&self, from: u32, saved: &mut Migration) -> Result<(), MigrateError> {
+        self.migrations.step(from, saved)
+    }
+
+    fn update_fields(&self, version: u32, saved: Value) -> Result<Map<String, Value>, MigrateError> {
+        self.migrations.update_fields(version, saved)
+    }
+
+    fn update_from_fields(&self, fields: Map<String, Value>) -> Value {
+        self.migrations.update_from_fields(fields)
     }
 
     fn into_update(self) -> FlowUpdate {
@@ -482,7 +527,7 @@ impl State for FlowState {
 
 /// A slot as checkpoints store it: self-describing, so that it decodes without the flow.
 #[derive(Serialize, Deserialize)]
-struct SavedField {
+pub(crate) struct SavedField {
     #[serde(flatten)]
     def: FieldDef,
     value: Value,

@@ -262,6 +262,33 @@ pub trait State: Clone + fmt::Debug + Send + Sync + Sized + 'static {
         Err(migrate::no_step(from, from.saturating_add(1)))
     }
 
+    /// For a migration: a saved update (this state's [`Update`](State::Update) as JSON, saved
+    /// by `version` of the state) as an object with one entry per field it writes, each `{"One": w}` or `{"Many": [w, …]}` (the
+    /// shape `#[derive(State)]`'s updates are saved in, which this default takes as it is).
+    ///
+    /// # Errors
+    /// When the saved update is not of this state's shape.
+    fn update_fields(
+        &self,
+        version: u32,
+        saved: serde_json::Value,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, MigrateError> {
+        let _ = version;
+        match saved {
+            serde_json::Value::Object(fields) => Ok(fields),
+            other => Err(MigrateError::new(
+                "",
+                format_args!("a saved update is not an object: {other}"),
+            )),
+        }
+    }
+
+    /// The inverse of [`update_fields`](State::update_fields): the migrated fields as a saved
+    /// update of this state.
+    fn update_from_fields(&self, fields: serde_json::Map<String, serde_json::Value>) -> serde_json::Value {
+        serde_json::Value::Object(fields)
+    }
+
     /// The empty state: every field at its default and every channel never written.
     fn empty() -> (Self, Self::Channels);
 

@@ -4,12 +4,13 @@
 use super::loader::{edge_path, node_path, LNode, Loader};
 use crate::error::ticks;
 use crate::format::FieldType;
-use crate::state::Schema;
+use crate::state::{Migrations, Schema};
 use std::collections::HashMap;
 use weir_topology as topology;
 
 impl Loader<'_> {
-    /// The state section: reserved names, reducers that fit their type, defaults of the type.
+    /// The state section: reserved names, reducers that fit their type, defaults of the type;
+    /// its version and migrations.
     pub(super) fn state_schema(&mut self) -> Schema {
         for (name, f) in &self.file.state.fields {
             let path = format!("$.state.{name}");
@@ -57,7 +58,12 @@ impl Loader<'_> {
                 }
             }
         }
-        Schema::new(&self.file.state)
+        let names: Vec<String> = self.file.state.fields.keys().cloned().collect();
+        let (migrations, problems) = Migrations::new(self.file.state_version, &self.file.migrations, &names);
+        for p in problems {
+            self.error(p.path, None, p.message);
+        }
+        Schema::new(&self.file.state).with_migrations(migrations)
     }
 
     /// Ids are unique across nodes and edges, and usable as node names.

@@ -46,7 +46,7 @@ pub(super) fn migrate<S: State>(
             ),
         ));
     }
-    let mut updates = Updates::take(loaded, body, thread, &checkpoint)?;
+    let mut updates = Updates::take(state, loaded, body, thread, &checkpoint)?;
     let fields = loaded
         .record
         .channels
@@ -56,6 +56,7 @@ pub(super) fn migrate<S: State>(
             name: r.channel.to_string(),
             chain: None,
             version: Some(r.version),
+            blob: r.blob.clone(),
         })
         .collect::<Vec<_>>();
     let mut m = Migration::new(fields, std::mem::take(&mut updates.objects));
@@ -81,9 +82,10 @@ pub(super) fn migrate<S: State>(
     for f in &m.fields {
         channels.push(ChannelRef {
             channel: Arc::from(f.name.as_str()),
-            // A field added with a value counts as written once.
+            // A field added with a value counts as written once; it, and every field a step
+            // changed, is saved whole by the next checkpoint, whatever its blob here.
             version: f.version.unwrap_or(1),
-            blob: f.chain.as_ref().map(|_| checkpoint.clone()),
+            blob: f.blob.clone(),
         });
         if let Some(chain) = &f.chain {
             loaded.values.push((f.name.clone(), chain.clone()));
@@ -101,7 +103,7 @@ pub(super) fn migrate<S: State>(
         }
     }
     updates.objects = std::mem::take(&mut m.updates);
-    updates.put_back(loaded, body, thread)?;
+    updates.put_back(state, loaded, body, thread)?;
     body.version = current;
     Ok(m.touched)
 }
@@ -123,7 +125,13 @@ struct Updates {
 impl Updates {
     /// Takes the updates out of the pending writes (a task's saved writes, the null task's
     /// commands) and the body's input.
-    fn take(loaded: &Loaded, body: &mut Body, thread: &str, checkpoint: &str) -> Result<Self, Error> {
+    fn take<S: State>(
+        state: &S,
+        loaded: &Loaded,
+        body: &mut Body,
+        thread: &str,
+        checkpoint: &str,
+    ) -> Result<Self, Error> {
         let mut out = Updates {
             objects: Vec::new(),
             from: Vec::new(),
@@ -148,13 +156,19 @@ impl Updates {
             else {
                 return Err(bad("are not an object"));
             };
-            let Some(Value::Object(update)) = task.remove("update") else {
+            let Some(update) = task.remove("update") else {
                 return Err(bad("have no update"));
             };
+            let update = state
+                .update_fields(body.version, update)
+                .map_err(|e| bad(&e.to_string()))?;
             out.objects.push(update);
             out.from.push(From::Pending(i, task));
         }
-        if let Some(Value::Object(input)) = body.input.take() {
+        if let Some(input) = body.input.take().filter(|i| !i.is_null()) {
+            let input = state
+                .update_fields(body.version, input)
+                .map_err(|e| Error::checkpoint(thread, format!("checkpoint `{checkpoint}`: the saved input: {e}")))?;
             out.objects.push(input);
             out.from.push(From::Input);
         }
@@ -162,15 +176,16 @@ impl Updates {
     }
 
     /// Puts the migrated updates back where [`take`](Self::take) found them.
-    fn put_back(self, loaded: &mut Loaded, body: &mut Body, thread: &str) -> Result<(), Error> {
+    fn put_back<S: State>(self, state: &S, loaded: &mut Loaded, body: &mut Body, thread: &str) -> Result<(), Error> {
         for (update, from) in self.objects.into_iter().zip(self.from) {
+            let update = state.update_from_fields(update);
             match from {
                 From::Pending(i, mut task) => {
-                    task.insert("update".to_owned(), Value::Object(update));
+                    task.insert("update".to_owned(), update);
                     loaded.pending_writes[i].bytes =
                         serde_json::to_vec(&task).map_err(|e| Error::checkpoint(thread, e.to_string()))?;
                 }
-                From::Input => body.input = Some(Value::Object(update)),
+                From::Input => body.input = Some(update),
             }
         }
         Ok(())

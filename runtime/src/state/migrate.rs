@@ -68,6 +68,8 @@ pub(crate) struct SavedField {
     pub(crate) chain: Option<Vec<Vec<u8>>>,
     /// The channel's version in the checkpoint; `None` for a field a step added.
     pub(crate) version: Option<u64>,
+    /// The checkpoint that stores the value (the checkpoint's own, or an earlier one).
+    pub(crate) blob: Option<std::sync::Arc<str>>,
 }
 
 /// A checkpoint as a migration step edits it: its fields by name, and every saved update that
@@ -170,6 +172,7 @@ impl Migration {
             name: name.to_owned(),
             chain: blob.map(|b| vec![b]),
             version: None,
+            blob: None,
         });
         self.touched.insert(name.to_owned());
         Ok(())
@@ -209,7 +212,39 @@ impl Migration {
             WriteKind::Value => None,
             WriteKind::Reducer => Some("Overwrite"),
         };
-        self.map_writes(name, variant, |w| convert(w, "write"))
+        self.map_writes_in(name, variant, |w| convert(w, "write"))
+    }
+
+    /// Rewrites the saved chain of `name` (its whole value, then any deltas) with `f`, for a
+    /// state whose fields are not saved as `#[derive(State)]` saves them; the field is saved
+    /// whole in the next checkpoint. Nothing is called for a field with no saved value.
+    ///
+    /// # Errors
+    /// `f`'s.
+    pub fn map_saved(
+        &mut self,
+        name: &str,
+        f: impl FnOnce(Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, MigrateError>,
+    ) -> Result<(), MigrateError> {
+        if let Some(i) = self.position(name) {
+            if let Some(chain) = self.fields[i].chain.take() {
+                self.fields[i].chain = Some(f(chain)?);
+            }
+            self.touched.insert(name.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Rewrites each saved write of `name` with `f` (each write as its state saves one).
+    ///
+    /// # Errors
+    /// `f`'s.
+    pub fn map_writes(
+        &mut self,
+        name: &str,
+        f: impl FnMut(Value) -> Result<Value, MigrateError>,
+    ) -> Result<(), MigrateError> {
+        self.map_writes_in(name, None, f)
     }
 
     /// `name`'s reducer takes writes of a new type: each `Reduce(u)` write goes through `f`.
@@ -221,7 +256,7 @@ impl Migration {
         Old: DeserializeOwned,
         New: Serialize,
     {
-        self.map_writes(name, Some("Reduce"), |w| {
+        self.map_writes_in(name, Some("Reduce"), |w| {
             let old: Old = serde_json::from_value(w)
                 .map_err(|e| MigrateError::new(name, format_args!("a saved write does not decode: {e}")))?;
             serde_json::to_value(f(old)).map_err(|e| MigrateError::new(name, format_args!("the new write: {e}")))
@@ -230,7 +265,7 @@ impl Migration {
 
     /// Applies `f` to each saved write of `name` (to the payload of `variant` when the writes
     /// are a reducer's, leaving the other variant as it is).
-    fn map_writes(
+    fn map_writes_in(
         &mut self,
         name: &str,
         variant: Option<&str>,
