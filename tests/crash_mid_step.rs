@@ -10,13 +10,13 @@
 
 mod crash_support;
 
-use crash_support::{durability_named, record, side_lines};
+use crash_support::{durability_named, open_saver, record, side_lines};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weir::checkpoint::{new_checkpoint_id, Checkpointer, SqliteSaver};
+use weir::checkpoint::{new_checkpoint_id, Checkpointer};
 use weir::prelude::*;
 
 #[derive(State, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -55,23 +55,13 @@ fn config(thread: &str, durability: Durability) -> RunConfig {
     RunConfig::thread(thread).durability(durability)
 }
 
-/// The checkpointer a child or the parent opens: `sqlite:<path>` or `postgres:<url>`.
-async fn open(saver: &str) -> Arc<dyn Checkpointer> {
-    match saver.split_once(':') {
-        Some(("sqlite", path)) => Arc::new(SqliteSaver::open(path).unwrap()),
-        #[cfg(feature = "postgres")]
-        Some(("postgres", url)) => Arc::new(weir::checkpoint::PostgresSaver::connect(url).await.unwrap()),
-        _ => panic!("unknown checkpointer `{saver}`"),
-    }
-}
-
 /// The child: runs the graph until it is killed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mid_step_child() {
     let Ok(side) = std::env::var("WEIR_MID_STEP_SIDE") else {
         return;
     };
-    let saver = open(&std::env::var("WEIR_MID_STEP_SAVER").unwrap()).await;
+    let saver = open_saver(&std::env::var("WEIR_MID_STEP_SAVER").unwrap()).await;
     let thread = std::env::var("WEIR_MID_STEP_THREAD").unwrap();
     let durability = durability_named(&std::env::var("WEIR_MID_STEP_DURABILITY").unwrap());
     let _ = graph(saver, Path::new(&side), true)
@@ -102,7 +92,7 @@ async fn killed_mid_step_resumes_only_the_unfinished_task(saver: &str, durabilit
     let mut child = start_child(saver, &side, &thread, durability);
 
     // The parent's view of the thread, through the same kind of checkpointer.
-    let checkpointer = open(saver).await;
+    let checkpointer = open_saver(saver).await;
     let app = graph(checkpointer.clone(), &side, false);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

@@ -10,6 +10,8 @@ use std::ffi::OsStr;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use weir::checkpoint::{Checkpointer, SqliteSaver};
 use weir::Durability;
 
 /// Appends one line to the side file, in one `write` to a file opened for appending: once it
@@ -51,4 +53,14 @@ pub fn start_child(child: &str, env: &[(&str, &OsStr)]) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap()
+}
+
+/// The checkpointer a child or the parent opens, by name: `sqlite:<path>` or `postgres:<url>`.
+pub async fn open_saver(saver: &str) -> Arc<dyn Checkpointer> {
+    match saver.split_once(':') {
+        Some(("sqlite", path)) => Arc::new(SqliteSaver::open(path).unwrap()),
+        #[cfg(feature = "postgres")]
+        Some(("postgres", url)) => Arc::new(weir::checkpoint::PostgresSaver::connect(url).await.unwrap()),
+        _ => panic!("unknown checkpointer `{saver}`"),
+    }
 }

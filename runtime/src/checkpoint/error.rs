@@ -174,7 +174,12 @@ impl fmt::Display for SaverError {
                 write!(f, "invalid checkpoint data for thread `{thread}`: {detail}")
             }
             Kind::Invalid { thread: None, detail } => write!(f, "invalid saver configuration: {detail}"),
-            Kind::Backend { context } => f.write_str(context),
+            // The cause is said too: "… failed" alone does not tell a full disk from a lost
+            // connection.
+            Kind::Backend { context } => match &self.source {
+                Some(source) => write!(f, "{context}: {source}"),
+                None => f.write_str(context),
+            },
             Kind::Pruned {
                 thread,
                 ns,

@@ -89,12 +89,8 @@ impl std::fmt::Debug for Handle {
 /// The error of a write the writer did not answer: it stopped.
 fn stopped(path: &Path) -> SaverError {
     SaverError::backend(
-        format!(
-            "sqlite checkpoint store `{}` failed: its writer thread has stopped, so nothing more can be \
-             written through this saver (open the file again)",
-            path.display()
-        ),
-        "the writer thread stopped",
+        format!("sqlite checkpoint store `{}` failed", path.display()),
+        "its writer thread has stopped, so nothing more can be written through this saver (open the file again)",
     )
 }
 
