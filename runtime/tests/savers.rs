@@ -1602,11 +1602,12 @@ mod sqlite_file {
         )
         .unwrap();
         let err = SqliteSaver::open(&path).unwrap_err();
+        let source = std::error::Error::source(&err).expect("SQLite's error").to_string();
         assert_eq!(
             err.to_string(),
-            format!("sqlite checkpoint store `{}` failed", path.display())
+            format!("sqlite checkpoint store `{}` failed: {source}", path.display())
         );
-        assert!(std::error::Error::source(&err).is_some());
+        assert!(source.contains("not a database"), "{source}");
         assert!(!err.is_schema_too_new() && !err.is_conflict());
     }
 
@@ -1646,11 +1647,11 @@ mod sqlite_file {
         };
         for batch in [run(1), run(17)] {
             let err = saver.put_many(batch, Some("cp-1")).await.unwrap_err();
+            let source = std::error::Error::source(&err).expect("SQLite's error").to_string();
             assert_eq!(
                 err.to_string(),
-                format!("sqlite checkpoint store `{}` failed", path.display())
+                format!("sqlite checkpoint store `{}` failed: {source}", path.display())
             );
-            let source = std::error::Error::source(&err).expect("SQLite's error").to_string();
             assert!(source.contains("no more checkpoints here"), "{source}");
             assert_eq!(saver.head("t", "").await.unwrap().as_deref(), Some("cp-1"));
         }
