@@ -121,7 +121,7 @@ fn seeds() -> &'static Seeds {
             .iter()
             .flat_map(|l| l.record.channels.iter().map(|c| c.channel.to_string()))
             .collect();
-        channel_names.extend(Fz::FIELDS.iter().map(|f| f.name.to_owned()));
+        channel_names.extend(Fz::FIELDS.iter().map(|f| f.name().to_owned()));
         channel_names.sort();
         channel_names.dedup();
         Seeds {
