@@ -31,8 +31,8 @@ pub(crate) fn chat<'a>(provider: &'static str, model: &'a str, chunks: ChunkStre
         otel.status_description = Empty,
         gen_ai.operation.name = "chat",
         gen_ai.provider.name = provider,
-        // The name before `gen_ai.provider.name` replaced it (conventions 1.36), which most
-        // backends still read.
+        // The attribute's name before `gen_ai.provider.name` replaced it, which many backends
+        // still read.
         gen_ai.system = provider,
         gen_ai.request.model = model,
         gen_ai.response.model = Empty,
@@ -65,7 +65,8 @@ struct Seen {
 impl Seen {
     fn note(&mut self, chunk: &AiMessageChunk) {
         let text = |key: &str| chunk.response_metadata.get(key).and_then(Value::as_str);
-        if let Some(model) = text("model_name") {
+        // OpenAI names the model in every chunk: copied once.
+        if let Some(model) = text("model_name").filter(|m| self.model.as_deref() != Some(*m)) {
             self.model = Some(model.to_owned());
         }
         if let Some(reason) = text("finish_reason") {
