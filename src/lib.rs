@@ -41,6 +41,12 @@
 //! ([`Context::interrupt`]), resume after a crash, and replay from any past step. See the
 //! README for streaming, subgraphs and workflows loaded from JSON.
 //!
+//! # Tracing and OpenTelemetry
+//!
+//! Runs, steps and tasks are `tracing` spans (`weir.run`, `weir.step`, `weir.task`) that say
+//! how they ended (`status`, `error`); with the `otel` feature, [`otel`](crate::otel) exports them
+//! over OTLP in one call (`weir::otel::install(Some("my-service"))`). See docs/operations.md.
+//!
 //! # Pausing and going on
 //!
 //! A node asks with `ctx.interrupt(question)?` and the run comes back
@@ -80,6 +86,9 @@
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
+
+#[cfg(feature = "otel")]
+pub mod otel;
 
 #[doc = include_str!("docs/graph.md")]
 pub use weir_macros::graph;

@@ -12,7 +12,7 @@ struct Docs {
 }
 
 #[tokio::test]
-async fn runs_steps_and_tasks_are_traced_with_their_thread_step_and_node() {
+async fn runs_steps_and_tasks_are_traced_with_their_thread_step_node_and_how_they_ended() {
     #[derive(Clone, Default)]
     struct Buf(Arc<Mutex<Vec<u8>>>);
     impl std::io::Write for Buf {
@@ -38,7 +38,15 @@ async fn runs_steps_and_tasks_are_traced_with_their_thread_step_and_node() {
     let app = g.with_checkpointer(MemorySaver::new()).compile().unwrap();
     app.invoke(Docs::default(), &RunConfig::thread("traced")).await.unwrap();
     let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
-    assert!(text.contains("weir.run{thread=\"traced\""), "{text}");
-    assert!(text.contains("weir.step{step=1 tasks=1}"), "{text}");
-    assert!(text.contains("weir.task{node=\"lookup\" step=1}"), "{text}");
+    // Each span's fields, then how it ended, recorded as it ended.
+    let ended = r#"status="ok" otel.status_code="ok"}"#;
+    assert!(
+        text.contains(&format!(r#"weir.run{{thread="traced" ns="" {ended}"#)),
+        "{text}"
+    );
+    assert!(text.contains(&format!("weir.step{{step=1 tasks=1 {ended}")), "{text}");
+    assert!(
+        text.contains(&format!(r#"weir.task{{node="lookup" step=1 {ended}"#)),
+        "{text}"
+    );
 }

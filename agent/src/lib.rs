@@ -43,6 +43,11 @@
 //! dicts. [`macro@tool`] makes a typed fn a tool; [`ReactAgent::response_format`] ends a run with
 //! a structured answer (see docs/agent.md).
 //!
+//! Model calls and tool calls are `tracing` spans named and attributed as OpenTelemetry's GenAI
+//! conventions say (`chat {model}` with `gen_ai.request.model`, `gen_ai.usage.input_tokens`, …;
+//! `execute_tool {name}` with `gen_ai.tool.name` and `gen_ai.tool.call.id`), children of the
+//! `weir.task` span of the node that made them; `weir::otel` exports them (docs/operations.md).
+//!
 //! With the `mcp` feature, the `mcp` module gives the tools of Model Context Protocol servers (stdio
 //! child processes or streamable HTTP) as weir tools.
 
@@ -55,6 +60,7 @@ pub mod message;
 pub mod model;
 mod react;
 pub mod tool;
+mod trace;
 
 pub use react::{
     react_agent, ReactAgent, StructuredAgent, StructuredOutput, StructuredState, StructuredStateUpdate, NEED_MORE_STEPS,

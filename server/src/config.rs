@@ -1,5 +1,5 @@
 //! The server's config file, `weir.json`, in `langgraph.json`'s shape: `{"graphs": {name: path},
-//! "store": {…}, "ttl": {…}}`. [`Config::load`] parses and checks it, each error naming the field
+//! "store": {…}, "ttl": {…}, "otel": {…}}`. [`Config::load`] parses and checks it, each error naming the field
 //! at fault (`graphs.chain`, `store.index.dims`); paths are taken relative to the file. Keys
 //! `langgraph.json` has for Python deployments (`dependencies`, `env`, `python_version`, …) are
 //! accepted and ignored, so one file can serve both. [`StoreConfig::to_runtime`] and
@@ -20,6 +20,20 @@ pub struct Config {
     pub store: Option<StoreConfig>,
     /// The threads' time-to-live.
     pub ttl: Option<TtlConfig>,
+    /// Where the runs' spans are exported over OTLP (a server built with feature `otel`).
+    pub otel: Option<OtelConfig>,
+}
+
+/// `otel`: export the runs' spans over OTLP/HTTP. Either key may be left out: the endpoint then
+/// comes from `OTEL_EXPORTER_OTLP_ENDPOINT` (else `http://localhost:4318`), the service name
+/// from `OTEL_SERVICE_NAME` (else `weir`).
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OtelConfig {
+    /// The collector's OTLP/HTTP base URL (`http://localhost:4318`; `/v1/traces` is added).
+    pub endpoint: Option<String>,
+    /// The `service.name` the traces are listed under.
+    pub service_name: Option<String>,
 }
 
 /// `store`: the long-term store's semantic index and item TTL.
@@ -163,6 +177,7 @@ struct Raw {
     store: Option<StoreConfig>,
     ttl: Option<TtlConfig>,
     checkpointer: Option<RawCheckpointer>,
+    otel: Option<OtelConfig>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -241,10 +256,19 @@ impl Config {
             }
             check_minutes(at, t.default_ttl, t.sweep_interval_minutes)?;
         }
+        if let Some(endpoint) = raw.otel.as_ref().and_then(|o| o.endpoint.as_deref()) {
+            if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+                return Err((
+                    "otel.endpoint".into(),
+                    format!("`{endpoint}` is not an `http://` or `https://` URL"),
+                ));
+            }
+        }
         Ok(Config {
             graphs,
             store: raw.store,
             ttl,
+            otel: raw.otel,
         })
     }
 }

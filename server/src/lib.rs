@@ -65,3 +65,7 @@ mod server;
 mod studio;
 
 pub use server::{shutdown_signal, Role, ServeError, Server};
+
+/// The OTLP exporter of the runs' spans (feature `otel`): `weir serve --otel` installs it.
+#[cfg(feature = "otel")]
+pub use weir::otel;

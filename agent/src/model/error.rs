@@ -76,6 +76,19 @@ impl ModelError {
         Self::new(model, Kind::Script(detail.into()))
     }
 
+    /// The error's class, as OpenTelemetry's `error.type` reports it: the HTTP status of a
+    /// status error, else a name (`timeout`, `transport`, `truncated`, `malformed`, `script`).
+    pub(crate) fn type_name(&self) -> std::borrow::Cow<'static, str> {
+        match &self.kind {
+            Kind::Status { status, .. } => status.to_string().into(),
+            Kind::Timeout { .. } => "timeout".into(),
+            Kind::Transport(_) => "transport".into(),
+            Kind::Truncated { .. } => "truncated".into(),
+            Kind::Malformed { .. } => "malformed".into(),
+            Kind::Script(_) => "script".into(),
+        }
+    }
+
     /// The model's name.
     pub fn model(&self) -> &str {
         &self.model

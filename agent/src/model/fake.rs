@@ -183,18 +183,21 @@ impl ChatModel for FakeChatModel {
             Err(e) => vec![Err(e)],
         };
         let pace = self.pace;
-        if pace.is_zero() {
-            return Box::pin(futures::stream::iter(chunks));
-        }
-        Box::pin(
-            futures::stream::iter(chunks)
-                .enumerate()
-                .then(move |(i, chunk)| async move {
-                    if i > 0 {
-                        tokio::time::sleep(pace).await;
-                    }
-                    chunk
-                }),
-        )
+        let chunks: ChunkStream<'a> = if pace.is_zero() {
+            Box::pin(futures::stream::iter(chunks))
+        } else {
+            Box::pin(
+                futures::stream::iter(chunks)
+                    .enumerate()
+                    .then(move |(i, chunk)| async move {
+                        if i > 0 {
+                            tokio::time::sleep(pace).await;
+                        }
+                        chunk
+                    }),
+            )
+        };
+        // Traced as a real provider's calls are, so a graph tested with the fake shows its spans.
+        crate::trace::chat("weir.fake", &self.name, chunks)
     }
 }

@@ -3,10 +3,12 @@
 
 use super::{Tool, ToolError, ToolSpec};
 use crate::message::{Content, Message, MessagesState, MessagesStateUpdate, ToolMessage, ToolStatus};
+use crate::trace::ToolSpan;
 use futures::future::{join_all, BoxFuture};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
+use tracing::Instrument;
 use weir_runtime::{BoxError, Context};
 
 /// Runs every tool call of the conversation's last AI message, concurrently, and answers each
@@ -130,16 +132,21 @@ impl ToolNode {
         id: String,
         ctx: &'a Context,
     ) -> BoxFuture<'a, Result<Message, BoxError>> {
+        // Made here, where the node's task span is current: its parent.
+        let span = ToolSpan::new(name, &id);
         Box::pin(async move {
             let Some(&i) = self.by_name.get(name) else {
                 let names: Vec<&str> = self.tools.iter().map(|t| t.spec().name.as_str()).collect();
                 let text = format!("Error: {name} is not a valid tool, try one of [{}].", names.join(", "));
+                span.failed("unknown_tool", &format_args!("no tool is named `{name}`"));
                 if self.fail {
                     return Err(format!("tool call `{id}` names unknown tool `{name}`").into());
                 }
                 return Ok(tool_message(name, id, Content::Text(text), ToolStatus::Error));
             };
-            match self.tools[i].call(args, ctx).await {
+            let result = self.tools[i].call(args, ctx).instrument(span.span().clone()).await;
+            span.record(&result);
+            match result {
                 Ok(content) => Ok(tool_message(name, id, content, ToolStatus::Success)),
                 Err(e) if e.is_interrupt() => Err(e.into_box()),
                 Err(e) => self.answer_error(name, id, e),

@@ -7,6 +7,7 @@ use super::outcome::Outcome;
 use super::persist::{Checkpointing, TaskRecord};
 use super::run::Status;
 use super::run::{Loop, StepEnd};
+use super::spans;
 use super::stream::{announce, fresh_checkpoint, report, Event, Item, Sink, StreamMode};
 use super::task::Finished;
 use super::{RunCommand, RunConfig, RunInput};
@@ -56,8 +57,11 @@ pub(crate) async fn drive<S: State>(
         return Err(Error::no_runtime());
     }
     let thread = config.thread_id.as_deref().unwrap_or("");
-    let span = tracing::info_span!("weir.run", thread, ns = %config.ns);
-    drive_in_span(g, start, config, sink).instrument(span).await
+    let run_id = config.metadata.get("run_id").map(String::as_str);
+    let span = spans::run(thread, &config.ns, run_id);
+    let result = drive_in_span(g, start, config, sink).instrument(span.clone()).await;
+    spans::end_run(&span, &result);
+    result
 }
 
 async fn drive_in_span<S: State>(
@@ -243,16 +247,18 @@ async fn execute_step<S: State>(
     // The step's future is large (a lone task's job runs in it): it is pinned where it is made
     // and awaited by reference, never moved (a move is a copy of it per step: callgrind, loop
     // 2000).
-    let span = tracing::info_span!("weir.step", step, tasks = run.tasks.len());
-    let mut running = std::pin::pin!(run.execute().instrument(span));
-    match watch {
+    let span = spans::step(step, run.tasks.len());
+    let mut running = std::pin::pin!(run.execute().instrument(span.clone()));
+    let end = match watch {
         None => running.as_mut().await,
         Some(tx) => tokio::select! {
             biased;
             end = running.as_mut() => end,
             () = tx.closed() => Err(Error::drained(step)),
         },
-    }
+    };
+    spans::end_step(&span, &end);
+    end
 }
 
 /// The phases after a step ran: after_tick (the step's writes applied at the boundary, in task

@@ -13,6 +13,7 @@
 //! gave up on `invoke`, or dropped the stream) aborts them, so no node outlives its run.
 
 use super::pending::StepSaver;
+use super::spans;
 use crate::error::{BoxError, Error};
 use crate::graph::compile::GraphInner;
 use crate::graph::policy::NodePolicy;
@@ -44,6 +45,17 @@ pub(crate) enum Failure {
     Error(BoxError),
     Timeout(Duration),
     Panic(String),
+}
+
+/// As a task's span reports it: the node's error, its timeout, or its panic.
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Error(e) => write!(f, "{e}"),
+            Failure::Timeout(limit) => write!(f, "timed out after {limit:?}"),
+            Failure::Panic(message) => write!(f, "panicked: {message}"),
+        }
+    }
 }
 
 /// A node took longer than its timeout (what a retry policy's predicate sees).
@@ -112,7 +124,11 @@ async fn run_with_policy<S: State>(
             Err(e) => e,
         };
         match &policy.retry {
-            Some(p) if p.should_retry(attempt_no, &error) => tokio::time::sleep(p.sleep_for(attempt_no)).await,
+            Some(p) if p.should_retry(attempt_no, &error) => {
+                // An event of the task's span: the attempt that failed, and why.
+                tracing::info!(attempt = i64::from(attempt_no), reason = %error, "weir.task.retry");
+                tokio::time::sleep(p.sleep_for(attempt_no)).await
+            }
             _ => {
                 return Err(match error.downcast::<TimedOut>() {
                     Ok(t) => Failure::Timeout(t.0),
@@ -160,14 +176,15 @@ pub(crate) struct TaskOutput<S: State> {
 async fn run_task<S: State>(task: TaskInput<S>, shared: &StepShared<S>) -> TaskOutput<S> {
     let started = shared.timed.then(Instant::now);
     let TaskInput { job, ctx, node, saves } = task;
-    let span = tracing::info_span!(parent: &shared.span, "weir.task", node = &*ctx.node, step = ctx.step);
+    let span = spans::task(Some(&shared.span), &ctx);
     let push = ctx.push;
     let policy = &shared.g.nodes[node as usize].policy;
-    let result = AssertUnwindSafe(run_job(job, &shared.state, ctx, policy).instrument(span))
+    let result = AssertUnwindSafe(run_job(job, &shared.state, ctx, policy).instrument(span.clone()))
         .catch_unwind()
         .await;
     let duration = started.map_or(Duration::ZERO, |s| s.elapsed());
     let result = result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p))));
+    spans::end_task(&span, &result);
     let saved = match (&result, &shared.saver) {
         // Boxed: a put's future is wider than a node's, and only checkpointed steps make one.
         (Ok(command), Some(saver)) if saves => Box::pin(saver.put(node, push, command)).await,

@@ -4,7 +4,7 @@
 //! `drive` is the loop, phase by phase; `run` holds the loop's state and plans a step (`tick`),
 //! `run::step` executes it on the `executor`, `run::apply` is the step boundary (`after_tick`);
 //! `persist` (the checkpoint component), `record`, `pending`, `body`, `restore` and `writer` are
-//! its checkpoints.
+//! its checkpoints; `spans` are its `tracing` spans.
 
 mod body;
 mod checkpoints;
@@ -23,6 +23,7 @@ mod record;
 mod restore;
 mod run;
 mod snapshot;
+mod spans;
 mod stream;
 mod subgraph;
 mod task;

@@ -207,7 +207,7 @@ impl ChatModel for OpenAiChat {
                 Some(Ok(c)) => Some((Ok(c), Phase::Reading(r))),
             }
         });
-        Box::pin(s)
+        crate::trace::chat("openai", &self.model, Box::pin(s))
     }
 
     /// Asks with OpenAI's `response_format` of type `json_schema` set to `format`.

@@ -6,6 +6,7 @@
 use super::super::executor::{panic_message, run_job, Deal, Failure, Job, StepShared, TaskInput, TaskOutput};
 use super::super::pending::StepSaver;
 use super::super::persist::{ERROR, INTERRUPT, RESUME, WRITES};
+use super::super::spans;
 use super::super::stream::StreamMode;
 use super::super::task::{CacheLookup, Finished, Running, Task, TaskReport};
 use super::Loop;
@@ -65,14 +66,16 @@ impl<S: State> Loop<S> {
             let policy = &self.g.nodes[task.node as usize].policy;
             // Durations go to a stream's task events only: a run without them reads no clock.
             let started = self.times_tasks().then(Instant::now);
-            let span = tracing::info_span!("weir.task", node = &*ctx.node, step);
+            let span = spans::task(None, &ctx);
             // Not the executor's `run_task`: one more future around the job is a copy of it per
             // step (callgrind, loop 2000: 17.8 M -> 18.7 M instructions).
-            let result = AssertUnwindSafe(run_job(job, &self.state, ctx, policy).instrument(span))
+            let result = AssertUnwindSafe(run_job(job, &self.state, ctx, policy).instrument(span.clone()))
                 .catch_unwind()
                 .await;
+            let result = result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p))));
+            spans::end_task(&span, &result);
             outputs.push(TaskOutput {
-                result: result.unwrap_or_else(|p| Err(Failure::Panic(panic_message(p)))),
+                result,
                 duration: started.map_or(Duration::ZERO, |s| s.elapsed()),
                 saved: Ok(false),
             });

@@ -22,7 +22,8 @@ pub(crate) enum Role {
 
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
-    /// The config file: `{"graphs": {"name": "path/to/flow.json"}, "store": {…}, "ttl": {…}}`.
+    /// The config file: `{"graphs": {"name": "path/to/flow.json"}, "store": {…}, "ttl": {…},
+    /// "otel": {…}}`.
     #[arg(long, default_value = "weir.json")]
     config: PathBuf,
     /// The address to listen on.
@@ -52,6 +53,11 @@ pub(crate) struct ServeArgs {
     /// How many runs this process runs at once.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     workers: u32,
+    /// Export the runs' spans over OTLP/HTTP, to OTEL_EXPORTER_OTLP_ENDPOINT (else
+    /// http://localhost:4318) as OTEL_SERVICE_NAME (else `weir`). On too when the config has an
+    /// `otel` section or OTEL_EXPORTER_OTLP_ENDPOINT is set. Needs a weir built with feature `otel`.
+    #[arg(long)]
+    otel: bool,
 }
 
 impl ServeArgs {
@@ -68,6 +74,7 @@ impl ServeArgs {
             prefix: "weir".into(),
             role: Role::All,
             workers: 10,
+            otel: false,
         }
     }
 }
@@ -95,9 +102,51 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, ExitCode> {
         super::load(&text, &at, LoadOptions::default())?;
         flows.push((name.clone(), at, text));
     }
+    // Kept until the server stops: dropped, it sends the spans still buffered.
+    let _otel = export_spans(&args, &config)?;
     let settings = Settings { store, ttl: config.ttl };
     let runtime = super::runtime()?;
     runtime.block_on(start(&args, flows, settings))
+}
+
+/// Whether the environment names an OTLP endpoint, which turns the export on.
+#[cfg(feature = "otel")]
+fn endpoint_in_env() -> bool {
+    ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()))
+}
+
+/// Starts exporting the runs' spans over OTLP when `--otel`, the config's `otel` section or
+/// the environment asks for it; the guard flushes when dropped.
+#[cfg(feature = "otel")]
+fn export_spans(args: &ServeArgs, config: &Config) -> Result<Option<weir_server::otel::OtelGuard>, ExitCode> {
+    if !(args.otel || config.otel.is_some() || endpoint_in_env()) {
+        return Ok(None);
+    }
+    let settings = config.otel.clone().unwrap_or_default();
+    let mut otel = weir_server::otel::Otel::new();
+    if let Some(endpoint) = settings.endpoint {
+        otel = otel.endpoint(endpoint);
+    }
+    if let Some(name) = settings.service_name {
+        otel = otel.service_name(name);
+    }
+    let guard = otel.install().map_err(super::usage)?;
+    eprintln!("weir serve: exporting the runs' spans over OTLP");
+    Ok(Some(guard))
+}
+
+/// Without the feature, asking for the export is an error; an endpoint in the environment (set
+/// for other processes, perhaps) is not.
+#[cfg(not(feature = "otel"))]
+fn export_spans(args: &ServeArgs, config: &Config) -> Result<Option<()>, ExitCode> {
+    if args.otel || config.otel.is_some() {
+        return Err(super::usage(
+            "`--otel` / the config's `otel`: this weir was built without OpenTelemetry (feature `otel` of weir-server)",
+        ));
+    }
+    Ok(None)
 }
 
 /// What the config file sets besides the graphs: the store's index and TTL, and the threads' TTL.
