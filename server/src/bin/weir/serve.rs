@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use weir_flow::{Flow, LoadOptions};
 use weir_runtime::store::StoreConfig;
-use weir_server::config::{Config, TtlConfig};
+use weir_server::config::{Config, PostgresConfig, TtlConfig};
 use weir_server::{shutdown_signal, ServeError, Server};
 
 /// What this process does in a scaled-out deployment.
@@ -95,16 +95,22 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, ExitCode> {
         super::load(&text, &at, LoadOptions::default())?;
         flows.push((name.clone(), at, text));
     }
-    let settings = Settings { store, ttl: config.ttl };
+    let settings = Settings {
+        store,
+        ttl: config.ttl,
+        postgres: config.postgres,
+    };
     let runtime = super::runtime()?;
     runtime.block_on(start(&args, flows, settings))
 }
 
-/// What the config file sets besides the graphs: the store's index and TTL, and the threads' TTL.
+/// What the config file sets besides the graphs: the store's index and TTL, the threads' TTL, and
+/// the PostgreSQL pools.
 #[derive(Debug, Default)]
 pub(crate) struct Settings {
     store: StoreConfig,
     ttl: Option<TtlConfig>,
+    postgres: Option<PostgresConfig>,
 }
 
 /// Builds the server on its backends and serves the flows (name, where it was read, its text)
@@ -121,7 +127,10 @@ pub(crate) async fn start(
     // `store.ttl.sweep_interval_minutes`: how often the store's expired items are deleted.
     let store_sweep = settings.store.ttl.as_ref().and_then(|t| t.sweep_interval());
     let server = match (&args.postgres, &args.redis) {
-        (Some(pg), Some(redis)) => Server::scale_out_with(pg, redis, &args.schema, &args.prefix, settings.store).await,
+        (Some(pg), Some(redis)) => {
+            let pool = settings.postgres.unwrap_or_default().to_pool_options(&args.schema);
+            Server::scale_out_pooled(pg, redis, &args.prefix, settings.store, pool).await
+        }
         _ => Server::embedded_with(&args.db, settings.store).await,
     };
     let role = match args.role {
