@@ -29,7 +29,7 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PostgresConfig {
-    /// How many connections each pool opens at most (default 8).
+    /// How many connections each pool opens at most (default 4).
     pub pool_size: Option<u32>,
     /// How long an operation waits for a free connection before it fails (default: no limit).
     pub acquire_timeout_secs: Option<f64>,
@@ -48,7 +48,7 @@ impl PostgresConfig {
     /// The pool options these settings make, in `schema`.
     pub fn to_pool_options(&self, schema: &str) -> weir_runtime::postgres::PoolOptions {
         let mut options = weir_runtime::postgres::PoolOptions::new()
-            .size(self.pool_size.map_or(8, |n| n as usize))
+            .size(self.pool_size.map_or(4, |n| n as usize))
             .schema(schema);
         let secs = std::time::Duration::from_secs_f64;
         if let Some(t) = self.acquire_timeout_secs {
@@ -381,6 +381,27 @@ mod tests {
         );
         assert_eq!(c.store.unwrap().index.unwrap().dims, 1536);
         assert_eq!(c.ttl.unwrap().sweep_interval_minutes, Some(10));
+    }
+
+    #[test]
+    fn the_postgres_section_sets_the_pools_with_the_ca_file_relative_to_the_config() {
+        let dir = dir_with_flow();
+        let text = r#"{"graphs": {"chain": "chain.json"}, "postgres": {"pool_size": 3,
+            "acquire_timeout_secs": 2.5, "statement_timeout_secs": 30, "application_name": "api",
+            "ca_file": "ca.pem"}}"#;
+        let pg = Config::parse(text, dir.path()).unwrap().postgres.unwrap();
+        assert_eq!(pg.ca_file, Some(dir.path().join("ca.pem")));
+        assert_eq!((pg.pool_size, pg.acquire_timeout_secs), (Some(3), Some(2.5)));
+        let options = pg.to_pool_options("weir");
+        assert_eq!((options.pool_size(), options.schema_name()), (3, Some("weir")));
+        let graphs = r#""graphs": {"chain": "chain.json"}"#;
+        let (field, _) = refused(&format!(r#"{{{graphs}, "postgres": {{"pool_size": 0}}}}"#));
+        assert_eq!(field, "postgres.pool_size");
+        let (field, _) = refused(&format!(r#"{{{graphs}, "postgres": {{"connect_timeout_secs": -1}}}}"#));
+        assert_eq!(field, "postgres.connect_timeout_secs");
+        let (field, message) = refused(&format!(r#"{{{graphs}, "postgres": {{"pool": 3}}}}"#));
+        assert!(field.starts_with("postgres"), "{field}");
+        assert!(message.starts_with("unknown field `pool`"), "{message}");
     }
 
     #[test]

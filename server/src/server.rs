@@ -171,8 +171,9 @@ impl Server {
         prefix: &str,
         store: StoreConfig,
     ) -> Result<Self, ServeError> {
-        let pool = PoolOptions::new().size(8).schema(schema);
-        Self::scale_out_pooled(postgres_url, redis_url, prefix, store, pool).await
+        // The checkpoints' and the store's pools of four connections, the tables' of eight.
+        let pool = |size| PoolOptions::new().size(size).schema(schema);
+        Self::scale_out_on(postgres_url, redis_url, prefix, store, [pool(4), pool(8), pool(4)]).await
     }
 
     /// [`Server::scale_out_with`], its checkpoints, tables and store each on a pool made with
@@ -185,19 +186,32 @@ impl Server {
         store: StoreConfig,
         pool: PoolOptions,
     ) -> Result<Self, ServeError> {
-        let store_config = store;
         let pool = match pool.schema_name() {
             Some(_) => pool,
             None => pool.schema("weir"),
         };
-        let schema = pool.schema_name().unwrap_or("weir").to_owned();
+        let pools = [pool.clone(), pool.clone(), pool];
+        Self::scale_out_on(postgres_url, redis_url, prefix, store, pools).await
+    }
+
+    /// A scaled-out server on the pools of its checkpoints, tables and store, all in the first's
+    /// schema.
+    async fn scale_out_on(
+        postgres_url: &str,
+        redis_url: &str,
+        prefix: &str,
+        store: StoreConfig,
+        [saver, tables, items]: [PoolOptions; 3],
+    ) -> Result<Self, ServeError> {
+        let store_config = store;
+        let schema = saver.schema_name().unwrap_or("weir").to_owned();
         let saver = PostgresSaver::options()
             .schema(&schema)
-            .pool(pool.clone())
+            .pool(saver)
             .connect(postgres_url)
             .await
             .map_err(ServeError::Saver)?;
-        let db = PostgresDb::connect_with(postgres_url, pool.clone()).await;
+        let db = PostgresDb::connect_with(postgres_url, tables).await;
         let db = Arc::new(db.map_err(ServeError::Db)?);
         let bus = RedisBus::options()
             .prefix(prefix)
@@ -208,7 +222,7 @@ impl Server {
             requeue_on_start: false,
             ..ManagerConfig::default()
         };
-        let store = PostgresStore::with_pool(Pool::new(postgres_url, pool.then_public()), store_config).await;
+        let store = PostgresStore::with_pool(Pool::new(postgres_url, items.then_public()), store_config).await;
         let store = Arc::new(store.map_err(ServeError::Store)?);
         Ok(Self::with_backends(Arc::new(saver), db.clone(), db, Arc::new(bus))
             .store(store)

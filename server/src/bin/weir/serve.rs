@@ -127,10 +127,13 @@ pub(crate) async fn start(
     // `store.ttl.sweep_interval_minutes`: how often the store's expired items are deleted.
     let store_sweep = settings.store.ttl.as_ref().and_then(|t| t.sweep_interval());
     let server = match (&args.postgres, &args.redis) {
-        (Some(pg), Some(redis)) => {
-            let pool = settings.postgres.unwrap_or_default().to_pool_options(&args.schema);
-            Server::scale_out_pooled(pg, redis, &args.prefix, settings.store, pool).await
-        }
+        (Some(pg), Some(redis)) => match &settings.postgres {
+            Some(postgres) => {
+                let pool = postgres.to_pool_options(&args.schema);
+                Server::scale_out_pooled(pg, redis, &args.prefix, settings.store, pool).await
+            }
+            None => Server::scale_out_with(pg, redis, &args.schema, &args.prefix, settings.store).await,
+        },
         _ => Server::embedded_with(&args.db, settings.store).await,
     };
     let role = match args.role {
