@@ -1,5 +1,5 @@
 //! The server's config file, `weir.json`, in `langgraph.json`'s shape: `{"graphs": {name: path},
-//! "store": {…}, "ttl": {…}, "otel": {…}}`. [`Config::load`] parses and checks it, each error naming the field
+//! "store": {…}, "ttl": {…}, "otel": {…}}`, and weir's own `"postgres": {…}` (a scaled-out server's pools). [`Config::load`] parses and checks it, each error naming the field
 //! at fault (`graphs.chain`, `store.index.dims`); paths are taken relative to the file. Keys
 //! `langgraph.json` has for Python deployments (`dependencies`, `env`, `python_version`, …) are
 //! accepted and ignored, so one file can serve both. [`StoreConfig::to_runtime`] and
@@ -22,6 +22,8 @@ pub struct Config {
     pub ttl: Option<TtlConfig>,
     /// Where the runs' spans are exported over OTLP (a server built with feature `otel`).
     pub otel: Option<OtelConfig>,
+    /// The PostgreSQL pools of a scaled-out server.
+    pub postgres: Option<PostgresConfig>,
 }
 
 /// `otel`: export the runs' spans over OTLP/HTTP. Either key may be left out: the endpoint then
@@ -34,6 +36,52 @@ pub struct OtelConfig {
     pub endpoint: Option<String>,
     /// The `service.name` the traces are listed under.
     pub service_name: Option<String>,
+}
+
+/// `postgres`: each of a scaled-out server's three pools (checkpoints, tables, store) is made
+/// with these; the URL (`--postgres`) says the rest, its `sslmode` whether TLS is used.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostgresConfig {
+    /// How many connections each pool opens at most (default 4).
+    pub pool_size: Option<u32>,
+    /// How long an operation waits for a free connection before it fails (default: no limit).
+    pub acquire_timeout_secs: Option<f64>,
+    /// How long opening a connection may take (default: as long as the system tries).
+    pub connect_timeout_secs: Option<f64>,
+    /// The server's `statement_timeout` on each connection (default: the server's).
+    pub statement_timeout_secs: Option<f64>,
+    /// The connections' `application_name` (default `weir`).
+    pub application_name: Option<String>,
+    /// A PEM file of the CA certificates to check the server's against (a managed database's
+    /// private CA), relative to the config file; default: the webpki roots.
+    pub ca_file: Option<PathBuf>,
+}
+
+impl PostgresConfig {
+    /// The pool options these settings make, in `schema`.
+    pub fn to_pool_options(&self, schema: &str) -> weir_runtime::postgres::PoolOptions {
+        let mut options = weir_runtime::postgres::PoolOptions::new()
+            .size(self.pool_size.map_or(4, |n| n as usize))
+            .schema(schema);
+        let secs = std::time::Duration::from_secs_f64;
+        if let Some(t) = self.acquire_timeout_secs {
+            options = options.acquire_timeout(secs(t));
+        }
+        if let Some(t) = self.connect_timeout_secs {
+            options = options.connect_timeout(secs(t));
+        }
+        if let Some(t) = self.statement_timeout_secs {
+            options = options.statement_timeout(secs(t));
+        }
+        if let Some(name) = &self.application_name {
+            options = options.application_name(name);
+        }
+        if let Some(file) = &self.ca_file {
+            options = options.tls_roots(weir_runtime::postgres::TlsRoots::pem_file(file));
+        }
+        options
+    }
 }
 
 /// `store`: the long-term store's semantic index and item TTL.
@@ -178,6 +226,7 @@ struct Raw {
     ttl: Option<TtlConfig>,
     checkpointer: Option<RawCheckpointer>,
     otel: Option<OtelConfig>,
+    postgres: Option<PostgresConfig>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -264,11 +313,33 @@ impl Config {
                 ));
             }
         }
+        let mut postgres = raw.postgres;
+        if let Some(pg) = &mut postgres {
+            if pg.pool_size == Some(0) {
+                return Err(("postgres.pool_size".into(), "must be at least 1".into()));
+            }
+            for (field, secs) in [
+                ("acquire_timeout_secs", pg.acquire_timeout_secs),
+                ("connect_timeout_secs", pg.connect_timeout_secs),
+                ("statement_timeout_secs", pg.statement_timeout_secs),
+            ] {
+                if secs.is_some_and(|s| !(s.is_finite() && s > 0.0 && s < 1e9)) {
+                    return Err((
+                        format!("postgres.{field}"),
+                        "must be a positive number of seconds".into(),
+                    ));
+                }
+            }
+            if let Some(file) = &mut pg.ca_file {
+                *file = base.join(&*file);
+            }
+        }
         Ok(Config {
             graphs,
             store: raw.store,
             ttl,
             otel: raw.otel,
+            postgres,
         })
     }
 }
@@ -334,6 +405,27 @@ mod tests {
         );
         assert_eq!(c.store.unwrap().index.unwrap().dims, 1536);
         assert_eq!(c.ttl.unwrap().sweep_interval_minutes, Some(10));
+    }
+
+    #[test]
+    fn the_postgres_section_sets_the_pools_with_the_ca_file_relative_to_the_config() {
+        let dir = dir_with_flow();
+        let text = r#"{"graphs": {"chain": "chain.json"}, "postgres": {"pool_size": 3,
+            "acquire_timeout_secs": 2.5, "statement_timeout_secs": 30, "application_name": "api",
+            "ca_file": "ca.pem"}}"#;
+        let pg = Config::parse(text, dir.path()).unwrap().postgres.unwrap();
+        assert_eq!(pg.ca_file, Some(dir.path().join("ca.pem")));
+        assert_eq!((pg.pool_size, pg.acquire_timeout_secs), (Some(3), Some(2.5)));
+        let options = pg.to_pool_options("weir");
+        assert_eq!((options.pool_size(), options.schema_name()), (3, Some("weir")));
+        let graphs = r#""graphs": {"chain": "chain.json"}"#;
+        let (field, _) = refused(&format!(r#"{{{graphs}, "postgres": {{"pool_size": 0}}}}"#));
+        assert_eq!(field, "postgres.pool_size");
+        let (field, _) = refused(&format!(r#"{{{graphs}, "postgres": {{"connect_timeout_secs": -1}}}}"#));
+        assert_eq!(field, "postgres.connect_timeout_secs");
+        let (field, message) = refused(&format!(r#"{{{graphs}, "postgres": {{"pool": 3}}}}"#));
+        assert!(field.starts_with("postgres"), "{field}");
+        assert!(message.starts_with("unknown field `pool`"), "{message}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use weir_runtime::checkpoint::{Checkpointer, PostgresSaver, SaverError, SqliteSaver};
+use weir_runtime::postgres::{Pool, PoolOptions};
 use weir_runtime::store::{InMemoryStore, PostgresStore, SqliteStore, Store, StoreConfig, StoreError};
 
 /// A weir server: its graphs, its backends and its options.
@@ -170,13 +171,47 @@ impl Server {
         prefix: &str,
         store: StoreConfig,
     ) -> Result<Self, ServeError> {
+        // The checkpoints' and the store's pools of four connections, the tables' of eight.
+        let pool = |size| PoolOptions::new().size(size).schema(schema);
+        Self::scale_out_on(postgres_url, redis_url, prefix, store, [pool(4), pool(8), pool(4)]).await
+    }
+
+    /// [`Server::scale_out_with`], its checkpoints, tables and store each on a pool made with
+    /// `pool`: its size, timeouts, `application_name` and TLS roots, and its schema (`weir` when
+    /// unset). The URL's `sslmode` says whether TLS is used.
+    pub async fn scale_out_pooled(
+        postgres_url: &str,
+        redis_url: &str,
+        prefix: &str,
+        store: StoreConfig,
+        pool: PoolOptions,
+    ) -> Result<Self, ServeError> {
+        let pool = match pool.schema_name() {
+            Some(_) => pool,
+            None => pool.schema("weir"),
+        };
+        let pools = [pool.clone(), pool.clone(), pool];
+        Self::scale_out_on(postgres_url, redis_url, prefix, store, pools).await
+    }
+
+    /// A scaled-out server on the pools of its checkpoints, tables and store, all in the first's
+    /// schema.
+    async fn scale_out_on(
+        postgres_url: &str,
+        redis_url: &str,
+        prefix: &str,
+        store: StoreConfig,
+        [saver, tables, items]: [PoolOptions; 3],
+    ) -> Result<Self, ServeError> {
         let store_config = store;
+        let schema = saver.schema_name().unwrap_or("weir").to_owned();
         let saver = PostgresSaver::options()
-            .schema(schema)
+            .schema(&schema)
+            .pool(saver)
             .connect(postgres_url)
             .await
             .map_err(ServeError::Saver)?;
-        let db = PostgresDb::options().schema(schema).connect(postgres_url).await;
+        let db = PostgresDb::connect_with(postgres_url, tables).await;
         let db = Arc::new(db.map_err(ServeError::Db)?);
         let bus = RedisBus::options()
             .prefix(prefix)
@@ -187,7 +222,7 @@ impl Server {
             requeue_on_start: false,
             ..ManagerConfig::default()
         };
-        let store = PostgresStore::connect_with_schema(postgres_url, schema, store_config).await;
+        let store = PostgresStore::with_pool(Pool::new(postgres_url, items.then_public()), store_config).await;
         let store = Arc::new(store.map_err(ServeError::Store)?);
         Ok(Self::with_backends(Arc::new(saver), db.clone(), db, Arc::new(bus))
             .store(store)

@@ -8,7 +8,7 @@ use super::core::Core;
 use super::plan::{plan, Cond, Operand};
 use super::{store_over_core, StoreConfig, StoreError};
 use crate::checkpoint::Timestamp;
-use crate::postgres::{Pool, PoolError, PoolOptions};
+use crate::postgres::{Idempotent, OpError, Pool, PoolError, PoolOptions};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use std::collections::HashMap;
@@ -202,20 +202,18 @@ fn texts_of(w: &Write) -> [Option<String>; 3] {
 }
 
 /// Replaces a row's vectors in `store_vectors`.
-async fn put_vectors(tx: &tokio_postgres::Transaction<'_>, row: &Row, vectors: &Vectors) -> Result<(), StoreError> {
+async fn put_vectors(tx: &tokio_postgres::Transaction<'_>, row: &Row, vectors: &Vectors) -> Result<(), Fail> {
     tx.execute(
         "DELETE FROM store_vectors WHERE prefix = $1 AND key = $2",
         &[&row.prefix, &row.key],
     )
-    .await
-    .map_err(fail)?;
+    .await?;
     for (field, v) in vectors {
         tx.execute(
             "INSERT INTO store_vectors (prefix, key, field_name, embedding) VALUES ($1, $2, $3, $4::text::vector)",
             &[&row.prefix, &row.key, field, &vector_text(v)],
         )
-        .await
-        .map_err(fail)?;
+        .await?;
     }
     Ok(())
 }
@@ -232,6 +230,60 @@ fn parse_vector(text: &str) -> Vec<f32> {
         .collect()
 }
 
+/// Why a store operation failed: PostgreSQL, the pool, or the store's own rule (a stored value
+/// that is not JSON).
+enum Fail {
+    Pg(tokio_postgres::Error),
+    Pool(PoolError),
+    Store(StoreError),
+}
+
+impl From<tokio_postgres::Error> for Fail {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Fail::Pg(e)
+    }
+}
+
+impl From<PoolError> for Fail {
+    fn from(e: PoolError) -> Self {
+        match e {
+            PoolError::Postgres(e) => Fail::Pg(e),
+            other => Fail::Pool(other),
+        }
+    }
+}
+
+impl From<StoreError> for Fail {
+    fn from(e: StoreError) -> Self {
+        Fail::Store(e)
+    }
+}
+
+impl OpError for Fail {
+    fn into_postgres(self) -> Result<tokio_postgres::Error, Self> {
+        match self {
+            Fail::Pg(e) => Ok(e),
+            other => Err(other),
+        }
+    }
+}
+
+impl From<Fail> for StoreError {
+    fn from(e: Fail) -> Self {
+        match e {
+            Fail::Pg(e) => fail(e),
+            Fail::Pool(e @ PoolError::Lost { .. }) => StoreError::backend(format!("the PostgreSQL store: {e}"), e),
+            Fail::Pool(e) => fail(e),
+            Fail::Store(e) => e,
+        }
+    }
+}
+
+/// Every store operation is idempotent, so each runs once more after a lost connection: a read;
+/// a batch of upserts and deletes whose values (and times) were fixed before it ran; a touch
+/// that sets an expiry from the same `now`; a sweep of what expired by the same `now`.
+const STORE_RETRY: Idempotent = Idempotent::Yes;
+
 impl Backend for Pg {
     fn get<'a>(&'a self, prefix: &'a str, key: &'a str, now: Timestamp) -> Done<'a, Option<Row>> {
         async move {
@@ -239,71 +291,76 @@ impl Backend for Pg {
                 "SELECT {COLUMNS} FROM store WHERE prefix = $1 AND key = $2 \
                  AND (expires_at IS NULL OR expires_at > $3::text::timestamptz)"
             );
-            let mut conn = self.pool.get().await.map_err(fail)?;
-            // The hot read: prepared once per connection, so a get is one round trip.
-            let statement = conn.prepare(&sql).await.map_err(fail)?;
-            let found = conn
-                .client
-                .query_opt(&statement, &[&prefix, &key, &now.to_string()])
-                .await
-                .map_err(fail)?;
-            found.as_ref().map(row).transpose()
+            let (sql, now) = (&sql, &now.to_string());
+            let what = || format!("reading item `{key}` under `{prefix}`");
+            let found = self
+                .pool
+                .with_retry(what, STORE_RETRY, |mut conn| async move {
+                    // The hot read: prepared once per connection, so a get is one round trip.
+                    let statement = conn.prepare(sql).await?;
+                    let found = conn.client.query_opt(&statement, &[&prefix, &key, now]).await?;
+                    Ok::<_, Fail>(found.as_ref().map(row).transpose()?)
+                })
+                .await?;
+            Ok(found)
         }
         .boxed()
     }
 
     fn write(&self, writes: Vec<Write>) -> Done<'_, ()> {
         async move {
-            let mut conn = self.pool.get().await.map_err(fail)?;
-            let tx = conn.client.transaction().await.map_err(fail)?;
-            let upsert = tx.prepare(UPSERT).await.map_err(fail)?;
-            let delete = tx
-                .prepare("DELETE FROM store WHERE prefix = $1 AND key = $2")
-                .await
-                .map_err(fail)?;
-            // The statements are pipelined: sent in order, their answers awaited together.
-            let texts: Vec<[Option<String>; 3]> = writes.iter().map(texts_of).collect();
-            type Param<'p> = &'p (dyn tokio_postgres::types::ToSql + Sync);
-            let params: Vec<Vec<Param<'_>>> = writes
-                .iter()
-                .zip(&texts)
-                .map(|(w, [value, updated, expires])| match w {
-                    Write::Put(row, _) => vec![
-                        &row.prefix as Param<'_>,
-                        &row.key,
-                        value,
-                        updated,
-                        expires,
-                        &row.ttl_minutes,
-                    ],
-                    Write::Delete { prefix, key } => vec![prefix as Param<'_>, key],
-                })
-                .collect();
-            let pending: Vec<_> = writes
-                .iter()
-                .zip(&params)
-                .map(|(w, p)| match w {
-                    Write::Put(..) => tx.execute(&upsert, p),
-                    Write::Delete { .. } => tx.execute(&delete, p),
-                })
-                .collect();
-            futures::future::try_join_all(pending).await.map_err(fail)?;
-            if self.vectors {
-                for w in &writes {
-                    if let Write::Put(row, vectors) = w {
-                        put_vectors(&tx, row, vectors).await?;
+            let writes = &writes;
+            let what = || format!("writing {} items", writes.len());
+            self.pool
+                .with_retry(what, STORE_RETRY, |mut conn| async move {
+                    let tx = conn.client.transaction().await?;
+                    let upsert = tx.prepare(UPSERT).await?;
+                    let delete = tx.prepare("DELETE FROM store WHERE prefix = $1 AND key = $2").await?;
+                    // The statements are pipelined: sent in order, their answers awaited together.
+                    let texts: Vec<[Option<String>; 3]> = writes.iter().map(texts_of).collect();
+                    type Param<'p> = &'p (dyn tokio_postgres::types::ToSql + Sync);
+                    let params: Vec<Vec<Param<'_>>> = writes
+                        .iter()
+                        .zip(&texts)
+                        .map(|(w, [value, updated, expires])| match w {
+                            Write::Put(row, _) => vec![
+                                &row.prefix as Param<'_>,
+                                &row.key,
+                                value,
+                                updated,
+                                expires,
+                                &row.ttl_minutes,
+                            ],
+                            Write::Delete { prefix, key } => vec![prefix as Param<'_>, key],
+                        })
+                        .collect();
+                    let pending: Vec<_> = writes
+                        .iter()
+                        .zip(&params)
+                        .map(|(w, p)| match w {
+                            Write::Put(..) => tx.execute(&upsert, p),
+                            Write::Delete { .. } => tx.execute(&delete, p),
+                        })
+                        .collect();
+                    futures::future::try_join_all(pending).await?;
+                    if self.vectors {
+                        for w in writes {
+                            if let Write::Put(row, vectors) = w {
+                                put_vectors(&tx, row, vectors).await?;
+                            }
+                        }
                     }
-                }
-            }
-            tx.commit().await.map_err(fail)
+                    tx.commit().await?;
+                    Ok::<_, Fail>(())
+                })
+                .await?;
+            Ok(())
         }
         .boxed()
     }
 
     fn scan<'a>(&'a self, scan: Scan<'a>) -> Done<'a, Vec<(Row, Vectors)>> {
         async move {
-            let conn = self.pool.get().await.map_err(fail)?;
-            let client = &conn.client;
             let prefix = scan.prefix;
             let pattern = below(prefix);
             let mut params: Vec<Param> = vec![
@@ -332,29 +389,38 @@ impl Backend for Pg {
                 .iter()
                 .map(|p| &**p as &(dyn tokio_postgres::types::ToSql + Sync))
                 .collect();
-            let rows = client.query(&sql, &refs).await.map_err(fail)?;
-            let mut by_item: HashMap<(String, String), Vectors> = HashMap::new();
-            if scan.vectors && self.vectors {
-                let sql = "SELECT prefix, key, field_name, embedding::text FROM store_vectors \
-                           WHERE $1 = '' OR prefix = $1 OR prefix LIKE $2";
-                for r in client.query(sql, &[&prefix, &pattern]).await.map_err(fail)? {
-                    let text: String = r.get(3);
-                    by_item
-                        .entry((r.get(0), r.get(1)))
-                        .or_default()
-                        .push((r.get(2), parse_vector(&text)));
-                }
-            }
-            let found = rows
-                .iter()
-                .map(|r| {
-                    let row = row(r)?;
-                    let v = by_item
-                        .remove(&(row.prefix.clone(), row.key.clone()))
-                        .unwrap_or_default();
-                    Ok((row, v))
+            let (sql, refs, pattern, vectors) = (&sql, &refs, &pattern, scan.vectors && self.vectors);
+            let what = || format!("searching items under `{prefix}`");
+            let found = self
+                .pool
+                .with_retry(what, STORE_RETRY, |conn| async move {
+                    let client = &conn.client;
+                    let rows = client.query(sql, refs).await?;
+                    let mut by_item: HashMap<(String, String), Vectors> = HashMap::new();
+                    if vectors {
+                        let sql = "SELECT prefix, key, field_name, embedding::text FROM store_vectors \
+                                   WHERE $1 = '' OR prefix = $1 OR prefix LIKE $2";
+                        for r in client.query(sql, &[&prefix, pattern]).await? {
+                            let text: String = r.get(3);
+                            by_item
+                                .entry((r.get(0), r.get(1)))
+                                .or_default()
+                                .push((r.get(2), parse_vector(&text)));
+                        }
+                    }
+                    let found = rows
+                        .iter()
+                        .map(|r| {
+                            let row = row(r)?;
+                            let v = by_item
+                                .remove(&(row.prefix.clone(), row.key.clone()))
+                                .unwrap_or_default();
+                            Ok((row, v))
+                        })
+                        .collect::<Result<Vec<_>, StoreError>>()?;
+                    Ok::<_, Fail>(found)
                 })
-                .collect::<Result<Vec<_>, StoreError>>()?;
+                .await?;
             Ok(match in_sql {
                 true => found,
                 false => scan.finish(found.into_iter()),
@@ -365,19 +431,22 @@ impl Backend for Pg {
 
     fn touch(&self, keys: Vec<(String, String)>, now: Timestamp) -> Done<'_, ()> {
         async move {
-            let conn = self.pool.get().await.map_err(fail)?;
-            let client = &conn.client;
-            let now = now.to_string();
-            for (prefix, key) in &keys {
-                client
-                    .execute(
-                        "UPDATE store SET expires_at = $3::text::timestamptz + ttl_minutes * interval '1 minute'
-                         WHERE prefix = $1 AND key = $2 AND ttl_minutes IS NOT NULL",
-                        &[prefix, key, &now],
-                    )
-                    .await
-                    .map_err(fail)?;
-            }
+            let (keys, now) = (&keys, &now.to_string());
+            let what = || format!("refreshing the expiry of {} items", keys.len());
+            self.pool
+                .with_retry(what, STORE_RETRY, |conn| async move {
+                    for (prefix, key) in keys {
+                        conn.client
+                            .execute(
+                                "UPDATE store SET expires_at = $3::text::timestamptz + ttl_minutes * interval '1 minute'
+                                 WHERE prefix = $1 AND key = $2 AND ttl_minutes IS NOT NULL",
+                                &[prefix, key, now],
+                            )
+                            .await?;
+                    }
+                    Ok::<_, Fail>(())
+                })
+                .await?;
             Ok(())
         }
         .boxed()
@@ -385,9 +454,14 @@ impl Backend for Pg {
 
     fn prefixes(&self, now: Timestamp) -> Done<'_, Vec<String>> {
         async move {
-            let conn = self.pool.get().await.map_err(fail)?;
-            let client = &conn.client;
-            let rows = client.query(PREFIXES, &[&now.to_string()]).await.map_err(fail)?;
+            let now = &now.to_string();
+            let what = || "listing the namespaces".to_owned();
+            let rows = self
+                .pool
+                .with_retry(what, STORE_RETRY, |conn| async move {
+                    Ok::<_, Fail>(conn.client.query(PREFIXES, &[now]).await?)
+                })
+                .await?;
             Ok(rows.iter().map(|r| r.get(0)).collect())
         }
         .boxed()
@@ -395,15 +469,15 @@ impl Backend for Pg {
 
     fn sweep(&self, now: Timestamp) -> Done<'_, usize> {
         async move {
-            let conn = self.pool.get().await.map_err(fail)?;
-            let client = &conn.client;
-            let n = client
-                .execute(
-                    "DELETE FROM store WHERE expires_at IS NOT NULL AND expires_at <= $1::text::timestamptz",
-                    &[&now.to_string()],
-                )
-                .await
-                .map_err(fail)?;
+            let now = &now.to_string();
+            let what = || "sweeping expired items".to_owned();
+            let n = self
+                .pool
+                .with_retry(what, STORE_RETRY, |conn| async move {
+                    let sql = "DELETE FROM store WHERE expires_at IS NOT NULL AND expires_at <= $1::text::timestamptz";
+                    Ok::<_, Fail>(conn.client.execute(sql, &[now]).await?)
+                })
+                .await?;
             Ok(usize::try_from(n).unwrap_or(usize::MAX))
         }
         .boxed()

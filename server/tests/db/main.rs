@@ -1,13 +1,15 @@
 //! The server's tables and the Redis bus against real backends: one suite ([`catalog`],
 //! [`narrow`], [`queue`]) run on SQLite (a temporary file) and on PostgreSQL (a fresh schema per test;
 //! ignored unless asked for with `-- --include-ignored`, and then `WEIR_POSTGRES_URL` must name a
-//! database); the SQLite file shared with the checkpointer ([`file`]); and the Redis bus
+//! database); the PostgreSQL tables across killed connections ([`reconnect`]); the SQLite file
+//! shared with the checkpointer ([`file`]); and the Redis bus
 //! ([`redis`]; likewise with `WEIR_REDIS_URL`, a key prefix per test).
 
 mod catalog;
 mod file;
 mod narrow;
 mod queue;
+mod reconnect;
 mod redis;
 mod support;
 

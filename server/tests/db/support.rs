@@ -3,6 +3,7 @@
 
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
+use weir_runtime::postgres::PoolOptions;
 use weir_server::db::postgres::PostgresDb;
 use weir_server::db::sqlite::SqliteDb;
 use weir_server::db::{Catalog, RunQueue};
@@ -12,6 +13,8 @@ use weir_server::model::{Assistant, MultitaskStrategy, Run, RunKwargs, RunStatus
 pub struct Db {
     pub catalog: Arc<dyn Catalog>,
     pub queue: Arc<dyn RunQueue>,
+    /// The `application_name` of a PostgreSQL backend's connections (its schema's name).
+    pub app: String,
     _cleanup: Box<dyn Send + Sync>,
 }
 
@@ -21,6 +24,7 @@ pub async fn sqlite() -> Db {
     Db {
         catalog: Arc::new(db.clone()),
         queue: Arc::new(db),
+        app: String::new(),
         _cleanup: Box::new(dir),
     }
 }
@@ -39,15 +43,15 @@ pub async fn postgres() -> Db {
         url: env_url("WEIR_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test"),
         name: format!("weir_server_test_{}", uuid::Uuid::new_v4().simple()),
     };
-    let db = PostgresDb::options()
+    let options = PoolOptions::new()
         .schema(&schema.name)
-        .connections(4)
-        .connect(&schema.url)
-        .await
-        .unwrap();
+        .size(4)
+        .application_name(&schema.name);
+    let db = PostgresDb::connect_with(&schema.url, options).await.unwrap();
     Db {
         catalog: Arc::new(db.clone()),
         queue: Arc::new(db),
+        app: schema.name.clone(),
         _cleanup: Box::new(schema),
     }
 }

@@ -3,7 +3,7 @@
 
 use super::saver::PostgresSaver;
 use crate::checkpoint::SaverError;
-use crate::postgres::{Pool, PoolError, Pooled};
+use crate::postgres::{OpError, Pool, PoolError};
 
 /// What the clones of a saver share: the pool (pointed at the schema) and the statements' text.
 pub(super) struct Inner {
@@ -22,10 +22,30 @@ impl Inner {
     }
 }
 
-/// An error inside a call: a saver error, or PostgreSQL's (named with the schema afterwards).
+/// An error inside a call: a saver error, PostgreSQL's or the pool's (named with the schema
+/// afterwards).
 pub(super) enum Failure {
     Saver(SaverError),
     Postgres(tokio_postgres::Error),
+    Pool(PoolError),
+}
+
+impl From<PoolError> for Failure {
+    fn from(e: PoolError) -> Self {
+        match e {
+            PoolError::Postgres(e) => Failure::Postgres(e),
+            other => Failure::Pool(other),
+        }
+    }
+}
+
+impl OpError for Failure {
+    fn into_postgres(self) -> Result<tokio_postgres::Error, Self> {
+        match self {
+            Failure::Postgres(e) => Ok(e),
+            other => Err(other),
+        }
+    }
 }
 
 impl From<tokio_postgres::Error> for Failure {
@@ -41,20 +61,17 @@ impl From<SaverError> for Failure {
 }
 
 impl PostgresSaver {
-    /// A connection from the pool, opened when none is idle.
-    pub(super) async fn conn(&self) -> Result<Pooled<'_>, SaverError> {
-        self.inner.pool.get().await.map_err(|e| match e {
-            PoolError::Postgres(e) => self.inner.fail(e),
-            timeout => self.inner.fail(timeout),
-        })
-    }
-
     /// Names the schema in PostgreSQL's errors.
     pub(super) fn finish<T>(&self, result: Result<T, Failure>) -> Result<T, SaverError> {
         match result {
             Ok(value) => Ok(value),
             Err(Failure::Saver(e)) => Err(e),
             Err(Failure::Postgres(e)) => Err(self.inner.fail(e)),
+            // The pool's own errors (a lost connection, a timeout) say what happened.
+            Err(Failure::Pool(e)) => Err(SaverError::backend(
+                format!("postgres checkpoint store (schema `{}`): {e}", self.inner.schema),
+                e,
+            )),
         }
     }
 }

@@ -7,6 +7,7 @@ use super::pool::Failure;
 use super::saver::PostgresSaver;
 use crate::checkpoint::retention::{plan, Plan};
 use crate::checkpoint::{Loaded, Pruned, Retention, SaverError, Timestamp};
+use crate::postgres::Idempotent;
 use tokio_postgres::GenericClient;
 
 /// Deletes the blobs of checkpoints up to `$2` that no checkpoint after `$2` needs: those the
@@ -64,84 +65,99 @@ impl PostgresSaver {
     /// Applies `policy` to `thread` in one transaction, which first locks the thread's heads
     /// (a put to the thread waits for it).
     pub(super) async fn prune_now(&self, thread: &str, policy: &Retention) -> Result<Pruned, SaverError> {
-        let mut pooled = self.conn().await?;
-        let conn = &mut *pooled;
-        let result: Result<_, Failure> = async {
-            let tx = conn.client.transaction().await?;
-            tx.query("SELECT 1 FROM heads WHERE thread_id = $1 FOR UPDATE", &[&thread])
-                .await?;
-            let mut root = Vec::new();
-            let rows = tx
-                .query(
-                    "SELECT id, created_at FROM checkpoints WHERE thread_id = $1 AND ns = '' ORDER BY id",
-                    &[&thread],
-                )
-                .await?;
-            for r in rows {
-                let (id, at): (String, String) = (r.get(0), r.get(1));
-                let Some(at) = Timestamp::parse(&at) else {
-                    let detail = format!("cannot decode its creation time `{at}`");
-                    return Err(SaverError::corrupt(thread, &id, detail).into());
-                };
-                root.push((id, at));
-            }
-            let out = match plan(&root, policy, Timestamp::now()) {
-                Plan::Keep => Pruned::default(),
-                Plan::Delete => {
-                    let out = Pruned {
-                        threads_deleted: 1,
-                        checkpoints: count(
-                            &tx,
-                            "SELECT COUNT(*) FROM checkpoints WHERE thread_id = $1",
-                            thread,
-                            None,
-                        )
-                        .await?,
-                        pending_writes: count(&tx, "SELECT COUNT(*) FROM writes WHERE thread_id = $1", thread, None)
-                            .await?,
-                        ..Pruned::default()
-                    };
-                    if !policy.dry_run {
-                        for table in ["writes", "blobs", "checkpoints", "heads", "pruned"] {
-                            tx.execute(&format!("DELETE FROM {table} WHERE thread_id = $1"), &[&thread])
-                                .await?;
+        let result = self
+            .inner
+            .pool
+            .with_retry(
+                || format!("pruning thread `{thread}`"),
+                Idempotent::Yes,
+                |mut pooled| async move {
+                    let conn = &mut *pooled;
+                    let result: Result<_, Failure> = async {
+                        let tx = conn.client.transaction().await?;
+                        tx.query("SELECT 1 FROM heads WHERE thread_id = $1 FOR UPDATE", &[&thread])
+                            .await?;
+                        let mut root = Vec::new();
+                        let rows = tx
+                            .query(
+                                "SELECT id, created_at FROM checkpoints WHERE thread_id = $1 AND ns = '' ORDER BY id",
+                                &[&thread],
+                            )
+                            .await?;
+                        for r in rows {
+                            let (id, at): (String, String) = (r.get(0), r.get(1));
+                            let Some(at) = Timestamp::parse(&at) else {
+                                let detail = format!("cannot decode its creation time `{at}`");
+                                return Err(SaverError::corrupt(thread, &id, detail).into());
+                            };
+                            root.push((id, at));
                         }
+                        let out = match plan(&root, policy, Timestamp::now()) {
+                            Plan::Keep => Pruned::default(),
+                            Plan::Delete => {
+                                let out = Pruned {
+                                    threads_deleted: 1,
+                                    checkpoints: count(
+                                        &tx,
+                                        "SELECT COUNT(*) FROM checkpoints WHERE thread_id = $1",
+                                        thread,
+                                        None,
+                                    )
+                                    .await?,
+                                    pending_writes: count(
+                                        &tx,
+                                        "SELECT COUNT(*) FROM writes WHERE thread_id = $1",
+                                        thread,
+                                        None,
+                                    )
+                                    .await?,
+                                    ..Pruned::default()
+                                };
+                                if !policy.dry_run {
+                                    for table in ["writes", "blobs", "checkpoints", "heads", "pruned"] {
+                                        tx.execute(&format!("DELETE FROM {table} WHERE thread_id = $1"), &[&thread])
+                                            .await?;
+                                    }
+                                }
+                                out
+                            }
+                            Plan::Through(through) => {
+                                let through = Some(through.as_str());
+                                let out = Pruned {
+                                    threads_pruned: 1,
+                                    checkpoints: count(
+                                        &tx,
+                                        "SELECT COUNT(*) FROM checkpoints WHERE thread_id = $1 AND id <= $2",
+                                        thread,
+                                        through,
+                                    )
+                                    .await?,
+                                    pending_writes: count(
+                                        &tx,
+                                        "SELECT COUNT(*) FROM writes WHERE thread_id = $1 AND checkpoint_id <= $2",
+                                        thread,
+                                        through,
+                                    )
+                                    .await?,
+                                    ..Pruned::default()
+                                };
+                                if !policy.dry_run {
+                                    tx.execute(DELETE_UNNEEDED_BLOBS, &[&thread, &through]).await?;
+                                    for sql in PRUNE_THROUGH {
+                                        tx.execute(sql, &[&thread, &through]).await?;
+                                    }
+                                }
+                                out
+                            }
+                        };
+                        tx.commit().await?;
+                        Ok(out)
                     }
-                    out
-                }
-                Plan::Through(through) => {
-                    let through = Some(through.as_str());
-                    let out = Pruned {
-                        threads_pruned: 1,
-                        checkpoints: count(
-                            &tx,
-                            "SELECT COUNT(*) FROM checkpoints WHERE thread_id = $1 AND id <= $2",
-                            thread,
-                            through,
-                        )
-                        .await?,
-                        pending_writes: count(
-                            &tx,
-                            "SELECT COUNT(*) FROM writes WHERE thread_id = $1 AND checkpoint_id <= $2",
-                            thread,
-                            through,
-                        )
-                        .await?,
-                        ..Pruned::default()
-                    };
-                    if !policy.dry_run {
-                        tx.execute(DELETE_UNNEEDED_BLOBS, &[&thread, &through]).await?;
-                        for sql in PRUNE_THROUGH {
-                            tx.execute(sql, &[&thread, &through]).await?;
-                        }
-                    }
-                    out
-                }
-            };
-            tx.commit().await?;
-            Ok(out)
-        }
-        .await;
+                    .await;
+                    result
+                },
+            )
+            .await;
         self.finish(result)
     }
 }

@@ -7,6 +7,7 @@ use crate::checkpoint::check::{self, Link};
 use crate::checkpoint::sql;
 use crate::checkpoint::sql::Row;
 use crate::checkpoint::{CheckpointRecord, Loaded, PendingWrite, SaverError};
+use crate::postgres::Idempotent;
 use std::collections::HashMap;
 use tokio_postgres::IsolationLevel;
 
@@ -80,69 +81,79 @@ impl PostgresSaver {
         ns: &str,
         id: Option<&str>,
     ) -> Result<Option<Loaded>, SaverError> {
-        let mut pooled = self.conn().await?;
-        let conn = &mut *pooled;
-        let result: Result<_, Failure> = async {
-            let select_head = conn.prepare(SELECT_HEAD).await?;
-            let select_checkpoint = conn.prepare(&self.inner.select_checkpoint).await?;
-            let select_chains = conn.prepare(SELECT_CHAINS).await?;
-            let select_writes = conn.prepare(SELECT_WRITES).await?;
-            // One snapshot: the head, the record and its blobs agree.
-            let tx = conn
-                .client
-                .build_transaction()
-                .isolation_level(IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start()
-                .await?;
-            let asked = id;
-            let id = match id {
-                Some(id) => id.to_owned(),
-                None => match tx.query_opt(&select_head, &[&thread_id, &ns]).await? {
-                    Some(row) => row.get(0),
-                    None => return Ok(None),
+        let result = self
+            .inner
+            .pool
+            .with_retry(
+                || format!("reading a checkpoint of thread `{thread_id}`"),
+                Idempotent::Yes,
+                |mut pooled| async move {
+                    let conn = &mut *pooled;
+                    let result: Result<_, Failure> = async {
+                        let select_head = conn.prepare(SELECT_HEAD).await?;
+                        let select_checkpoint = conn.prepare(&self.inner.select_checkpoint).await?;
+                        let select_chains = conn.prepare(SELECT_CHAINS).await?;
+                        let select_writes = conn.prepare(SELECT_WRITES).await?;
+                        // One snapshot: the head, the record and its blobs agree.
+                        let tx = conn
+                            .client
+                            .build_transaction()
+                            .isolation_level(IsolationLevel::RepeatableRead)
+                            .read_only(true)
+                            .start()
+                            .await?;
+                        let asked = id;
+                        let id = match id {
+                            Some(id) => id.to_owned(),
+                            None => match tx.query_opt(&select_head, &[&thread_id, &ns]).await? {
+                                Some(row) => row.get(0),
+                                None => return Ok(None),
+                            },
+                        };
+                        let Some(row) = tx.query_opt(&select_checkpoint, &[&thread_id, &ns, &id]).await? else {
+                            return match asked {
+                                Some(id) => super::prune::not_found(&tx, thread_id, ns, id).await,
+                                None => Ok(None),
+                            };
+                        };
+                        let record = sql::decode(read_row(&row))?;
+                        let (channels, at): (Vec<&str>, Vec<&str>) = record
+                            .channels
+                            .iter()
+                            .filter_map(|c| c.blob.as_deref().map(|b| (&*c.channel, b)))
+                            .unzip();
+                        let mut links: HashMap<(String, String), Link> = HashMap::new();
+                        for row in tx.query(&select_chains, &[&thread_id, &ns, &channels, &at]).await? {
+                            let (channel, checkpoint): (String, String) = (row.get(0), row.get(1));
+                            links.insert((checkpoint, channel), (row.get(2), row.get(3)));
+                        }
+                        let values = check::assemble(&record, |at, channel| {
+                            Ok(links.remove(&(at.to_owned(), channel.to_owned())))
+                        })?;
+                        let pending_writes = tx
+                            .query(&select_writes, &[&thread_id, &ns, &id])
+                            .await?
+                            .iter()
+                            .map(|r| PendingWrite {
+                                task_id: r.get(0),
+                                task_path: r.get(1),
+                                idx: r.get(2),
+                                channel: r.get(3),
+                                bytes: r.get(4),
+                            })
+                            .collect();
+                        tx.commit().await?;
+                        Ok(Some(Loaded {
+                            record,
+                            values,
+                            pending_writes,
+                        }))
+                    }
+                    .await;
+                    result
                 },
-            };
-            let Some(row) = tx.query_opt(&select_checkpoint, &[&thread_id, &ns, &id]).await? else {
-                return match asked {
-                    Some(id) => super::prune::not_found(&tx, thread_id, ns, id).await,
-                    None => Ok(None),
-                };
-            };
-            let record = sql::decode(read_row(&row))?;
-            let (channels, at): (Vec<&str>, Vec<&str>) = record
-                .channels
-                .iter()
-                .filter_map(|c| c.blob.as_deref().map(|b| (&*c.channel, b)))
-                .unzip();
-            let mut links: HashMap<(String, String), Link> = HashMap::new();
-            for row in tx.query(&select_chains, &[&thread_id, &ns, &channels, &at]).await? {
-                let (channel, checkpoint): (String, String) = (row.get(0), row.get(1));
-                links.insert((checkpoint, channel), (row.get(2), row.get(3)));
-            }
-            let values = check::assemble(&record, |at, channel| {
-                Ok(links.remove(&(at.to_owned(), channel.to_owned())))
-            })?;
-            let pending_writes = tx
-                .query(&select_writes, &[&thread_id, &ns, &id])
-                .await?
-                .iter()
-                .map(|r| PendingWrite {
-                    task_id: r.get(0),
-                    task_path: r.get(1),
-                    idx: r.get(2),
-                    channel: r.get(3),
-                    bytes: r.get(4),
-                })
-                .collect();
-            tx.commit().await?;
-            Ok(Some(Loaded {
-                record,
-                values,
-                pending_writes,
-            }))
-        }
-        .await;
+            )
+            .await;
         self.finish(result)
     }
 
@@ -156,70 +167,80 @@ impl PostgresSaver {
         limit: Option<usize>,
     ) -> Result<Vec<Loaded>, SaverError> {
         let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
-        let mut pooled = self.conn().await?;
-        let conn = &mut *pooled;
-        let result: Result<_, Failure> = async {
-            let select_list = conn.prepare(&self.inner.select_list).await?;
-            let select_chains = conn.prepare(SELECT_SHARED_CHAINS).await?;
-            let select_writes = conn.prepare(SELECT_RANGE_WRITES).await?;
-            let tx = conn
-                .client
-                .build_transaction()
-                .isolation_level(IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start()
-                .await?;
-            let records: Vec<CheckpointRecord> = tx
-                .query(&select_list, &[&thread_id, &ns, &before, &limit])
-                .await?
-                .iter()
-                .map(|r| sql::decode(read_row(r)))
-                .collect::<Result<_, _>>()?;
-            let (Some(newest), Some(oldest)) = (records.first(), records.last()) else {
-                return Ok(Vec::new());
-            };
-            let mut starts: Vec<(&str, &str)> = records
-                .iter()
-                .flat_map(|r| r.channels.iter())
-                .filter_map(|c| c.blob.as_deref().map(|b| (&*c.channel, b)))
-                .collect();
-            starts.sort_unstable();
-            starts.dedup();
-            let (channels, at): (Vec<&str>, Vec<&str>) = starts.into_iter().unzip();
-            let mut links: HashMap<(String, String), Link> = HashMap::new();
-            for row in tx.query(&select_chains, &[&thread_id, &ns, &channels, &at]).await? {
-                let (channel, checkpoint): (String, String) = (row.get(0), row.get(1));
-                links.insert((checkpoint, channel), (row.get(2), row.get(3)));
-            }
-            let mut writes: HashMap<String, Vec<PendingWrite>> = HashMap::new();
-            for r in tx
-                .query(&select_writes, &[&thread_id, &ns, &&*oldest.id, &&*newest.id])
-                .await?
-            {
-                writes.entry(r.get(0)).or_default().push(PendingWrite {
-                    task_id: r.get(1),
-                    task_path: r.get(2),
-                    idx: r.get(3),
-                    channel: r.get(4),
-                    bytes: r.get(5),
-                });
-            }
-            tx.commit().await?;
-            let mut out = Vec::with_capacity(records.len());
-            for record in records {
-                let values = check::assemble(&record, |at, channel| {
-                    Ok(links.get(&(at.to_owned(), channel.to_owned())).cloned())
-                })?;
-                let pending_writes = writes.remove(&*record.id).unwrap_or_default();
-                out.push(Loaded {
-                    record,
-                    values,
-                    pending_writes,
-                });
-            }
-            Ok(out)
-        }
-        .await;
+        let result = self
+            .inner
+            .pool
+            .with_retry(
+                || format!("reading the history of thread `{thread_id}`"),
+                Idempotent::Yes,
+                |mut pooled| async move {
+                    let conn = &mut *pooled;
+                    let result: Result<_, Failure> = async {
+                        let select_list = conn.prepare(&self.inner.select_list).await?;
+                        let select_chains = conn.prepare(SELECT_SHARED_CHAINS).await?;
+                        let select_writes = conn.prepare(SELECT_RANGE_WRITES).await?;
+                        let tx = conn
+                            .client
+                            .build_transaction()
+                            .isolation_level(IsolationLevel::RepeatableRead)
+                            .read_only(true)
+                            .start()
+                            .await?;
+                        let records: Vec<CheckpointRecord> = tx
+                            .query(&select_list, &[&thread_id, &ns, &before, &limit])
+                            .await?
+                            .iter()
+                            .map(|r| sql::decode(read_row(r)))
+                            .collect::<Result<_, _>>()?;
+                        let (Some(newest), Some(oldest)) = (records.first(), records.last()) else {
+                            return Ok(Vec::new());
+                        };
+                        let mut starts: Vec<(&str, &str)> = records
+                            .iter()
+                            .flat_map(|r| r.channels.iter())
+                            .filter_map(|c| c.blob.as_deref().map(|b| (&*c.channel, b)))
+                            .collect();
+                        starts.sort_unstable();
+                        starts.dedup();
+                        let (channels, at): (Vec<&str>, Vec<&str>) = starts.into_iter().unzip();
+                        let mut links: HashMap<(String, String), Link> = HashMap::new();
+                        for row in tx.query(&select_chains, &[&thread_id, &ns, &channels, &at]).await? {
+                            let (channel, checkpoint): (String, String) = (row.get(0), row.get(1));
+                            links.insert((checkpoint, channel), (row.get(2), row.get(3)));
+                        }
+                        let mut writes: HashMap<String, Vec<PendingWrite>> = HashMap::new();
+                        for r in tx
+                            .query(&select_writes, &[&thread_id, &ns, &&*oldest.id, &&*newest.id])
+                            .await?
+                        {
+                            writes.entry(r.get(0)).or_default().push(PendingWrite {
+                                task_id: r.get(1),
+                                task_path: r.get(2),
+                                idx: r.get(3),
+                                channel: r.get(4),
+                                bytes: r.get(5),
+                            });
+                        }
+                        tx.commit().await?;
+                        let mut out = Vec::with_capacity(records.len());
+                        for record in records {
+                            let values = check::assemble(&record, |at, channel| {
+                                Ok(links.get(&(at.to_owned(), channel.to_owned())).cloned())
+                            })?;
+                            let pending_writes = writes.remove(&*record.id).unwrap_or_default();
+                            out.push(Loaded {
+                                record,
+                                values,
+                                pending_writes,
+                            });
+                        }
+                        Ok(out)
+                    }
+                    .await;
+                    result
+                },
+            )
+            .await;
         self.finish(result)
     }
 }

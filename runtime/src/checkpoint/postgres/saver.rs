@@ -7,6 +7,7 @@ use crate::checkpoint::sql;
 use crate::checkpoint::{
     CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, Usage,
 };
+use crate::postgres::Idempotent;
 use crate::postgres::{Pool, PoolOptions};
 use futures::future::{BoxFuture, FutureExt};
 use std::fmt;
@@ -178,17 +179,27 @@ impl Checkpointer for PostgresSaver {
 
     fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>> {
         async move {
-            let mut pooled = self.conn().await?;
-            let conn = &mut *pooled;
-            let result: Result<_, Failure> = async {
-                let select_head = conn.prepare(SELECT_HEAD).await?;
-                Ok(conn
-                    .client
-                    .query_opt(&select_head, &[&thread_id, &ns])
-                    .await?
-                    .map(|r| r.get(0)))
-            }
-            .await;
+            let result = self
+                .inner
+                .pool
+                .with_retry(
+                    || format!("reading the head of thread `{thread_id}`"),
+                    Idempotent::Yes,
+                    |mut pooled| async move {
+                        let conn = &mut *pooled;
+                        let result: Result<_, Failure> = async {
+                            let select_head = conn.prepare(SELECT_HEAD).await?;
+                            Ok(conn
+                                .client
+                                .query_opt(&select_head, &[&thread_id, &ns])
+                                .await?
+                                .map(|r| r.get(0)))
+                        }
+                        .await;
+                        result
+                    },
+                )
+                .await;
             self.finish(result)
         }
         .boxed()
@@ -203,17 +214,27 @@ impl Checkpointer for PostgresSaver {
     ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, SaverError>> {
         let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
         async move {
-            let mut pooled = self.conn().await?;
-            let conn = &mut *pooled;
-            let result: Result<_, Failure> = async {
-                let select = conn.prepare(&self.inner.select_list).await?;
-                let rows = conn.client.query(&select, &[&thread_id, &ns, &before, &limit]).await?;
-                Ok(rows
-                    .iter()
-                    .map(|r| sql::decode(read_row(r)))
-                    .collect::<Result<_, _>>()?)
-            }
-            .await;
+            let result = self
+                .inner
+                .pool
+                .with_retry(
+                    || format!("listing the checkpoints of thread `{thread_id}`"),
+                    Idempotent::Yes,
+                    |mut pooled| async move {
+                        let conn = &mut *pooled;
+                        let result: Result<_, Failure> = async {
+                            let select = conn.prepare(&self.inner.select_list).await?;
+                            let rows = conn.client.query(&select, &[&thread_id, &ns, &before, &limit]).await?;
+                            Ok(rows
+                                .iter()
+                                .map(|r| sql::decode(read_row(r)))
+                                .collect::<Result<_, _>>()?)
+                        }
+                        .await;
+                        result
+                    },
+                )
+                .await;
             self.finish(result)
         }
         .boxed()
@@ -243,18 +264,28 @@ impl Checkpointer for PostgresSaver {
 
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
         async move {
-            let mut pooled = self.conn().await?;
-            let conn = &mut *pooled;
-            let result: Result<_, Failure> = async {
-                let tx = conn.client.transaction().await?;
-                for table in ["writes", "blobs", "checkpoints", "heads", "pruned"] {
-                    tx.execute(&format!("DELETE FROM {table} WHERE thread_id = $1"), &[&thread_id])
-                        .await?;
-                }
-                tx.commit().await?;
-                Ok(())
-            }
-            .await;
+            let result = self
+                .inner
+                .pool
+                .with_retry(
+                    || format!("deleting thread `{thread_id}`"),
+                    Idempotent::Yes,
+                    |mut pooled| async move {
+                        let conn = &mut *pooled;
+                        let result: Result<_, Failure> = async {
+                            let tx = conn.client.transaction().await?;
+                            for table in ["writes", "blobs", "checkpoints", "heads", "pruned"] {
+                                tx.execute(&format!("DELETE FROM {table} WHERE thread_id = $1"), &[&thread_id])
+                                    .await?;
+                            }
+                            tx.commit().await?;
+                            Ok(())
+                        }
+                        .await;
+                        result
+                    },
+                )
+                .await;
             self.finish(result)
         }
         .boxed()
@@ -271,34 +302,44 @@ impl Checkpointer for PostgresSaver {
             return self.delete_thread(thread_id);
         };
         async move {
-            let mut pooled = self.conn().await?;
-            let conn = &mut *pooled;
-            let result: Result<_, Failure> = async {
-                let tx = conn.client.transaction().await?;
-                for (table, id) in [
-                    ("writes", "checkpoint_id"),
-                    ("blobs", "checkpoint_id"),
-                    ("checkpoints", "id"),
-                ] {
-                    let sql = format!("DELETE FROM {table} WHERE thread_id = $1 AND {id} > $2");
-                    tx.execute(&sql, &[&thread_id, &after]).await?;
-                }
-                tx.execute(
-                    "UPDATE heads h SET head = (SELECT max(c.id) FROM checkpoints c \
+            let result = self
+                .inner
+                .pool
+                .with_retry(
+                    || format!("deleting the checkpoints of thread `{thread_id}` after `{after}`"),
+                    Idempotent::Yes,
+                    |mut pooled| async move {
+                        let conn = &mut *pooled;
+                        let result: Result<_, Failure> = async {
+                            let tx = conn.client.transaction().await?;
+                            for (table, id) in [
+                                ("writes", "checkpoint_id"),
+                                ("blobs", "checkpoint_id"),
+                                ("checkpoints", "id"),
+                            ] {
+                                let sql = format!("DELETE FROM {table} WHERE thread_id = $1 AND {id} > $2");
+                                tx.execute(&sql, &[&thread_id, &after]).await?;
+                            }
+                            tx.execute(
+                                "UPDATE heads h SET head = (SELECT max(c.id) FROM checkpoints c \
                      WHERE c.thread_id = h.thread_id AND c.ns = h.ns) WHERE h.thread_id = $1 AND h.head > $2 \
                      AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = h.thread_id AND c.ns = h.ns)",
-                    &[&thread_id, &after],
+                                &[&thread_id, &after],
+                            )
+                            .await?;
+                            tx.execute(
+                                "DELETE FROM heads WHERE thread_id = $1 AND head > $2",
+                                &[&thread_id, &after],
+                            )
+                            .await?;
+                            tx.commit().await?;
+                            Ok(())
+                        }
+                        .await;
+                        result
+                    },
                 )
-                .await?;
-                tx.execute(
-                    "DELETE FROM heads WHERE thread_id = $1 AND head > $2",
-                    &[&thread_id, &after],
-                )
-                .await?;
-                tx.commit().await?;
-                Ok(())
-            }
-            .await;
+                .await;
             self.finish(result)
         }
         .boxed()
@@ -306,14 +347,24 @@ impl Checkpointer for PostgresSaver {
 
     fn namespaces<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, SaverError>> {
         async move {
-            let mut pooled = self.conn().await?;
-            let conn = &mut *pooled;
-            let result: Result<_, Failure> = async {
-                let select = conn.prepare(NAMESPACES).await?;
-                let rows = conn.client.query(&select, &[&thread_id]).await?;
-                Ok(rows.iter().map(|r| r.get(0)).collect())
-            }
-            .await;
+            let result = self
+                .inner
+                .pool
+                .with_retry(
+                    || format!("listing the namespaces of thread `{thread_id}`"),
+                    Idempotent::Yes,
+                    |mut pooled| async move {
+                        let conn = &mut *pooled;
+                        let result: Result<_, Failure> = async {
+                            let select = conn.prepare(NAMESPACES).await?;
+                            let rows = conn.client.query(&select, &[&thread_id]).await?;
+                            Ok(rows.iter().map(|r| r.get(0)).collect())
+                        }
+                        .await;
+                        result
+                    },
+                )
+                .await;
             self.finish(result)
         }
         .boxed()
@@ -330,19 +381,29 @@ impl Checkpointer for PostgresSaver {
 
     fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>> {
         async move {
-            let mut pooled = self.conn().await?;
-            let conn = &mut *pooled;
-            let result: Result<_, Failure> = async {
-                let threads = conn.prepare(THREADS).await?;
-                Ok(conn
-                    .client
-                    .query(&threads, &[])
-                    .await?
-                    .iter()
-                    .map(|r| r.get(0))
-                    .collect())
-            }
-            .await;
+            let result = self
+                .inner
+                .pool
+                .with_retry(
+                    || "listing the threads".to_owned(),
+                    Idempotent::Yes,
+                    |mut pooled| async move {
+                        let conn = &mut *pooled;
+                        let result: Result<_, Failure> = async {
+                            let threads = conn.prepare(THREADS).await?;
+                            Ok(conn
+                                .client
+                                .query(&threads, &[])
+                                .await?
+                                .iter()
+                                .map(|r| r.get(0))
+                                .collect())
+                        }
+                        .await;
+                        result
+                    },
+                )
+                .await;
             self.finish(result)
         }
         .boxed()
@@ -350,20 +411,30 @@ impl Checkpointer for PostgresSaver {
 
     fn usage<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Usage, SaverError>> {
         async move {
-            let mut pooled = self.conn().await?;
-            let conn = &mut *pooled;
-            let result: Result<_, Failure> = async {
-                let usage = conn.prepare(USAGE).await?;
-                let row = conn.client.query_one(&usage, &[&thread_id]).await?;
-                let n = |i: usize| row.get::<_, i64>(i) as u64;
-                Ok(Usage {
-                    checkpoints: n(0),
-                    blobs: n(1),
-                    blob_bytes: n(2),
-                    pending_writes: n(3),
-                })
-            }
-            .await;
+            let result = self
+                .inner
+                .pool
+                .with_retry(
+                    || format!("measuring the storage of thread `{thread_id}`"),
+                    Idempotent::Yes,
+                    |mut pooled| async move {
+                        let conn = &mut *pooled;
+                        let result: Result<_, Failure> = async {
+                            let usage = conn.prepare(USAGE).await?;
+                            let row = conn.client.query_one(&usage, &[&thread_id]).await?;
+                            let n = |i: usize| row.get::<_, i64>(i) as u64;
+                            Ok(Usage {
+                                checkpoints: n(0),
+                                blobs: n(1),
+                                blob_bytes: n(2),
+                                pending_writes: n(3),
+                            })
+                        }
+                        .await;
+                        result
+                    },
+                )
+                .await;
             self.finish(result)
         }
         .boxed()

@@ -6,6 +6,7 @@ use super::read::SELECT_HEAD;
 use super::saver::PostgresSaver;
 use crate::checkpoint::sql;
 use crate::checkpoint::{check, copy, CheckpointRecord, MadeByRun, PendingWrite, SaverError};
+use crate::postgres::Idempotent;
 
 const INSERT_HEAD: &str = "INSERT INTO heads (thread_id, ns, head) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
 const MOVE_HEAD: &str = "UPDATE heads SET head = $3 WHERE thread_id = $1 AND ns = $2 AND head = $4";
@@ -45,24 +46,34 @@ impl PostgresSaver {
         if from == to {
             return Err(copy::same_thread(from));
         }
-        let mut pooled = self.conn().await?;
-        let conn = &mut *pooled;
-        let result: Result<_, Failure> = async {
-            let has = conn.prepare(HAS_CHECKPOINT).await?;
-            let tx = conn.client.transaction().await?;
-            if tx.query_opt(&has, &[&to]).await?.is_some() {
-                return Err(copy::target_taken(from, to).into());
-            }
-            if tx.query_opt(&has, &[&from]).await?.is_none() {
-                return Err(copy::source_missing(from).into());
-            }
-            for statement in COPY_THREAD {
-                tx.execute(statement, &[&from, &to]).await?;
-            }
-            tx.commit().await?;
-            Ok(())
-        }
-        .await;
+        let result = self
+            .inner
+            .pool
+            .with_retry(
+                || format!("copying thread `{from}` to `{to}`"),
+                Idempotent::No,
+                |mut pooled| async move {
+                    let conn = &mut *pooled;
+                    let result: Result<_, Failure> = async {
+                        let has = conn.prepare(HAS_CHECKPOINT).await?;
+                        let tx = conn.client.transaction().await?;
+                        if tx.query_opt(&has, &[&to]).await?.is_some() {
+                            return Err(copy::target_taken(from, to).into());
+                        }
+                        if tx.query_opt(&has, &[&from]).await?.is_none() {
+                            return Err(copy::source_missing(from).into());
+                        }
+                        for statement in COPY_THREAD {
+                            tx.execute(statement, &[&from, &to]).await?;
+                        }
+                        tx.commit().await?;
+                        Ok(())
+                    }
+                    .await;
+                    result
+                },
+            )
+            .await;
         self.finish(result)
     }
 
@@ -76,75 +87,100 @@ impl PostgresSaver {
         let needed = check::put(&records, expected, made)?;
         let Some(last) = records.last() else { return Ok(()) };
         let (thread, ns, last_id) = (&*last.thread_id, &*last.ns, &*last.id);
-        let mut pooled = self.conn().await?;
-        let conn = &mut *pooled;
-        let result: Result<_, Failure> = async {
-            let head_sql = if expected.is_some() { MOVE_HEAD } else { INSERT_HEAD };
-            let move_head = conn.prepare(head_sql).await?;
-            let select_head = conn.prepare(SELECT_HEAD).await?;
-            let insert_checkpoint = conn.prepare(INSERT_CHECKPOINT).await?;
-            let missing_bases = conn.prepare(MISSING_BASES).await?;
-            let insert_blobs = conn.prepare(INSERT_BLOBS).await?;
-            let tx = conn.client.transaction().await?;
-            // Move the head first: its row lock makes a second writer wait, then miss.
-            let moved = match expected {
-                Some(expected) => tx.execute(&move_head, &[&thread, &ns, &last_id, &expected]).await?,
-                None => tx.execute(&move_head, &[&thread, &ns, &last_id]).await?,
-            };
-            if moved == 0 {
-                let found: Option<String> = tx.query_opt(&select_head, &[&thread, &ns]).await?.map(|row| row.get(0));
-                return Err(SaverError::head_moved(thread, ns, expected, found.as_deref()).into());
-            }
-            // The bases come in record order: each record takes its own off the front.
-            let mut bases_left = &needed[..];
-            for (i, r) in records.iter().enumerate() {
-                let own = bases_left.partition_point(|b| b.record <= i);
-                let (own, later) = bases_left.split_at(own);
-                bases_left = later;
-                let text = sql::encode(r);
-                let inserted = tx
-                    .execute(
-                        &insert_checkpoint,
-                        &[
-                            &&*r.thread_id,
-                            &&*r.ns,
-                            &&*r.id,
-                            &r.parent_id.as_deref(),
-                            &r.step,
-                            &r.source.as_str(),
-                            &text.writes(),
-                            &text.metadata(),
-                            &text.created_at(),
-                            &text.channels(),
-                            &r.body,
-                        ],
-                    )
-                    .await?;
-                // Only a store written before ids had to increase can hold a greater id.
-                if inserted == 0 {
-                    let detail = format!("checkpoint `{}` already exists", r.id);
-                    return Err(SaverError::conflict(thread, ns, detail).into());
-                }
-                let (channels, bases): (Vec<&str>, Vec<&str>) = own.iter().map(|b| (b.channel, b.at)).unzip();
-                if !channels.is_empty() {
-                    let missing = tx.query_opt(&missing_bases, &[&thread, &ns, &channels, &bases]).await?;
-                    if let Some(row) = missing {
-                        let (channel, base): (String, String) = (row.get(0), row.get(1));
-                        return Err(check::missing_base(r, &channel, &base).into());
+        let (records, needed) = (&records, &needed);
+        let mut runs = 0;
+        let result = self
+            .inner
+            .pool
+            .with_retry(
+                || format!("put checkpoint `{last_id}` of thread `{thread}`"),
+                Idempotent::Yes,
+                |mut pooled| {
+                    let again = runs > 0;
+                    runs += 1;
+                    async move {
+                        let conn = &mut *pooled;
+                        let result: Result<_, Failure> = async {
+                            let head_sql = if expected.is_some() { MOVE_HEAD } else { INSERT_HEAD };
+                            let move_head = conn.prepare(head_sql).await?;
+                            let select_head = conn.prepare(SELECT_HEAD).await?;
+                            let insert_checkpoint = conn.prepare(INSERT_CHECKPOINT).await?;
+                            let missing_bases = conn.prepare(MISSING_BASES).await?;
+                            let insert_blobs = conn.prepare(INSERT_BLOBS).await?;
+                            let tx = conn.client.transaction().await?;
+                            // Move the head first: its row lock makes a second writer wait, then miss.
+                            let moved = match expected {
+                                Some(expected) => tx.execute(&move_head, &[&thread, &ns, &last_id, &expected]).await?,
+                                None => tx.execute(&move_head, &[&thread, &ns, &last_id]).await?,
+                            };
+                            if moved == 0 {
+                                let found: Option<String> =
+                                    tx.query_opt(&select_head, &[&thread, &ns]).await?.map(|row| row.get(0));
+                                // A run again after a lost connection finds the head at its own last id when
+                                // the first run committed (its reply was lost): the batch is stored.
+                                if again && found.as_deref() == Some(last_id) {
+                                    return Ok(());
+                                }
+                                return Err(SaverError::head_moved(thread, ns, expected, found.as_deref()).into());
+                            }
+                            // The bases come in record order: each record takes its own off the front.
+                            let mut bases_left = &needed[..];
+                            for (i, r) in records.iter().enumerate() {
+                                let own = bases_left.partition_point(|b| b.record <= i);
+                                let (own, later) = bases_left.split_at(own);
+                                bases_left = later;
+                                let text = sql::encode(r);
+                                let inserted = tx
+                                    .execute(
+                                        &insert_checkpoint,
+                                        &[
+                                            &&*r.thread_id,
+                                            &&*r.ns,
+                                            &&*r.id,
+                                            &r.parent_id.as_deref(),
+                                            &r.step,
+                                            &r.source.as_str(),
+                                            &text.writes(),
+                                            &text.metadata(),
+                                            &text.created_at(),
+                                            &text.channels(),
+                                            &r.body,
+                                        ],
+                                    )
+                                    .await?;
+                                // Only a store written before ids had to increase can hold a greater id.
+                                if inserted == 0 {
+                                    let detail = format!("checkpoint `{}` already exists", r.id);
+                                    return Err(SaverError::conflict(thread, ns, detail).into());
+                                }
+                                let (channels, bases): (Vec<&str>, Vec<&str>) =
+                                    own.iter().map(|b| (b.channel, b.at)).unzip();
+                                if !channels.is_empty() {
+                                    let missing =
+                                        tx.query_opt(&missing_bases, &[&thread, &ns, &channels, &bases]).await?;
+                                    if let Some(row) = missing {
+                                        let (channel, base): (String, String) = (row.get(0), row.get(1));
+                                        return Err(check::missing_base(r, &channel, &base).into());
+                                    }
+                                }
+                                if !r.blobs.is_empty() {
+                                    let channels: Vec<&str> = r.blobs.iter().map(|b| &*b.channel).collect();
+                                    let delta_of: Vec<Option<&str>> =
+                                        r.blobs.iter().map(|b| b.delta_of.as_deref()).collect();
+                                    let bytes: Vec<&[u8]> = r.blobs.iter().map(|b| b.bytes.as_slice()).collect();
+                                    tx.execute(&insert_blobs, &[&thread, &ns, &&*r.id, &channels, &delta_of, &bytes])
+                                        .await?;
+                                }
+                            }
+                            tx.commit().await?;
+                            Ok(())
+                        }
+                        .await;
+                        result
                     }
-                }
-                if !r.blobs.is_empty() {
-                    let channels: Vec<&str> = r.blobs.iter().map(|b| &*b.channel).collect();
-                    let delta_of: Vec<Option<&str>> = r.blobs.iter().map(|b| b.delta_of.as_deref()).collect();
-                    let bytes: Vec<&[u8]> = r.blobs.iter().map(|b| b.bytes.as_slice()).collect();
-                    tx.execute(&insert_blobs, &[&thread, &ns, &&*r.id, &channels, &delta_of, &bytes])
-                        .await?;
-                }
-            }
-            tx.commit().await?;
-            Ok(())
-        }
-        .await;
+                },
+            )
+            .await;
         self.finish(result)
     }
 
@@ -158,7 +194,8 @@ impl PostgresSaver {
         writes: Vec<PendingWrite>,
     ) -> Result<(), SaverError> {
         check::writes(thread_id, checkpoint_id, task_id, &writes)?;
-        let mut pooled = self.conn().await?;
+        let writes = &writes;
+        let result = self.inner.pool.with_retry(|| format!("put the pending writes of task `{task_id}` on checkpoint `{checkpoint_id}` of thread `{thread_id}`"), Idempotent::Yes, |mut pooled| async move {
         let conn = &mut *pooled;
         let result: Result<_, Failure> = async {
             let exists = conn.prepare(CHECKPOINT_EXISTS).await?;
@@ -198,6 +235,8 @@ impl PostgresSaver {
             Ok(())
         }
         .await;
+        result
+        }).await;
         self.finish(result)
     }
 }

@@ -293,7 +293,10 @@ async fn a_write_the_file_refuses_fails_naming_the_file_and_the_writer_goes_on()
         .await
         .unwrap_err();
     let path = dir.db().display().to_string();
-    assert_eq!(e.to_string(), format!("sqlite checkpoint store `{path}` failed: database is locked"));
+    assert_eq!(
+        e.to_string(),
+        format!("sqlite checkpoint store `{path}` failed: database is locked")
+    );
     let cause = std::error::Error::source(&e).map(ToString::to_string);
     assert_eq!(cause.as_deref(), Some("database is locked"));
     other.execute_batch("ROLLBACK").unwrap();

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use weir_flow::{Flow, LoadOptions};
 use weir_runtime::store::StoreConfig;
-use weir_server::config::{Config, TtlConfig};
+use weir_server::config::{Config, PostgresConfig, TtlConfig};
 use weir_server::{shutdown_signal, ServeError, Server};
 
 /// What this process does in a scaled-out deployment.
@@ -104,7 +104,11 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, ExitCode> {
     }
     // Kept until the server stops: dropped, it sends the spans still buffered.
     let _otel = export_spans(&args, &config)?;
-    let settings = Settings { store, ttl: config.ttl };
+    let settings = Settings {
+        store,
+        ttl: config.ttl,
+        postgres: config.postgres,
+    };
     let runtime = super::runtime()?;
     runtime.block_on(start(&args, flows, settings))
 }
@@ -149,11 +153,13 @@ fn export_spans(args: &ServeArgs, config: &Config) -> Result<Option<()>, ExitCod
     Ok(None)
 }
 
-/// What the config file sets besides the graphs: the store's index and TTL, and the threads' TTL.
+/// What the config file sets besides the graphs: the store's index and TTL, the threads' TTL, and
+/// the PostgreSQL pools.
 #[derive(Debug, Default)]
 pub(crate) struct Settings {
     store: StoreConfig,
     ttl: Option<TtlConfig>,
+    postgres: Option<PostgresConfig>,
 }
 
 /// Builds the server on its backends and serves the flows (name, where it was read, its text)
@@ -170,7 +176,13 @@ pub(crate) async fn start(
     // `store.ttl.sweep_interval_minutes`: how often the store's expired items are deleted.
     let store_sweep = settings.store.ttl.as_ref().and_then(|t| t.sweep_interval());
     let server = match (&args.postgres, &args.redis) {
-        (Some(pg), Some(redis)) => Server::scale_out_with(pg, redis, &args.schema, &args.prefix, settings.store).await,
+        (Some(pg), Some(redis)) => match &settings.postgres {
+            Some(postgres) => {
+                let pool = postgres.to_pool_options(&args.schema);
+                Server::scale_out_pooled(pg, redis, &args.prefix, settings.store, pool).await
+            }
+            None => Server::scale_out_with(pg, redis, &args.schema, &args.prefix, settings.store).await,
+        },
         _ => Server::embedded_with(&args.db, settings.store).await,
     };
     let role = match args.role {

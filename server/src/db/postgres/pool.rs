@@ -2,7 +2,7 @@
 //! errors of PostgreSQL named with the operation and the schema.
 
 use crate::db::DbError;
-use weir_runtime::postgres::{Pool, PoolError};
+use weir_runtime::postgres::{OpError, Pool, PoolError};
 
 pub(super) use weir_runtime::postgres::Conn;
 
@@ -24,6 +24,15 @@ impl From<PoolError> for Fail {
         match e {
             PoolError::Postgres(e) => Fail::Pg(e),
             other => Fail::Pool(other),
+        }
+    }
+}
+
+impl OpError for Fail {
+    fn into_postgres(self) -> Result<tokio_postgres::Error, Self> {
+        match self {
+            Fail::Pg(e) => Ok(e),
+            other => Err(other),
         }
     }
 }

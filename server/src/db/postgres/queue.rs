@@ -40,7 +40,9 @@ const INFLIGHT: &str = concat!(
 const INSERT_RUN: &str = "INSERT INTO server_runs (run_id, thread_id, status, created_at, updated_at, doc, not_before)
     VALUES ($1, $2, 'pending', $3, $4, $5::text::jsonb, $6) ON CONFLICT (run_id) DO NOTHING";
 
-pub(super) async fn enqueue(conn: &mut Conn, run: &Run) -> Result<Enqueued, Fail> {
+/// Queues `run`. `again`: a second run after a lost connection, which finds the run queued
+/// when the first committed, and says queued.
+pub(super) async fn enqueue(conn: &mut Conn, run: &Run, again: bool) -> Result<Enqueued, Fail> {
     let (lock, inflight, insert) = (
         conn.prepare(LOCK_THREAD).await?,
         conn.prepare(INFLIGHT).await?,
@@ -48,7 +50,17 @@ pub(super) async fn enqueue(conn: &mut Conn, run: &Run) -> Result<Enqueued, Fail
     );
     let tx = conn.client.transaction().await?;
     tx.execute(&lock, &[&run.thread_id]).await?;
-    let ahead = tx.query(&inflight, &[&run.thread_id]).await?;
+    let mut ahead = tx.query(&inflight, &[&run.thread_id]).await?;
+    // A first run that committed put this run among them.
+    let own = ahead
+        .iter()
+        .position(|r| to_run(r).is_ok_and(|r| r.run_id == run.run_id));
+    if let (Some(at), true) = (own, again) {
+        ahead.remove(at);
+        return Ok(Enqueued::Queued {
+            inflight: runs(&ahead)?,
+        });
+    }
     if run.multitask_strategy == MultitaskStrategy::Reject && !ahead.is_empty() {
         return Ok(Enqueued::Rejected);
     }
@@ -125,10 +137,25 @@ const CLAIM: &str = concat!(
     run_columns!()
 );
 
-pub(super) async fn claim(conn: &mut Conn, worker: &str) -> Result<Option<Run>, Fail> {
+/// The run `worker` claimed at `$2`, if it did.
+const CLAIMED_AT: &str = concat!(
+    "SELECT ",
+    run_columns!(),
+    " FROM server_runs WHERE worker = $1 AND status = 'running' AND updated_at = $2"
+);
+
+/// Claims the first run that may start, at `at`. `again`: a second run after a lost connection,
+/// which returns the run the first claimed when it committed.
+pub(super) async fn claim(conn: &mut Conn, worker: &str, at: &str, again: bool) -> Result<Option<Run>, Fail> {
+    if again {
+        let claimed = conn.prepare(CLAIMED_AT).await?;
+        if let Some(row) = conn.client.query_opt(&claimed, &[&worker, &at]).await? {
+            return Ok(Some(to_run(&row)?));
+        }
+    }
     let statement = conn.prepare(CLAIM).await?;
     for _ in 0..CLAIM_TRIES {
-        match conn.client.query_opt(&statement, &[&worker, &rows::now()]).await {
+        match conn.client.query_opt(&statement, &[&worker, &at]).await {
             Ok(row) => return Ok(row.as_ref().map(to_run).transpose()?),
             // Another claimer started a run of that thread first, or the two deadlocked:
             // nothing was claimed; look again.
@@ -158,15 +185,27 @@ pub(super) async fn holds(conn: &mut Conn, run_id: &str, attempt: u32) -> Result
 const FINISH: &str = "UPDATE server_runs SET status = $3, updated_at = $4
     WHERE run_id = $1 AND status = 'running' AND attempt = $2";
 
-pub(super) async fn finish(conn: &mut Conn, run_id: &str, attempt: u32, status: RunStatus) -> Result<bool, Fail> {
+const FINISHED: &str = "SELECT 1 FROM server_runs WHERE run_id = $1 AND attempt = $2 AND status = $3";
+
+/// Ends attempt `attempt` of a run with `status`, if it still holds the run. `again`: a second
+/// run after a lost connection, which finds the status set when the first committed.
+pub(super) async fn finish(
+    conn: &mut Conn,
+    run_id: &str,
+    attempt: u32,
+    status: RunStatus,
+    again: bool,
+) -> Result<bool, Fail> {
     let statement = conn.prepare(FINISH).await?;
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&run_id, &i64::from(attempt), &name_of(&status)];
     let changed = conn
         .client
-        .execute(
-            &statement,
-            &[&run_id, &i64::from(attempt), &name_of(&status), &rows::now()],
-        )
+        .execute(&statement, &[params[0], params[1], params[2], &rows::now()])
         .await?;
+    if changed == 0 && again {
+        let finished = conn.prepare(FINISHED).await?;
+        return Ok(conn.client.query_opt(&finished, &params).await?.is_some());
+    }
     Ok(changed > 0)
 }
 

@@ -1,8 +1,11 @@
 //! The one PostgreSQL connection pool of weir (feature `postgres`): the checkpoint saver, the
 //! store's PostgreSQL backend and the server's tables each keep a [`Pool`] of a few
 //! connections, each with the statements it has prepared and its `search_path` pointed at one
-//! schema, handed to one caller at a time. [`PoolOptions`] sets the size and how long a caller
-//! may wait for a connection.
+//! schema, handed to one caller at a time. [`PoolOptions`] is the one place for the pool's size,
+//! how long a caller may wait for a connection, the connect and statement timeouts, the
+//! connections' `application_name` and the TLS roots; the URL's `sslmode` says whether TLS is
+//! used (`tls`). [`Pool::with_retry`] runs an operation and, when its connection was lost and the
+//! operation is safe to repeat, runs it once more on a fresh connection (`retry`).
 //!
 //! # Examples
 //!
@@ -12,25 +15,36 @@
 //!
 //! # async fn run() -> Result<(), weir_runtime::postgres::PoolError> {
 //! let options = PoolOptions::new().size(4).acquire_timeout(Duration::from_secs(5)).schema("weir");
-//! let pool = Pool::new("postgres://postgres@127.0.0.1:5432/test", options);
+//! let pool = Pool::new("postgres://postgres@127.0.0.1:5432/test?sslmode=disable", options);
 //! let mut conn = pool.get().await?;
 //! let statement = conn.prepare("SELECT 1").await?;
 //! conn.client.query(&statement, &[]).await?;
 //! # Ok(()) }
 //! ```
 
+mod retry;
+mod tls;
+
+pub use retry::{Idempotent, OpError};
+pub use tls::TlsRoots;
+
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Semaphore, SemaphorePermit};
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::{Client, Statement};
 
-/// How a [`Pool`] connects: its size, how long [`Pool::get`] waits, and the schema.
+/// How a [`Pool`] connects: its size, how long [`Pool::get`] waits, the connect and statement
+/// timeouts, the connections' `application_name`, the TLS roots, and the schema.
 #[derive(Debug, Clone)]
 pub struct PoolOptions {
     size: usize,
     acquire_timeout: Option<Duration>,
+    connect_timeout: Option<Duration>,
+    statement_timeout: Option<Duration>,
+    application_name: Option<String>,
+    roots: TlsRoots,
     schema: Option<String>,
     public: bool,
 }
@@ -42,11 +56,17 @@ impl Default for PoolOptions {
 }
 
 impl PoolOptions {
-    /// Four connections, a caller waiting as long as it takes, the server's default schema.
+    /// Four connections, a caller waiting as long as it takes, connecting for as long as the
+    /// operating system tries, no statement timeout, `application_name` `weir` (unless the URL
+    /// names one), the webpki roots, the server's default schema.
     pub fn new() -> Self {
         PoolOptions {
             size: 4,
             acquire_timeout: None,
+            connect_timeout: None,
+            statement_timeout: None,
+            application_name: None,
+            roots: TlsRoots::Webpki,
             schema: None,
             public: false,
         }
@@ -62,6 +82,35 @@ impl PoolOptions {
     /// [`PoolError::Timeout`] (default: no limit).
     pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
         self.acquire_timeout = Some(timeout);
+        self
+    }
+
+    /// How long opening a connection (TCP, TLS and startup) may take before it fails (default:
+    /// as long as the operating system tries).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// The server's `statement_timeout` on each connection: a statement running longer is
+    /// cancelled by the server (SQLSTATE 57014), and the operation fails (default: the server's).
+    pub fn statement_timeout(mut self, timeout: Duration) -> Self {
+        self.statement_timeout = Some(timeout);
+        self
+    }
+
+    /// The `application_name` each connection reports (`pg_stat_activity` shows it), over the
+    /// URL's; `weir` when neither sets one.
+    pub fn application_name(mut self, name: impl Into<String>) -> Self {
+        self.application_name = Some(name.into());
+        self
+    }
+
+    /// The certificates a server's is checked against when the URL's `sslmode` asks for TLS
+    /// (default [`TlsRoots::Webpki`]); a managed database's private CA is
+    /// [`TlsRoots::pem_file`] or [`TlsRoots::Pem`].
+    pub fn tls_roots(mut self, roots: TlsRoots) -> Self {
+        self.roots = roots;
         self
     }
 
@@ -82,6 +131,31 @@ impl PoolOptions {
     pub fn pool_size(&self) -> usize {
         self.size
     }
+
+    /// The schema set by [`schema`](Self::schema), if any.
+    pub fn schema_name(&self) -> Option<&str> {
+        self.schema.as_deref()
+    }
+
+    /// The URL's settings, with this pool's timeouts and `application_name` over them, and the
+    /// certificate checks its `sslmode` asks for.
+    fn config(&self, url: &str) -> Result<(tokio_postgres::Config, tls::Checks), PoolError> {
+        let (url, checks) = tls::sslmode(url);
+        let mut config: tokio_postgres::Config = url.parse()?;
+        if let Some(name) = &self.application_name {
+            config.application_name(name);
+        } else if config.get_application_name().is_none() {
+            config.application_name("weir");
+        }
+        if let Some(timeout) = self.connect_timeout {
+            config.connect_timeout(timeout);
+        }
+        if let Some(timeout) = self.statement_timeout {
+            let options = config.get_options().unwrap_or("").to_owned();
+            config.options(format!("{options} -c statement_timeout={}", timeout.as_millis()).trim_start());
+        }
+        Ok((config, checks))
+    }
 }
 
 /// Why a connection could not be had.
@@ -94,8 +168,21 @@ pub enum PoolError {
         /// The pool's size.
         size: usize,
     },
-    /// PostgreSQL failed (connecting, or pointing the connection at the schema).
+    /// PostgreSQL failed (connecting, TLS, or pointing the connection at the schema).
     Postgres(tokio_postgres::Error),
+    /// The TLS roots could not be read (a missing file, PEM without a certificate).
+    Tls(String),
+    /// The connection was lost during an operation (the server ended the backend, or the socket
+    /// closed), and the operation was not run again: it is not safe to repeat, or its second
+    /// run lost its connection too. Made by [`Pool::with_retry`].
+    Lost {
+        /// The operation, e.g. ``put checkpoint `…` of thread `t` ``.
+        what: String,
+        /// Whether it had already been run again on a fresh connection.
+        retried: bool,
+        /// PostgreSQL's error.
+        source: tokio_postgres::Error,
+    },
 }
 
 impl fmt::Display for PoolError {
@@ -113,6 +200,18 @@ impl fmt::Display for PoolError {
                     None => write!(f, "{e}"),
                 },
             },
+            PoolError::Tls(detail) => write!(f, "the TLS roots cannot be used: {detail}"),
+            PoolError::Lost { what, retried, .. } => {
+                write!(f, "the connection to PostgreSQL was lost during {what}")?;
+                if *retried {
+                    write!(f, ", and again when it was run once more on a fresh connection")
+                } else {
+                    write!(
+                        f,
+                        "; it was not run again, since it is not safe to repeat (it may have taken effect)"
+                    )
+                }
+            }
         }
     }
 }
@@ -120,8 +219,8 @@ impl fmt::Display for PoolError {
 impl std::error::Error for PoolError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            PoolError::Timeout { .. } => None,
-            PoolError::Postgres(e) => Some(e),
+            PoolError::Timeout { .. } | PoolError::Tls(_) => None,
+            PoolError::Postgres(e) | PoolError::Lost { source: e, .. } => Some(e),
         }
     }
 }
@@ -210,7 +309,9 @@ impl Pool {
     /// # Errors
     /// When the server cannot be reached.
     pub async fn open(&self) -> Result<Conn, PoolError> {
-        let (client, connection) = tokio_postgres::connect(&self.0.url, NoTls).await?;
+        let (config, checks) = self.0.options.config(&self.0.url)?;
+        let tls = tls::Connector::new(&self.0.options.roots, checks)?;
+        let (client, connection) = config.connect(tls).await?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, "a pooled postgres connection closed");
@@ -249,6 +350,11 @@ impl Pool {
     /// # Errors
     /// [`PoolError::Timeout`] after the acquire timeout; PostgreSQL's when a new connection fails.
     pub async fn get(&self) -> Result<Pooled<'_>, PoolError> {
+        self.take(true).await
+    }
+
+    /// A connection, from the idle ones when `idle`, else newly opened.
+    async fn take(&self, idle: bool) -> Result<Pooled<'_>, PoolError> {
         let acquire = self.0.permits.acquire();
         let permit = match self.0.options.acquire_timeout {
             None => acquire.await,
@@ -260,7 +366,10 @@ impl Pool {
                 })?,
         }
         .expect("the semaphore is never closed");
-        let idle = self.0.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let idle = match idle {
+            true => self.0.idle.lock().unwrap_or_else(|p| p.into_inner()).pop(),
+            false => None,
+        };
         let conn = match idle.filter(|c| !c.client.is_closed()) {
             Some(conn) => conn,
             None => {

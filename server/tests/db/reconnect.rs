@@ -1,0 +1,148 @@
+//! The PostgreSQL tables across killed connections (ignored unless asked for, as the suite's
+//! PostgreSQL cases): `pg_terminate_backend` ends the backend's connections (they carry the
+//! schema's name as `application_name`) between and inside operations. A run is created,
+//! claimed and finished across kills, exactly once; an enqueue killed while it waits on its
+//! thread's lock runs again; a delete killed the same way is not repeated and says so.
+
+use crate::support::{self, env_url, run, thread};
+use serde_json::json;
+use std::time::Duration;
+use weir_server::db::{Enqueued, IfExists};
+use weir_server::model::{MultitaskStrategy, RunStatus, ThreadStatus};
+
+async fn admin() -> tokio_postgres::Client {
+    let url = env_url("WEIR_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test");
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+/// Ends every backend of `app`; how many.
+async fn kill(admin: &tokio_postgres::Client, app: &str) -> usize {
+    admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            &[&app],
+        )
+        .await
+        .unwrap()
+        .len()
+}
+
+/// The backend of `app` waiting on a lock, other than `not`, once there is one (failing if `op`
+/// ends first).
+async fn waiting<T>(
+    admin: &tokio_postgres::Client,
+    app: &str,
+    not: Option<i32>,
+    op: &tokio::task::JoinHandle<T>,
+) -> i32 {
+    loop {
+        let row = admin
+            .query_opt(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock' \
+                 AND pid IS DISTINCT FROM $2",
+                &[&app, &not],
+            )
+            .await
+            .unwrap();
+        if let Some(row) = row {
+            return row.get(0);
+        }
+        assert!(!op.is_finished(), "the operation ended instead of waiting on the lock");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
+async fn a_run_is_created_claimed_and_finished_across_killed_connections() {
+    let db = support::postgres().await;
+    let admin = admin().await;
+    let t = thread("t1", 0, ThreadStatus::Idle, json!({}), json!(null));
+    db.catalog.create_thread(&t, IfExists::DoNothing).await.unwrap();
+    assert!(kill(&admin, &db.app).await >= 1);
+    let r = run("t1", MultitaskStrategy::Enqueue);
+    let queued = db.queue.enqueue(&r).await.unwrap();
+    assert!(
+        matches!(queued, Enqueued::Queued { ref inflight } if inflight.is_empty()),
+        "{queued:?}"
+    );
+    assert!(kill(&admin, &db.app).await >= 1);
+    let claimed = db.queue.claim("w1").await.unwrap().expect("the run is claimed");
+    assert_eq!((claimed.run_id.as_str(), claimed.attempt), (r.run_id.as_str(), 1));
+    assert!(kill(&admin, &db.app).await >= 1);
+    assert!(db.queue.holds(&r.run_id, 1).await.unwrap());
+    assert!(kill(&admin, &db.app).await >= 1);
+    assert!(db.queue.finish(&r.run_id, 1, RunStatus::Success).await.unwrap());
+    assert!(kill(&admin, &db.app).await >= 1);
+    let runs = db.queue.list_runs("t1", 0, 0, None).await.unwrap();
+    assert_eq!(runs.len(), 1, "one run, stored once");
+    assert_eq!(
+        (runs[0].run_id.as_str(), runs[0].status),
+        (r.run_id.as_str(), RunStatus::Success)
+    );
+    assert_eq!(db.queue.claim("w1").await.unwrap(), None, "nothing else to claim");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
+async fn an_enqueue_killed_while_it_waits_runs_again_and_a_delete_is_not_repeated() {
+    let db = support::postgres().await;
+    let admin = admin().await;
+    let t = thread("t2", 0, ThreadStatus::Idle, json!({}), json!(null));
+    db.catalog.create_thread(&t, IfExists::Raise).await.unwrap();
+
+    // Hold the thread's enqueue lock: the enqueue waits inside its transaction.
+    let lock = "SELECT pg_advisory_lock(hashtext('weir-server-thread:' || $1)::bigint)";
+    admin.execute(lock, &[&"t2"]).await.unwrap();
+    let r = run("t2", MultitaskStrategy::Enqueue);
+    let enqueue = tokio::spawn({
+        let (queue, r) = (db.queue.clone(), r.clone());
+        async move { queue.enqueue(&r).await }
+    });
+    let first = waiting(&admin, &db.app, None, &enqueue).await;
+    admin
+        .execute("SELECT pg_terminate_backend($1)", &[&first])
+        .await
+        .unwrap();
+    let second = waiting(&admin, &db.app, Some(first), &enqueue).await;
+    assert_ne!(first, second, "the enqueue runs again on a fresh connection");
+    let unlock = "SELECT pg_advisory_unlock(hashtext('weir-server-thread:' || $1)::bigint)";
+    admin.execute(unlock, &[&"t2"]).await.unwrap();
+    let queued = enqueue.await.unwrap().unwrap();
+    assert!(
+        matches!(queued, Enqueued::Queued { ref inflight } if inflight.is_empty()),
+        "{queued:?}"
+    );
+    assert_eq!(db.queue.list_runs("t2", 0, 0, None).await.unwrap().len(), 1);
+
+    // Lock the run's row: the delete waits, is killed, and is not run again.
+    let mut locker = self::admin().await;
+    let tx = locker.transaction().await.unwrap();
+    let schema = db.app.clone();
+    tx.execute(
+        &format!("SELECT 1 FROM \"{schema}\".server_runs WHERE run_id = $1 FOR UPDATE"),
+        &[&r.run_id],
+    )
+    .await
+    .unwrap();
+    let delete = tokio::spawn({
+        let (queue, id) = (db.queue.clone(), r.run_id.clone());
+        async move { queue.delete_run(&id).await }
+    });
+    let pid = waiting(&admin, &db.app, None, &delete).await;
+    admin.execute("SELECT pg_terminate_backend($1)", &[&pid]).await.unwrap();
+    let e = delete.await.unwrap().expect_err("a delete is not repeated");
+    tx.rollback().await.unwrap();
+    let message = e.to_string();
+    assert!(
+        message.contains("the connection to PostgreSQL was lost during deleting a run; it was not run again"),
+        "{message}"
+    );
+    assert_eq!(
+        db.queue.list_runs("t2", 0, 0, None).await.unwrap().len(),
+        1,
+        "the killed delete was rolled back"
+    );
+}
