@@ -303,15 +303,29 @@ pub(crate) fn assemble(
             continue;
         };
         let mut chain = Vec::new();
+        // A chain a run wrote has at most `MAX_CHAIN` deltas; past that, the links are checked
+        // for a loop, which only damaged rows make (and which would never end).
+        let mut visited: Option<HashSet<String>> = None;
         loop {
             let Some((delta_of, bytes)) = fetch(&at, &c.channel)? else {
                 return Err(broken_chain(&record.thread_id, &record.id, &c.channel, &at));
             };
             chain.push(bytes);
-            match delta_of {
-                Some(base) => at = base,
-                None => break,
+            let Some(base) = delta_of else { break };
+            if chain.len() > crate::pregel::MAX_CHAIN {
+                let visited = visited.get_or_insert_with(HashSet::new);
+                if !visited.insert(at) {
+                    return Err(SaverError::corrupt(
+                        &record.thread_id,
+                        &record.id,
+                        format!(
+                            "the value of channel `{}` is a chain of deltas that loops back to checkpoint `{base}`",
+                            c.channel
+                        ),
+                    ));
+                }
             }
+            at = base;
         }
         chain.reverse();
         values.push((c.channel.to_string(), chain));
@@ -332,7 +346,50 @@ fn broken_chain(thread: &str, checkpoint: &str, channel: &str, missing: &str) ->
 
 #[cfg(test)]
 mod tests {
-    use super::repeated;
+    use super::{assemble, repeated};
+    use crate::checkpoint::{ChannelRef, CheckpointRecord, Source, Timestamp};
+
+    /// Found by the `sqlite_rows` fuzz target: a damaged row whose delta names itself as its
+    /// base made `get` build an endless chain until the process ran out of memory.
+    #[test]
+    fn a_chain_of_deltas_that_loops_is_corruption_not_an_endless_read() {
+        let record = CheckpointRecord {
+            thread_id: "t".into(),
+            ns: "".into(),
+            id: "c2".into(),
+            parent_id: None,
+            step: 0,
+            source: Source::Loop,
+            writes: Vec::new().into(),
+            metadata: Default::default(),
+            created_at: Timestamp::now(),
+            channels: vec![ChannelRef {
+                channel: "notes".into(),
+                version: 1,
+                blob: Some("c2".into()),
+            }],
+            body: Vec::new(),
+            blobs: Vec::new(),
+        };
+        // c2's delta extends c1's, whose delta extends c2's.
+        let err = assemble(&record, |at, _| {
+            let base = if at == "c2" { "c1" } else { "c2" };
+            Ok(Some((Some(base.to_owned()), b"[1]".to_vec())))
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("chain of deltas that loops back"), "{err}");
+        // A chain longer than a run writes, which ends, is still read whole.
+        let n = crate::pregel::MAX_CHAIN + 10;
+        let mut long = record.clone();
+        long.channels[0].blob = Some(format!("c{n}").into());
+        let values = assemble(&long, |at, _| {
+            let k: usize = at.trim_start_matches('c').parse().unwrap();
+            Ok(Some(((k > 0).then(|| format!("c{}", k - 1)), b"[1]".to_vec())))
+        })
+        .unwrap();
+        assert_eq!(values[0].1.len(), n + 1);
+    }
 
     #[test]
     fn repeated_finds_a_twice_named_channel_among_few_and_many() {

@@ -37,5 +37,5 @@ pub use snapshot::{StateSnapshot, TaskSnapshot};
 pub use stream::{writes_json, Event, MessageMeta, RunStream, StreamMode};
 pub use subgraph::subgraph;
 // What the functional API (`crate::func`) saves a task call's result through.
-pub(crate) use persist::{checkpointer_error, Persist};
+pub(crate) use persist::{checkpointer_error, Persist, MAX_CHAIN};
 pub(crate) use writer::{QueuedWrites, WriterQueue};
