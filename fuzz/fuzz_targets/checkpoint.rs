@@ -191,6 +191,7 @@ fn random_checkpoint(u: &mut Unstructured<'_>, s: &Seeds) -> arbitrary::Result<L
         record,
         values,
         pending_writes,
+        continued: Vec::new(),
     })
 }
 

@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use weir_runtime::checkpoint::{
-    new_checkpoint_id, Blob, ChannelRef, CheckpointRecord, Checkpointer, Loaded, MemorySaver, PendingWrite, Source,
-    Timestamp, Usage,
+    new_checkpoint_id, Blob, ChannelRef, CheckpointRecord, Checkpointer, Held, Loaded, MemorySaver, PendingWrite,
+    Source, Timestamp, Usage,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -137,6 +137,7 @@ async fn put_then_get_latest_and_by_id(saver: Arc<dyn Checkpointer>) {
             record: without_blobs(r2.clone()),
             values: vec![("a".to_owned(), vec![b"two".to_vec()])],
             pending_writes: vec![],
+            continued: vec![],
         }
     );
     let first = s.get("t", "", Some("cp-1")).await.unwrap().unwrap();
@@ -191,6 +192,83 @@ async fn list_is_newest_first_with_limit_and_before(saver: Arc<dyn Checkpointer>
         ids(&s.list("nobody", "", None, None).await.unwrap()),
         Vec::<&str>::new()
     );
+}
+
+/// A reader holding a value gets the links stored after the blob it holds, and the whole chain
+/// of any value it cannot extend: rewritten, on another branch, of a blob it does not name.
+async fn get_holding_returns_the_links_after_the_blob_held(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    put_delta_thread(s).await;
+    let held = |pairs: &[(&str, &str)]| -> Vec<Held> {
+        pairs
+            .iter()
+            .map(|(channel, blob)| Held {
+                channel: (*channel).into(),
+                blob: (*blob).into(),
+            })
+            .collect()
+    };
+    // The trait's default `get_holding` is `get`: every chain whole, none continued.
+    let stops_early = !format!("{s:?}").starts_with("Defaults");
+    let read = |id: &'static str, pairs: Vec<Held>| async move {
+        let loaded = s.get_holding("t", "", Some(id), &pairs).await.unwrap().unwrap();
+        let whole = s.get("t", "", Some(id)).await.unwrap().unwrap();
+        assert_eq!(loaded.record, whole.record, "{id}");
+        assert_eq!(loaded.pending_writes, whole.pending_writes, "{id}");
+        (chains(&loaded), loaded.continued)
+    };
+    let both = |notes: &[&str], q: &[&str]| {
+        vec![
+            (
+                "notes".to_owned(),
+                notes.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            ),
+            ("q".to_owned(), q.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
+        ]
+    };
+    let cases: [(&str, &[(&str, &str)], (&[&str], &[&str]), &[&str]); 7] = [
+        // Grew by one link, and by two on the fork's branch.
+        ("cp-3", &[("notes", "cp-2")], (&[",c"], &["why"]), &["notes"]),
+        ("cp-5", &[("notes", "cp-2")], (&[",x", ",y"], &["why"]), &["notes"]),
+        // The same value: nothing to read.
+        ("cp-3", &[("notes", "cp-3"), ("q", "cp-1")], (&[], &[]), &["notes", "q"]),
+        // cp-5's chain does not pass through cp-3's blob (the other branch): whole.
+        ("cp-5", &[("notes", "cp-3")], (&["[a", ",b", ",x", ",y"], &["why"]), &[]),
+        // Rewritten whole at cp-6: whole.
+        ("cp-7", &[("notes", "cp-5")], (&["[z", ",w"], &["why"]), &[]),
+        // A blob that is not stored, or held for another channel: whole.
+        (
+            "cp-3",
+            &[("notes", "cp-9"), ("other", "cp-2")],
+            (&["[a", ",b", ",c"], &["why"]),
+            &[],
+        ),
+        // An older checkpoint than the blob held: whole.
+        ("cp-2", &[("notes", "cp-3")], (&["[a", ",b"], &["why"]), &[]),
+    ];
+    for (id, pairs, (notes, q), continued) in cases {
+        let got = read(id, held(pairs)).await;
+        if stops_early {
+            assert_eq!(
+                got,
+                (both(notes, q), continued.iter().map(|c| c.to_string()).collect()),
+                "{id} holding {pairs:?}"
+            );
+        } else {
+            assert_eq!(
+                got,
+                (chains(&s.get("t", "", Some(id)).await.unwrap().unwrap()), vec![]),
+                "{id}"
+            );
+        }
+    }
+    // The head, read for a reader holding it, is the head.
+    let head = s
+        .get_holding("t", "", None, &held(&[("notes", "cp-6")]))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&*head.record.id, "cp-7");
 }
 
 /// A history of 1,000 checkpoints (the memory saver keeps them in blocks of 256): each is found
@@ -286,8 +364,9 @@ async fn unchanged_channel_points_at_an_older_blob_and_is_not_rewritten(saver: A
     );
 }
 
-async fn delta_chains_rebuild_in_order_and_forks_do_not_mix(saver: Arc<dyn Checkpointer>) {
-    let s = &*saver;
+/// Thread `t`: `notes` grows by deltas over cp-1 to cp-3; cp-4 forks from cp-2 and cp-5 grows
+/// that branch; cp-6 rewrites `notes` whole and cp-7 appends to it. `q` stays at cp-1's blob.
+async fn put_delta_thread(s: &dyn Checkpointer) {
     fn notes(id: &str) -> [Ch<'_>; 2] {
         [("notes", 1, Some(id)), ("q", 1, Some("cp-1"))]
     }
@@ -388,7 +467,11 @@ async fn delta_chains_rebuild_in_order_and_forks_do_not_mix(saver: Arc<dyn Check
     )
     .await
     .unwrap();
+}
 
+async fn delta_chains_rebuild_in_order_and_forks_do_not_mix(saver: Arc<dyn Checkpointer>) {
+    let s = &*saver;
+    put_delta_thread(s).await;
     async fn chain(s: &dyn Checkpointer, id: &str) -> Vec<(String, Vec<String>)> {
         chains(&s.get("t", "", Some(id)).await.unwrap().unwrap())
     }
@@ -1302,6 +1385,7 @@ macro_rules! suite {
                 a_long_history_is_found_by_id_and_listed_from_anywhere
                 unchanged_channel_points_at_an_older_blob_and_is_not_rewritten
                 delta_chains_rebuild_in_order_and_forks_do_not_mix
+                get_holding_returns_the_links_after_the_blob_held
                 invalid_records_are_refused_and_store_nothing
                 put_many_stores_a_run_of_heads_all_or_none
                 put_many_of_a_long_run_stores_each_record_and_names_a_repeated_id
@@ -1352,8 +1436,8 @@ async fn memory_harness() -> Harness {
 
 suite!(memory: super::memory_harness);
 
-/// A [`MemorySaver`] behind the trait's defaults (`put`, `history`, `copy_thread`): what a saver
-/// of another crate gets, which the whole suite runs against too.
+/// A [`MemorySaver`] behind the trait's defaults (`put`, `history`, `copy_thread`,
+/// `get_holding`): what a saver of another crate gets, which the whole suite runs against too.
 #[derive(Debug)]
 struct Defaults(MemorySaver);
 

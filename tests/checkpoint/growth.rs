@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weir::checkpoint::{
-    CheckpointRecord, Checkpointer, Loaded, MemorySaver, PendingWrite, SaverError, SqliteSaver, Usage,
+    CheckpointRecord, Checkpointer, Held, Loaded, MemorySaver, PendingWrite, SaverError, SqliteSaver, Usage,
 };
 use weir::prelude::*;
 use weir::{NodeId, NodeRef};
@@ -243,4 +243,168 @@ async fn a_run_waiting_for_room_in_the_queue_fails_with_the_saver_error_when_a_p
         .unwrap_err();
     assert!(err.to_string().contains(&id), "{err}");
     assert!(ran.load(Ordering::SeqCst) < PAGES_STEPS as usize);
+}
+
+/// A saver that keeps what each `get_holding` of the saver it wraps asked and returned.
+#[derive(Debug)]
+struct Reads {
+    inner: Arc<dyn Checkpointer>,
+    /// Per read: the blobs held, the links returned for `items`, and whether they continue.
+    seen: std::sync::Mutex<Vec<(Vec<Held>, usize, bool)>>,
+}
+
+impl Reads {
+    fn last(&self) -> (Vec<Held>, usize, bool) {
+        self.seen.lock().unwrap().last().cloned().expect("a read")
+    }
+}
+
+impl Checkpointer for Reads {
+    fn put_many<'a>(
+        &'a self,
+        records: Vec<CheckpointRecord>,
+        expected: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.inner.put_many(records, expected)
+    }
+    fn get<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
+        self.inner.get(thread_id, ns, id)
+    }
+    fn get_holding<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        id: Option<&'a str>,
+        held: &'a [Held],
+    ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
+        Box::pin(async move {
+            let loaded = self.inner.get_holding(thread_id, ns, id, held).await?;
+            if let Some(l) = &loaded {
+                let links = l
+                    .values
+                    .iter()
+                    .find(|(c, _)| c == "items")
+                    .map_or(0, |(_, chain)| chain.len());
+                let continued = l.continued.iter().any(|c| c == "items");
+                self.seen.lock().unwrap().push((held.to_vec(), links, continued));
+            }
+            Ok(loaded)
+        })
+    }
+    fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>> {
+        self.inner.head(thread_id, ns)
+    }
+    fn list<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        before: Option<&'a str>,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, SaverError>> {
+        self.inner.list(thread_id, ns, before, limit)
+    }
+    fn put_writes<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        checkpoint_id: &'a str,
+        task_id: &'a str,
+        writes: Vec<PendingWrite>,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.inner.put_writes(thread_id, ns, checkpoint_id, task_id, writes)
+    }
+    fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.inner.delete_thread(thread_id)
+    }
+    fn namespaces<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Vec<String>, SaverError>> {
+        self.inner.namespaces(thread_id)
+    }
+    fn threads(&self) -> BoxFuture<'_, Result<Vec<String>, SaverError>> {
+        self.inner.threads()
+    }
+    fn usage<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Usage, SaverError>> {
+        self.inner.usage(thread_id)
+    }
+}
+
+/// A run going on from its thread's head reads back only what the runs since the graph's last
+/// read added: the graph holds the values it read, names their blobs to the saver
+/// (`get_holding`), and decodes the one link returned, whatever the thread's length. A run on
+/// another thread in between, or from an older checkpoint, reads whole chains; every read gives
+/// the state a fresh graph reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_on_a_long_thread_reads_only_the_links_its_head_gained() {
+    let dir = TempDir::new("holding");
+    let savers: [Arc<dyn Checkpointer>; 2] = [
+        Arc::new(MemorySaver::new()),
+        Arc::new(SqliteSaver::open(dir.path().join("holding.db")).unwrap()),
+    ];
+    for inner in savers {
+        let name = if format!("{inner:?}").starts_with("Memory") {
+            "memory"
+        } else {
+            "sqlite"
+        };
+        let reads = Arc::new(Reads {
+            inner,
+            seen: Default::default(),
+        });
+        let graph = || {
+            let mut g = GraphBuilder::<Grow>::new();
+            g.add_node("add", |s: &Grow| {
+                GrowUpdate::default().items(vec![s.items.len() as u64])
+            });
+            g.add_edge(START, "add").add_edge("add", END);
+            g.set_checkpointer(reads.clone());
+            g.compile().unwrap()
+        };
+        let app = graph();
+        let (a, b) = (RunConfig::thread(thread("held-a")), RunConfig::thread(thread("held-b")));
+        let mut continued_reads = 0;
+        for n in 1..=300u64 {
+            let out = app.invoke(GrowUpdate::default(), &a).await.unwrap();
+            assert_eq!(out.items, (0..n).collect::<Vec<_>>(), "{name}");
+            if n >= 3 {
+                // The input checkpoint left `items` as it was; the head gained one link: a
+                // delta onto the blob held, or, when the deltas came to outweigh their base,
+                // the list written whole.
+                let (held, links, continued) = reads.last();
+                assert!(
+                    held.iter().any(|h| &*h.channel == "items"),
+                    "{name}: run {n} held {held:?}"
+                );
+                assert_eq!(links, 1, "{name}: run {n}");
+                continued_reads += usize::from(continued);
+            }
+        }
+        // The base doubles at each rewrite: a handful of the 298 reads were of a new base.
+        assert!(
+            continued_reads >= 285,
+            "{name}: {continued_reads} of 298 reads continued"
+        );
+        // Another thread's run: the graph then holds that thread's values, not these.
+        app.invoke(GrowUpdate::default(), &b).await.unwrap();
+        let out = app.invoke(GrowUpdate::default(), &a).await.unwrap();
+        assert_eq!(out.items.len(), 301, "{name}");
+        let (held, links, continued) = reads.last();
+        assert!(held.is_empty() && !continued && links > 1, "{name}: {held:?} {links}");
+        // From a checkpoint 100 runs back: the chain there does not pass through the blob held.
+        let history = app.get_state_history(&a, None).await.unwrap();
+        let old = history.iter().find(|s| s.values.items.len() == 201).unwrap();
+        let from_old = a.clone().checkpoint_id(old.checkpoint_id.clone());
+        let out = app.invoke(GrowUpdate::default(), &from_old).await.unwrap();
+        assert_eq!(out.items, (0..202).collect::<Vec<_>>(), "{name}");
+        assert!(!reads.last().2, "{name}");
+        // Going on from the fork's head holds the fork's values again.
+        let out = app.invoke(GrowUpdate::default(), &a).await.unwrap();
+        assert_eq!(out.items, (0..203).collect::<Vec<_>>(), "{name}");
+        assert_eq!(reads.last().1, 1, "{name}");
+        let fresh = graph().get_state(&a).await.unwrap().unwrap();
+        assert_eq!(fresh.values.items, out.items, "{name}");
+    }
 }

@@ -1,7 +1,7 @@
 //! The checks every saver makes before storing anything, so all of them refuse the same input,
 //! and the rebuilding of value chains every saver's `get` shares.
 
-use super::{CheckpointRecord, MadeByRun, PendingWrite, SaverError};
+use super::{CheckpointRecord, Held, MadeByRun, PendingWrite, SaverError};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -295,18 +295,33 @@ pub(crate) type Values = Vec<(String, Vec<Vec<u8>>)>;
 /// saver's `get` goes through it.
 pub(crate) fn assemble(
     record: &CheckpointRecord,
-    mut fetch: impl FnMut(&str, &str) -> Result<Option<Link>, SaverError>,
+    fetch: impl FnMut(&str, &str) -> Result<Option<Link>, SaverError>,
 ) -> Result<Values, SaverError> {
+    Ok(assemble_holding(record, &[], fetch)?.0)
+}
+
+/// [`assemble`] for a reader holding the values in `held`: a chain that reaches the blob the
+/// reader holds stops there, and its channel is named among the continued ones (the second
+/// item), as [`Loaded::continued`](super::Loaded) says. Every saver's `get_holding` goes
+/// through it.
+pub(crate) fn assemble_holding(
+    record: &CheckpointRecord,
+    held: &[Held],
+    mut fetch: impl FnMut(&str, &str) -> Result<Option<Link>, SaverError>,
+) -> Result<(Values, Vec<String>), SaverError> {
     let mut values = Vec::new();
+    let mut continued = Vec::new();
     for c in &record.channels {
         let Some(mut at) = c.blob.as_deref().map(str::to_owned) else {
             continue;
         };
+        let holds = held.iter().find(|h| h.channel == c.channel).map(|h| &*h.blob);
         let mut chain = Vec::new();
         // A chain a run wrote has at most `MAX_CHAIN` deltas; past that, the links are checked
         // for a loop, which only damaged rows make (and which would never end).
         let mut visited: Option<HashSet<String>> = None;
-        loop {
+        let mut reached = holds == Some(at.as_str());
+        while !reached {
             let Some((delta_of, bytes)) = fetch(&at, &c.channel)? else {
                 return Err(broken_chain(&record.thread_id, &record.id, &c.channel, &at));
             };
@@ -325,12 +340,16 @@ pub(crate) fn assemble(
                     ));
                 }
             }
+            reached = holds == Some(base.as_str());
             at = base;
         }
         chain.reverse();
+        if reached {
+            continued.push(c.channel.to_string());
+        }
         values.push((c.channel.to_string(), chain));
     }
-    Ok(values)
+    Ok((values, continued))
 }
 
 /// The error for a channel whose blob chain is broken.

@@ -1,6 +1,6 @@
 //! The `Checkpointer` trait: what every saver implements.
 
-use super::{CheckpointRecord, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, Usage};
+use super::{CheckpointRecord, Held, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, Usage};
 use futures::future::BoxFuture;
 use std::fmt::Debug;
 
@@ -91,6 +91,25 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
         ns: &'a str,
         id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>>;
+
+    /// [`get`](Self::get) for a reader that already holds some channels' values: for a
+    /// channel named in `held` whose chain here passes through the blob it names, a saver may
+    /// return only the links stored after that blob (none when the value is the same) and name
+    /// the channel in [`Loaded::continued`]; every other chain is whole. A run reading its
+    /// thread's head again after its last step holds nearly all of it: a long list then costs
+    /// the links it gained, not all of them.
+    ///
+    /// The default is `get`, whose chains are all whole; the savers of this crate stop early.
+    fn get_holding<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        id: Option<&'a str>,
+        held: &'a [Held],
+    ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
+        let _ = held;
+        self.get(thread_id, ns, id)
+    }
 
     /// The id of the head (latest checkpoint) of the thread and namespace, if any.
     fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>>;

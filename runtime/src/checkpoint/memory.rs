@@ -1,7 +1,8 @@
 //! The in-memory saver.
 
 use super::{
-    check, Blob, CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, Usage,
+    check, Blob, CheckpointRecord, Checkpointer, Held, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError,
+    Usage,
 };
 use futures::future::{BoxFuture, FutureExt};
 use std::collections::{BTreeMap, HashMap};
@@ -137,9 +138,10 @@ impl Namespace {
 }
 
 impl Namespace {
-    /// `record`, stored here, as `get` hands it back: its value chains and pending writes.
-    fn loaded(&self, record: &CheckpointRecord) -> Result<Loaded, SaverError> {
-        let values = check::assemble(record, |at, channel| {
+    /// `record`, stored here, as `get_holding` hands it back to a reader holding `held`: its
+    /// value chains and pending writes.
+    fn loaded(&self, record: &CheckpointRecord, held: &[Held]) -> Result<Loaded, SaverError> {
+        let (values, continued) = check::assemble_holding(record, held, |at, channel| {
             Ok(self
                 .blob(at, channel)
                 .map(|b| (b.delta_of.as_deref().map(str::to_owned), b.bytes.clone())))
@@ -154,6 +156,7 @@ impl Namespace {
             record: bare(record),
             values,
             pending_writes,
+            continued,
         })
     }
 }
@@ -230,7 +233,13 @@ impl MemorySaver {
         Ok(())
     }
 
-    fn get_now(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<Loaded>, SaverError> {
+    fn get_now(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        id: Option<&str>,
+        held: &[Held],
+    ) -> Result<Option<Loaded>, SaverError> {
         let store = self.lock();
         let thread = store.get(thread_id);
         let space = thread.and_then(|t| t.get(ns));
@@ -239,7 +248,7 @@ impl MemorySaver {
             None => space.and_then(|s| s.checkpoints.last()),
         };
         match (space, record, id) {
-            (Some(space), Some(record), _) => space.loaded(record).map(Some),
+            (Some(space), Some(record), _) => space.loaded(record, held).map(Some),
             (_, _, Some(id)) => prune::not_found(thread_id, ns, id, thread),
             _ => Ok(None),
         }
@@ -262,7 +271,7 @@ impl MemorySaver {
         (0..end)
             .rev()
             .take(limit.unwrap_or(usize::MAX))
-            .map(|k| space.loaded(records.at(k)))
+            .map(|k| space.loaded(records.at(k), &[]))
             .collect()
     }
 
@@ -322,7 +331,17 @@ impl Checkpointer for MemorySaver {
         ns: &'a str,
         id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
-        async move { self.get_now(thread_id, ns, id) }.boxed()
+        async move { self.get_now(thread_id, ns, id, &[]) }.boxed()
+    }
+
+    fn get_holding<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        id: Option<&'a str>,
+        held: &'a [Held],
+    ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
+        async move { self.get_now(thread_id, ns, id, held) }.boxed()
     }
 
     fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>> {

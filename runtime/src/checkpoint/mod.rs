@@ -69,7 +69,7 @@ pub(crate) use made::MadeByRun;
 pub use memory::MemorySaver;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresSaver};
-pub use record::{Blob, ChannelRef, CheckpointRecord, Loaded, PendingWrite, Source, Usage};
+pub use record::{Blob, ChannelRef, CheckpointRecord, Held, Loaded, PendingWrite, Source, Usage};
 pub use retention::{Pruned, Retention};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteSaver, Synchronous};

@@ -134,6 +134,25 @@ pub struct Loaded {
     pub values: Vec<(String, Vec<Vec<u8>>)>,
     /// The pending writes against this checkpoint, ordered by `(task_path, task_id, idx)`.
     pub pending_writes: Vec<PendingWrite>,
+    /// The channels of `values` whose chain holds only the links stored after the blob the
+    /// reader said it held ([`Checkpointer::get_holding`]), oldest first: they extend the value
+    /// it holds, and none means the value did not change. Empty from every other read.
+    ///
+    /// [`Checkpointer::get_holding`]: super::Checkpointer::get_holding
+    pub continued: Vec<String>,
+}
+
+/// A channel value a reader already holds, and the blob it was last read through: the newest
+/// link of its chain (see [`Checkpointer::get_holding`]).
+///
+/// [`Checkpointer::get_holding`]: super::Checkpointer::get_holding
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// The channel.
+    pub channel: Arc<str>,
+    /// Id of the checkpoint under which the newest blob of the value's chain is stored: the
+    /// [`ChannelRef::blob`] of the checkpoint it was read from.
+    pub blob: Arc<str>,
 }
 
 /// What a saver holds for one thread, all namespaces together (see [`Checkpointer::usage`]).

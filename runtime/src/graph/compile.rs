@@ -96,8 +96,9 @@ pub(crate) struct GraphInner<S: State> {
     /// The nodes added as subgraphs, with their Mermaid charts and their states' fields.
     pub(crate) subgraphs: Vec<(String, String, &'static [FieldInfo])>,
     pub(crate) cache: Option<Arc<dyn NodeCache>>,
-    /// The values a run last read back from a checkpoint, with the chains they came from: the
-    /// next run on a thread decodes only what its checkpoint added ([`Warm`](crate::state::Warm)).
+    /// The values a run last read back from a thread's checkpoint, with the blobs their chains
+    /// ended at: the next run on the thread reads and decodes only what its checkpoint added
+    /// ([`Warm`](crate::state::Warm)).
     pub(crate) warm: Arc<std::sync::Mutex<Option<crate::state::Warm<S>>>>,
 }
 

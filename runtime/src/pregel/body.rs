@@ -31,6 +31,17 @@ fn first_version() -> u32 {
     1
 }
 
+/// The version of the state that saved `body`, read alone; `None` when it is not a body
+/// (restoring it says why).
+pub(crate) fn saved_version(body: &[u8]) -> Option<u32> {
+    #[derive(Deserialize)]
+    struct Version {
+        #[serde(default = "first_version")]
+        version: u32,
+    }
+    serde_json::from_slice::<Version>(body).ok().map(|v| v.version)
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct SavedSend {
     pub(crate) node: String,

@@ -2,6 +2,7 @@
 //! step as the durability says, settled as it ends (the last checkpoint, the pending writes of an
 //! incomplete step, every put under way).
 
+use super::body::saved_version;
 use super::persist::{checkpointer_error, writers, Persist, TaskRecord, ERROR, INTERRUPT, RESUME};
 use super::run::Loop;
 use super::RunConfig;
@@ -9,7 +10,7 @@ use crate::checkpoint::{CheckpointRecord, MadeByRun, Source};
 use crate::error::Error;
 use crate::graph::CompiledGraph;
 use crate::graph::Durability;
-use crate::state::State;
+use crate::state::{State, Warm};
 use std::sync::Arc;
 
 /// Loads the thread into a new loop; returns whether it had a checkpoint.
@@ -33,17 +34,32 @@ pub(crate) async fn load<S: State>(graph: &CompiledGraph<S>, config: &RunConfig)
             .map_err(|e| checkpointer_error(thread, e))?
             .map(Into::into);
     }
-    let loaded = info
+    // The values the graph's last run on this thread read back: the saver then returns only
+    // what the chains gained since.
+    let warm = (graph.inner.warm.lock().unwrap_or_else(|e| e.into_inner()).take()).filter(|w| w.is_of(thread, ns));
+    let held = warm.as_ref().map(Warm::held).unwrap_or_default();
+    let id = config.checkpoint_id.as_deref();
+    let mut loaded = info
         .checkpointer
-        .get(thread, ns, config.checkpoint_id.as_deref())
+        .get_holding(thread, ns, id, &held)
         .await
         .map_err(|e| checkpointer_error(thread, e))?;
+    // A checkpoint an older state version saved is migrated from whole chains.
+    if loaded.as_ref().is_some_and(|l| {
+        !l.continued.is_empty() && saved_version(&l.record.body) != Some(graph.inner.prototype.0.version())
+    }) {
+        loaded = info
+            .checkpointer
+            .get(thread, ns, id)
+            .await
+            .map_err(|e| checkpointer_error(thread, e))?;
+    }
     match loaded {
         Some(l) => {
             if config.checkpoint_id.is_none() {
                 p.head = Some(l.record.id.clone());
             }
-            run.restore_warm(l)?;
+            run.restore_warm(l, warm)?;
             Ok((run, true))
         }
         None => match &config.checkpoint_id {

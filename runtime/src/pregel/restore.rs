@@ -16,6 +16,14 @@ use crate::state::{State, Warm};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// How a checkpoint's values are decoded.
+enum Decode<S: State> {
+    /// Each from its whole chain (a read by `get`).
+    Whole,
+    /// Through the values a reader held (a read by `get_holding`), or a new memo of them.
+    Warm(Option<Warm<S>>),
+}
+
 impl<S: State> Loop<S> {
     /// Restores the loop's state from a loaded checkpoint; keeps its pending writes.
     ///
@@ -23,39 +31,54 @@ impl<S: State> Loop<S> {
     /// A run without a checkpointer has nothing to restore into; a checkpoint that does not fit
     /// this graph's state is an error naming the thread and the checkpoint.
     pub(crate) fn restore(&mut self, loaded: Loaded) -> Result<(), Error> {
-        self.restore_from(loaded, false)
+        self.restore_from(loaded, Decode::Whole)
     }
 
-    /// [`restore`](Self::restore) for a run that goes on from the checkpoint: the values come
-    /// through the graph's [`Warm`], which decodes only what the checkpoint added to the chains
-    /// last read back, and keeps what it decoded for the next run.
-    pub(crate) fn restore_warm(&mut self, loaded: Loaded) -> Result<(), Error> {
-        self.restore_from(loaded, true)
+    /// [`restore`](Self::restore) for a run that goes on from the checkpoint, read for a reader
+    /// holding `warm` (`Checkpointer::get_holding`): the values come through it, decoding only
+    /// what the checkpoint added to the chains held, and it is kept with them for the next run
+    /// (`None`: through a new one).
+    pub(crate) fn restore_warm(&mut self, loaded: Loaded, warm: Option<Warm<S>>) -> Result<(), Error> {
+        self.restore_from(loaded, Decode::Warm(warm))
     }
 
-    fn restore_from(&mut self, loaded: Loaded, warm: bool) -> Result<(), Error> {
+    fn restore_from(&mut self, loaded: Loaded, decode: Decode<S>) -> Result<(), Error> {
         // The checkpoint component is taken out while the loop is filled in, then put back.
         let Checkpointing::On(mut p) = std::mem::replace(&mut self.persist, Checkpointing::Off) else {
             return Err(Error::config("restoring a checkpoint needs a checkpointer"));
         };
-        let restored = self.restore_with(&mut p, loaded, warm);
+        let restored = self.restore_with(&mut p, loaded, decode);
         self.persist = Checkpointing::On(p);
         restored
     }
 
-    fn restore_with(&mut self, p: &mut Persist, mut loaded: Loaded, warm: bool) -> Result<(), Error> {
+    fn restore_with(&mut self, p: &mut Persist, mut loaded: Loaded, decode: Decode<S>) -> Result<(), Error> {
         let at = Bad {
             thread: p.info.thread.clone(),
             checkpoint: loaded.record.id.clone(),
         };
+        if matches!(decode, Decode::Whole) && !loaded.continued.is_empty() {
+            return Err(at.error(format!(
+                "checkpoint `{}` was read for a reader holding the values of {:?}: its chains are not whole",
+                at.checkpoint, loaded.continued
+            )));
+        }
         let mut body: Body = serde_json::from_slice(&loaded.record.body)
             .map_err(|e| at.error(format!("checkpoint `{}` is not a weir checkpoint: {e}", at.checkpoint)))?;
         let migrated = migrate(&self.g.prototype.0, &mut loaded, &mut body, &at.thread)?;
         let record = loaded.record;
-        if warm {
-            self.restore_channels_warm(p, &record, loaded.values, &at)?;
-        } else {
-            self.restore_channels(p, &record, loaded.values, &at)?;
+        match decode {
+            Decode::Warm(warm) => {
+                let mut warm = self.restore_channels_warm(p, &record, loaded.values, &loaded.continued, warm, &at)?;
+                // What a migration made is not what the blobs hold: never named to the saver.
+                for name in &migrated {
+                    if let Some(&c) = self.g.channel_ids.get(name.as_str()) {
+                        warm.unname(c as usize);
+                    }
+                }
+                *self.g.warm.lock().unwrap_or_else(|e| e.into_inner()) = Some(warm);
+            }
+            Decode::Whole => self.restore_channels(p, &record, loaded.values, &at)?,
         }
         // A field a migration changed is saved whole in the next checkpoint, which records the
         // current version: the blobs it was read from are the older version's.
@@ -130,19 +153,25 @@ impl<S: State> Loop<S> {
         Ok(())
     }
 
-    /// [`restore_channels`](Self::restore_channels) through the graph's [`Warm`]: the same
-    /// versions and values, the values decoded only where their chains changed.
+    /// [`restore_channels`](Self::restore_channels) through `warm`: the same versions and
+    /// values, decoding only the links `continued` chains gained. Returns the values, for the
+    /// graph's next run.
     fn restore_channels_warm(
         &mut self,
         p: &mut Persist,
         record: &CheckpointRecord,
         values: Vec<(String, Vec<Vec<u8>>)>,
+        continued: &[String],
+        warm: Option<Warm<S>>,
         at: &Bad,
-    ) -> Result<(), Error> {
+    ) -> Result<Warm<S>, Error> {
         let g = self.g.clone();
         let n_fields = g.n_fields();
         let mut values: BTreeMap<String, Vec<Vec<u8>>> = values.into_iter().collect();
-        let mut chains: Vec<Option<Vec<Vec<u8>>>> = vec![None; n_fields];
+        let mut warm =
+            warm.unwrap_or_else(|| Warm::new(p.info.thread.clone(), p.info.ns.clone(), g.prototype.clone(), n_fields));
+        let bad = |e| at.error(format!("checkpoint `{}`: {e}", record.id));
+        let mut present = vec![false; n_fields];
         for r in &record.channels {
             let Some(&c) = g.channel_ids.get(&*r.channel) else {
                 if !is_internal(&r.channel) {
@@ -155,37 +184,38 @@ impl<S: State> Loop<S> {
             };
             let c = c as usize;
             self.versions[c] = r.version;
-            if c < n_fields {
-                chains[c] = Some(values.remove(&*r.channel).unwrap_or_default());
-                p.blobs[c] = r.blob.clone();
-                p.saved_versions[c] = r.version;
+            if c >= n_fields {
+                continue;
             }
-        }
-        // Taken out while it is brought to this checkpoint: a run on another thread at the same
-        // time decodes for itself, and one that fails leaves nothing half brought.
-        let taken = g.warm.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let mut warm = taken
-            .filter(|w| w.fits(&chains))
-            .unwrap_or_else(|| Warm::new(g.prototype.clone(), n_fields));
-        for (c, chain) in chains.into_iter().enumerate() {
-            let Some(chain) = chain else { continue };
-            let (links, base) = (chain.len(), chain.first().map_or(0, Vec::len));
-            let deltas = chain.iter().skip(1).map(Vec::len).sum();
-            warm.bring(c, chain)
-                .map_err(|e| at.error(format!("checkpoint `{}`: {e}", record.id)))?;
+            p.blobs[c] = r.blob.clone();
+            p.saved_versions[c] = r.version;
+            // A value a migration added has no blob.
+            let chain = values.remove(&*r.channel);
+            if r.blob.is_none() && chain.is_none() {
+                continue;
+            }
+            present[c] = true;
+            let continues = continued.iter().any(|name| **name == *r.channel);
+            let sizes = warm
+                .bring(c, &r.channel, r.blob.as_ref(), &chain.unwrap_or_default(), continues)
+                .map_err(bad)?;
             let (state, channels) = warm.values();
             p.chains[c] = state.append_mark(channels, c).map(|mark| Chain {
                 mark,
-                base_bytes: base,
-                delta_bytes: deltas,
-                links: links.saturating_sub(1),
+                base_bytes: sizes.base_bytes,
+                delta_bytes: sizes.delta_bytes,
+                links: sizes.links,
             });
+        }
+        for (c, present) in present.into_iter().enumerate() {
+            if !present {
+                warm.clear(c).map_err(bad)?;
+            }
         }
         let (state, channels) = warm.values();
         self.state = Arc::new(state.clone());
         self.channels = channels.clone();
-        *g.warm.lock().unwrap_or_else(|e| e.into_inner()) = Some(warm);
-        Ok(())
+        Ok(warm)
     }
 
     /// The body's bookkeeping: internal channels, versions seen, `Send`s, the input, and the

@@ -6,7 +6,7 @@ use super::saver::PostgresSaver;
 use crate::checkpoint::check::{self, Link};
 use crate::checkpoint::sql;
 use crate::checkpoint::sql::Row;
-use crate::checkpoint::{CheckpointRecord, Loaded, PendingWrite, SaverError};
+use crate::checkpoint::{CheckpointRecord, Held, Loaded, PendingWrite, SaverError};
 use crate::postgres::Idempotent;
 use std::collections::HashMap;
 use tokio_postgres::IsolationLevel;
@@ -48,14 +48,18 @@ pub(super) fn read_row(r: &tokio_postgres::Row) -> Row {
     }
 }
 
-const SELECT_CHAINS: &str = "WITH RECURSIVE chain (channel, checkpoint_id, delta_of, bytes) AS ( \
-       SELECT b.channel, b.checkpoint_id, b.delta_of, b.bytes \
-       FROM unnest($3::text[], $4::text[]) AS s(channel, checkpoint_id) \
+/// The value chains of one checkpoint: for each channel (`$3`), from the blob under `$4` back to
+/// its whole value, or up to the blob the reader holds (`$5`, `NULL` for none), which is left out.
+const SELECT_CHAINS: &str = "WITH RECURSIVE chain (channel, checkpoint_id, delta_of, bytes, held) AS ( \
+       SELECT b.channel, b.checkpoint_id, b.delta_of, b.bytes, s.held \
+       FROM unnest($3::text[], $4::text[], $5::text[]) AS s(channel, checkpoint_id, held) \
        JOIN blobs b ON b.thread_id = $1 AND b.ns = $2 AND b.channel = s.channel \
          AND b.checkpoint_id = s.checkpoint_id \
+       WHERE s.checkpoint_id IS DISTINCT FROM s.held \
      UNION ALL \
-       SELECT b.channel, b.checkpoint_id, b.delta_of, b.bytes FROM chain c \
+       SELECT b.channel, b.checkpoint_id, b.delta_of, b.bytes, c.held FROM chain c \
        JOIN blobs b ON b.thread_id = $1 AND b.ns = $2 AND b.channel = c.channel AND b.checkpoint_id = c.delta_of \
+       WHERE c.delta_of IS DISTINCT FROM c.held \
      ) SELECT channel, checkpoint_id, delta_of, bytes FROM chain";
 const SELECT_WRITES: &str = "SELECT task_id, task_path, idx, channel, bytes FROM writes \
      WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 ORDER BY task_path, task_id, idx";
@@ -80,6 +84,7 @@ impl PostgresSaver {
         thread_id: &str,
         ns: &str,
         id: Option<&str>,
+        held: &[Held],
     ) -> Result<Option<Loaded>, SaverError> {
         let result = self
             .inner
@@ -117,17 +122,26 @@ impl PostgresSaver {
                             };
                         };
                         let record = sql::decode(read_row(&row))?;
-                        let (channels, at): (Vec<&str>, Vec<&str>) = record
-                            .channels
-                            .iter()
-                            .filter_map(|c| c.blob.as_deref().map(|b| (&*c.channel, b)))
-                            .unzip();
+                        let mut starts = (Vec::new(), Vec::new(), Vec::new());
+                        for c in &record.channels {
+                            if let Some(at) = c.blob.as_deref() {
+                                starts.0.push(&*c.channel);
+                                starts.1.push(at);
+                                starts
+                                    .2
+                                    .push(held.iter().find(|h| h.channel == c.channel).map(|h| &*h.blob));
+                            }
+                        }
+                        let (channels, at, holds) = starts;
                         let mut links: HashMap<(String, String), Link> = HashMap::new();
-                        for row in tx.query(&select_chains, &[&thread_id, &ns, &channels, &at]).await? {
+                        for row in tx
+                            .query(&select_chains, &[&thread_id, &ns, &channels, &at, &holds])
+                            .await?
+                        {
                             let (channel, checkpoint): (String, String) = (row.get(0), row.get(1));
                             links.insert((checkpoint, channel), (row.get(2), row.get(3)));
                         }
-                        let values = check::assemble(&record, |at, channel| {
+                        let (values, continued) = check::assemble_holding(&record, held, |at, channel| {
                             Ok(links.remove(&(at.to_owned(), channel.to_owned())))
                         })?;
                         let pending_writes = tx
@@ -147,6 +161,7 @@ impl PostgresSaver {
                             record,
                             values,
                             pending_writes,
+                            continued,
                         }))
                     }
                     .await;
@@ -232,6 +247,7 @@ impl PostgresSaver {
                                 record,
                                 values,
                                 pending_writes,
+                                continued: Vec::new(),
                             });
                         }
                         Ok(out)

@@ -5,7 +5,7 @@ use super::read::{read_row, select_checkpoint, select_list, SELECT_HEAD};
 use super::schema::{migrate, redact};
 use crate::checkpoint::sql;
 use crate::checkpoint::{
-    CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, Usage,
+    CheckpointRecord, Checkpointer, Held, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, Usage,
 };
 use crate::postgres::Idempotent;
 use crate::postgres::{Pool, PoolOptions};
@@ -174,7 +174,17 @@ impl Checkpointer for PostgresSaver {
         ns: &'a str,
         id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
-        self.get_now(thread_id, ns, id).boxed()
+        self.get_now(thread_id, ns, id, &[]).boxed()
+    }
+
+    fn get_holding<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        id: Option<&'a str>,
+        held: &'a [Held],
+    ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
+        self.get_now(thread_id, ns, id, held).boxed()
     }
 
     fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>> {

@@ -33,7 +33,9 @@ mod schema;
 mod tests;
 mod writer;
 
-use super::{CheckpointRecord, Checkpointer, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, Usage};
+use super::{
+    CheckpointRecord, Checkpointer, Held, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, Usage,
+};
 use batch::Work;
 use futures::future::{BoxFuture, FutureExt};
 use rows::{pack_bytes, pack_index};
@@ -345,7 +347,20 @@ impl Checkpointer for SqliteSaver {
     ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
         let (thread_id, ns, id) = (thread_id.to_owned(), ns.to_owned(), id.map(str::to_owned));
         let path = self.inner.path.clone();
-        self.read(move |conn| read::get(conn, &path, &thread_id, &ns, id.as_deref()))
+        self.read(move |conn| read::get(conn, &path, &thread_id, &ns, id.as_deref(), &[]))
+            .boxed()
+    }
+
+    fn get_holding<'a>(
+        &'a self,
+        thread_id: &'a str,
+        ns: &'a str,
+        id: Option<&'a str>,
+        held: &'a [Held],
+    ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
+        let (thread_id, ns, id) = (thread_id.to_owned(), ns.to_owned(), id.map(str::to_owned));
+        let (path, held) = (self.inner.path.clone(), held.to_vec());
+        self.read(move |conn| read::get(conn, &path, &thread_id, &ns, id.as_deref(), &held))
             .boxed()
     }
 

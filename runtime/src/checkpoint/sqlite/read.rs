@@ -6,7 +6,7 @@ use super::batch::HEAD;
 use super::rows::{find_blob, read_row, row_index, BlobColumns};
 use super::{backend, Failure};
 use crate::checkpoint::sql::{self, Row};
-use crate::checkpoint::{check, CheckpointRecord, Loaded, PendingWrite, Usage};
+use crate::checkpoint::{check, CheckpointRecord, Held, Loaded, PendingWrite, Usage};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use std::collections::HashMap;
 use std::path::Path;
@@ -23,18 +23,20 @@ pub(super) fn head(conn: &Connection, thread_id: &str, ns: &str) -> rusqlite::Re
 /// unchanged channels of a thread's checkpoints often point at one older row.
 type Met = HashMap<Arc<str>, Option<BlobColumns>>;
 
-/// The value chains of `record`, from the rows in `met`, reading (and keeping) any other row.
+/// The value chains of `record` for a reader holding `held`, and the channels continued (as
+/// [`check::assemble_holding`]), from the rows in `met`, reading (and keeping) any other row.
 fn values_of(
     tx: &Transaction<'_>,
     path: &Path,
     record: &CheckpointRecord,
+    held: &[Held],
     met: &mut Met,
-) -> Result<crate::checkpoint::check::Values, Failure> {
+) -> Result<(check::Values, Vec<String>), Failure> {
     let (thread_id, ns) = (&*record.thread_id, &*record.ns);
     let mut blobs_of = tx.prepare_cached(
         "SELECT blob_index, blob_bytes FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
     )?;
-    Ok(check::assemble(record, |at, channel| {
+    Ok(check::assemble_holding(record, held, |at, channel| {
         if !met.contains_key(at) {
             let columns = blobs_of
                 .query_row(params![thread_id, ns, at], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -54,13 +56,15 @@ fn read_full_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(Row, BlobColumns)> 
     Ok((read_row(r)?, (r.get(11)?, r.get(12)?)))
 }
 
-/// The checkpoint `id`, or the head, with its values and pending writes: one transaction.
+/// The checkpoint `id`, or the head, with its values (for a reader holding `held`) and pending
+/// writes: one transaction.
 pub(super) fn get(
     conn: &mut Connection,
     path: &Path,
     thread_id: &str,
     ns: &str,
     id: Option<&str>,
+    held: &[Held],
 ) -> Result<Option<Loaded>, Failure> {
     let tx = conn.transaction()?;
     let row = match id {
@@ -89,7 +93,7 @@ pub(super) fn get(
     };
     let record = sql::decode(row)?;
     let mut met = Met::from([(record.id.clone(), Some(own))]);
-    let values = values_of(&tx, path, &record, &mut met)?;
+    let (values, continued) = values_of(&tx, path, &record, held, &mut met)?;
     let mut writes = pending_writes(&tx, thread_id, ns, &record.id, &record.id)?;
     tx.commit()?;
     let pending_writes = writes.remove(&*record.id).unwrap_or_default();
@@ -97,6 +101,7 @@ pub(super) fn get(
         record,
         values,
         pending_writes,
+        continued,
     }))
 }
 
@@ -189,12 +194,13 @@ pub(super) fn history(
     let mut writes = pending_writes(&tx, thread_id, ns, &oldest.id, &newest.id)?;
     let mut out = Vec::with_capacity(records.len());
     for record in records {
-        let values = values_of(&tx, path, &record, &mut met)?;
+        let (values, continued) = values_of(&tx, path, &record, &[], &mut met)?;
         let pending_writes = writes.remove(&*record.id).unwrap_or_default();
         out.push(Loaded {
             record,
             values,
             pending_writes,
+            continued,
         });
     }
     tx.commit()?;
