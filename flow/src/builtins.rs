@@ -149,8 +149,9 @@ fn condition(data: &Fields, _: &Schema) -> Result<NodeImpl, Vec<DataError>> {
 }
 
 /// The paths into `context` that `e` reads (`context.user.tier` is `["user", "tier"]`): the
-/// longest chains of field selections from the identifier `context`, less those a `has(..)` test
-/// in the expression asks about (`has(context.vip) && context.vip` reads an optional key).
+/// longest chains of field selections from the identifier `context`, less those a `has(..)` or
+/// `in` test in the expression asks about (`has(context.vip) && context.vip` and
+/// `'vip' in context && context['vip']` read an optional key).
 fn cel_context_paths(e: &cel::IdedExpr, out: &mut Vec<Vec<String>>) {
     let (mut read, mut tested) = (Vec::new(), Vec::new());
     walk_context_paths(e, &mut read, &mut tested);
@@ -161,9 +162,10 @@ fn cel_context_paths(e: &cel::IdedExpr, out: &mut Vec<Vec<String>>) {
     }
 }
 
-/// The chain of field selections `e` makes from the identifier `context`, if it is one.
+/// The chain of field selections `e` makes from the identifier `context`, if it is one: by
+/// name (`context.user`) or by a constant key (`context['user']`).
 fn context_chain(e: &cel::IdedExpr) -> Option<Vec<String>> {
-    use cel::common::ast::Expr;
+    use cel::common::ast::{operators, Expr, LiteralValue};
     let mut path = Vec::new();
     let mut here = e;
     loop {
@@ -171,6 +173,13 @@ fn context_chain(e: &cel::IdedExpr) -> Option<Vec<String>> {
             Expr::Select(sel) if !sel.test => {
                 path.push(sel.field.clone());
                 here = &sel.operand;
+            }
+            Expr::Call(call) if call.func_name == operators::INDEX && call.target.is_none() && call.args.len() == 2 => {
+                let Expr::Literal(LiteralValue::String(key)) = &call.args[1].expr else {
+                    return None;
+                };
+                path.push(key.inner().to_owned());
+                here = &call.args[0];
             }
             Expr::Ident(name) if name == "context" && !path.is_empty() => {
                 path.reverse();
@@ -182,7 +191,7 @@ fn context_chain(e: &cel::IdedExpr) -> Option<Vec<String>> {
 }
 
 fn walk_context_paths(e: &cel::IdedExpr, read: &mut Vec<Vec<String>>, tested: &mut Vec<Vec<String>>) {
-    use cel::common::ast::{EntryExpr, Expr};
+    use cel::common::ast::{operators, EntryExpr, Expr, LiteralValue};
     let mut walk = |x: &cel::IdedExpr| walk_context_paths(x, read, tested);
     match &e.expr {
         // `has(context.a.b)`: asks whether `b` is there; `context.a` must be.
@@ -201,10 +210,34 @@ fn walk_context_paths(e: &cel::IdedExpr, read: &mut Vec<Vec<String>>, tested: &m
             Some(path) => read.push(path),
             None => walk(&sel.operand),
         },
-        Expr::Call(call) => {
-            call.target.iter().for_each(|t| walk(t));
-            call.args.iter().for_each(&mut walk);
+        // `'b' in context.a`: asks whether `b` is there; `context.a` must be.
+        Expr::Call(call) if call.func_name == operators::IN && call.args.len() == 2 => {
+            let key = match &call.args[0].expr {
+                Expr::Literal(LiteralValue::String(key)) => Some(key.inner().to_owned()),
+                _ => None,
+            };
+            let container = match &call.args[1].expr {
+                Expr::Ident(name) if name == "context" => Some(Vec::new()),
+                _ => context_chain(&call.args[1]),
+            };
+            match (key, container) {
+                (Some(key), Some(mut path)) => {
+                    if !path.is_empty() {
+                        read.push(path.clone());
+                    }
+                    path.push(key);
+                    tested.push(path);
+                }
+                _ => call.args.iter().for_each(&mut walk),
+            }
         }
+        Expr::Call(call) => match context_chain(e) {
+            Some(path) => read.push(path),
+            None => {
+                call.target.iter().for_each(|t| walk(t));
+                call.args.iter().for_each(&mut walk);
+            }
+        },
         Expr::Comprehension(c) => {
             for part in [&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
                 walk(part);

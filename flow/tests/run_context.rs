@@ -147,6 +147,75 @@ async fn a_flow_that_reads_no_context_runs_as_before_and_a_has_test_reads_nothin
     assert_eq!(out.get("text"), Some(&json!("plain")));
 }
 
+#[test]
+fn the_context_schema_nests_what_the_nodes_read_and_is_none_when_none_reads_it() {
+    assert_eq!(
+        flow().context_schema(),
+        Some(&json!({
+            "title": "flow_context",
+            "type": "object",
+            "properties": {
+                "plan": {"description": "Read by node `triage` at `data.branches[0].when`"},
+                "user": {"type": "object", "properties": {"name": {
+                    "description": "Read by node `greet_pro` at `data.assign.text`; node `greet` at `data.message`"
+                }}}
+            }
+        }))
+    );
+    // A key only asked about (`in`) is not read: an object with no known keys.
+    assert_eq!(
+        gate("'vip' in context").context_schema(),
+        Some(&json!({"title": "flow_context", "type": "object", "properties": {}}))
+    );
+    assert_eq!(gate("true").context_schema(), None);
+}
+
+/// start -> gate ? (yes: EXPR) -> mark -> done | else -> done, `text` "plain" or "yes".
+fn gate(expr: &str) -> Flow {
+    let f = json!({
+        "nodes": [
+            {"id": "start", "type": "start"},
+            {"id": "gate", "type": "condition", "data": {"branches": [{"id": "yes", "when": expr}]}},
+            {"id": "mark", "type": "set", "data": {"assign": {"text": "yes"}}},
+            {"id": "done", "type": "end"}
+        ],
+        "edges": [
+            {"id": "e1", "source": "start", "target": "gate"},
+            {"id": "e2", "source": "gate", "sourceHandle": "yes", "target": "mark"},
+            {"id": "e3", "source": "gate", "sourceHandle": "else", "target": "done"},
+            {"id": "e4", "source": "mark", "target": "done"}
+        ],
+        "state": {"text": {"type": "string", "default": "plain"}}
+    });
+    Flow::from_json(&f.to_string(), &Registry::new()).unwrap()
+}
+
+#[tokio::test]
+async fn a_key_read_by_index_is_checked_as_one_read_by_name_and_an_in_test_reads_nothing() {
+    // `context['user']['tier']` reads `context.user.tier`: a context without it fails the node
+    // naming that path, as `context.user.tier` would.
+    let flow = gate("context['user']['tier'] == 'pro'");
+    let out = flow.invoke_with_context(json!({}), json!({"user": {"tier": "pro"}})).await.unwrap();
+    assert_eq!(out.get("text"), Some(&json!("yes")));
+    let err = flow
+        .invoke_with_context(json!({}), json!({"user": {"id": 7}}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.node(), Some("gate"));
+    assert!(
+        err.to_string().contains(
+            "node `gate` reads `context.user.tier` (at `data.branches[0].when`), but `context.user` has no key `tier`; its keys are `id`"
+        ),
+        "{err}"
+    );
+    // `'vip' in context` asks whether the key is there: no context needs it.
+    let flow = gate("'vip' in context && context['vip']");
+    let out = flow.invoke_with_context(json!({}), json!({"vip": true})).await.unwrap();
+    assert_eq!(out.get("text"), Some(&json!("yes")));
+    let out = flow.invoke_with_context(json!({}), json!({"other": 1})).await.unwrap();
+    assert_eq!(out.get("text"), Some(&json!("plain")));
+}
+
 /// start -> ask (a question with choices) -> thank (reads the context) -> done, checkpointed.
 fn asking_flow() -> Flow {
     let f = json!({

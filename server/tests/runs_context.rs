@@ -149,3 +149,22 @@ async fn a_served_flow_reading_a_key_the_context_lacks_fails_naming_it() {
         "{body}"
     );
 }
+
+#[tokio::test]
+async fn a_served_flows_context_schema_is_what_its_nodes_read() {
+    let (_dir, app) = flow_app().await;
+    let id = weir_server::model::system_assistant_id("flow").to_string();
+    let r = app.call("GET", &format!("/assistants/{id}/schemas"), None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        r.body["context_schema"],
+        json!({
+            "title": "flow_context",
+            "type": "object",
+            "properties": {
+                "plan": {"description": "Read by node `triage` at `data.branches[0].when`"},
+                "user_id": {"description": "Read by node `pro` at `data.assign.text`; node `free` at `data.assign.text`"}
+            }
+        })
+    );
+}

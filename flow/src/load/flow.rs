@@ -68,6 +68,8 @@ pub struct Flow {
     pub(super) levels: Vec<(String, Option<usize>)>,
     /// The ids of the end nodes.
     pub(crate) ends: Vec<String>,
+    /// What the nodes read of the run's context, as a JSON Schema; `None` when none reads it.
+    pub(super) context_schema: Option<serde_json::Value>,
 }
 
 impl Flow {
@@ -174,5 +176,15 @@ impl Flow {
     /// The names of the state's declared fields, in slot order.
     pub fn field_names(&self) -> Vec<&str> {
         self.schema.field_names()
+    }
+
+    /// What the flow's nodes read of a run's context, as a JSON Schema (what a server reports
+    /// as a graph's `context_schema`): an object with each key a condition or template reads by
+    /// name (`context.user.id`, `context['plan']`), nested, each described with the nodes that
+    /// read it and where. No key is required: a node on a branch a run does not take needs
+    /// nothing, and one that runs without its key fails naming it. `None` when no node reads the
+    /// context.
+    pub fn context_schema(&self) -> Option<&serde_json::Value> {
+        self.context_schema.as_ref()
     }
 }

@@ -7,6 +7,8 @@ use crate::error::{Diagnostic, LoadError};
 use crate::format::FlowFile;
 use crate::node::{NodeImpl, Role};
 use crate::registry::Registry;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use weir_topology::{self as topology, Site};
 
@@ -121,9 +123,11 @@ impl<'a> Loader<'a> {
             .iter()
             .map(|(t, us)| (nodes[*t].id.clone(), us.iter().map(|u| nodes[*u].id.clone()).collect()))
             .collect();
+        let context_schema = context_schema(&nodes);
         Ok(Flow {
             graph,
             schema,
+            context_schema,
             topology: topo,
             recursion_limit,
             joins,
@@ -140,4 +144,41 @@ impl<'a> Loader<'a> {
         self.sites.push(("$".to_owned(), None));
         self.sites.len() - 1
     }
+}
+
+/// What `nodes` read of the run's context, as [`Flow::context_schema`] gives it.
+fn context_schema(nodes: &[LNode]) -> Option<Value> {
+    /// A key of the context: who reads it, and the keys read below it.
+    #[derive(Default)]
+    struct Key {
+        by: Vec<String>,
+        below: BTreeMap<String, Key>,
+    }
+    fn schema(key: &Key) -> Value {
+        let mut out = Map::new();
+        if !key.by.is_empty() {
+            out.insert("description".to_owned(), json!(format!("Read by {}", key.by.join("; "))));
+        }
+        if !key.below.is_empty() {
+            out.insert("type".to_owned(), json!("object"));
+            let properties = key.below.iter().map(|(k, below)| (k.clone(), schema(below))).collect();
+            out.insert("properties".to_owned(), Value::Object(properties));
+        }
+        Value::Object(out)
+    }
+    if !nodes.iter().any(|n| n.imp.reads_context) {
+        return None;
+    }
+    let mut root = Key::default();
+    for n in nodes {
+        for read in &n.imp.context_paths {
+            let key = read.path.iter().fold(&mut root, |here, k| here.below.entry(k.clone()).or_default());
+            key.by.push(format!("node `{}` at `data{}`", n.id, read.at));
+        }
+    }
+    let Value::Object(mut out) = schema(&root) else { return None };
+    out.insert("title".to_owned(), json!("flow_context"));
+    out.insert("type".to_owned(), json!("object"));
+    out.entry("properties").or_insert_with(|| json!({}));
+    Some(Value::Object(out))
 }

@@ -100,7 +100,7 @@ impl Codec<FlowState> for FlowCodec {
             output: state.clone(),
             state,
             config: Value::Null,
-            context: Value::Null,
+            context: self.flow.context_schema().cloned().unwrap_or(Value::Null),
         }
     }
 }
