@@ -2,7 +2,7 @@
 # Retention benchmark (issue 27), weir and LangGraph side by side:
 #  1. a 10,000-turn chat thread on SQLite with keep-last-100 (pruned every 10 turns), and the
 #     same thread with no retention: bytes on disk, checkpoints kept and µs per turn every
-#     1,000 turns;
+#     1,000 turns; and a chat keeping only its last 200 messages, with keep-last-100;
 #  2. a SQLite file filled to about 1 GB, then pruned to keep-last-100, timed;
 #  3. LangGraph 1.2.9's SqliteSaver (no retention) on the same thread, in bench/.venv.
 #
@@ -24,6 +24,8 @@ echo "## weir, keep-last-100"
 "$BIN" chat --db "$DIR/keep100.db" --turns "$TURNS" --keep-last 100
 echo "## weir, no retention"
 "$BIN" chat --db "$DIR/all.db" --turns "$TURNS"
+echo "## weir, keep-last-100, a chat keeping its last 200 messages"
+"$BIN" chat --db "$DIR/window.db" --turns "$TURNS" --keep-last 100 --window 200
 
 echo "## weir, prune of a ~${MB} MB file"
 rm -f "$DIR/big.db" "$DIR/big.db-wal" "$DIR/big.db-shm"

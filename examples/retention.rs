@@ -6,6 +6,8 @@
 //! cargo run --release --example retention -- chat --db /tmp/chat.db --turns 10000 --keep-last 100
 //! # the same thread with no retention
 //! cargo run --release --example retention -- chat --db /tmp/chat-all.db --turns 10000
+//! # a chat that keeps its last 200 messages (a model's context window), keep-last-100
+//! cargo run --release --example retention -- chat --db /tmp/win.db --turns 10000 --keep-last 100 --window 200
 //! # fill a file to about 1 GB (threads of 1 KB checkpoints), then time a keep-last-100 prune
 //! cargo run --release --example retention -- fill --db /tmp/big.db --mb 1024
 //! cargo run --release --example retention -- prune --db /tmp/big.db --keep-last 100
@@ -31,6 +33,20 @@ pub struct Chat {
     pub turns: u64,
 }
 
+/// A chat that keeps only its last messages (as one sent to a model with a context window):
+/// the state stops growing once the window is full.
+#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Window {
+    /// The user's new message.
+    pub user: String,
+    /// The last `size` messages.
+    pub messages: Vec<String>,
+    /// How many messages the window keeps.
+    pub size: usize,
+    /// Turns answered.
+    pub turns: u64,
+}
+
 /// The bytes of a file and its write-ahead log.
 fn bytes_on_disk(db: &Path) -> u64 {
     let wal = PathBuf::from(format!("{}-wal", db.display()));
@@ -41,18 +57,27 @@ fn bytes_on_disk(db: &Path) -> u64 {
         .sum()
 }
 
+/// The fake model's answer on turn `turn` to a message of `len` bytes.
+fn answer(turn: u64, len: usize) -> String {
+    format!(
+        "assistant {turn}: {} (the fake model's answer to {len} bytes, padded to a typical reply length {})",
+        "ok ".repeat(30),
+        "·".repeat(40)
+    )
+}
+
+/// The user's message on turn `turn`.
+fn question(turn: u64) -> String {
+    format!("user {turn}: {}", "question ".repeat(8))
+}
+
 /// The chat graph: one node answering the user's message.
 fn graph(saver: Arc<SqliteSaver>) -> Result<CompiledGraph<Chat>, BoxError> {
     let mut g = GraphBuilder::<Chat>::new();
     g.add_node("reply", |s: &Chat| {
         let last = s.messages.last().map_or(0, String::len);
         ChatUpdate::default()
-            .messages(vec![format!(
-                "assistant {}: {} (the fake model's answer to {last} bytes, padded to a typical reply length {})",
-                s.turns,
-                "ok ".repeat(30),
-                "·".repeat(40)
-            )])
+            .messages(vec![answer(s.turns, last)])
             .turns(s.turns + 1)
     });
     g.add_edge(START, "reply").add_edge("reply", END);
@@ -60,17 +85,72 @@ fn graph(saver: Arc<SqliteSaver>) -> Result<CompiledGraph<Chat>, BoxError> {
     Ok(g.compile()?)
 }
 
-async fn chat(db: &Path, turns: u64, keep_last: Option<usize>, prune_every: u64) -> Result<(), BoxError> {
+/// The windowed chat's graph: one node answering the user's message, keeping the window's
+/// last messages.
+fn window_graph(saver: Arc<SqliteSaver>) -> Result<CompiledGraph<Window>, BoxError> {
+    let mut g = GraphBuilder::<Window>::new();
+    g.add_node("reply", |s: &Window| {
+        let mut messages = s.messages.clone();
+        messages.push(s.user.clone());
+        messages.push(answer(s.turns, s.user.len()));
+        let over = messages.len().saturating_sub(s.size);
+        messages.drain(..over);
+        WindowUpdate::default().messages(messages).turns(s.turns + 1)
+    });
+    g.add_edge(START, "reply").add_edge("reply", END);
+    g.set_checkpointer(saver);
+    Ok(g.compile()?)
+}
+
+/// One of the two chats.
+enum Chatting {
+    Growing(CompiledGraph<Chat>),
+    Window(CompiledGraph<Window>, usize),
+}
+
+impl Chatting {
+    async fn turn(&self, turn: u64, config: &RunConfig) -> Result<(), BoxError> {
+        match self {
+            Self::Growing(app) => {
+                app.invoke(ChatUpdate::default().messages(vec![question(turn)]), config)
+                    .await?;
+            }
+            Self::Window(app, size) => {
+                app.invoke(WindowUpdate::default().user(question(turn)).size(*size), config)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The messages the thread holds at the end.
+    async fn messages(&self, config: &RunConfig) -> Result<usize, BoxError> {
+        Ok(match self {
+            Self::Growing(app) => app.get_state(config).await?.ok_or("no state")?.values.messages.len(),
+            Self::Window(app, _) => app.get_state(config).await?.ok_or("no state")?.values.messages.len(),
+        })
+    }
+}
+
+async fn chat(
+    db: &Path,
+    turns: u64,
+    keep_last: Option<usize>,
+    prune_every: u64,
+    window: Option<usize>,
+) -> Result<(), BoxError> {
     let _ = std::fs::remove_file(db);
     let saver = Arc::new(SqliteSaver::open(db)?);
-    let app = graph(saver.clone())?;
+    let app = match window {
+        Some(size) => Chatting::Window(window_graph(saver.clone())?, size),
+        None => Chatting::Growing(graph(saver.clone())?),
+    };
     let config = RunConfig::thread("chat");
     let policy = keep_last.map(|n| Retention::new().keep_last(n));
     println!("turn,bytes_on_disk,checkpoints,blob_bytes,us_per_turn");
     let mut started = Instant::now();
     for turn in 1..=turns {
-        let input = ChatUpdate::default().messages(vec![format!("user {turn}: {}", "question ".repeat(8))]);
-        app.invoke(input, &config).await?;
+        app.turn(turn, &config).await?;
         if let Some(policy) = &policy {
             if turn % prune_every == 0 {
                 saver.prune("chat", policy).await?;
@@ -88,8 +168,8 @@ async fn chat(db: &Path, turns: u64, keep_last: Option<usize>, prune_every: u64)
             started = Instant::now();
         }
     }
-    let state = app.get_state(&config).await?.ok_or("no state")?;
-    assert_eq!(state.values.messages.len() as u64, 2 * turns);
+    let expected = window.map_or(2 * turns, |size| (2 * turns).min(size as u64));
+    assert_eq!(app.messages(&config).await? as u64, expected);
     Ok(())
 }
 
@@ -181,11 +261,14 @@ async fn main() -> Result<(), BoxError> {
                 number("--turns", 10_000)?,
                 keep,
                 number("--prune-every", 10)?.max(1),
+                arg(&args, "--window").map(|v| v.parse()).transpose()?,
             )
             .await
         }
         Some("fill") => fill(&db, number("--mb", 1024)?).await,
         Some("prune") => prune(&db, number("--keep-last", 100)? as usize).await,
-        _ => Err("usage: retention chat|fill|prune --db FILE [--turns N] [--keep-last N] [--mb MB]".into()),
+        _ => {
+            Err("usage: retention chat|fill|prune --db FILE [--turns N] [--keep-last N] [--window N] [--mb MB]".into())
+        }
     }
 }
