@@ -39,9 +39,11 @@
 //! `context`; [`Flow::invoke_with_context`]): a `condition` reads it as `context` beside the
 //! state's fields (`context.plan == 'pro' && amount > 100`), a `set` template or an `output`
 //! message as `{{ context.user_id }}`. A flow declares no schema for it; a path a node reads that
-//! the context lacks fails the node, naming the node, the path and where below its `data` it is
-//! read (`has(context.vip)` in a condition asks without failing). A state field named `context`
-//! is then read as `state.context`.
+//! the context lacks (`context.user.id`, or `context['user']['id']` in a condition) fails the
+//! node, naming the node, the path and where below its `data` it is read (`has(context.vip)` or
+//! `'vip' in context` in a condition asks without failing). [`Flow::context_schema`] describes
+//! what the nodes read (a server reports it as the graph's `context_schema`). A state field named
+//! `context` is then read as `state.context`.
 //!
 //! # A person in the loop
 //!
