@@ -195,7 +195,10 @@ async fn a_key_read_by_index_is_checked_as_one_read_by_name_and_an_in_test_reads
     // `context['user']['tier']` reads `context.user.tier`: a context without it fails the node
     // naming that path, as `context.user.tier` would.
     let flow = gate("context['user']['tier'] == 'pro'");
-    let out = flow.invoke_with_context(json!({}), json!({"user": {"tier": "pro"}})).await.unwrap();
+    let out = flow
+        .invoke_with_context(json!({}), json!({"user": {"tier": "pro"}}))
+        .await
+        .unwrap();
     assert_eq!(out.get("text"), Some(&json!("yes")));
     let err = flow
         .invoke_with_context(json!({}), json!({"user": {"id": 7}}))

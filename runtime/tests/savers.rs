@@ -226,7 +226,14 @@ async fn get_holding_returns_the_links_after_the_blob_held(saver: Arc<dyn Checkp
             ("q".to_owned(), q.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
         ]
     };
-    let cases: [(&str, &[(&str, &str)], (&[&str], &[&str]), &[&str]); 7] = [
+    /// A checkpoint read, the blobs held, the chains of `notes` and `q`, the channels continued.
+    type Case<'a> = (
+        &'a str,
+        &'a [(&'a str, &'a str)],
+        (&'a [&'a str], &'a [&'a str]),
+        &'a [&'a str],
+    );
+    let cases: [Case<'_>; 7] = [
         // Grew by one link, and by two on the fork's branch.
         ("cp-3", &[("notes", "cp-2")], (&[",c"], &["why"]), &["notes"]),
         ("cp-5", &[("notes", "cp-2")], (&[",x", ",y"], &["why"]), &["notes"]),

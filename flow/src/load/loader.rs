@@ -157,7 +157,10 @@ fn context_schema(nodes: &[LNode]) -> Option<Value> {
     fn schema(key: &Key) -> Value {
         let mut out = Map::new();
         if !key.by.is_empty() {
-            out.insert("description".to_owned(), json!(format!("Read by {}", key.by.join("; "))));
+            out.insert(
+                "description".to_owned(),
+                json!(format!("Read by {}", key.by.join("; "))),
+            );
         }
         if !key.below.is_empty() {
             out.insert("type".to_owned(), json!("object"));
@@ -172,11 +175,16 @@ fn context_schema(nodes: &[LNode]) -> Option<Value> {
     let mut root = Key::default();
     for n in nodes {
         for read in &n.imp.context_paths {
-            let key = read.path.iter().fold(&mut root, |here, k| here.below.entry(k.clone()).or_default());
+            let key = read
+                .path
+                .iter()
+                .fold(&mut root, |here, k| here.below.entry(k.clone()).or_default());
             key.by.push(format!("node `{}` at `data{}`", n.id, read.at));
         }
     }
-    let Value::Object(mut out) = schema(&root) else { return None };
+    let Value::Object(mut out) = schema(&root) else {
+        return None;
+    };
     out.insert("title".to_owned(), json!("flow_context"));
     out.insert("type".to_owned(), json!("object"));
     out.entry("properties").or_insert_with(|| json!({}));
