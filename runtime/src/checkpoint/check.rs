@@ -291,20 +291,11 @@ pub(crate) type Link = (Option<String>, Vec<u8>);
 pub(crate) type Values = Vec<(String, Vec<Vec<u8>>)>;
 
 /// Rebuilds the value chains of `record`'s channels, as [`Loaded::values`](super::Loaded) holds
-/// them, fetching each blob by `(checkpoint id, channel)`; a missing link is corruption. Every
-/// saver's `get` goes through it.
+/// them, fetching each blob by `(checkpoint id, channel)`; a missing link is corruption. For a
+/// reader holding the values in `held`, a chain that reaches the blob the reader holds stops
+/// there, and its channel is named among the continued ones (the second item), as
+/// [`Loaded::continued`](super::Loaded) says. Every saver's `get` and `get_holding` go through it.
 pub(crate) fn assemble(
-    record: &CheckpointRecord,
-    fetch: impl FnMut(&str, &str) -> Result<Option<Link>, SaverError>,
-) -> Result<Values, SaverError> {
-    Ok(assemble_holding(record, &[], fetch)?.0)
-}
-
-/// [`assemble`] for a reader holding the values in `held`: a chain that reaches the blob the
-/// reader holds stops there, and its channel is named among the continued ones (the second
-/// item), as [`Loaded::continued`](super::Loaded) says. Every saver's `get_holding` goes
-/// through it.
-pub(crate) fn assemble_holding(
     record: &CheckpointRecord,
     held: &[Held],
     mut fetch: impl FnMut(&str, &str) -> Result<Option<Link>, SaverError>,
@@ -391,7 +382,7 @@ mod tests {
             blobs: Vec::new(),
         };
         // c2's delta extends c1's, whose delta extends c2's.
-        let err = assemble(&record, |at, _| {
+        let err = assemble(&record, &[], |at, _| {
             let base = if at == "c2" { "c1" } else { "c2" };
             Ok(Some((Some(base.to_owned()), b"[1]".to_vec())))
         })
@@ -402,12 +393,12 @@ mod tests {
         let n = crate::pregel::MAX_CHAIN + 10;
         let mut long = record.clone();
         long.channels[0].blob = Some(format!("c{n}").into());
-        let values = assemble(&long, |at, _| {
+        let values = assemble(&long, &[], |at, _| {
             let k: usize = at.trim_start_matches('c').parse().unwrap();
             Ok(Some(((k > 0).then(|| format!("c{}", k - 1)), b"[1]".to_vec())))
         })
         .unwrap();
-        assert_eq!(values[0].1.len(), n + 1);
+        assert_eq!(values.0[0].1.len(), n + 1);
     }
 
     #[test]

@@ -141,7 +141,7 @@ impl Namespace {
     /// `record`, stored here, as `get_holding` hands it back to a reader holding `held`: its
     /// value chains and pending writes.
     fn loaded(&self, record: &CheckpointRecord, held: &[Held]) -> Result<Loaded, SaverError> {
-        let (values, continued) = check::assemble_holding(record, held, |at, channel| {
+        let (values, continued) = check::assemble(record, held, |at, channel| {
             Ok(self
                 .blob(at, channel)
                 .map(|b| (b.delta_of.as_deref().map(str::to_owned), b.bytes.clone())))

@@ -141,7 +141,7 @@ impl PostgresSaver {
                             let (channel, checkpoint): (String, String) = (row.get(0), row.get(1));
                             links.insert((checkpoint, channel), (row.get(2), row.get(3)));
                         }
-                        let (values, continued) = check::assemble_holding(&record, held, |at, channel| {
+                        let (values, continued) = check::assemble(&record, held, |at, channel| {
                             Ok(links.remove(&(at.to_owned(), channel.to_owned())))
                         })?;
                         let pending_writes = tx
@@ -239,7 +239,7 @@ impl PostgresSaver {
                         tx.commit().await?;
                         let mut out = Vec::with_capacity(records.len());
                         for record in records {
-                            let values = check::assemble(&record, |at, channel| {
+                            let (values, _) = check::assemble(&record, &[], |at, channel| {
                                 Ok(links.get(&(at.to_owned(), channel.to_owned())).cloned())
                             })?;
                             let pending_writes = writes.remove(&*record.id).unwrap_or_default();

@@ -24,7 +24,7 @@ pub(super) fn head(conn: &Connection, thread_id: &str, ns: &str) -> rusqlite::Re
 type Met = HashMap<Arc<str>, Option<BlobColumns>>;
 
 /// The value chains of `record` for a reader holding `held`, and the channels continued (as
-/// [`check::assemble_holding`]), from the rows in `met`, reading (and keeping) any other row.
+/// [`check::assemble`]), from the rows in `met`, reading (and keeping) any other row.
 fn values_of(
     tx: &Transaction<'_>,
     path: &Path,
@@ -36,7 +36,7 @@ fn values_of(
     let mut blobs_of = tx.prepare_cached(
         "SELECT blob_index, blob_bytes FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND id = ?3",
     )?;
-    Ok(check::assemble_holding(record, held, |at, channel| {
+    Ok(check::assemble(record, held, |at, channel| {
         if !met.contains_key(at) {
             let columns = blobs_of
                 .query_row(params![thread_id, ns, at], |r| Ok((r.get(0)?, r.get(1)?)))
