@@ -1,6 +1,8 @@
 //! The `Checkpointer` trait: what every saver implements.
 
-use super::{CheckpointRecord, Held, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, Usage};
+use super::{
+    CheckpointRecord, Held, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, TaskWrites, Usage,
+};
 use futures::future::BoxFuture;
 use std::fmt::Debug;
 
@@ -158,6 +160,32 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
         task_id: &'a str,
         writes: Vec<PendingWrite>,
     ) -> BoxFuture<'a, Result<(), SaverError>>;
+
+    /// Stores the pending writes of several tasks of the thread, which a run made, as a
+    /// [`put_writes`](Self::put_writes) of each would, in order: what a run's background writer
+    /// has gathered (async durability). A saver may store them in one transaction. The
+    /// runtime's own fast path; only this crate can call or override it. The default puts each
+    /// task's writes, all at once, and fails with the first error.
+    #[doc(hidden)]
+    fn put_writes_made<'a>(
+        &'a self,
+        thread_id: &'a str,
+        writes: Vec<TaskWrites>,
+        made: MadeByRun,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        let _ = made;
+        Box::pin(async move {
+            let puts = writes.into_iter().map(|w| async move {
+                self.put_writes(thread_id, &w.ns, &w.checkpoint, &w.task_id, w.rows)
+                    .await
+            });
+            futures::future::join_all(puts)
+                .await
+                .into_iter()
+                .find_map(Result::err)
+                .map_or(Ok(()), Err)
+        })
+    }
 
     /// Deletes everything of the thread: every namespace's checkpoints, blobs, writes and head.
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<(), SaverError>>;

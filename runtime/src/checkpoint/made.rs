@@ -18,3 +18,15 @@ impl MadeByRun {
         Self(())
     }
 }
+
+/// One task's pending writes, as a run hands them to
+/// [`Checkpointer::put_writes_made`](super::Checkpointer::put_writes_made): the namespace, the
+/// checkpoint they belong to, the task, and the writes (each of that task). Nameable only in
+/// this crate, like [`MadeByRun`].
+#[derive(Debug)]
+pub struct TaskWrites {
+    pub(crate) ns: std::sync::Arc<str>,
+    pub(crate) checkpoint: std::sync::Arc<str>,
+    pub(crate) task_id: String,
+    pub(crate) rows: Vec<super::PendingWrite>,
+}

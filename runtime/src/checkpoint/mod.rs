@@ -65,7 +65,7 @@ pub use checkpointer::Checkpointer;
 pub use error::SaverError;
 pub(crate) use id::checkpoint_id_after;
 pub use id::{new_checkpoint_id, new_checkpoint_id_after};
-pub(crate) use made::MadeByRun;
+pub(crate) use made::{MadeByRun, TaskWrites};
 pub use memory::MemorySaver;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresSaver};

@@ -19,6 +19,7 @@ use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// Returns `value` to the caller and saves `save` as the next call's `previous`
 /// (LangGraph's `entrypoint.final`).
@@ -148,7 +149,7 @@ where
             let run = f(s.input.clone(), s.previous.clone(), ctx.clone());
             let scope = Scope::root(ctx);
             async move {
-                let (out, save) = scope.run(run).await?;
+                let (out, save) = on_worker(scope.run(run).in_current_span()).await?;
                 let mut u = FuncStateUpdate::default();
                 u.output.push(out);
                 u.previous.push(save);
@@ -168,6 +169,34 @@ where
             graph,
             _types: PhantomData,
         })
+    }
+}
+
+/// Runs an entrypoint's code as a tokio task of its own, aborted if the run drops it, its
+/// panic resumed here (where the step catches a node's). A run driven from outside the
+/// runtime (`block_on(invoke(…))`) runs its one node in place, on the caller's thread: there,
+/// each task call, spawned onto a worker and awaited, cost two wake-ups of another thread
+/// (~13 µs a call). On a worker, a call awaited at once runs on that same worker.
+async fn on_worker<T: Send + 'static>(
+    code: impl Future<Output = Result<T, BoxError>> + Send + 'static,
+) -> Result<T, BoxError> {
+    /// Aborts the task when the node's future is dropped (a no-op once it has ended).
+    struct AbortOnDrop(tokio::task::AbortHandle);
+    impl Drop for AbortOnDrop {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let handle = tokio::spawn(code);
+    let _abort = AbortOnDrop(handle.abort_handle());
+    match handle.await {
+        Ok(done) => done,
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(_) => Err(super::call::FuncError::boxed(
+                "the entrypoint's task was cancelled".to_owned(),
+            )),
+        },
     }
 }
 

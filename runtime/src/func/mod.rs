@@ -5,7 +5,9 @@
 //!
 //! An entrypoint compiles to a graph of one node over [`FuncState`]; the node runs the user's
 //! function inside a scope that numbers its task calls. Each call's result is saved, as soon as
-//! it ends, as a pending write on the checkpoint the entrypoint's step started from. After an
+//! it ends, as a pending write on the checkpoint the entrypoint's step started from (under async
+//! durability, through the run's background writer, which gathers the results of up to 10 ms and
+//! stores them together, always before the step's checkpoint). After an
 //! interrupt or a crash the step runs again: the entrypoint re-runs from the top, and a call at a
 //! position with a saved result returns it without running (an error when the saved call was of
 //! another task or had other arguments). Under exit durability results are not saved as calls

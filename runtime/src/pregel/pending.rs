@@ -5,7 +5,8 @@
 //! A task of a step with several tasks saves its writes against the checkpoint the step started
 //! from as soon as its node returns: under `Durability::Sync` it puts them itself, and the step
 //! waits for that put; under `Durability::Async` it queues them behind the checkpoints the
-//! background writer has not stored yet. A step of one task saves nothing as it ends: its
+//! background writer has not stored yet, which gathers them for a few milliseconds and stores
+//! them together, and before the step's checkpoint (`writer.rs`, `LINGER`). A step of one task saves nothing as it ends: its
 //! checkpoint follows at once. Under `Durability::Exit` nothing is saved before the run ends.
 //!
 //! Where weir differs from LangGraph, deliberately: LangGraph puts every task's writes as it

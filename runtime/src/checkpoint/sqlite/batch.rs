@@ -11,7 +11,7 @@
 
 use super::rows;
 use super::{Failure, SaverError};
-use crate::checkpoint::{check, copy, CheckpointRecord, MadeByRun, PendingWrite, Pruned, Retention};
+use crate::checkpoint::{check, copy, CheckpointRecord, MadeByRun, PendingWrite, Pruned, Retention, TaskWrites};
 use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Statement};
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -30,6 +30,8 @@ pub(super) enum Work {
     Put(Vec<CheckpointRecord>, Option<Box<str>>, Option<MadeByRun>),
     /// A task's pending writes: thread, namespace, checkpoint and task, then the writes.
     Writes([String; 4], Vec<PendingWrite>),
+    /// The pending writes of several tasks of a thread, stored in order: all or none.
+    WritesOfTasks(String, Vec<TaskWrites>),
     /// Deletes a thread.
     Delete(String),
     /// Deletes a thread's checkpoints after one (`[thread, checkpoint id]`) and their writes.
@@ -314,6 +316,26 @@ impl Batch<'_> {
                 *self.wal_grown += PAGES_PER_COMMIT;
                 self.put_writes(thread, ns, checkpoint, task, writes)
             }
+            Work::WritesOfTasks(thread, tasks) => {
+                // Rows of a table and of its key's index: about twice their bytes.
+                let bytes: usize = tasks
+                    .iter()
+                    .flat_map(|t| &t.rows)
+                    .map(|w| 2 * (w.bytes.len() + w.task_id.len() + w.task_path.len() + 64))
+                    .sum();
+                *self.wal_grown += PAGES_PER_COMMIT + (bytes / 4096) as u64;
+                // The checkpoint they belong to is looked up once for all its tasks.
+                let mut known: Option<(&str, &str)> = None;
+                for t in tasks {
+                    let at = (&*t.ns, &*t.checkpoint);
+                    if known != Some(at) {
+                        self.checkpoint_exists(thread, at.0, at.1)?;
+                        known = Some(at);
+                    }
+                    self.replace_writes(thread, at.0, at.1, &t.task_id, &t.rows)?;
+                }
+                Ok(())
+            }
             Work::Delete(thread) => {
                 *self.last_put = None;
                 *self.wal_grown += PAGES_PER_COMMIT;
@@ -449,7 +471,12 @@ impl Batch<'_> {
         task_id: &str,
         writes: &[PendingWrite],
     ) -> Result<(), Failure> {
-        check::writes(thread_id, checkpoint_id, task_id, writes)?;
+        self.checkpoint_exists(thread_id, ns, checkpoint_id)?;
+        self.replace_writes(thread_id, ns, checkpoint_id, task_id, writes)
+    }
+
+    /// Fails unless the checkpoint is stored.
+    fn checkpoint_exists(&mut self, thread_id: &str, ns: &str, checkpoint_id: &str) -> Result<(), Failure> {
         if !self
             .statements
             .get(Sql::CheckpointExists)?
@@ -457,6 +484,19 @@ impl Batch<'_> {
         {
             return Err(check::unknown_checkpoint(thread_id, ns, checkpoint_id).into());
         }
+        Ok(())
+    }
+
+    /// Replaces the task's writes on a stored checkpoint with `writes`.
+    fn replace_writes(
+        &mut self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        task_id: &str,
+        writes: &[PendingWrite],
+    ) -> Result<(), Failure> {
+        check::writes(thread_id, checkpoint_id, task_id, writes)?;
         self.statements
             .get(Sql::DeleteTaskWrites)?
             .execute(params![thread_id, ns, checkpoint_id, task_id])?;

@@ -34,7 +34,8 @@ mod tests;
 mod writer;
 
 use super::{
-    CheckpointRecord, Checkpointer, Held, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, Usage,
+    CheckpointRecord, Checkpointer, Held, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, TaskWrites,
+    Usage,
 };
 use batch::Work;
 use futures::future::{BoxFuture, FutureExt};
@@ -404,6 +405,20 @@ impl Checkpointer for SqliteSaver {
     ) -> BoxFuture<'a, Result<(), SaverError>> {
         let ids = [thread_id, ns, checkpoint_id, task_id].map(str::to_owned);
         self.inner.writer.write(Work::Writes(ids, writes)).boxed()
+    }
+
+    /// One request to the writer thread, so the tasks' writes go into one transaction (under
+    /// one savepoint when others are queued with it): all of them or none.
+    fn put_writes_made<'a>(
+        &'a self,
+        thread_id: &'a str,
+        writes: Vec<TaskWrites>,
+        _made: MadeByRun,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        self.inner
+            .writer
+            .write(Work::WritesOfTasks(thread_id.to_owned(), writes))
+            .boxed()
     }
 
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<(), SaverError>> {
