@@ -231,6 +231,31 @@ async fn a_resume_with_nothing_paused_ends_with_the_values_unchanged() {
     assert_eq!(history.len(), 4, "the resume wrote nothing");
 }
 
+/// A run requeued after its worker wrote its last checkpoint (the worker stopped before it
+/// recorded the end) runs again from the thread's head with no input: nothing is left to run,
+/// and its outcome is the thread's values, not nothing.
+#[tokio::test]
+async fn a_run_from_the_head_of_a_finished_thread_ends_with_its_values() {
+    let (_dir, saver) = sqlite();
+    let g = chain().into_served(saver);
+    run(&g, request("h1", json!({"topic": "x"}), &[])).await;
+    for modes in [vec![], vec![Mode::Values, Mode::Updates]] {
+        let mut r = request("h1", Value::Null, &modes);
+        r.input = None;
+        let (events, end) = run(&g, r).await;
+        assert_eq!(
+            end,
+            RunEnd::Success {
+                values: json!({"topic": "x", "log": ["a:x", "b"]})
+            },
+            "modes {modes:?}"
+        );
+        assert!(events.iter().all(|(e, _)| e != "updates"), "nothing ran: {events:?}");
+    }
+    let history = g.history("h1", &HistoryQuery::default()).await.unwrap();
+    assert_eq!(history.len(), 4, "the runs from the head wrote nothing");
+}
+
 #[tokio::test]
 async fn every_checkpoint_of_a_run_records_its_metadata_of_any_json() {
     let (_dir, saver) = sqlite();

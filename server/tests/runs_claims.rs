@@ -1,7 +1,8 @@
 //! When a run may be claimed and who may settle it: `after_seconds` (no claim before the run's
 //! time; the worker's timer claims it then, without waiting for a poll) and the claim's token (a
 //! worker whose heartbeat lapsed while it was only slow cannot settle the run that another
-//! worker claimed again and finished), and waits on a run that end when it ends even when its
+//! worker claimed again and finished, and the same worker claiming its run again runs only the
+//! new attempt), and waits on a run that end when it ends even when its
 //! stream's end never reaches the waiting process.
 
 mod runs_support;
@@ -141,6 +142,42 @@ async fn a_worker_that_lost_its_run_to_the_sweeper_cannot_settle_it_after_the_ne
     assert_eq!(db.get_run(&tid, &rid).await.unwrap(), Some(finished));
     assert_eq!(db.get_thread(&tid).await.unwrap(), Some(thread));
     b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_claims_its_own_requeued_run_again_stops_the_first_attempt_and_finishes_the_second() {
+    // The sweeper of another worker took A's run away while A was only slow, and A, with a
+    // slot free, claims it again: the first attempt stops, the second runs on from the
+    // checkpoint the first wrote, and the end of the first does not cancel the second.
+    let dir = tempfile::tempdir().unwrap();
+    let (db, saver) = open(&dir.path().join("weir.db")).await;
+    let slow = ManagerConfig {
+        workers: 2,
+        heartbeat: Duration::from_secs(3600),
+        ..config()
+    };
+    let a = app_on(db.clone(), saver.clone(), slow).await;
+    let tid = a.thread().await;
+    let created = a
+        .call(
+            "POST",
+            &format!("/threads/{tid}/runs"),
+            Some(json!({"input": {"topic": "x"}, "assistant_id": "gated"})),
+        )
+        .await;
+    let rid = created.body["run_id"].as_str().unwrap().to_owned();
+    tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
+    assert_eq!(db.requeue(None).await.unwrap(), vec![rid.clone()]);
+    // The second attempt reaches the gated node (the first is stopped in it); let it through.
+    tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
+    a.gate.release();
+    let joined = tokio::time::timeout(HUNG, a.call("GET", &format!("/threads/{tid}/runs/{rid}/join"), None))
+        .await
+        .unwrap();
+    assert_eq!(joined.body, json!({"topic": "x", "log": ["a:x", "slow:x"]}));
+    let run = db.get_run(&tid, &rid).await.unwrap().unwrap();
+    assert_eq!((run.status, run.attempt), (RunStatus::Success, 2));
+    a.manager.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

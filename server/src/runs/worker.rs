@@ -1,6 +1,6 @@
 //! This process's workers: the dispatcher that claims runs while a slot is free, the listener
-//! that routes the bus's cancellations to the runs they name, the heartbeat (with the sweeper that
-//! requeues the runs of workers whose heartbeat stopped), and graceful shutdown. Running one run
+//! that routes the bus's cancellations to the runs they name, the heartbeat, the sweeper that
+//! requeues the runs of workers whose heartbeat stopped, and graceful shutdown. Running one run
 //! is [`super::execute`]'s.
 
 use super::{Manager, RunError};
@@ -32,7 +32,9 @@ impl Manager {
         let me = self.clone();
         tasks.spawn(async move { me.route_cancellations(cancels).await });
         let me = self.clone();
-        tasks.spawn(async move { me.beat_and_sweep().await });
+        tasks.spawn(async move { me.beat().await });
+        let me = self.clone();
+        tasks.spawn(async move { me.sweep().await });
         let me = self.clone();
         tasks.spawn(async move { me.dispatch().await });
         if let Some(every) = inner.config.ttl_sweep.filter(|d| !d.is_zero()) {
@@ -78,12 +80,12 @@ impl Manager {
             }
             match inner.queue.claim(&inner.worker_id).await {
                 Ok(Some(run)) => {
-                    let cancel = self.register(&run.run_id);
+                    let cancel = self.register(&run.run_id, run.attempt);
                     let me = self.clone();
                     inner.runs.lock().await.spawn(async move {
-                        let run_id = run.run_id.clone();
+                        let (run_id, attempt) = (run.run_id.clone(), run.attempt);
                         me.execute(run, cancel).await;
-                        me.unregister(&run_id);
+                        me.unregister(&run_id, attempt);
                         drop(permit);
                     });
                     // Reap finished run tasks so the set does not grow.
@@ -124,16 +126,22 @@ impl Manager {
         wait.min(poll)
     }
 
-    /// The cancel signal of a claimed run, set at once if its cancellation came before the claim.
-    fn register(&self, run_id: &str) -> watch::Receiver<Option<CancelAction>> {
+    /// The cancel signal of attempt `attempt` of a claimed run, set at once if its cancellation
+    /// came before the claim. An earlier attempt of the same run still here loses its signal's
+    /// sender, and so stops (its end is refused: the claim is no longer its).
+    fn register(&self, run_id: &str, attempt: u32) -> watch::Receiver<Option<CancelAction>> {
         let early = super::lock(&self.inner.early_cancels).remove(run_id).map(|(a, _)| a);
         let (tx, rx) = watch::channel(early);
-        super::lock(&self.inner.running).insert(run_id.to_owned(), tx);
+        super::lock(&self.inner.running).insert(run_id.to_owned(), (attempt, tx));
         rx
     }
 
-    fn unregister(&self, run_id: &str) {
-        super::lock(&self.inner.running).remove(run_id);
+    /// Forgets attempt `attempt` of a run, unless a later attempt has replaced it.
+    fn unregister(&self, run_id: &str, attempt: u32) {
+        let mut running = super::lock(&self.inner.running);
+        if running.get(run_id).is_some_and(|(a, _)| *a == attempt) {
+            running.remove(run_id);
+        }
     }
 
     /// Routes each cancellation on the bus to the run it names, if it runs here; otherwise keeps
@@ -142,7 +150,7 @@ impl Manager {
         while let Some((run_id, action)) = cancels.next().await {
             let sent = super::lock(&self.inner.running)
                 .get(&run_id)
-                .map(|tx| tx.send_replace(Some(action)))
+                .map(|(_, tx)| tx.send_replace(Some(action)))
                 .is_some();
             if !sent {
                 let mut early = super::lock(&self.inner.early_cancels);
@@ -153,9 +161,10 @@ impl Manager {
         }
     }
 
-    /// Beats on the bus every `heartbeat`, and requeues the runs of other workers whose
-    /// heartbeat has expired (their process died).
-    async fn beat_and_sweep(&self) {
+    /// Beats on the bus every `heartbeat`. Nothing else happens in this loop: a beat that
+    /// waited for a busy database (the sweep's queries) could lapse, and another worker would
+    /// take this one's runs while they still run.
+    async fn beat(&self) {
         let inner = &self.inner;
         let mut tick = tokio::time::interval(inner.config.heartbeat);
         loop {
@@ -163,6 +172,17 @@ impl Manager {
             if let Err(e) = inner.bus.beat(&inner.worker_id, inner.config.heartbeat * 3).await {
                 tracing::warn!(error = %e, "heartbeat failed");
             }
+        }
+    }
+
+    /// Every `heartbeat`, requeues the runs of other workers whose heartbeat has expired
+    /// (their process died).
+    async fn sweep(&self) {
+        let inner = &self.inner;
+        let mut tick = tokio::time::interval(inner.config.heartbeat);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
             let Ok(workers) = inner.queue.busy_workers().await else {
                 continue;
             };
