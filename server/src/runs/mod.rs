@@ -159,7 +159,7 @@ struct Inner {
     /// The cancel signal of each run this process is running, with the attempt it runs. A run
     /// this worker claims again (it was requeued while this worker was only slow) replaces its
     /// earlier attempt here, which stops that attempt.
-    running: Mutex<HashMap<String, (u32, watch::Sender<Option<CancelAction>>)>>,
+    running: Mutex<worker::Running>,
     /// Cancellations that came before their run was claimed here.
     early_cancels: Mutex<worker::EarlyCancels>,
     /// The runs this process put back in the queue after they had started (they resume).

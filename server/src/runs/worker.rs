@@ -199,5 +199,8 @@ impl Manager {
     }
 }
 
+/// The runs this process runs: run id → (the attempt, its cancel signal).
+pub(super) type Running = HashMap<String, (u32, watch::Sender<Option<CancelAction>>)>;
+
 /// The early cancellations: run id → (action, when it came).
 pub(super) type EarlyCancels = HashMap<String, (CancelAction, Instant)>;
