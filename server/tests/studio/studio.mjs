@@ -93,6 +93,11 @@ await step("answering in the form finishes the run and grows the timeline", asyn
   await page.waitForSelector('[data-testid="run-finished"]');
   await page.waitForFunction((n) => Number(document.querySelector(".timeline").dataset.count) > n, before);
   await page.waitForFunction(() => document.querySelector('[data-testid="thread-status"]').textContent.includes("idle"));
+  // The header is drawn before the head's state is read: wait for the detail to show the newest checkpoint.
+  await page.waitForFunction(() => {
+    const newest = document.querySelector('.timeline .cp[data-index="0"]');
+    return newest && document.querySelector('[data-testid="detail"]').dataset.checkpoint === newest.dataset.checkpoint;
+  });
   const state = JSON.parse(await page.textContent('[data-testid="state"]'));
   expect(state.status === "refunded", `the state's status is ${state.status}`);
   expect(!(await page.$('[data-testid="interrupt"]')), "the interrupt is still shown");
