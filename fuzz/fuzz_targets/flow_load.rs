@@ -19,15 +19,23 @@ use serde_json::{json, Value};
 use std::sync::OnceLock;
 use weir_flow::{Flow, Registry};
 
-/// A flow touching most of what the loader checks.
-fn seed() -> &'static Value {
-    static SEED: OnceLock<Value> = OnceLock::new();
+/// The registry every input is loaded with (made once: the target measures the loader).
+fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(Registry::new)
+}
+
+/// A flow touching most of what the loader checks, and every path into it.
+fn seed() -> &'static (Value, Vec<Vec<String>>) {
+    static SEED: OnceLock<(Value, Vec<Vec<String>>)> = OnceLock::new();
     SEED.get_or_init(|| {
         let seed = seed_flow();
-        if let Err(e) = Flow::from_json(&seed.to_string(), &Registry::new()) {
+        if let Err(e) = Flow::from_json(&seed.to_string(), registry()) {
             panic!("the seed flow does not load: {:?}", e.messages());
         }
-        seed
+        let mut all = Vec::new();
+        paths(&seed, &mut Vec::new(), &mut all);
+        (seed, all)
     })
 }
 
@@ -155,7 +163,7 @@ fn value(u: &mut Unstructured<'_>, depth: u32) -> arbitrary::Result<Value> {
 }
 
 fn load(text: &str) {
-    if let Ok(flow) = Flow::from_json(text, &Registry::new()) {
+    if let Ok(flow) = Flow::from_json(text, registry()) {
         // What a loaded flow reports is built from what was loaded: it must not panic either.
         let _ = flow.mermaid();
         let _ = flow.field_names();
@@ -170,12 +178,11 @@ fuzz_target!(|data: &[u8]| {
         0 => load(&String::from_utf8_lossy(rest)),
         _ => {
             let mut u = Unstructured::new(rest);
-            let mut flow = seed().clone();
-            let mut all = Vec::new();
-            paths(&flow, &mut Vec::new(), &mut all);
+            let (seed, all) = seed();
+            let mut flow = seed.clone();
             let edits = u.int_in_range(1..=3u8).unwrap_or(1);
             for _ in 0..edits {
-                let Ok(path) = u.choose(&all) else { break };
+                let Ok(path) = u.choose(all) else { break };
                 let path = path.clone();
                 if mode % 3 == 1 {
                     let Ok(v) = value(&mut u, 0) else { break };

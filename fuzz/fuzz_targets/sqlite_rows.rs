@@ -3,11 +3,11 @@
 //!
 //! A template file is made once with the saver itself: one thread whose checkpoints cover whole
 //! values, append deltas (a chain over three checkpoints), channels left pointing at older
-//! checkpoints, a channel without a value, a subgraph namespace and pending writes. Each input
-//! copies the template, then overwrites a few columns of chosen rows with the fuzzer's bytes (as
-//! a blob, as text, as an integer or as NULL), the blob columns most often, through SQLite (so
-//! the file stays a database and the damage is in weir's own row format), and reads everything
-//! back.
+//! checkpoints, a channel without a value, a subgraph namespace and pending writes. One copy of
+//! it is opened once; each input overwrites a few columns of chosen rows with the fuzzer's bytes
+//! (as a blob, as text, as an integer or as NULL), the blob columns most often, through SQLite
+//! (so the file stays a database and the damage is in weir's own row format), reads everything
+//! back, and puts the rows back as the template has them.
 //!
 //! Run: `RUSTC_BOOTSTRAP=1 cargo fuzz run sqlite_rows -- -max_total_time=180`.
 
@@ -252,23 +252,54 @@ async fn read_everything(saver: &SqliteSaver) {
     }
 }
 
+/// The saver every input is read with and a connection that damages and restores its rows:
+/// one file made from the template, opened once (opening a saver per input was most of an
+/// input's time). Only the damaged tables change, and reads write nothing, so putting back
+/// their rows from the template (attached as `pristine`) restores the whole file.
+struct Case {
+    saver: SqliteSaver,
+    conn: rusqlite::Connection,
+}
+
+fn case() -> &'static std::sync::Mutex<Case> {
+    static CASE: OnceLock<std::sync::Mutex<Case>> = OnceLock::new();
+    CASE.get_or_init(|| {
+        let pristine = dir().join("pristine.db");
+        std::fs::write(&pristine, template()).expect("the pristine copy is written");
+        let path = dir().join("case.db");
+        std::fs::write(&path, template()).expect("the case is written");
+        let saver = SqliteSaver::open(&path).expect("the case opens");
+        let conn = rusqlite::Connection::open(&path).expect("the case opens for damage");
+        conn.busy_timeout(std::time::Duration::from_secs(5)).expect("a busy timeout");
+        conn.execute("ATTACH DATABASE ?1 AS pristine", [pristine.to_string_lossy()])
+            .expect("the pristine copy attaches");
+        std::sync::Mutex::new(Case { saver, conn })
+    })
+}
+
+/// Puts the damaged tables' rows back as the template has them.
+fn restore(conn: &rusqlite::Connection) {
+    conn.execute_batch(
+        "BEGIN;
+         DELETE FROM main.checkpoints;
+         INSERT INTO main.checkpoints SELECT * FROM pristine.checkpoints ORDER BY rowid;
+         DELETE FROM main.writes;
+         INSERT INTO main.writes SELECT * FROM pristine.writes ORDER BY rowid;
+         COMMIT;",
+    )
+    .expect("the rows are restored");
+}
+
 fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
     let Ok(damages) = Vec::<Damage>::arbitrary(&mut u) else { return };
     if damages.is_empty() || damages.len() > 4 {
         return;
     }
-    let path = dir().join("case.db");
-    for suffix in ["-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    let case = case().lock().unwrap_or_else(|p| p.into_inner());
+    for d in &damages {
+        damage(&case.conn, d);
     }
-    std::fs::write(&path, template()).expect("the case is written");
-    {
-        let conn = rusqlite::Connection::open(&path).expect("the case opens");
-        for d in &damages {
-            damage(&conn, d);
-        }
-    }
-    let Ok(saver) = SqliteSaver::open(&path) else { return };
-    runtime().block_on(read_everything(&saver));
+    runtime().block_on(read_everything(&case.saver));
+    restore(&case.conn);
 });
