@@ -44,15 +44,27 @@ pub fn durability_named(name: &str) -> Durability {
 }
 
 /// Starts this test binary again, running only the test `child` with the environment `env`
-/// (its output discarded).
+/// (its output discarded, but for its standard error, which [`still_running`] shows when the
+/// child ended on its own).
 pub fn start_child(child: &str, env: &[(&str, &OsStr)]) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args(["--exact", child, "--test-threads=1", "--nocapture"])
         .envs(env.iter().copied())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap()
+}
+
+/// Asserts that `child` has not ended; if it has, fails naming `who`, its exit status and what
+/// it wrote to its standard error (a panic's message, say).
+pub fn still_running(child: &mut Child, who: &str) {
+    let Some(status) = child.try_wait().unwrap() else { return };
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+    }
+    panic!("{who} ended before it was killed ({status}); its stderr:\n{stderr}");
 }
 
 /// The checkpointer a child or the parent opens, by name: `sqlite:<path>` or `postgres:<url>`.
