@@ -59,7 +59,9 @@ pub fn start_child(child: &str, env: &[(&str, &OsStr)]) -> Child {
 /// Asserts that `child` has not ended; if it has, fails naming `who`, its exit status and what
 /// it wrote to its standard error (a panic's message, say).
 pub fn still_running(child: &mut Child, who: &str) {
-    let Some(status) = child.try_wait().unwrap() else { return };
+    let Some(status) = child.try_wait().unwrap() else {
+        return;
+    };
     let mut stderr = String::new();
     if let Some(mut pipe) = child.stderr.take() {
         let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
