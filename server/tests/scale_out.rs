@@ -20,6 +20,11 @@ use tokio::sync::watch;
 
 const NODES: [&str; 3] = ["s1", "s2", "s3"];
 
+/// Held by each test for its whole run: one deployment at a time. Each of its processes may hold
+/// 16 PostgreSQL connections (its pools' sizes), so three deployments at once can pass
+/// PostgreSQL's default of 100 connections ("too many clients already") on a loaded machine.
+static ONE_DEPLOYMENT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn env_number(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -230,6 +235,7 @@ fn start(cluster: &Cluster, workers: usize) -> (Vec<Process>, Vec<Process>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs PostgreSQL and Redis: set WEIR_POSTGRES_URL and WEIR_REDIS_URL, run with --include-ignored"]
 async fn thousand_runs_on_two_apis_and_three_workers_survive_a_killed_worker() {
+    let _alone = ONE_DEPLOYMENT.lock().await;
     let (runs, threads) = (
         env_number("WEIR_SCALE_RUNS", 1000),
         env_number("WEIR_SCALE_THREADS", 100),
@@ -268,6 +274,7 @@ async fn thousand_runs_on_two_apis_and_three_workers_survive_a_killed_worker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL and Redis: set WEIR_POSTGRES_URL and WEIR_REDIS_URL, run with --include-ignored"]
 async fn sigterm_requeues_a_workers_runs_and_another_resumes_them_from_their_checkpoint() {
+    let _alone = ONE_DEPLOYMENT.lock().await;
     let cluster = Cluster::new(&["--node-ms", "1500", "--heartbeat-ms", "1000", "--grace-ms", "100"]);
     let api = cluster.start("api");
     let mut first = cluster.start("worker");
@@ -345,6 +352,7 @@ async fn sigterm_requeues_a_workers_runs_and_another_resumes_them_from_their_che
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs PostgreSQL and Redis: set WEIR_POSTGRES_URL and WEIR_REDIS_URL, run with --include-ignored"]
 async fn runs_per_second_with_one_two_and_three_workers() {
+    let _alone = ONE_DEPLOYMENT.lock().await;
     let (runs, threads) = (
         env_number("WEIR_SCALE_RUNS", 300),
         env_number("WEIR_SCALE_THREADS", 100),
