@@ -88,14 +88,17 @@ impl WriterQueue {
     ///
     /// While the writer holds writes it does not wait on the queue, so this wakes nobody: a
     /// write a task makes costs no hand-over to another thread. Only [`NUDGE`] writes queued
-    /// and not yet taken wake the writer, to take them.
+    /// and not yet taken, or a write that fills the queue, wake the writer, to take them.
     pub(crate) async fn put_writes(&self, writes: QueuedWrites) -> bool {
         // Counted before it is sent, so the writer never takes more than were counted.
         let unread = self.1.unread.fetch_add(1, Ordering::AcqRel) + 1;
         if self.0.send(Job::Writes(Box::new(writes))).await.is_err() {
             return false;
         }
-        if unread == NUDGE {
+        // The count has passed the nudge long ago when thousands of tasks end at once (it
+        // counts the tasks waiting for room too): the write that fills the queue wakes the
+        // writer, which otherwise slept out its linger on every full queue, 10 ms a group.
+        if unread == NUDGE || self.0.capacity() == 0 {
             self.1.notify.notify_one();
         }
         true
@@ -103,7 +106,8 @@ impl WriterQueue {
 }
 
 /// How the writer is woken while it holds writes (and waits only for them to fall due): a
-/// checkpoint or a flush queued, or [`NUDGE`] writes queued that it has not taken.
+/// checkpoint or a flush queued, [`NUDGE`] writes queued that it has not taken, or a write that
+/// filled the queue.
 #[derive(Default)]
 struct Nudge {
     notify: tokio::sync::Notify,
@@ -399,7 +403,7 @@ mod tests {
     //! The writer gathers the pending writes of a functional run's task calls into few calls of
     //! the checkpointer, stores them all before the run returns, and still while it goes on.
 
-    use super::{QueuedWrites, GROUP, LINGER};
+    use super::{QueuedWrites, GROUP, LINGER, QUEUE};
     use crate::checkpoint::{
         CheckpointRecord, Checkpointer, Loaded, MadeByRun, MemorySaver, PendingWrite, SaverError, Usage,
     };
@@ -410,11 +414,14 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     /// A saver that stores in the [`MemorySaver`] it wraps, not in place (so a run hands its
-    /// puts to the background writer), and notes the size of each group of writes.
+    /// puts to the background writer), and notes the size of each group of writes. With
+    /// `hands_over`, it lets the runtime's other tasks run before it stores a group, as a saver
+    /// that hands its work to a thread of its own does.
     #[derive(Debug, Default)]
     struct Groups {
         inner: MemorySaver,
         groups: Mutex<Vec<usize>>,
+        hands_over: bool,
     }
 
     impl Groups {
@@ -439,6 +446,9 @@ mod tests {
         ) -> BoxFuture<'a, Result<(), SaverError>> {
             self.groups.lock().unwrap().push(writes.len());
             Box::pin(async move {
+                if self.hands_over {
+                    tokio::task::yield_now().await;
+                }
                 for w in writes {
                     self.inner
                         .put_writes(thread_id, &w.ns, &w.checkpoint, &w.task_id, w.rows)
@@ -512,6 +522,43 @@ mod tests {
             total += bump(i).await?;
         }
         Ok(total)
+    }
+
+    /// One call, then `n - 1` at once (the first call's write, held alone, puts the groups of
+    /// the others off the queue's bounds).
+    async fn one_then_all_at_once(n: u64, _: Option<u64>, _: Context) -> Result<u64, BoxError> {
+        let mut total = bump(0).await?;
+        let calls: Vec<_> = (1..n).map(bump).collect();
+        for call in calls {
+            total += call.await?;
+        }
+        Ok(total)
+    }
+
+    /// Thousands of calls ending at once wait for room in the writer's queue, and the write
+    /// that fills it wakes the writer: on a clock that moves only when every task waits, no
+    /// group of writes waits out its linger (it did, 10 ms a group, when only the count of
+    /// writes not taken woke the writer: that count passed its mark once, at the start).
+    #[tokio::test(start_paused = true)]
+    async fn calls_ending_at_once_wake_the_writer_as_they_fill_its_queue() {
+        let saver = Arc::new(Groups {
+            hands_over: true,
+            ..Groups::default()
+        });
+        let app = Entrypoint::<u64, u64>::new("sum", one_then_all_at_once)
+            .compile()
+            .unwrap()
+            .with_checkpointer_arc(saver.clone());
+        let n = 5 * QUEUE as u64;
+        let start = tokio::time::Instant::now();
+        let out = app.invoke(n, &RunConfig::thread("wide")).await.unwrap();
+        assert_eq!(out, n * (n + 1) / 2);
+        assert!(
+            start.elapsed() < LINGER,
+            "the writer waited out its linger: {:?} passed",
+            start.elapsed()
+        );
+        assert_eq!(saved_calls(&*saver, "wide").await, n as usize);
     }
 
     /// Calls of the task `flaky` that ran (not replayed).
