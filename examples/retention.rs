@@ -148,7 +148,7 @@ async fn chat(
     let config = RunConfig::thread("chat");
     let policy = keep_last.map(|n| Retention::new().keep_last(n));
     println!("turn,bytes_on_disk,checkpoints,blob_bytes,us_per_turn");
-    let mut started = Instant::now();
+    let (mut started, mut since) = (Instant::now(), 0);
     for turn in 1..=turns {
         app.turn(turn, &config).await?;
         if let Some(policy) = &policy {
@@ -157,7 +157,7 @@ async fn chat(
             }
         }
         if turn % 1000 == 0 || turn == 100 {
-            let per_turn = started.elapsed().as_micros() as u64 / if turn == 100 { 100 } else { 1000 }.min(turn);
+            let per_turn = started.elapsed().as_micros() as u64 / (turn - since);
             let usage = saver.usage("chat").await?;
             println!(
                 "{turn},{},{},{},{per_turn}",
@@ -165,7 +165,7 @@ async fn chat(
                 usage.checkpoints,
                 usage.blob_bytes
             );
-            started = Instant::now();
+            (started, since) = (Instant::now(), turn);
         }
     }
     let expected = window.map_or(2 * turns, |size| (2 * turns).min(size as u64));
