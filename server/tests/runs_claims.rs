@@ -72,12 +72,12 @@ async fn after_seconds_must_be_a_number_of_seconds_not_below_zero() {
     assert!(app.runs(&tid).await.is_empty());
 }
 
-/// Worker A on `db`, stuck in a run of `gated` it started: one slot (it cannot claim the run
-/// back while stuck in it), a beat that comes once (so it never sweeps B), and time to finish
-/// its run on shutdown. Returns it, the thread and the run.
-async fn stuck_worker(db: &Arc<SqliteDb>, saver: &Arc<dyn Checkpointer>) -> (App, String, String) {
+/// Worker A on `db`, stuck in a run of `gated` it started: `slots` slots (with one, it cannot
+/// claim the run back while stuck in it), a beat that comes once (so it never sweeps B), and
+/// time to finish its run on shutdown. Returns it, the thread and the run.
+async fn stuck_worker(db: &Arc<SqliteDb>, saver: &Arc<dyn Checkpointer>, slots: usize) -> (App, String, String) {
     let slow = ManagerConfig {
-        workers: 1,
+        workers: slots,
         heartbeat: Duration::from_secs(3600),
         grace: HUNG,
         ..config()
@@ -120,7 +120,7 @@ async fn taking_over_worker(db: &Arc<SqliteDb>, saver: &Arc<dyn Checkpointer>) -
 async fn a_worker_that_lost_its_run_to_the_sweeper_cannot_settle_it_after_the_new_claim() {
     let dir = tempfile::tempdir().unwrap();
     let (db, saver) = open(&dir.path().join("weir.db")).await;
-    let (a, tid, rid) = stuck_worker(&db, &saver).await;
+    let (a, tid, rid) = stuck_worker(&db, &saver, 1).await;
     let b = taking_over_worker(&db, &saver).await;
     let finished = tokio::time::timeout(HUNG, async {
         loop {
@@ -151,22 +151,7 @@ async fn a_worker_that_claims_its_own_requeued_run_again_stops_the_first_attempt
     // checkpoint the first wrote, and the end of the first does not cancel the second.
     let dir = tempfile::tempdir().unwrap();
     let (db, saver) = open(&dir.path().join("weir.db")).await;
-    let slow = ManagerConfig {
-        workers: 2,
-        heartbeat: Duration::from_secs(3600),
-        ..config()
-    };
-    let a = app_on(db.clone(), saver.clone(), slow).await;
-    let tid = a.thread().await;
-    let created = a
-        .call(
-            "POST",
-            &format!("/threads/{tid}/runs"),
-            Some(json!({"input": {"topic": "x"}, "assistant_id": "gated"})),
-        )
-        .await;
-    let rid = created.body["run_id"].as_str().unwrap().to_owned();
-    tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
+    let (a, tid, rid) = stuck_worker(&db, &saver, 2).await;
     assert_eq!(db.requeue(None).await.unwrap(), vec![rid.clone()]);
     // The second attempt reaches the gated node (the first is stopped in it); let it through.
     tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
@@ -187,7 +172,7 @@ async fn a_join_and_a_stream_end_when_their_run_ends_without_its_end_reaching_th
     // A runs the run and gets stuck in it; the client waits on it through A. B takes the run
     // over and finishes it, and A's bus never carries the run's end (as when a worker dies
     // after saving the run's status).
-    let (a, tid, rid) = stuck_worker(&db, &saver).await;
+    let (a, tid, rid) = stuck_worker(&db, &saver, 1).await;
     let take_over = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
         taking_over_worker(&db, &saver).await
