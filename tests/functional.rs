@@ -24,6 +24,54 @@ async fn square_together(n: u64) -> u64 {
     n * n
 }
 
+/// How many times each cached task below ran.
+static EXPENSIVE: AtomicUsize = AtomicUsize::new(0);
+static FLEETING: AtomicUsize = AtomicUsize::new(0);
+
+#[task(cache)]
+async fn expensive(n: u64) -> u64 {
+    EXPENSIVE.fetch_add(1, Ordering::SeqCst);
+    n * 10
+}
+
+#[task(cache(1ms))]
+fn fleeting(n: u64) -> u64 {
+    FLEETING.fetch_add(1, Ordering::SeqCst);
+    n + 1
+}
+
+#[entrypoint]
+async fn cached_calls(n: u64) -> Result<u64, BoxError> {
+    Ok(expensive(n).await? + expensive(n).await? + fleeting(n).await?)
+}
+
+#[tokio::test]
+async fn a_cached_task_runs_once_for_the_same_arguments_across_calls_runs_and_threads() {
+    let runs = |counter: &AtomicUsize| counter.load(Ordering::SeqCst);
+    let app = cached_calls()
+        .with_checkpointer(MemorySaver::new())
+        .with_cache(weir::cache::InMemoryCache::new())
+        .compile()
+        .unwrap();
+    assert_eq!(app.invoke(2, &RunConfig::thread("c1")).await.unwrap(), 20 + 20 + 3);
+    assert_eq!(
+        runs(&EXPENSIVE),
+        1,
+        "the second call with the same argument took the kept result"
+    );
+    // Another thread, after the fleeting result's time to live: it runs again, the other not.
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    assert_eq!(app.invoke(2, &RunConfig::thread("c2")).await.unwrap(), 43);
+    assert_eq!((runs(&EXPENSIVE), runs(&FLEETING)), (1, 2));
+    // Other arguments: another result.
+    assert_eq!(app.invoke(3, &RunConfig::thread("c3")).await.unwrap(), 30 + 30 + 4);
+    assert_eq!(runs(&EXPENSIVE), 2);
+    // Without a cache on the entrypoint, every call runs.
+    let uncached = cached_calls().compile().unwrap();
+    assert_eq!(uncached.invoke(2, &RunConfig::default()).await.unwrap(), 43);
+    assert_eq!((runs(&EXPENSIVE), runs(&FLEETING)), (4, 4));
+}
+
 #[entrypoint]
 async fn fan_out(n: u64) -> Result<Vec<u64>, BoxError> {
     let calls: Vec<_> = (1..=n).map(square_together).collect();

@@ -15,13 +15,13 @@ fn seed() -> u32 {
     1
 }
 
-#[task(name = "grow", retry(max_attempts = 2), timeout(5s))]
+#[task(name = "grow", retry(max_attempts = 2), timeout(5s), cache(10min))]
 async fn grow(mut n: u32, by: u32) -> Result<u32, BoxError> {
     n += by;
     Ok(n)
 }
 
-#[task]
+#[task(cache)]
 async fn nested(n: u32) -> Result<u32, BoxError> {
     grow(n, 1).await
 }

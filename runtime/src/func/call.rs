@@ -11,6 +11,7 @@
 //! differ from the saved call at its position is an error naming both.
 
 use super::log::{CallLog, SavedCall};
+use crate::cache::NodeCache;
 use crate::graph::Context;
 use crate::{BoxError, RetryPolicy};
 use serde::{de::DeserializeOwned, Serialize};
@@ -33,6 +34,7 @@ tokio::task_local! {
 pub(crate) struct Scope {
     ctx: Context,
     log: Option<Arc<CallLog>>,
+    cache: Option<Arc<dyn NodeCache>>,
     prefix: Arc<str>,
     next: Arc<AtomicUsize>,
 }
@@ -43,6 +45,7 @@ impl Scope {
         Self {
             ctx: ctx.clone(),
             log: ctx.scratch.as_ref().and_then(|s| s.calls.clone()),
+            cache: ctx.scratch.as_ref().and_then(|s| s.cache.clone()),
             prefix: Arc::from(""),
             next: Arc::new(AtomicUsize::new(0)),
         }
@@ -52,6 +55,7 @@ impl Scope {
         Self {
             ctx: self.ctx.clone(),
             log: self.log.clone(),
+            cache: self.cache.clone(),
             prefix: Arc::from(format!("{position}.")),
             next: Arc::new(AtomicUsize::new(0)),
         }
@@ -85,12 +89,14 @@ pub fn interrupt<Q: Serialize, A: DeserializeOwned>(question: Q) -> Result<A, Bo
     Ok(context()?.interrupt(question)?)
 }
 
-/// A task's options, as `#[task(...)]` gives them: its name, retry and timeout.
+/// A task's options, as `#[task(...)]` gives them: its name, retry, timeout and cache.
 #[derive(Debug, Clone)]
 pub struct TaskOptions {
     name: &'static str,
     retry: Option<RetryPolicy>,
     timeout: Option<Duration>,
+    /// Cached, for how long (`None` inside: until the cache drops it).
+    cache: Option<Option<Duration>>,
 }
 
 impl TaskOptions {
@@ -100,6 +106,7 @@ impl TaskOptions {
             name,
             retry: None,
             timeout: None,
+            cache: None,
         }
     }
     /// Retries a failed call as `policy` says (a node's [`RetryPolicy`]).
@@ -110,6 +117,16 @@ impl TaskOptions {
     /// Fails an attempt that takes longer than `limit`.
     pub fn timeout(mut self, limit: Duration) -> Self {
         self.timeout = Some(limit);
+        self
+    }
+    /// Keeps the task's results in the entrypoint's cache ([`Entrypoint::with_cache`]), by the
+    /// task's name and its arguments, for `ttl` (`None`: as long as the cache keeps them): a call
+    /// with the same arguments, in any run or thread, returns the kept result without running
+    /// (LangGraph's `cache_policy`). Without a cache on the entrypoint, every call runs.
+    ///
+    /// [`Entrypoint::with_cache`]: crate::func::Entrypoint::with_cache
+    pub fn cache(mut self, ttl: Option<Duration>) -> Self {
+        self.cache = Some(ttl);
         self
     }
     /// The task's name.
@@ -273,8 +290,18 @@ where
     }
     let child = scope.child(&position);
     let log = scope.log.clone();
+    // A cached task's key: its name and its arguments' JSON (whole, not hashed: two calls may
+    // share a result only when their arguments are the same).
+    let cached = scope
+        .cache
+        .clone()
+        .zip(options.cache)
+        .map(|(cache, ttl)| (cache, format!("__task__:{name}:{args}"), ttl));
     let job = async move {
-        let value = attempts(&options, args, &run).await?;
+        let value = match &cached {
+            Some((cache, key, ttl)) => cached_attempts(&options, args, &run, &**cache, key, *ttl).await?,
+            None => attempts(&options, args, &run).await?,
+        };
         if let Some(log) = log {
             let result = serde_json::to_value(&value)
                 .map_err(|e| FuncError::boxed(format!("task `{name}`: its result does not serialize: {e}")))?;
@@ -312,6 +339,35 @@ fn replay<T: DeserializeOwned>(name: &str, position: &str, hash: &str, saved: Sa
             "task `{name}` at position {position}: its saved result does not decode: {e}"
         ))
     })
+}
+
+/// A cached task's call: the result kept under `key`, or the attempts' result, then kept for
+/// `ttl`. A kept result that no longer decodes as `T` (the task's result type changed) is run
+/// again and replaced.
+async fn cached_attempts<T, F, Fut>(
+    options: &TaskOptions,
+    args: Value,
+    run: &F,
+    cache: &dyn NodeCache,
+    key: &str,
+    ttl: Option<Duration>,
+) -> Result<T, BoxError>
+where
+    T: Serialize + DeserializeOwned,
+    F: Fn(Value) -> Fut,
+    Fut: Future<Output = Result<T, BoxError>>,
+{
+    let name = options.name;
+    let failed = |what: &str, e: BoxError| FuncError::boxed(format!("task `{name}`: {what} its cache failed: {e}"));
+    let kept = cache.get(key).await.map_err(|e| failed("reading", e))?;
+    if let Some(value) = kept.and_then(|bytes| serde_json::from_slice(&bytes).ok()) {
+        return Ok(value);
+    }
+    let value = attempts(options, args, run).await?;
+    let bytes = serde_json::to_vec(&value)
+        .map_err(|e| FuncError::boxed(format!("task `{name}`: its result does not serialize: {e}")))?;
+    cache.put(key, bytes, ttl).await.map_err(|e| failed("writing to", e))?;
+    Ok(value)
 }
 
 /// Runs a call's attempts: each under the timeout, retried as the policy says.

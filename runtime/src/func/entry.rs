@@ -5,6 +5,7 @@
 
 use super::call::Scope;
 use super::state::{FuncState, FuncStateUpdate};
+use crate::cache::NodeCache;
 use crate::checkpoint::Checkpointer;
 use crate::error::Error;
 use crate::store::Store;
@@ -71,6 +72,7 @@ pub struct Entrypoint<I, R: EntryOutput> {
     f: EntryFn,
     checkpointer: Option<Arc<dyn Checkpointer>>,
     store: Option<Arc<dyn Store>>,
+    cache: Option<Arc<dyn NodeCache>>,
     _types: PhantomData<fn(I) -> R>,
 }
 
@@ -122,6 +124,7 @@ where
             f,
             checkpointer: None,
             store: None,
+            cache: None,
             _types: PhantomData,
         }
     }
@@ -135,6 +138,16 @@ where
     /// Gives the entrypoint's runs a store (`ctx.store()`).
     pub fn with_store(mut self, store: Arc<dyn Store>) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    /// Keeps the results of its cached tasks (`#[task(cache)]`, [`TaskOptions::cache`]) in
+    /// `cache`, across runs and threads: a cached task called again with the same arguments
+    /// (within its time to live) returns the kept result without running.
+    ///
+    /// [`TaskOptions::cache`]: crate::func::TaskOptions::cache
+    pub fn with_cache(mut self, cache: impl NodeCache) -> Self {
+        self.cache = Some(Arc::new(cache));
         self
     }
 
@@ -157,6 +170,7 @@ where
             }
         });
         g.add_edge(START, self.name.clone()).add_edge(self.name.clone(), END);
+        g.cache = self.cache;
         let mut graph = g.compile()?;
         if let Some(c) = self.checkpointer {
             graph = graph.with_checkpointer_arc(c);

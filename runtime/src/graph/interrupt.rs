@@ -11,6 +11,9 @@ pub(crate) struct Scratch {
     inner: Mutex<ScratchInner>,
     /// The saved task calls of an entrypoint's task (`crate::func`); `None` for a graph's node.
     pub(crate) calls: Option<std::sync::Arc<crate::func::CallLog>>,
+    /// The cache of an entrypoint's cached tasks (`Entrypoint::with_cache`); `None` for a
+    /// graph's node, which reaches the graph's cache through its step.
+    pub(crate) cache: Option<std::sync::Arc<dyn crate::cache::NodeCache>>,
 }
 
 #[derive(Debug, Default)]
@@ -32,6 +35,7 @@ impl Scratch {
                 asked: None,
             }),
             calls: None,
+            cache: None,
         }
     }
 

@@ -421,7 +421,9 @@ impl<S: State> Loop<S> {
                 };
                 let mut scratch = Scratch::with_answers(answers);
                 if crate::func::is_func::<S>() {
-                    // An entrypoint's task: the task calls saved on the checkpoint, and how to save more.
+                    // An entrypoint's task: the task calls saved on the checkpoint, and how to save
+                    // more; the cache of its cached tasks.
+                    scratch.cache = self.g.cache.clone();
                     let id = self.task_id(self.tasks[i].node, self.tasks[i].push);
                     if let Some(p) = self.persist.on_mut() {
                         scratch.calls = Some(Arc::new(crate::func::CallLog::load(p, id)));

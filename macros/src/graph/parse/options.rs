@@ -158,7 +158,10 @@ fn retry_setting(cx: &Ctxt, r: &mut Retry, meta: &syn::meta::ParseNestedMeta<'_>
 }
 
 /// `500ms`, `2s`, `1min`.
-fn parse_duration(input: ParseStream) -> syn::Result<Duration> {
+pub(crate) fn parse_duration(input: ParseStream) -> syn::Result<Duration> {
+    if !input.peek(LitInt) {
+        return Err(input.error("a duration is a whole number with a unit: `500ms`, `2s` or `1min`"));
+    }
     let lit: LitInt = input.parse()?;
     let n: u64 = lit.base10_parse()?;
     let per = match lit.suffix() {
