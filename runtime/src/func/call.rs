@@ -298,19 +298,34 @@ where
         .zip(options.cache)
         .map(|(cache, ttl)| (cache, format!("__task__:{name}:{args}"), ttl));
     let job = async move {
-        let value = match &cached {
-            Some((cache, key, ttl)) => cached_attempts(&options, args, &run, &**cache, key, *ttl).await?,
+        let kept = match &cached {
+            Some((cache, key, _)) => kept_result(name, &**cache, key).await?,
+            None => None,
+        };
+        let ran = kept.is_none();
+        let value = match kept {
+            Some(value) => value,
             None => attempts(&options, args, &run).await?,
         };
-        if let Some(log) = log {
+        let keep = cached.as_ref().filter(|_| ran);
+        if log.is_some() || keep.is_some() {
+            // The result's JSON, once, for the cache and the call log.
             let result = serde_json::to_value(&value)
                 .map_err(|e| FuncError::boxed(format!("task `{name}`: its result does not serialize: {e}")))?;
-            let call = SavedCall {
-                task: name.to_owned(),
-                args: hash,
-                result,
-            };
-            log.save(&position, call).await?;
+            if let Some((cache, key, ttl)) = keep {
+                cache
+                    .put(key, result.to_string().into_bytes(), *ttl)
+                    .await
+                    .map_err(|e| cache_failed(name, "writing to", e))?;
+            }
+            if let Some(log) = log {
+                let call = SavedCall {
+                    task: name.to_owned(),
+                    args: hash,
+                    result,
+                };
+                log.save(&position, call).await?;
+            }
         }
         Ok(value)
     };
@@ -341,33 +356,16 @@ fn replay<T: DeserializeOwned>(name: &str, position: &str, hash: &str, saved: Sa
     })
 }
 
-/// A cached task's call: the result kept under `key`, or the attempts' result, then kept for
-/// `ttl`. A kept result that no longer decodes as `T` (the task's result type changed) is run
-/// again and replaced.
-async fn cached_attempts<T, F, Fut>(
-    options: &TaskOptions,
-    args: Value,
-    run: &F,
-    cache: &dyn NodeCache,
-    key: &str,
-    ttl: Option<Duration>,
-) -> Result<T, BoxError>
-where
-    T: Serialize + DeserializeOwned,
-    F: Fn(Value) -> Fut,
-    Fut: Future<Output = Result<T, BoxError>>,
-{
-    let name = options.name;
-    let failed = |what: &str, e: BoxError| FuncError::boxed(format!("task `{name}`: {what} its cache failed: {e}"));
-    let kept = cache.get(key).await.map_err(|e| failed("reading", e))?;
-    if let Some(value) = kept.and_then(|bytes| serde_json::from_slice(&bytes).ok()) {
-        return Ok(value);
-    }
-    let value = attempts(options, args, run).await?;
-    let bytes = serde_json::to_vec(&value)
-        .map_err(|e| FuncError::boxed(format!("task `{name}`: its result does not serialize: {e}")))?;
-    cache.put(key, bytes, ttl).await.map_err(|e| failed("writing to", e))?;
-    Ok(value)
+/// The result a cached task kept under `key`, if any. One that no longer decodes as `T` (the
+/// task's result type changed) counts as none: the task runs again and replaces it.
+async fn kept_result<T: DeserializeOwned>(name: &str, cache: &dyn NodeCache, key: &str) -> Result<Option<T>, BoxError> {
+    let kept = cache.get(key).await.map_err(|e| cache_failed(name, "reading", e))?;
+    Ok(kept.and_then(|bytes| serde_json::from_slice(&bytes).ok()))
+}
+
+/// The error of a cached task whose cache failed.
+fn cache_failed(name: &str, what: &str, e: BoxError) -> BoxError {
+    FuncError::boxed(format!("task `{name}`: {what} its cache failed: {e}"))
 }
 
 /// Runs a call's attempts: each under the timeout, retried as the policy says.
