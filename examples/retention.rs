@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! # 10,000 turns, keep the last 100 checkpoints (pruned every 10 turns); a line per 1,000 turns
+//! # (µs a turn since the last line, and µs one copy of the state takes)
 //! cargo run --release --example retention -- chat --db /tmp/chat.db --turns 10000 --keep-last 100
 //! # the same thread with no retention
 //! cargo run --release --example retention -- chat --db /tmp/chat-all.db --turns 10000
@@ -123,6 +124,23 @@ impl Chatting {
         Ok(())
     }
 
+    /// The µs one copy of the thread's state takes (made and dropped): what a run's result,
+    /// which hands the caller the whole state, costs at least.
+    async fn copy_us(&self, config: &RunConfig) -> Result<u64, BoxError> {
+        const COPIES: u32 = 5;
+        fn time<T: Clone>(value: &T) -> u64 {
+            let started = Instant::now();
+            for _ in 0..COPIES {
+                drop(std::hint::black_box(value.clone()));
+            }
+            started.elapsed().as_micros() as u64 / u64::from(COPIES)
+        }
+        Ok(match self {
+            Self::Growing(app) => time(&app.get_state(config).await?.ok_or("no state")?.values),
+            Self::Window(app, _) => time(&app.get_state(config).await?.ok_or("no state")?.values),
+        })
+    }
+
     /// The messages the thread holds at the end.
     async fn messages(&self, config: &RunConfig) -> Result<usize, BoxError> {
         Ok(match self {
@@ -147,7 +165,7 @@ async fn chat(
     };
     let config = RunConfig::thread("chat");
     let policy = keep_last.map(|n| Retention::new().keep_last(n));
-    println!("turn,bytes_on_disk,checkpoints,blob_bytes,us_per_turn");
+    println!("turn,bytes_on_disk,checkpoints,blob_bytes,us_per_turn,us_per_copy");
     let (mut started, mut since) = (Instant::now(), 0);
     for turn in 1..=turns {
         app.turn(turn, &config).await?;
@@ -159,8 +177,9 @@ async fn chat(
         if turn % 1000 == 0 || turn == 100 {
             let per_turn = started.elapsed().as_micros() as u64 / (turn - since);
             let usage = saver.usage("chat").await?;
+            let per_copy = app.copy_us(&config).await?;
             println!(
-                "{turn},{},{},{},{per_turn}",
+                "{turn},{},{},{},{per_turn},{per_copy}",
                 bytes_on_disk(db),
                 usage.checkpoints,
                 usage.blob_bytes

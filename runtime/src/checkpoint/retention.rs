@@ -145,15 +145,41 @@ pub(crate) fn plan<I: AsRef<str>>(root: &[(I, Timestamp)], policy: &Retention, n
 pub(crate) fn needed<'r>(
     kept: impl IntoIterator<Item = &'r CheckpointRecord>,
     through: &str,
-    mut delta_of: impl FnMut(&str, &str) -> Result<Option<Option<String>>, SaverError>,
+    delta_of: impl FnMut(&str, &str) -> Result<Option<Option<String>>, SaverError>,
 ) -> Result<BTreeSet<(String, String)>, SaverError> {
-    let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
+    needed_until(kept, through, |_, _| false, delta_of).map(|walk| walk.needed)
+}
+
+/// What [`needed_until`] found.
+#[derive(Debug, Default)]
+pub(crate) struct Walk {
+    /// The blobs walked, with ids up to `through`.
+    pub(crate) needed: BTreeSet<(String, String)>,
+    /// The blobs `known` holds that the walks reached.
+    pub(crate) reached: BTreeSet<(String, String)>,
+}
+
+/// [`needed`], with walks that stop at the blobs `known(at, channel)` holds, which are then
+/// counted as reached rather than walked: a saver that remembers the blobs it kept at its last
+/// prune (each with its whole chain) walks only what was stored since.
+pub(crate) fn needed_until<'r>(
+    kept: impl IntoIterator<Item = &'r CheckpointRecord>,
+    through: &str,
+    known: impl Fn(&str, &str) -> bool,
+    mut delta_of: impl FnMut(&str, &str) -> Result<Option<Option<String>>, SaverError>,
+) -> Result<Walk, SaverError> {
+    let mut walk = Walk::default();
+    let seen = &mut walk.needed;
     for record in kept {
         for c in &record.channels {
             let Some(mut at) = c.blob.as_deref().map(str::to_owned) else {
                 continue;
             };
             loop {
+                if known(&at, &c.channel) {
+                    walk.reached.insert((at, c.channel.to_string()));
+                    break;
+                }
                 if !seen.insert((at.clone(), c.channel.to_string())) {
                     break;
                 }
@@ -172,7 +198,7 @@ pub(crate) fn needed<'r>(
         }
     }
     seen.retain(|(at, _)| at.as_str() <= through);
-    Ok(seen)
+    Ok(walk)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 //! held until the batch ends ([`Statements`]): a batch of a thousand puts looks each up once,
 //! not a thousand times (a lookup costs about 1.4 k instructions).
 
+use super::retained::Memo;
 use super::rows;
 use super::{Failure, SaverError};
 use crate::checkpoint::{check, copy, CheckpointRecord, MadeByRun, PendingWrite, Pruned, Retention, TaskWrites};
@@ -52,6 +53,8 @@ pub(super) struct Stats {
     pub(super) transactions: AtomicU64,
     /// WAL checkpoints run.
     pub(super) wal_checkpoints: AtomicU64,
+    /// What prunes read of the chains of blobs, in rows: one a link (see [`super::retained`]).
+    pub(super) links_read: AtomicU64,
     /// The names of the threads that ran write transactions.
     #[cfg(test)]
     pub(super) threads: std::sync::Mutex<Vec<String>>,
@@ -76,6 +79,8 @@ pub(super) struct Core {
     /// a checkpoint due (0: never).
     wal_grown: u64,
     wal_pages: u64,
+    /// The blobs each pruned thread retains, as the last prunes left them.
+    retained: Memo,
 }
 
 /// The query of a thread and namespace's head: its greatest checkpoint id, from the key index.
@@ -162,6 +167,7 @@ impl Core {
             last_put: None,
             wal_grown: 0,
             wal_pages,
+            retained: Memo::default(),
         })
     }
 
@@ -186,6 +192,8 @@ impl Core {
             },
             last_put: &mut self.last_put,
             wal_grown: &mut self.wal_grown,
+            retained: &mut self.retained,
+            stats,
             path,
         };
         let committed = batch.run_all(works, outcomes);
@@ -198,6 +206,7 @@ impl Core {
                 if let Some(last) = &mut self.last_put {
                     last.version = version;
                 }
+                self.retained.committed(version);
             }
             // A lone write failed: its outcome says why, and its transaction stores nothing.
             Ok(false) => self.abandon(),
@@ -221,6 +230,7 @@ impl Core {
     /// Rolls back the transaction under way, if any; the last put is forgotten.
     fn abandon(&mut self) {
         self.last_put = None;
+        self.retained.abandoned();
         if !self.conn.is_autocommit() {
             // A failed rollback leaves SQLite to roll back when the connection closes.
             let _ = self.conn.execute_batch("ROLLBACK");
@@ -261,6 +271,8 @@ struct Batch<'c> {
     statements: Statements<'c>,
     last_put: &'c mut Option<LastPut>,
     wal_grown: &'c mut u64,
+    retained: &'c mut Memo,
+    stats: &'c Stats,
     path: &'c Path,
 }
 
@@ -271,13 +283,11 @@ impl Batch<'_> {
     fn run_all(&mut self, works: &[Work], outcomes: &mut Vec<Outcome>) -> rusqlite::Result<bool> {
         self.statements.get(Sql::Begin)?.execute([])?;
         let conn = self.statements.conn;
-        if self
-            .last_put
-            .as_ref()
-            .is_some_and(|last| last.version != data_version(conn))
-        {
+        let version = data_version(conn);
+        if self.last_put.as_ref().is_some_and(|last| last.version != version) {
             *self.last_put = None;
         }
+        self.retained.begin(version);
         let many = works.len() > 1;
         for work in works {
             if many {
@@ -341,13 +351,20 @@ impl Batch<'_> {
                 *self.wal_grown += PAGES_PER_COMMIT;
                 self.statements.get(Sql::DeleteWrites)?.execute([thread])?;
                 self.statements.get(Sql::DeleteCheckpoints)?.execute([thread])?;
+                self.retained.take(thread);
                 super::prune::forget(self.statements.conn, thread)?;
                 Ok(())
             }
             Work::Prune(thread, policy, out) => {
                 *self.last_put = None;
                 *self.wal_grown += PAGES_PER_COMMIT;
-                let pruned = super::prune::prune(self.statements.conn, self.path, thread, policy)?;
+                let known = self.retained.take(thread);
+                let conn = self.statements.conn;
+                let links_read = &self.stats.links_read;
+                let (pruned, retained) = super::prune::prune(conn, self.path, thread, policy, known, links_read)?;
+                if let Some(retained) = retained {
+                    self.retained.stage(thread.clone(), retained);
+                }
                 *out.lock().unwrap_or_else(|p| p.into_inner()) = pruned;
                 Ok(())
             }
@@ -364,6 +381,7 @@ impl Batch<'_> {
             Work::Copy([from, to]) => {
                 *self.last_put = None;
                 *self.wal_grown += PAGES_PER_COMMIT;
+                self.retained.take(to);
                 self.copy(from, to)
             }
         }

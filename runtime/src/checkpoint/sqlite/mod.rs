@@ -26,7 +26,10 @@
 
 mod batch;
 mod prune;
+#[cfg(test)]
+mod prune_tests;
 mod read;
+mod retained;
 mod rows;
 mod schema;
 #[cfg(test)]
