@@ -23,6 +23,7 @@ macro_rules! conformance {
                 a_prefix_with_like_wildcards_matches_only_itself
                 list_namespaces_with_conditions_depth_and_pages
                 batch_runs_mixed_operations_in_order
+                a_key_written_again_in_one_batch_ends_as_its_last_write
                 expired_items_are_omitted_and_reads_refresh_the_ttl
                 searches_refresh_ttls_unless_told_not_to_and_listing_skips_expired
                 typed_helpers_round_trip_serde_values

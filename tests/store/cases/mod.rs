@@ -297,6 +297,55 @@ pub async fn batch_runs_mixed_operations_in_order(make: Make) {
     assert!(e.is_invalid());
 }
 
+/// A key written several times in one batch ends as the writes in order leave it: the last
+/// value, created when the run of puts that ends its writes began (or when the live item it
+/// replaces was), and a delete before those puts makes it new again.
+pub async fn a_key_written_again_in_one_batch_ends_as_its_last_write(make: Make) {
+    let clock = HandClock::new();
+    let h = make(StoreConfig::default().clock(clock.clock())).await;
+    let s = &h.store;
+    s.put(&["b"], "kept", json!({"v": 0})).await.unwrap();
+    s.put(&["b"], "renewed", json!({"v": 0})).await.unwrap();
+    let made = clock.now();
+    clock.advance_micros(1_000);
+    let delete = |key: &str| {
+        Op::Put(PutOp {
+            value: None,
+            ..put(&["b"], key, json!({}))
+        })
+    };
+    s.batch(vec![
+        Op::Put(put(&["b"], "kept", json!({"v": 1}))),
+        Op::Put(put(&["b"], "new", json!({"v": 1}))),
+        delete("renewed"),
+        Op::Put(put(&["b"], "kept", json!({"v": 2}))),
+        Op::Put(put(&["b"], "renewed", json!({"v": 2}))),
+        Op::Put(put(&["b"], "new", json!({"v": 2}))),
+        Op::Put(put(&["b"], "gone", json!({"v": 1}))),
+        delete("gone"),
+    ])
+    .await
+    .unwrap();
+    let now = clock.now();
+    let item = |key: &'static str| async move { s.get(&["b"], key).await.unwrap() };
+    let kept = item("kept").await.unwrap();
+    assert_eq!(
+        (kept.value, kept.created_at, kept.updated_at),
+        (json!({"v": 2}), made, now)
+    );
+    let renewed = item("renewed").await.unwrap();
+    assert_eq!(
+        (renewed.value, renewed.created_at),
+        (json!({"v": 2}), now),
+        "deleted, then new"
+    );
+    let new = item("new").await.unwrap();
+    assert_eq!((new.value, new.created_at), (json!({"v": 2}), now));
+    assert_eq!(item("gone").await, None);
+    let all = s.search(SearchOp::new(&["b"])).await.unwrap();
+    assert_eq!(all.len(), 3, "{:?}", keys(&all));
+}
+
 pub async fn typed_helpers_round_trip_serde_values(make: Make) {
     #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
     struct Prefs {

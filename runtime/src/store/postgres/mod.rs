@@ -14,6 +14,8 @@ use futures::FutureExt;
 use std::collections::HashMap;
 use tokio_postgres::Client;
 
+mod write;
+
 /// LangGraph PostgresStore's schema (langgraph-checkpoint-postgres 3.2.0).
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS store (
@@ -46,15 +48,6 @@ const PREFIXES: &str = "WITH RECURSIVE p(prefix) AS (
     SELECT prefix FROM p WHERE prefix IS NOT NULL AND EXISTS (
         SELECT 1 FROM store s WHERE s.prefix = p.prefix
         AND (s.expires_at IS NULL OR s.expires_at > $1::text::timestamptz))";
-
-/// Inserts or replaces a row, keeping a live row's `created_at`.
-const UPSERT: &str = "INSERT INTO store (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes)
-     VALUES ($1, $2, $3::text::jsonb, $4::text::timestamptz, $4::text::timestamptz, $5::text::timestamptz, $6::float8)
-     ON CONFLICT (prefix, key) DO UPDATE SET value = EXCLUDED.value,
-         updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at,
-         ttl_minutes = EXCLUDED.ttl_minutes,
-         created_at = CASE WHEN store.expires_at IS NOT NULL AND store.expires_at <= EXCLUDED.updated_at
-                      THEN EXCLUDED.created_at ELSE store.created_at END";
 
 /// A store in PostgreSQL, for several processes sharing long-term memory. Calls share a
 /// [`Pool`] of connections.
@@ -189,40 +182,6 @@ fn below(prefix: &str) -> String {
     format!("{escaped}.%")
 }
 
-/// A put's value, update time and expiry as the text its statement casts.
-fn texts_of(w: &Write) -> [Option<String>; 3] {
-    match w {
-        Write::Put(row, _) => [
-            Some(row.value.to_string()),
-            Some(row.updated_at.to_string()),
-            row.expires_at.map(|t| t.to_string()),
-        ],
-        Write::Delete { .. } => [None, None, None],
-    }
-}
-
-/// Replaces a row's vectors in `store_vectors`.
-async fn put_vectors(tx: &tokio_postgres::Transaction<'_>, row: &Row, vectors: &Vectors) -> Result<(), Fail> {
-    tx.execute(
-        "DELETE FROM store_vectors WHERE prefix = $1 AND key = $2",
-        &[&row.prefix, &row.key],
-    )
-    .await?;
-    for (field, v) in vectors {
-        tx.execute(
-            "INSERT INTO store_vectors (prefix, key, field_name, embedding) VALUES ($1, $2, $3, $4::text::vector)",
-            &[&row.prefix, &row.key, field, &vector_text(v)],
-        )
-        .await?;
-    }
-    Ok(())
-}
-
-fn vector_text(v: &[f32]) -> String {
-    let parts: Vec<String> = v.iter().map(f32::to_string).collect();
-    format!("[{}]", parts.join(","))
-}
-
 fn parse_vector(text: &str) -> Vec<f32> {
     text.trim_matches(|c| c == '[' || c == ']')
         .split(',')
@@ -309,47 +268,12 @@ impl Backend for Pg {
 
     fn write(&self, writes: Vec<Write>) -> Done<'_, ()> {
         async move {
-            let writes = &writes;
+            let batch = &write::Batch::of(&writes);
             let what = || format!("writing {} items", writes.len());
             self.pool
                 .with_retry(what, STORE_RETRY, |mut conn| async move {
                     let tx = conn.client.transaction().await?;
-                    let upsert = tx.prepare(UPSERT).await?;
-                    let delete = tx.prepare("DELETE FROM store WHERE prefix = $1 AND key = $2").await?;
-                    // The statements are pipelined: sent in order, their answers awaited together.
-                    let texts: Vec<[Option<String>; 3]> = writes.iter().map(texts_of).collect();
-                    type Param<'p> = &'p (dyn tokio_postgres::types::ToSql + Sync);
-                    let params: Vec<Vec<Param<'_>>> = writes
-                        .iter()
-                        .zip(&texts)
-                        .map(|(w, [value, updated, expires])| match w {
-                            Write::Put(row, _) => vec![
-                                &row.prefix as Param<'_>,
-                                &row.key,
-                                value,
-                                updated,
-                                expires,
-                                &row.ttl_minutes,
-                            ],
-                            Write::Delete { prefix, key } => vec![prefix as Param<'_>, key],
-                        })
-                        .collect();
-                    let pending: Vec<_> = writes
-                        .iter()
-                        .zip(&params)
-                        .map(|(w, p)| match w {
-                            Write::Put(..) => tx.execute(&upsert, p),
-                            Write::Delete { .. } => tx.execute(&delete, p),
-                        })
-                        .collect();
-                    futures::future::try_join_all(pending).await?;
-                    if self.vectors {
-                        for w in writes {
-                            if let Write::Put(row, vectors) = w {
-                                put_vectors(&tx, row, vectors).await?;
-                            }
-                        }
-                    }
+                    batch.run(&tx, self.vectors).await?;
                     tx.commit().await?;
                     Ok::<_, Fail>(())
                 })
