@@ -3,7 +3,7 @@
 
 use super::backend::{after, Backend, Row, Scan, Vectors, Write};
 use super::filter::{check_filter, texts_at};
-use super::item::{join, show, split, validate_namespace};
+use super::item::{check_namespace, join, show, split};
 use super::op::{GetOp, Index, ListNamespacesOp, Op, OpResult, PutOp, SearchOp};
 use super::{cosine, Item, SearchItem, StoreConfig, StoreError};
 use std::collections::BTreeSet;
@@ -65,21 +65,31 @@ impl<B: Backend> Core<B> {
     }
 
     async fn get(&self, op: GetOp) -> Result<Option<Item>, StoreError> {
-        validate_namespace(&op.namespace)?;
+        check_namespace(&op.namespace)?;
+        self.get_at(join(&op.namespace), op.key, op.refresh_ttl).await
+    }
+
+    /// The item at `key` under the dot-joined `prefix` of a valid namespace: what
+    /// [`Store::get`](super::Store::get) runs, without a batch around it.
+    pub(crate) async fn get_at(
+        &self,
+        prefix: String,
+        key: String,
+        refresh_ttl: Option<bool>,
+    ) -> Result<Option<Item>, StoreError> {
         let now = self.config.clock.now();
-        let prefix = join(&op.namespace);
-        let Some(row) = self.backend.get(&prefix, &op.key, now).await? else {
+        let Some(row) = self.backend.get(&prefix, &key, now).await? else {
             return Ok(None);
         };
-        if row.ttl_minutes.is_some() && self.refreshes(op.refresh_ttl) {
-            self.backend.touch(vec![(prefix, op.key)], now).await?;
+        if row.ttl_minutes.is_some() && self.refreshes(refresh_ttl) {
+            self.backend.touch(vec![(prefix, key)], now).await?;
         }
         Ok(Some(item(row)))
     }
 
     /// A put's write: checked, its TTL decided, its fields embedded.
     async fn prepare(&self, op: PutOp) -> Result<Write, StoreError> {
-        validate_namespace(&op.namespace)?;
+        check_namespace(&op.namespace)?;
         let prefix = join(&op.namespace);
         let Some(value) = op.value else {
             return Ok(Write::Delete { prefix, key: op.key });

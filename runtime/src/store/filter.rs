@@ -78,10 +78,20 @@ pub(crate) fn check_filter(filter: &Map<String, Value>) -> Result<(), StoreError
 
 /// Whether `value` meets every condition of `filter` (checked by [`check_filter`]).
 pub(crate) fn matches(value: &Value, filter: &Map<String, Value>) -> bool {
-    filter.iter().all(|(field, condition)| {
-        let found = values_at(value, field).into_iter().next();
-        meets(found, condition)
-    })
+    filter
+        .iter()
+        .all(|(field, condition)| meets(first_at(value, field), condition))
+}
+
+/// The first value `path` reaches in `value`. A path of field names alone (the common case)
+/// is followed without collecting anything: a search reads it for every item it scans.
+fn first_at<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
+    if path.contains('[') {
+        return values_at(value, path).into_iter().next();
+    }
+    path.split('.')
+        .filter(|name| !name.is_empty())
+        .try_fold(value, |v, name| v.get(name))
 }
 
 fn meets(found: Option<&Value>, condition: &Value) -> bool {
@@ -166,6 +176,16 @@ mod tests {
         assert!(!matches(&v, &filter(json!({"missing": 1}))));
         assert!(matches(&v, &filter(json!({"missing": {"$ne": 1}}))));
         assert!(!matches(&v, &filter(json!({"s": {"$gt": 1}}))));
+    }
+
+    #[test]
+    fn a_path_of_names_finds_what_the_general_walk_finds() {
+        let v = json!({"a": {"b": {"c": 1}}, "l": [1, 2], "": {"x": 2}, "d.e": 3});
+        for path in [
+            "a", "a.b", "a.b.c", "a..b", ".a", "a.b.c.d", "l", "l.0", "x", "", "d.e", "a.b.c.",
+        ] {
+            assert_eq!(first_at(&v, path), values_at(&v, path).into_iter().next(), "{path:?}");
+        }
     }
 
     #[test]

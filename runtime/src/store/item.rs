@@ -54,11 +54,17 @@ pub struct SearchItem {
 /// assert_eq!(e.to_string(), "namespace (\"users\", \"a.b\"): label \"a.b\" contains a `.`");
 /// ```
 pub fn validate_namespace(namespace: &[String]) -> Result<(), StoreError> {
+    check_namespace(namespace)
+}
+
+/// [`validate_namespace`] over labels of any string type.
+pub(crate) fn check_namespace<S: AsRef<str>>(namespace: &[S]) -> Result<(), StoreError> {
     let fail = |why: String| Err(StoreError::invalid(format!("namespace {}: {why}", show(namespace))));
     if namespace.is_empty() {
         return fail("must have at least one label".into());
     }
     for label in namespace {
+        let label = label.as_ref();
         if label.is_empty() {
             return fail("a label is empty".into());
         }
@@ -69,20 +75,20 @@ pub fn validate_namespace(namespace: &[String]) -> Result<(), StoreError> {
             return fail(format!("label {label:?} contains a NUL character"));
         }
     }
-    if namespace[0] == RESERVED_ROOT {
+    if namespace[0].as_ref() == RESERVED_ROOT {
         return fail(format!("the root label `{RESERVED_ROOT}` is reserved"));
     }
     Ok(())
 }
 
 /// A namespace as Python writes a tuple, for messages: `("users", "u1")`.
-pub(crate) fn show(namespace: &[String]) -> String {
-    let labels: Vec<String> = namespace.iter().map(|l| format!("{l:?}")).collect();
+pub(crate) fn show<S: AsRef<str>>(namespace: &[S]) -> String {
+    let labels: Vec<String> = namespace.iter().map(|l| format!("{:?}", l.as_ref())).collect();
     format!("({})", labels.join(", "))
 }
 
 /// The dot-joined form backends store (`users.u1`, the PostgreSQL `prefix` column).
-pub(crate) fn join(namespace: &[String]) -> String {
+pub(crate) fn join<S: std::borrow::Borrow<str>>(namespace: &[S]) -> String {
     namespace.join(".")
 }
 

@@ -1,5 +1,5 @@
-//! [`InMemoryStore`]: items in a sorted map behind a lock, searched by brute force (cosine over
-//! every vector under the prefix). For tests, examples and single-process programs.
+//! [`InMemoryStore`]: items in sorted maps (by prefix, then key) behind a lock, searched by brute
+//! force (cosine over every vector under the prefix). For tests, examples and single-process programs.
 
 use super::backend::{after, newest_first, under, Backend, Row, Scan, Vectors, Write};
 use super::core::Core;
@@ -9,6 +9,7 @@ use crate::checkpoint::Timestamp;
 use futures::future::{ready, BoxFuture};
 use futures::FutureExt;
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 
 /// A store in memory (LangGraph's `InMemoryStore`). Cheap to share behind an `Arc`.
@@ -42,12 +43,16 @@ impl Default for InMemoryStore {
 
 store_over_core!(InMemoryStore);
 
-/// The rows by `(prefix, key)`.
+/// The rows by prefix, then key (LangGraph's `InMemoryStore` keeps them the same way): a get
+/// borrows its prefix and key for the lookup, and listing reads one entry a namespace.
 #[derive(Debug, Default)]
-struct Rows(Mutex<BTreeMap<(String, String), (Row, Vectors)>>);
+struct Rows(Mutex<BTreeMap<String, Keys>>);
+
+/// A prefix's rows, by key.
+type Keys = BTreeMap<String, (Row, Vectors)>;
 
 impl Rows {
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<(String, String), (Row, Vectors)>> {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Keys>> {
         // A panic elsewhere never leaves a half-written entry: every change is one insert/remove.
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -59,7 +64,8 @@ impl Backend for Rows {
     fn get<'a>(&'a self, prefix: &'a str, key: &'a str, now: Timestamp) -> Done<'a, Option<Row>> {
         let rows = self.lock();
         let row = rows
-            .get(&(prefix.to_owned(), key.to_owned()))
+            .get(prefix)
+            .and_then(|keys| keys.get(key))
             .filter(|(r, _)| !r.expired(now))
             .map(|(r, _)| r.clone());
         ready(Ok(row)).boxed()
@@ -70,14 +76,22 @@ impl Backend for Rows {
         for w in writes {
             match w {
                 Write::Put(mut row, vectors) => {
-                    let id = (row.prefix.clone(), row.key.clone());
-                    if let Some((old, _)) = rows.get(&id).filter(|(old, _)| !old.expired(row.updated_at)) {
+                    let keys = match rows.get_mut(&row.prefix) {
+                        Some(keys) => keys,
+                        None => rows.entry(row.prefix.clone()).or_default(),
+                    };
+                    if let Some((old, _)) = keys.get(&row.key).filter(|(old, _)| !old.expired(row.updated_at)) {
                         row.created_at = old.created_at;
                     }
-                    rows.insert(id, (row, vectors));
+                    keys.insert(row.key.clone(), (row, vectors));
                 }
                 Write::Delete { prefix, key } => {
-                    rows.remove(&(prefix, key));
+                    if let Some(keys) = rows.get_mut(&prefix) {
+                        keys.remove(&key);
+                        if keys.is_empty() {
+                            rows.remove(&prefix);
+                        }
+                    }
                 }
             }
         }
@@ -89,11 +103,12 @@ impl Backend for Rows {
         let prefix = scan.prefix;
         // Filtered and ordered by reference: only the page is cloned.
         let mut live: Vec<&(Row, Vectors)> = rows
-            .range((prefix.to_owned(), String::new())..)
-            .take_while(|((p, _), _)| p.starts_with(prefix))
-            .filter(|((p, _), (r, _))| under(p, prefix) && !r.expired(scan.now))
-            .filter(|(_, (r, _))| scan.filter.is_none_or(|f| matches(&r.value, f)))
-            .map(|(_, entry)| entry)
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(|(p, _)| p.starts_with(prefix))
+            .filter(|(p, _)| under(p, prefix))
+            .flat_map(|(_, keys)| keys.values())
+            .filter(|(r, _)| !r.expired(scan.now))
+            .filter(|(r, _)| scan.filter.is_none_or(|f| matches(&r.value, f)))
             .collect();
         let (offset, limit) = scan.page.unwrap_or((0, usize::MAX));
         if scan.page.is_some() {
@@ -110,8 +125,8 @@ impl Backend for Rows {
 
     fn touch(&self, keys: Vec<(String, String)>, now: Timestamp) -> Done<'_, ()> {
         let mut rows = self.lock();
-        for id in keys {
-            if let Some((row, _)) = rows.get_mut(&id) {
+        for (prefix, key) in keys {
+            if let Some((row, _)) = rows.get_mut(&prefix).and_then(|keys| keys.get_mut(&key)) {
                 if let Some(ttl) = row.ttl_minutes {
                     row.expires_at = Some(after(now, ttl));
                 }
@@ -122,28 +137,24 @@ impl Backend for Rows {
 
     fn prefixes(&self, now: Timestamp) -> Done<'_, Vec<String>> {
         let rows = self.lock();
-        let mut prefixes = Vec::new();
-        let mut from = (String::new(), String::new());
-        // A skip scan: from each prefix straight to the next (`p + "\0"` is the least string
-        // above every row of `p`), reading only until a live row shows the prefix is live.
-        while let Some(((p, _), _)) = rows.range(from.clone()..).next() {
-            let p = p.clone();
-            let live = rows
-                .range((p.clone(), String::new())..)
-                .take_while(|((q, _), _)| *q == p)
-                .any(|(_, (r, _))| !r.expired(now));
-            from = (format!("{p}\0"), String::new());
-            if live {
-                prefixes.push(p);
-            }
-        }
+        // A prefix is live while one of its rows is: most often its first.
+        let prefixes = rows
+            .iter()
+            .filter(|(_, keys)| keys.values().any(|(r, _)| !r.expired(now)))
+            .map(|(p, _)| p.clone())
+            .collect();
         ready(Ok(prefixes)).boxed()
     }
 
     fn sweep(&self, now: Timestamp) -> Done<'_, usize> {
         let mut rows = self.lock();
-        let before = rows.len();
-        rows.retain(|_, (r, _)| !r.expired(now));
-        ready(Ok(before - rows.len())).boxed()
+        let mut swept = 0;
+        rows.retain(|_, keys| {
+            let before = keys.len();
+            keys.retain(|_, (r, _)| !r.expired(now));
+            swept += before - keys.len();
+            !keys.is_empty()
+        });
+        ready(Ok(swept)).boxed()
     }
 }
