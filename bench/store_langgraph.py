@@ -1,9 +1,10 @@
 """The store benchmark's LangGraph side (bench/store.sh runs it beside weir's
 runtime/examples/store_bench.rs): the same puts, gets, filtered searches and namespace listings
-over the same 100,000 items, on LangGraph's InMemoryStore or PostgresStore, one backend per
-process, printing one JSON line per operation and the process's peak RSS.
+over the same 100,000 items, on LangGraph's InMemoryStore, SqliteStore (a file in a temporary
+directory) or PostgresStore, one backend per process, printing one JSON line per operation and
+the process's peak RSS.
 
-    python bench/store_langgraph.py memory|postgres [N]
+    python bench/store_langgraph.py memory|sqlite|postgres [N]
 
 PostgresStore uses WEIR_POSTGRES_URL, in a schema of its own that is dropped after.
 """
@@ -80,6 +81,13 @@ def main():
     if backend == "memory":
         from langgraph.store.memory import InMemoryStore
         run(backend, InMemoryStore(), n)
+    elif backend == "sqlite":
+        import tempfile
+        from langgraph.store.sqlite import SqliteStore
+        with tempfile.TemporaryDirectory() as tmp:
+            with SqliteStore.from_conn_string(os.path.join(tmp, "store.db")) as store:
+                store.setup()
+                run(backend, store, n)
     elif backend == "postgres":
         import psycopg
         from langgraph.store.postgres import PostgresStore
@@ -95,7 +103,7 @@ def main():
             finally:
                 admin.execute(f"DROP SCHEMA {schema} CASCADE")
     else:
-        sys.exit(f"unknown backend {backend!r}: use memory or postgres")
+        sys.exit(f"unknown backend {backend!r}: use memory, sqlite or postgres")
 
 
 if __name__ == "__main__":
