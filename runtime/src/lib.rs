@@ -6,6 +6,8 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "sqlite")]
+mod blocking;
 pub mod cache;
 pub mod channel;
 // The doc examples' state (`__doc_state!`) names this crate as its users do.

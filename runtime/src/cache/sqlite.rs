@@ -58,14 +58,13 @@ impl SqliteCache {
         })
     }
 
-    /// Runs `f` on the connection, on tokio's blocking pool.
+    /// Runs `f` on the connection, on a thread tokio lends or on its blocking pool
+    /// ([`crate::blocking::with_locked`]).
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Inner) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, BoxError> {
-        let inner = self.inner.clone();
-        let r = tokio::task::spawn_blocking(move || f(&mut inner.lock().unwrap_or_else(|p| p.into_inner()))).await?;
-        Ok(r?)
+        Ok(crate::blocking::with_locked(&self.inner, f).await??)
     }
 }
 

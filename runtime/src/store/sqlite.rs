@@ -1,7 +1,8 @@
 //! [`SqliteStore`]: items in SQLite tables of their own (`store`, `store_vectors`), which may sit
 //! in the file a [`SqliteSaver`](crate::checkpoint::SqliteSaver) checkpoints to. A search's
 //! prefix, filter (with `json_extract`), order and page run in SQL; cosine ranking runs over the
-//! rows under the prefix (no vector index); every SQLite call runs on tokio's blocking pool.
+//! rows under the prefix (no vector index); no SQLite call runs on a tokio worker (each runs on
+//! a thread tokio lends, or on its blocking pool).
 
 use super::backend::{Backend, Row, Scan, Vectors, Write};
 use super::core::Core;
@@ -111,16 +112,15 @@ struct Db(Arc<Mutex<Connection>>);
 type Done<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
 
 impl Db {
-    /// Runs `f` on the connection on tokio's blocking pool.
+    /// Runs `f` on the connection, on a thread tokio lends or on its blocking pool
+    /// ([`crate::blocking::with_locked`]).
     fn call<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Done<'static, T> {
         let db = self.0.clone();
         async move {
-            let joined =
-                tokio::task::spawn_blocking(move || f(&mut db.lock().unwrap_or_else(|p| p.into_inner()))).await;
-            match joined {
+            match crate::blocking::with_locked(&db, f).await {
                 Ok(r) => r.map_err(fail),
                 Err(e) => Err(StoreError::backend("the SQLite store's call did not finish", e)),
             }

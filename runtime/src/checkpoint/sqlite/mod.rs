@@ -8,9 +8,9 @@
 //! the write connection ([`writer`]): it stores what is queued in one transaction ([`batch`]),
 //! and runs the log's checkpoints itself, outside any commit. A lone put with nothing queued
 //! (every step of a run with synchronous durability) is stored by its caller instead, on a
-//! thread tokio lends for blocking (`block_in_place`), so it crosses no thread. Reads run on
-//! tokio's blocking pool, each on a pooled read connection and in one read transaction
-//! ([`read`]).
+//! thread tokio lends for blocking (`block_in_place`), so it crosses no thread. Reads run on a
+//! thread tokio lends too (on a current-thread runtime, on its blocking pool), each on a pooled
+//! read connection and in one read transaction ([`read`]).
 //!
 //! A put is one write transaction that writes two B-trees: it reads the head (the thread's
 //! greatest checkpoint id, from the key index), then adds one row to `checkpoints` (a rowid
@@ -222,7 +222,8 @@ impl SqliteSaver {
         &self.inner.path
     }
 
-    /// Runs `f` on a read connection, on the blocking pool.
+    /// Runs `f` on a read connection, on a thread tokio lends or on its blocking pool
+    /// ([`crate::blocking::run`]).
     async fn read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, Failure> + Send + 'static,
@@ -235,7 +236,7 @@ impl SqliteSaver {
             .await
             .expect("the semaphore is never closed");
         let inner = self.inner.clone();
-        let joined = tokio::task::spawn_blocking(move || {
+        let joined = crate::blocking::run(move || {
             let _permit = permit;
             let idle = inner.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
             let mut conn = match idle {

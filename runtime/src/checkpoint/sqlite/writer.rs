@@ -23,6 +23,7 @@
 
 use super::backend;
 use super::batch::{Core, Outcome, Stats, Work};
+use crate::blocking::lends_thread;
 use crate::checkpoint::SaverError;
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
@@ -92,13 +93,6 @@ fn stopped(path: &Path) -> SaverError {
         format!("sqlite checkpoint store `{}` failed", path.display()),
         "its writer thread has stopped, so nothing more can be written through this saver (open the file again)",
     )
-}
-
-/// Whether this thread may be lent to a blocking call: it runs on a multi-threaded tokio
-/// runtime (`block_in_place` panics on a current-thread one).
-fn lends_thread() -> bool {
-    tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
 impl Handle {
