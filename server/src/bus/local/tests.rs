@@ -89,6 +89,29 @@ async fn a_finished_stream_is_kept_for_retain_then_dropped() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn publishing_sweeps_expired_streams_once_an_eighth_of_retain_has_passed() {
+    let bus = LocalBus::new(LocalBusConfig {
+        retain: Duration::from_secs(8),
+        ..LocalBusConfig::default()
+    });
+    let holds = |run: &str| lock(&bus.inner.streams).by_run.contains_key(run);
+    bus.publish("a", StreamItem::Done).await.unwrap();
+    tokio::time::advance(Duration::from_millis(7_500)).await;
+    bus.publish("x", event("1-0")).await.unwrap();
+    assert!(holds("a"), "not yet expired at the sweep of 7.5 s");
+    tokio::time::advance(Duration::from_millis(800)).await;
+    bus.publish("x", event("2-0")).await.unwrap();
+    assert!(
+        holds("a"),
+        "expired, but the last sweep is 0.8 s old (sweeps every 1 s)"
+    );
+    tokio::time::advance(Duration::from_millis(300)).await;
+    bus.publish("x", event("3-0")).await.unwrap();
+    assert!(!holds("a"), "swept at 8.6 s");
+    assert!(holds("x"));
+}
+
+#[tokio::test(start_paused = true)]
 async fn wake_ends_a_wait_and_an_unwoken_wait_times_out() {
     let bus = LocalBus::default();
     bus.wake().await.unwrap();
