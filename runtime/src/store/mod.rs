@@ -47,7 +47,8 @@ use std::time::Duration;
 /// shared by every thread and run.
 ///
 /// A backend implements [`batch`](Self::batch) and [`sweep`](Self::sweep); `get`, `put`,
-/// `delete`, `search` and `list_namespaces` are batches of one operation.
+/// `delete`, `search` and `list_namespaces` are batches of one operation (the stores of this
+/// crate run a lone `get` without building the batch, with the same result).
 ///
 /// # Examples
 ///
