@@ -2,7 +2,7 @@
 //! so that one [`Core`](super::core::Core) gives every backend the same semantics.
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-use super::filter::matches;
+use super::filter::Compiled;
 use super::StoreError;
 use crate::checkpoint::Timestamp;
 use futures::future::BoxFuture;
@@ -64,8 +64,9 @@ impl Scan<'_> {
     #[cfg(any(feature = "sqlite", feature = "postgres"))]
     /// Filters, orders and pages `rows` in Rust, for a backend (or a filter) without SQL for it.
     pub(crate) fn finish(&self, rows: impl Iterator<Item = (Row, Vectors)>) -> Vec<(Row, Vectors)> {
+        let filter = self.filter.map(Compiled::new);
         let mut found: Vec<(Row, Vectors)> = rows
-            .filter(|(row, _)| self.filter.is_none_or(|f| matches(&row.value, f)))
+            .filter(|(row, _)| filter.as_ref().is_none_or(|f| f.matches(&row.value)))
             .collect();
         if let Some((offset, limit)) = self.page {
             found.sort_by(|(a, _), (b, _)| newest_first(a, b));

@@ -77,54 +77,127 @@ pub(crate) fn check_filter(filter: &Map<String, Value>) -> Result<(), StoreError
 }
 
 /// Whether `value` meets every condition of `filter` (checked by [`check_filter`]).
+#[cfg(test)]
 pub(crate) fn matches(value: &Value, filter: &Map<String, Value>) -> bool {
-    filter
-        .iter()
-        .all(|(field, condition)| meets(first_at(value, field), condition))
+    Compiled::new(filter).matches(value)
 }
 
-/// The first value `path` reaches in `value`. A path of field names alone (the common case)
-/// is followed without collecting anything: a search reads it for every item it scans.
-fn first_at<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
-    if path.contains('[') {
-        return values_at(value, path).into_iter().next();
+/// A filter read once for a search that tests it on many items: each field's path split into
+/// names, each condition's operators recognised. Its verdicts are [`meets`]'s.
+#[derive(Debug)]
+pub(crate) struct Compiled<'f> {
+    conditions: Vec<(Path<'f>, Test<'f>)>,
+}
+
+/// Where a condition's field is: a path of names, or one with indices or wildcards.
+#[derive(Debug)]
+enum Path<'f> {
+    Names(Vec<&'f str>),
+    General(&'f str),
+}
+
+/// What a condition asks of the field it finds.
+#[derive(Debug)]
+enum Test<'f> {
+    /// Operators (an object with a `$` key), each with its operand.
+    Ops(Vec<(Op, &'f Value)>),
+    /// Any other condition: a nested object or a bare value, as [`meets`] reads it.
+    Other(&'f Value),
+}
+
+/// A filter's operator; `Other` is a key without `$` beside operators, which nothing meets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Op {
+    Eq,
+    Ne,
+    Gt,
+    Gte,
+    Lt,
+    Lte,
+    Other,
+}
+
+impl<'f> Compiled<'f> {
+    /// `filter` (checked by [`check_filter`]) read once.
+    pub(crate) fn new(filter: &'f Map<String, Value>) -> Self {
+        let conditions = filter
+            .iter()
+            .map(|(field, condition)| {
+                // A path of names alone (the common case) is followed without collecting.
+                let path = if field.contains('[') {
+                    Path::General(field)
+                } else {
+                    Path::Names(field.split('.').filter(|name| !name.is_empty()).collect())
+                };
+                let test = match condition {
+                    Value::Object(ops) if ops.keys().any(|k| k.starts_with('$')) => {
+                        Test::Ops(ops.iter().map(|(op, operand)| (Op::of(op), operand)).collect())
+                    }
+                    other => Test::Other(other),
+                };
+                (path, test)
+            })
+            .collect();
+        Self { conditions }
     }
-    path.split('.')
-        .filter(|name| !name.is_empty())
-        .try_fold(value, |v, name| v.get(name))
+
+    /// Whether `value` meets every condition.
+    pub(crate) fn matches(&self, value: &Value) -> bool {
+        self.conditions.iter().all(|(path, test)| {
+            let found = match path {
+                Path::Names(names) => names.iter().try_fold(value, |v, name| v.get(name)),
+                Path::General(path) => values_at(value, path).into_iter().next(),
+            };
+            match test {
+                Test::Ops(ops) => ops.iter().all(|(op, operand)| op.apply(found, operand)),
+                Test::Other(condition) => meets(found, condition),
+            }
+        })
+    }
+}
+
+impl Op {
+    fn of(op: &str) -> Self {
+        match op {
+            "$eq" => Op::Eq,
+            "$ne" => Op::Ne,
+            "$gt" => Op::Gt,
+            "$gte" => Op::Gte,
+            "$lt" => Op::Lt,
+            "$lte" => Op::Lte,
+            _ => Op::Other,
+        }
+    }
+
+    /// Whether `found` (`None`: missing) meets this operator with `operand`.
+    fn apply(self, found: Option<&Value>, operand: &Value) -> bool {
+        let Some(found) = found else {
+            // A missing field is unequal to everything and ordered against nothing.
+            return self == Op::Ne;
+        };
+        let ordered = |test: fn(Ordering) -> bool| order(found, operand).is_some_and(test);
+        match self {
+            Op::Eq => equal(found, operand),
+            Op::Ne => !equal(found, operand),
+            Op::Gt => ordered(|o| o == Ordering::Greater),
+            Op::Gte => ordered(|o| o != Ordering::Less),
+            Op::Lt => ordered(|o| o == Ordering::Less),
+            Op::Lte => ordered(|o| o != Ordering::Greater),
+            Op::Other => false,
+        }
+    }
 }
 
 fn meets(found: Option<&Value>, condition: &Value) -> bool {
     match condition {
         Value::Object(ops) if ops.keys().any(|k| k.starts_with('$')) => {
-            ops.iter().all(|(op, operand)| apply(found, op, operand))
+            ops.iter().all(|(op, operand)| Op::of(op).apply(found, operand))
         }
         Value::Object(fields) => match found {
             Some(Value::Object(_)) => fields.iter().all(|(k, c)| meets(found.and_then(|f| f.get(k)), c)),
             _ => false,
         },
         bare => found.is_some_and(|f| equal(f, bare)),
-    }
-}
-
-fn apply(found: Option<&Value>, op: &str, operand: &Value) -> bool {
-    let Some(found) = found else {
-        // A missing field is unequal to everything and ordered against nothing.
-        return op == "$ne";
-    };
-    match op {
-        "$eq" => equal(found, operand),
-        "$ne" => !equal(found, operand),
-        _ => match order(found, operand) {
-            Some(o) => match op {
-                "$gt" => o == Ordering::Greater,
-                "$gte" => o != Ordering::Less,
-                "$lt" => o == Ordering::Less,
-                "$lte" => o != Ordering::Greater,
-                _ => false,
-            },
-            None => false,
-        },
     }
 }
 
@@ -184,7 +257,45 @@ mod tests {
         for path in [
             "a", "a.b", "a.b.c", "a..b", ".a", "a.b.c.d", "l", "l.0", "x", "", "d.e", "a.b.c.",
         ] {
-            assert_eq!(first_at(&v, path), values_at(&v, path).into_iter().next(), "{path:?}");
+            let found = values_at(&v, path).into_iter().next();
+            for condition in [json!({"$ne": null}), json!({"$eq": 1}), json!(1), json!({"c": 1})] {
+                let mut filter = Map::new();
+                filter.insert(path.to_owned(), condition.clone());
+                assert_eq!(matches(&v, &filter), meets(found, &condition), "{path:?} {condition}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_compiled_filter_agrees_with_each_condition_read_alone() {
+        let items = [
+            json!({"n": 5, "s": "b", "f": 1.5, "m": {"k": 1}, "z": null, "t": true, "a": [1, {"x": "y"}]}),
+            json!({"n": "5", "s": 2, "m": [1], "a": []}),
+            json!({}),
+        ];
+        let conditions = [
+            json!(5),
+            json!("b"),
+            json!(null),
+            json!({"$eq": 5.0}),
+            json!({"$ne": "b"}),
+            json!({"$gt": 4, "$lte": 5}),
+            json!({"$gte": "a", "$lt": "c"}),
+            json!({"$lt": 2}),
+            json!({"$gt": 1, "x": 2}),
+            json!({"k": 1}),
+            json!([1]),
+        ];
+        for field in ["n", "s", "f", "m", "m.k", "z", "t", "a[1].x", "a[*]", "missing"] {
+            for condition in &conditions {
+                let mut filter = Map::new();
+                filter.insert(field.to_owned(), condition.clone());
+                let compiled = Compiled::new(&filter);
+                for item in &items {
+                    let alone = meets(values_at(item, field).into_iter().next(), condition);
+                    assert_eq!(compiled.matches(item), alone, "{field} {condition} on {item}");
+                }
+            }
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::backend::{after, newest_first, under, Backend, Row, Scan, Vectors, Write};
 use super::core::Core;
-use super::filter::matches;
+use super::filter::Compiled;
 use super::{store_over_core, StoreConfig, StoreError};
 use crate::checkpoint::Timestamp;
 use futures::future::{ready, BoxFuture};
@@ -101,6 +101,7 @@ impl Backend for Rows {
     fn scan<'a>(&'a self, scan: Scan<'a>) -> Done<'a, Vec<(Row, Vectors)>> {
         let rows = self.lock();
         let prefix = scan.prefix;
+        let filter = scan.filter.map(Compiled::new);
         // Filtered and ordered by reference: only the page is cloned.
         let mut live: Vec<&(Row, Vectors)> = rows
             .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
@@ -108,7 +109,7 @@ impl Backend for Rows {
             .filter(|(p, _)| under(p, prefix))
             .flat_map(|(_, keys)| keys.values())
             .filter(|(r, _)| !r.expired(scan.now))
-            .filter(|(r, _)| scan.filter.is_none_or(|f| matches(&r.value, f)))
+            .filter(|(r, _)| filter.as_ref().is_none_or(|f| f.matches(&r.value)))
             .collect();
         let (offset, limit) = scan.page.unwrap_or((0, usize::MAX));
         if scan.page.is_some() {
