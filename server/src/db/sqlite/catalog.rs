@@ -1,13 +1,14 @@
 //! The catalog's operations on the SQLite connection: assistants and threads. Each runs on the
-//! connection's thread ([`super::conn`]), in one transaction where it reads before it writes.
+//! connection's thread ([`super::conn`]), in one transaction ([`begin`]) where it reads before it
+//! writes.
 
-use super::conn::Fail;
+use super::conn::{begin, Fail};
 use crate::db::query::{self, Arg, Dialect};
 use crate::db::rows::{self, AssistantRow, ThreadRow};
 use crate::db::{AssistantQuery, DbError, IfExists, ThreadQuery, ThreadUpdate, VersionQuery};
 use crate::model::{Assistant, Thread, ThreadTtl, TtlStrategy};
 use rusqlite::types::ToSqlOutput;
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension, ToSql, TransactionBehavior};
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, ToSql};
 
 impl ToSql for Arg {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
@@ -19,7 +20,7 @@ impl ToSql for Arg {
 }
 
 pub(super) fn put_assistant(conn: &mut Connection, a: &Assistant) -> Result<(), Fail> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = begin(conn)?;
     write_assistant(&tx, a)?;
     let row = AssistantRow::new(a);
     tx.prepare_cached(
@@ -75,7 +76,7 @@ pub(super) fn assistant_versions(conn: &mut Connection, id: &str, q: &VersionQue
 }
 
 pub(super) fn set_latest_version(conn: &mut Connection, id: &str, version: i64) -> Result<Option<Assistant>, Fail> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = begin(conn)?;
     let row = tx
         .prepare_cached("SELECT doc, metadata FROM server_assistant_versions WHERE assistant_id = ?1 AND version = ?2")?
         .query_row(params![id, version], |r| {
@@ -139,7 +140,7 @@ pub(super) fn count_assistants(conn: &mut Connection, q: &AssistantQuery) -> Res
 }
 
 pub(super) fn delete_assistant(conn: &mut Connection, id: &str) -> Result<bool, Fail> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = begin(conn)?;
     tx.prepare_cached("DELETE FROM server_assistant_versions WHERE assistant_id = ?1")?
         .execute([id])?;
     let existed = tx
@@ -151,7 +152,7 @@ pub(super) fn delete_assistant(conn: &mut Connection, id: &str) -> Result<bool, 
 }
 
 pub(super) fn create_thread(conn: &mut Connection, t: &Thread, if_exists: IfExists) -> Result<Thread, Fail> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = begin(conn)?;
     if let Some(existing) = get_thread(&tx, &t.thread_id)? {
         return match if_exists {
             IfExists::DoNothing => Ok(existing),
@@ -199,7 +200,7 @@ pub(super) fn put_thread(conn: &Connection, t: &Thread) -> Result<(), Fail> {
 }
 
 pub(super) fn update_thread(conn: &mut Connection, id: &str, update: &ThreadUpdate) -> Result<Option<Thread>, Fail> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = begin(conn)?;
     let Some(thread) = get_thread(&tx, id)? else {
         return Ok(None);
     };
@@ -252,7 +253,7 @@ pub(super) fn count_threads(conn: &mut Connection, q: &ThreadQuery) -> Result<u6
 }
 
 pub(super) fn delete_thread(conn: &mut Connection, id: &str) -> Result<bool, Fail> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = begin(conn)?;
     tx.prepare_cached("DELETE FROM server_runs WHERE thread_id = ?1")?
         .execute([id])?;
     tx.prepare_cached("DELETE FROM server_thread_ttl WHERE thread_id = ?1")?

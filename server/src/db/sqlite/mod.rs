@@ -1,8 +1,9 @@
 //! The embedded backend: [`SqliteDb`], the server's tables in one SQLite file — the same file as
 //! the checkpoints, in tables of their own (`server_*`, versioned in `server_schema`), in WAL
 //! mode. Every SQLite call runs on the connection's own thread ([`conn`]), never on a tokio
-//! worker; each operation is one transaction there, which makes `enqueue`'s check of in-flight
-//! runs and `claim`'s pick-and-update atomic.
+//! worker; each operation is atomic there (its own transaction, or a savepoint of the
+//! transaction the operations queued with it share, which holds the file's write lock), which
+//! makes `enqueue`'s check of in-flight runs and `claim`'s pick-and-update atomic.
 
 mod catalog;
 mod conn;

@@ -1,12 +1,13 @@
-//! The run queue's operations on the SQLite connection. Each write is one `IMMEDIATE`
-//! transaction (it takes the file's write lock first), so the check of a thread's in-flight runs
-//! and the insert of `enqueue`, and the pick and the update of `claim`, are atomic.
+//! The run queue's operations on the SQLite connection. Each write runs in one transaction that
+//! holds the file's write lock from its start ([`begin`]: its own `IMMEDIATE` one, or a savepoint
+//! of its batch's), so the check of a thread's in-flight runs and the insert of `enqueue`, and
+//! the pick and the update of `claim`, are atomic.
 
-use super::conn::Fail;
+use super::conn::{begin, Fail};
 use crate::db::rows::{self, name_of};
 use crate::db::{DbError, Enqueued};
 use crate::model::{MultitaskStrategy, Run, RunStatus};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension};
 
 /// The columns a run is read from.
 const RUN: &str = "doc, status, updated_at, not_before, attempt";
@@ -27,7 +28,7 @@ fn runs(found: Vec<RunRow>) -> Result<Vec<Run>, Fail> {
 }
 
 pub(super) fn enqueue(conn: &mut Connection, run: &Run) -> Result<Enqueued, Fail> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = begin(conn)?;
     let inflight = tx
         .prepare_cached(&format!(
             "SELECT {RUN} FROM server_runs WHERE thread_id = ?1 AND status IN ('pending', 'running') ORDER BY seq"
@@ -102,7 +103,7 @@ const CLAIM: &str = "UPDATE server_runs SET status = 'running', worker = ?1, upd
     RETURNING doc, status, updated_at, not_before, attempt";
 
 pub(super) fn claim(conn: &mut Connection, worker: &str) -> Result<Option<Run>, Fail> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = begin(conn)?;
     let found = tx
         .prepare_cached(CLAIM)?
         .query_row(params![worker, rows::now()], read)
@@ -163,7 +164,7 @@ pub(super) fn delete_run(conn: &mut Connection, run_id: &str) -> Result<bool, Fa
 }
 
 pub(super) fn requeue(conn: &mut Connection, worker: Option<&str>) -> Result<Vec<String>, Fail> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = begin(conn)?;
     let ids = tx
         .prepare_cached(
             "UPDATE server_runs SET status = 'pending', worker = NULL, updated_at = ?2
