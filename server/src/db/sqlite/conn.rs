@@ -118,16 +118,22 @@ impl Conn {
         F: FnOnce(&mut Connection) -> Result<T, Fail> + Send + 'static,
     {
         let (answer, answered) = oneshot::channel();
+        let failed = |why: &str| DbError::Backend(format!("{what} in `{}` failed: {why}", self.path.display()));
+        // What the caller hears if the job's batch fails to commit: its operation and the file.
+        let path = self.path.clone();
+        let what_of = what.to_owned();
         let job: Job = Box::new(move |conn| {
             let result = job(conn);
-            Box::new(move |failed: Option<&str>| {
-                let _ = answer.send(match failed {
+            Box::new(move |commit: Option<&str>| {
+                let _ = answer.send(match commit {
                     None => result,
-                    Some(why) => Err(Fail::Db(DbError::Backend(why.to_owned()))),
+                    Some(why) => Err(Fail::Db(DbError::Backend(format!(
+                        "{what_of} in `{}` failed: its transaction did not commit: {why}",
+                        path.display()
+                    )))),
                 });
             })
         });
-        let failed = |why: &str| DbError::Backend(format!("{what} in `{}` failed: {why}", self.path.display()));
         if self.jobs.send(job).await.is_err() {
             return Err(failed("the sqlite thread has stopped"));
         }
