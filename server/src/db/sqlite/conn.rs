@@ -117,20 +117,15 @@ impl Conn {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, Fail> + Send + 'static,
     {
-        let (answer, answered) = oneshot::channel();
+        // The job's result, or why its batch did not commit.
+        let (answer, answered) = oneshot::channel::<Result<Result<T, Fail>, String>>();
         let failed = |why: &str| DbError::Backend(format!("{what} in `{}` failed: {why}", self.path.display()));
-        // What the caller hears if the job's batch fails to commit: its operation and the file.
-        let path = self.path.clone();
-        let what_of = what.to_owned();
         let job: Job = Box::new(move |conn| {
             let result = job(conn);
             Box::new(move |commit: Option<&str>| {
                 let _ = answer.send(match commit {
-                    None => result,
-                    Some(why) => Err(Fail::Db(DbError::Backend(format!(
-                        "{what_of} in `{}` failed: its transaction did not commit: {why}",
-                        path.display()
-                    )))),
+                    None => Ok(result),
+                    Some(why) => Err(why.to_owned()),
                 });
             })
         });
@@ -138,9 +133,10 @@ impl Conn {
             return Err(failed("the sqlite thread has stopped"));
         }
         match answered.await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(Fail::Db(e))) => Err(e),
-            Ok(Err(Fail::Sql(e))) => Err(failed(&e.to_string())),
+            Ok(Ok(Ok(value))) => Ok(value),
+            Ok(Ok(Err(Fail::Db(e)))) => Err(e),
+            Ok(Ok(Err(Fail::Sql(e)))) => Err(failed(&e.to_string())),
+            Ok(Err(why)) => Err(failed(&format!("its transaction did not commit: {why}"))),
             Err(_) => Err(failed("it panicked")),
         }
     }
