@@ -221,14 +221,12 @@ fn keep_needed(
     };
     if let Some(new) = reached_all {
         // All the blobs retained are still needed, and the new ones extend them.
-        let mut known = known.unwrap_or_default();
-        let mut links = Vec::with_capacity(new.len());
-        for (at, channel) in new {
-            copy_blob(conn, thread, ns, &at, &channel)?;
-            let delta_of = walked.remove(&(at.clone(), channel.clone())).flatten();
-            links.push(((at, channel), delta_of));
+        for (at, channel) in &new {
+            copy_blob(conn, thread, ns, at, channel)?;
         }
-        known.add(links);
+        walked.retain(|blob, _| new.contains(blob));
+        let mut known = known.unwrap_or_default();
+        known.add(walked);
         return Ok(known);
     }
     let keep: BTreeSet<(String, String)> = needed(&kept, through, &mut delta_of)?;
@@ -250,10 +248,9 @@ fn keep_needed(
     for (at, channel) in keep.difference(&retained) {
         copy_blob(conn, thread, ns, at, channel)?;
     }
-    Ok(Retained::of(keep.into_iter().map(|blob| {
-        let delta_of = walked.remove(&blob).flatten();
-        (blob, delta_of)
-    })))
+    // Every blob kept was walked: what it extends is known.
+    walked.retain(|blob, _| keep.contains(blob));
+    Ok(Retained::of(walked))
 }
 
 /// What the blob stored under `at` for `channel` extends (`Some(None)`: a whole value; `None`:
