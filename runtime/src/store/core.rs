@@ -3,7 +3,7 @@
 
 use super::backend::{after, Backend, Row, Scan, Vectors, Write};
 use super::filter::{check_filter, texts_at};
-use super::item::{check_namespace, join, show, split};
+use super::item::{item_prefix, join, show, split};
 use super::op::{GetOp, Index, ListNamespacesOp, Op, OpResult, PutOp, SearchOp};
 use super::{cosine, Item, SearchItem, StoreConfig, StoreError};
 use std::collections::BTreeSet;
@@ -65,8 +65,7 @@ impl<B: Backend> Core<B> {
     }
 
     async fn get(&self, op: GetOp) -> Result<Option<Item>, StoreError> {
-        check_namespace(&op.namespace)?;
-        self.get_at(join(&op.namespace), op.key, op.refresh_ttl).await
+        self.get_at(item_prefix(&op.namespace)?, op.key, op.refresh_ttl).await
     }
 
     /// The item at `key` under the dot-joined `prefix` of a valid namespace: what
@@ -89,8 +88,7 @@ impl<B: Backend> Core<B> {
 
     /// A put's write: checked, its TTL decided, its fields embedded.
     async fn prepare(&self, op: PutOp) -> Result<Write, StoreError> {
-        check_namespace(&op.namespace)?;
-        let prefix = join(&op.namespace);
+        let prefix = item_prefix(&op.namespace)?;
         let Some(value) = op.value else {
             return Ok(Write::Delete { prefix, key: op.key });
         };

@@ -92,6 +92,13 @@ pub(crate) fn join<S: std::borrow::Borrow<str>>(namespace: &[S]) -> String {
     namespace.join(".")
 }
 
+/// The dot-joined form of a namespace an item is read or written in, once it is checked
+/// ([`check_namespace`]).
+pub(crate) fn item_prefix<S: AsRef<str> + std::borrow::Borrow<str>>(namespace: &[S]) -> Result<String, StoreError> {
+    check_namespace(namespace)?;
+    Ok(join(namespace))
+}
+
 /// The labels of a dot-joined namespace.
 pub(crate) fn split(prefix: &str) -> Vec<String> {
     prefix.split('.').map(str::to_owned).collect()

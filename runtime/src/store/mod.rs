@@ -226,8 +226,7 @@ macro_rules! store_over_core {
                 key: &str,
             ) -> futures::future::BoxFuture<'_, Result<Option<$crate::store::Item>, $crate::store::StoreError>> {
                 // A get alone skips the batch: no operation or result to build.
-                let prefix =
-                    $crate::store::item::check_namespace(namespace).map(|()| $crate::store::item::join(namespace));
+                let prefix = $crate::store::item::item_prefix(namespace);
                 let key = key.to_owned();
                 futures::FutureExt::boxed(async move { self.core.get_at(prefix?, key, None).await })
             }
