@@ -54,7 +54,10 @@ async fn run(backend: &str, store: Arc<dyn Store>, n: usize) {
                 Op::Put(PutOp {
                     namespace: namespace(i),
                     key: format!("k{i}"),
-                    value: value(i).as_object().cloned(),
+                    value: match value(i) {
+                        Value::Object(map) => Some(map),
+                        _ => unreachable!("value() makes objects"),
+                    },
                     index: Default::default(),
                     ttl: None,
                 })

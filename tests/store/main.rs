@@ -18,6 +18,7 @@ macro_rules! conformance {
                 put_get_update_delete
                 invalid_namespaces_and_values_are_refused_naming_them
                 search_finds_items_under_a_prefix_newest_first
+                pages_follow_one_newest_first_order_through_rewrites_deletes_and_expiry
                 search_filters_with_every_operator
                 filters_agree_on_nested_paths_mixed_types_and_missing_keys
                 a_prefix_with_like_wildcards_matches_only_itself

@@ -1,14 +1,16 @@
-//! [`InMemoryStore`]: items in sorted maps (by prefix, then key) behind a lock, searched by brute
-//! force (cosine over every vector under the prefix). For tests, examples and single-process programs.
+//! [`InMemoryStore`]: items by prefix, then key, behind a lock. A search without a query walks
+//! the namespaces under its prefix newest first and stops at the end of its page; one with a
+//! query ranks by brute force (cosine over every vector under the prefix). For tests, examples and single-process programs.
 
-use super::backend::{after, newest_first, under, Backend, Row, Scan, Vectors, Write};
+use super::backend::{after, under, Backend, Row, Scan, Vectors, Write};
 use super::core::Core;
 use super::filter::Compiled;
 use super::{store_over_core, StoreConfig, StoreError};
 use crate::checkpoint::Timestamp;
 use futures::future::{ready, BoxFuture};
 use futures::FutureExt;
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{btree_map, BTreeMap, BinaryHeap, HashMap};
 use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 
@@ -43,18 +45,109 @@ impl Default for InMemoryStore {
 
 store_over_core!(InMemoryStore);
 
-/// The rows by prefix, then key (LangGraph's `InMemoryStore` keeps them the same way): a get
-/// borrows its prefix and key for the lookup, and listing reads one entry a namespace.
+/// The rows by prefix (LangGraph's `InMemoryStore` keeps them so): a get borrows its prefix and
+/// key for the lookup, listing reads one entry a namespace, and a search reads only the
+/// namespaces under its prefix.
 #[derive(Debug, Default)]
-struct Rows(Mutex<BTreeMap<String, Keys>>);
+struct Rows(Mutex<BTreeMap<String, Namespace>>);
 
-/// A prefix's rows, by key.
-type Keys = BTreeMap<String, (Row, Vectors)>;
+/// One namespace's rows, the most recently updated first.
+#[derive(Debug, Default)]
+struct Namespace {
+    /// Each key's `updated_at`, which finds its row in `rows`.
+    times: HashMap<String, Timestamp>,
+    /// The rows by recency, ties by key: a search without a query reads them in this order and
+    /// stops once its page is full; one that must read them all reads them in a row.
+    rows: BTreeMap<Recency, (Row, Vectors)>,
+}
+
+/// Where a row sorts in its namespace: the most recently updated first, then by key.
+type Recency = (Reverse<Timestamp>, String);
+
+impl Namespace {
+    fn get(&self, key: &str) -> Option<&(Row, Vectors)> {
+        let time = Reverse(*self.times.get(key)?);
+        // The rows of that microsecond, from the first (an empty `String` allocates nothing).
+        self.rows
+            .range((time, String::new())..)
+            .take_while(|((t, _), _)| *t == time)
+            .find(|((_, k), _)| k == key)
+            .map(|(_, row)| row)
+    }
+
+    fn insert(&mut self, row: Row, vectors: Vectors) {
+        if let Some(old) = self.times.insert(row.key.clone(), row.updated_at) {
+            self.rows.remove(&(Reverse(old), row.key.clone()));
+        }
+        self.rows
+            .insert((Reverse(row.updated_at), row.key.clone()), (row, vectors));
+    }
+
+    fn remove(&mut self, key: &str) {
+        if let Some(old) = self.times.remove(key) {
+            self.rows.remove(&(Reverse(old), key.to_owned()));
+        }
+    }
+
+    fn values(&self) -> impl Iterator<Item = &(Row, Vectors)> {
+        self.rows.values()
+    }
+}
 
 impl Rows {
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Keys>> {
-        // A panic elsewhere never leaves a half-written entry: every change is one insert/remove.
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Namespace>> {
+        // Nothing under the lock panics (no caller's code runs there), so a change is never
+        // left half made.
         self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The rows of some namespaces, the most recently updated first, ties by prefix then key (the
+/// order of [`newest_first`](super::backend::newest_first)): each namespace's recency order
+/// merged, so that a reader who stops early has read only what it took.
+struct Newest<'a> {
+    prefixes: Vec<&'a str>,
+    walks: Vec<btree_map::Iter<'a, Recency, (Row, Vectors)>>,
+    /// Each namespace's next row, taken from its walk.
+    next: Vec<Option<&'a (Row, Vectors)>>,
+    /// The order of those rows, the least first.
+    heads: BinaryHeap<Reverse<Head<'a>>>,
+}
+
+/// A namespace's next row in the merged order: its recency, prefix and key, and the namespace.
+type Head<'a> = (Reverse<Timestamp>, &'a str, &'a str, usize);
+
+impl<'a> Newest<'a> {
+    /// `spaces`: (prefix, rows).
+    fn new(spaces: Vec<(&'a str, &'a Namespace)>) -> Self {
+        let mut merged = Self {
+            prefixes: spaces.iter().map(|(prefix, _)| *prefix).collect(),
+            walks: spaces.iter().map(|(_, space)| space.rows.iter()).collect(),
+            next: vec![None; spaces.len()],
+            heads: BinaryHeap::with_capacity(spaces.len()),
+        };
+        for i in 0..spaces.len() {
+            merged.advance(i);
+        }
+        merged
+    }
+
+    fn advance(&mut self, i: usize) {
+        self.next[i] = self.walks[i].next().map(|((time, key), row)| {
+            self.heads.push(Reverse((*time, self.prefixes[i], key.as_str(), i)));
+            row
+        });
+    }
+}
+
+impl<'a> Iterator for Newest<'a> {
+    type Item = &'a (Row, Vectors);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let Reverse((_, _, _, i)) = self.heads.pop()?;
+        let row = self.next[i];
+        self.advance(i);
+        row
     }
 }
 
@@ -65,7 +158,7 @@ impl Backend for Rows {
         let rows = self.lock();
         let row = rows
             .get(prefix)
-            .and_then(|keys| keys.get(key))
+            .and_then(|space| space.get(key))
             .filter(|(r, _)| !r.expired(now))
             .map(|(r, _)| r.clone());
         ready(Ok(row)).boxed()
@@ -76,19 +169,19 @@ impl Backend for Rows {
         for w in writes {
             match w {
                 Write::Put(mut row, vectors) => {
-                    let keys = match rows.get_mut(&row.prefix) {
-                        Some(keys) => keys,
+                    let space = match rows.get_mut(&row.prefix) {
+                        Some(space) => space,
                         None => rows.entry(row.prefix.clone()).or_default(),
                     };
-                    if let Some((old, _)) = keys.get(&row.key).filter(|(old, _)| !old.expired(row.updated_at)) {
+                    if let Some((old, _)) = space.get(&row.key).filter(|(old, _)| !old.expired(row.updated_at)) {
                         row.created_at = old.created_at;
                     }
-                    keys.insert(row.key.clone(), (row, vectors));
+                    space.insert(row, vectors);
                 }
                 Write::Delete { prefix, key } => {
-                    if let Some(keys) = rows.get_mut(&prefix) {
-                        keys.remove(&key);
-                        if keys.is_empty() {
+                    if let Some(space) = rows.get_mut(&prefix) {
+                        space.remove(&key);
+                        if space.times.is_empty() {
                             rows.remove(&prefix);
                         }
                     }
@@ -102,32 +195,39 @@ impl Backend for Rows {
         let rows = self.lock();
         let prefix = scan.prefix;
         let filter = scan.filter.map(Compiled::new);
-        // Filtered and ordered by reference: only the page is cloned.
-        let mut live: Vec<&(Row, Vectors)> = rows
+        let spaces: Vec<(&str, &Namespace)> = rows
             .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
             .take_while(|(p, _)| p.starts_with(prefix))
             .filter(|(p, _)| under(p, prefix))
-            .flat_map(|(_, keys)| keys.values())
-            .filter(|(r, _)| !r.expired(scan.now))
-            .filter(|(r, _)| filter.as_ref().is_none_or(|f| f.matches(&r.value)))
+            .map(|(p, space)| (p.as_str(), space))
             .collect();
-        let (offset, limit) = scan.page.unwrap_or((0, usize::MAX));
-        if scan.page.is_some() {
-            live.sort_by(|(a, _), (b, _)| newest_first(a, b));
-        }
-        let found = live
-            .into_iter()
-            .skip(offset)
-            .take(limit)
-            .map(|(r, v)| (r.clone(), if scan.vectors { v.clone() } else { Vec::new() }))
-            .collect();
+        let live =
+            |(r, _): &&(Row, Vectors)| !r.expired(scan.now) && filter.as_ref().is_none_or(|f| f.matches(&r.value));
+        let copy = |(r, v): &(Row, Vectors)| (r.clone(), if scan.vectors { v.clone() } else { Vec::new() });
+        let found = match scan.page {
+            // Read newest first up to the end of the page; only the page is cloned.
+            Some((offset, limit)) => Newest::new(spaces)
+                .filter(live)
+                .skip(offset)
+                .take(limit)
+                .map(copy)
+                .collect(),
+            None => spaces
+                .iter()
+                .flat_map(|(_, space)| space.values())
+                .filter(live)
+                .map(copy)
+                .collect(),
+        };
         ready(Ok(found)).boxed()
     }
 
     fn touch(&self, keys: Vec<(String, String)>, now: Timestamp) -> Done<'_, ()> {
         let mut rows = self.lock();
         for (prefix, key) in keys {
-            if let Some((row, _)) = rows.get_mut(&prefix).and_then(|keys| keys.get_mut(&key)) {
+            let Some(space) = rows.get_mut(&prefix) else { continue };
+            let Some(&time) = space.times.get(&key) else { continue };
+            if let Some((row, _)) = space.rows.get_mut(&(Reverse(time), key)) {
                 if let Some(ttl) = row.ttl_minutes {
                     row.expires_at = Some(after(now, ttl));
                 }
@@ -141,7 +241,7 @@ impl Backend for Rows {
         // A prefix is live while one of its rows is: most often its first.
         let prefixes = rows
             .iter()
-            .filter(|(_, keys)| keys.values().any(|(r, _)| !r.expired(now)))
+            .filter(|(_, space)| space.values().any(|(r, _)| !r.expired(now)))
             .map(|(p, _)| p.clone())
             .collect();
         ready(Ok(prefixes)).boxed()
@@ -150,11 +250,18 @@ impl Backend for Rows {
     fn sweep(&self, now: Timestamp) -> Done<'_, usize> {
         let mut rows = self.lock();
         let mut swept = 0;
-        rows.retain(|_, keys| {
-            let before = keys.len();
-            keys.retain(|_, (r, _)| !r.expired(now));
-            swept += before - keys.len();
-            !keys.is_empty()
+        rows.retain(|_, space| {
+            let before = space.rows.len();
+            let times = &mut space.times;
+            space.rows.retain(|(_, key), (r, _)| {
+                let live = !r.expired(now);
+                if !live {
+                    times.remove(key);
+                }
+                live
+            });
+            swept += before - space.rows.len();
+            !space.rows.is_empty()
         });
         ready(Ok(swept)).boxed()
     }

@@ -3,10 +3,12 @@
 //! namespaces, search filters, pagination, namespace listing, TTL, batches and semantic search.
 
 mod filters;
+mod order;
 mod scale;
 mod ttl;
 
 pub use filters::*;
+pub use order::*;
 pub use scale::*;
 pub use ttl::*;
 
