@@ -1,5 +1,6 @@
-//! What one backend does beyond the shared cases: SQLite in the checkpointer's own file,
-//! PostgreSQL's refusal of an index without pgvector, and the sweeper on tokio's paused clock.
+//! What one backend does beyond the shared cases: SQLite in the checkpointer's own file and an
+//! older file's table moved, PostgreSQL's refusal of an index without pgvector, and the sweeper
+//! on tokio's paused clock.
 
 use crate::support::HandClock;
 use serde_json::json;
@@ -23,6 +24,65 @@ async fn sqlite_store_shares_the_checkpointers_file() {
     let reopened = SqliteStore::open(&path, StoreConfig::default()).unwrap();
     let item = reopened.get(&["users", "u1"], "prefs").await.unwrap().unwrap();
     assert_eq!(item.value, json!({"color": "blue"}));
+}
+
+/// A file whose `store` is a rowid table (as older weir made it) has its rows moved to the
+/// clustered table when a store opens it, and keeps every one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_store_moves_an_older_files_rows_into_the_clustered_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    {
+        let old = rusqlite::Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE store (prefix TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+                 created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, expires_at INTEGER,
+                 ttl_minutes REAL, PRIMARY KEY (prefix, key));
+             CREATE INDEX store_expires_at_idx ON store (expires_at) WHERE expires_at IS NOT NULL;",
+        )
+        .unwrap();
+        for i in 0..30_i64 {
+            old.execute(
+                "INSERT INTO store VALUES (?1, ?2, ?3, ?4, ?4, NULL, NULL)",
+                rusqlite::params![
+                    format!("users.u{}", i % 3),
+                    format!("k{i}"),
+                    format!("{{\"i\": {i}}}"),
+                    1_000 + i
+                ],
+            )
+            .unwrap();
+        }
+    }
+    let table = |path: &std::path::Path| -> String {
+        let c = rusqlite::Connection::open(path).unwrap();
+        c.query_row("SELECT sql FROM sqlite_master WHERE name = 'store'", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert!(!table(&path).contains("WITHOUT ROWID"));
+    for _ in 0..2 {
+        let store = SqliteStore::open(&path, StoreConfig::default()).unwrap();
+        assert!(table(&path).contains("WITHOUT ROWID"), "{}", table(&path));
+        let item = store.get(&["users", "u2"], "k5").await.unwrap().unwrap();
+        assert_eq!(item.value, json!({"i": 5}));
+        assert_eq!(item.created_at.unix_micros(), 1_005);
+        let found = store
+            .search(weir::store::SearchOp::new(&["users"]).limit(100))
+            .await
+            .unwrap();
+        let keys: Vec<&str> = found.iter().map(|f| f.item.key.as_str()).collect();
+        let newest_first: Vec<String> = (0..30).rev().map(|i| format!("k{i}")).collect();
+        assert_eq!(keys, newest_first);
+    }
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let indexes: i64 = c
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'store_expires_at_idx'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(indexes, 1);
 }
 
 #[tokio::test(start_paused = true)]
