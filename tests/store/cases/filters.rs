@@ -75,6 +75,31 @@ pub async fn filters_agree_on_nested_paths_mixed_types_and_missing_keys(make: Ma
         .await
         .unwrap();
     assert_eq!(keys(&page), ["d1"], "a filter left to Rust pages the same");
+
+    // Equality is of the field itself: an array or object holding the value is not equal to it.
+    let held = [
+        ("h1", json!({"tags": ["a", "b"], "o": {"k": ["x"]}})),
+        ("h2", json!({"tags": "a", "o": [{"k": "x"}]})),
+        ("h3", json!({"tags": {"a": true}, "o": {"k": "x", "j": 1}})),
+        ("h4", json!({"tags": [null], "o": {"k": null}})),
+    ];
+    for (key, value) in held {
+        clock.advance_micros(1_000);
+        s.put(&["held"], key, value).await.unwrap();
+    }
+    let cases = [
+        (json!({"tags": "a"}), vec!["h2"]),
+        (json!({"tags": {"$ne": "a"}}), vec!["h4", "h3", "h1"]),
+        (json!({"o.k": "x"}), vec!["h3"]),
+        (json!({"o.k": null}), vec!["h4"]),
+        (json!({"tags": null}), vec![]),
+        (json!({"o.k": {"$ne": "x"}, "tags.a": true}), vec![]),
+        (json!({"tags.a": true}), vec!["h3"]),
+    ];
+    for (filter, want) in cases {
+        let found = s.search(SearchOp::new(&["held"]).filter(filter.clone())).await.unwrap();
+        assert_eq!(keys(&found), want, "filter {filter}");
+    }
 }
 
 pub async fn a_prefix_with_like_wildcards_matches_only_itself(make: Make) {
