@@ -42,7 +42,10 @@ impl Default for LocalBusConfig {
 #[derive(Debug)]
 struct RunStream {
     kept: VecDeque<StreamItem>,
-    live: broadcast::Sender<StreamItem>,
+    /// Made when the first live subscriber comes, dropped at the end: its buffer (`live`
+    /// slots, allocated whole) is held only while someone can listen, never for the two
+    /// minutes a finished stream is kept for replay.
+    live: Option<broadcast::Sender<StreamItem>>,
     /// When the stream ended, or when it was last touched while open.
     touched: Instant,
     done: bool,
@@ -132,7 +135,8 @@ impl Inner {
         streams.swept = now;
         streams.by_run.retain(|_, s| {
             let old = now.duration_since(s.touched) > self.config.retain;
-            !(old && (s.done || s.live.receiver_count() == 0))
+            let listened = s.live.as_ref().is_some_and(|l| l.receiver_count() > 0);
+            !(old && (s.done || !listened))
         });
     }
 
@@ -145,7 +149,7 @@ impl Inner {
     fn stream<'m>(&self, streams: &'m mut Streams, run_id: &str) -> &'m mut RunStream {
         streams.by_run.entry(run_id.to_owned()).or_insert_with(|| RunStream {
             kept: VecDeque::new(),
-            live: broadcast::channel(self.config.live).0,
+            live: None,
             touched: Instant::now(),
             done: false,
         })
@@ -164,8 +168,14 @@ impl Inner {
             s.kept.pop_front();
         }
         s.kept.push_back(item.clone());
-        // No receiver is fine: the item is kept for replay.
-        let _ = s.live.send(item);
+        if let Some(live) = &s.live {
+            // No receiver is fine: the item is kept for replay.
+            let _ = live.send(item);
+        }
+        if s.done {
+            // The receivers still get what was sent, then the channel's end.
+            s.live = None;
+        }
     }
 
     /// The kept items after `last_id` and a receiver of the later ones, taken under one lock so
@@ -204,7 +214,8 @@ impl Inner {
             (replay, None)
         } else {
             s.touched = Instant::now();
-            (replay, Some(s.live.subscribe()))
+            let live = s.live.get_or_insert_with(|| broadcast::channel(self.config.live).0);
+            (replay, Some(live.subscribe()))
         }
     }
 }

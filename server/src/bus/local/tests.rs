@@ -53,6 +53,24 @@ async fn a_live_subscriber_gets_the_items_published_after_it_subscribed_then_don
 }
 
 #[tokio::test]
+async fn a_live_channel_exists_only_while_a_subscriber_can_listen() {
+    let bus = LocalBus::default();
+    let has_live = |run: &str| lock(&bus.inner.streams).by_run[run].live.is_some();
+    bus.publish("quiet", event("1-0")).await.unwrap();
+    assert!(!has_live("quiet"), "nobody subscribed: no channel");
+    let sub = bus.subscribe("r", None).await.unwrap();
+    assert!(has_live("r"));
+    bus.publish("r", event("1-0")).await.unwrap();
+    bus.publish("r", StreamItem::Done).await.unwrap();
+    assert!(
+        !has_live("r"),
+        "a finished stream keeps its items for replay, not its channel"
+    );
+    assert_eq!(ids(&sub.collect::<Vec<_>>().await), ["1-0", "done"]);
+    assert_eq!(ids(&collect(&bus, "r", Some("-1")).await), ["1-0", "done"]);
+}
+
+#[tokio::test]
 async fn a_slow_subscriber_misses_items_and_memory_stays_bounded() {
     let bus = LocalBus::new(LocalBusConfig {
         kept: 4,
