@@ -64,7 +64,7 @@ pub mod runs;
 mod server;
 mod studio;
 
-pub use server::{shutdown_signal, Role, ServeError, Server};
+pub use server::{listen, shutdown_signal, Role, ServeError, Server};
 
 /// The OTLP exporter of the runs' spans (feature `otel`): `weir serve --otel` installs it.
 #[cfg(feature = "otel")]

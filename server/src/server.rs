@@ -418,9 +418,38 @@ impl Server {
             }
             return Ok(());
         }
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(ServeError::Io)?;
+        let listener = listen(addr).await.map_err(ServeError::Io)?;
         self.serve_on(listener, shutdown_signal()).await
     }
+}
+
+/// How many connections may wait to be accepted (the kernel caps it at `net.core.somaxconn`).
+/// `TcpListener::bind` asks for 1024: a burst of more clients connecting at once had some of
+/// their connections dropped, each retried a second or more later.
+const BACKLOG: u32 = 4096;
+
+/// A listener on the first of `addr`'s addresses that binds, with a backlog of [`BACKLOG`]:
+/// what [`Server::serve`] and `weir serve` listen with.
+///
+/// # Errors
+/// The last address's error when none binds (or none resolves).
+pub async fn listen(addr: impl tokio::net::ToSocketAddrs) -> std::io::Result<tokio::net::TcpListener> {
+    let mut last = std::io::Error::new(std::io::ErrorKind::InvalidInput, "the address resolves to nothing");
+    for at in tokio::net::lookup_host(addr).await? {
+        let socket = match at {
+            std::net::SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+            std::net::SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+        };
+        // As `TcpListener::bind` does on Unix: a restarted server binds while old connections
+        // linger (on Windows the option would let two servers share the port).
+        #[cfg(unix)]
+        socket.set_reuseaddr(true)?;
+        match socket.bind(at).and_then(|()| socket.listen(BACKLOG)) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 /// Makes `graph_id`'s system assistant unless it exists.
@@ -466,5 +495,21 @@ pub async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {}
         () = term => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::listen;
+
+    #[tokio::test]
+    async fn listen_accepts_and_a_port_in_use_is_an_error() {
+        let listener = listen("127.0.0.1:0").await.unwrap();
+        let at = listener.local_addr().unwrap();
+        let client = tokio::spawn(tokio::net::TcpStream::connect(at));
+        listener.accept().await.unwrap();
+        client.await.unwrap().unwrap();
+        let e = listen(at).await.unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse, "{e}");
     }
 }

@@ -2,8 +2,10 @@
 //! so waking is a [`Notify`], cancellations a broadcast channel, heartbeats a map, and each run's
 //! stream a bounded buffer kept for replay (`Last-Event-ID`, resumable streams, `join`) for a short
 //! while after its [`StreamItem::Done`]. Memory stays bounded: a run keeps at most
-//! [`LocalBusConfig::kept`] items (the oldest go first), and a subscriber that falls more than
-//! [`LocalBusConfig::live`] items behind misses the items it fell behind on rather than queueing them.
+//! [`LocalBusConfig::kept`] items (the oldest go first), at most [`LocalBusConfig::ended`]
+//! finished runs' streams are kept (the first finished go first, however fast runs end), and a
+//! subscriber that falls more than [`LocalBusConfig::live`] items behind misses the items it fell
+//! behind on rather than queueing them.
 
 use super::{Bus, BusError, CancelAction, StreamItem};
 use futures::future::BoxFuture;
@@ -24,16 +26,21 @@ pub struct LocalBusConfig {
     pub live: usize,
     /// How long a finished run's stream stays available for replay.
     pub retain: Duration,
+    /// How many finished runs' streams are kept at most, whatever their age (the first finished
+    /// are dropped first): without it a server ending a thousand runs a second would hold two
+    /// minutes of them.
+    pub ended: usize,
 }
 
 impl Default for LocalBusConfig {
     /// 1024 kept items, 256 live ones, two minutes of replay after the end (LangGraph's default
-    /// time-to-live of resumable streams).
+    /// time-to-live of resumable streams), 10,000 finished streams.
     fn default() -> Self {
         Self {
             kept: 1024,
             live: 256,
             retain: Duration::from_secs(120),
+            ended: 10_000,
         }
     }
 }
@@ -55,6 +62,8 @@ struct RunStream {
 #[derive(Debug)]
 struct Streams {
     by_run: HashMap<String, RunStream>,
+    /// The runs whose streams ended, the first to end first (some may be gone already).
+    ended: VecDeque<String>,
     swept: Instant,
 }
 
@@ -89,11 +98,13 @@ impl LocalBus {
                     kept: config.kept.max(1),
                     live: config.live.max(1),
                     retain: config.retain,
+                    ended: config.ended.max(1),
                 },
                 wake: Notify::new(),
                 cancels,
                 streams: Mutex::new(Streams {
                     by_run: HashMap::new(),
+                    ended: VecDeque::new(),
                     swept: Instant::now(),
                 }),
                 beats: Mutex::new(HashMap::new()),
@@ -146,6 +157,19 @@ impl Inner {
         (self.config.retain / 8).min(Duration::from_secs(1))
     }
 
+    /// Counts `run_id`'s stream among the finished ones, dropping the first finished past
+    /// [`LocalBusConfig::ended`].
+    fn end(&self, streams: &mut Streams, run_id: &str) {
+        streams.ended.push_back(run_id.to_owned());
+        while streams.ended.len() > self.config.ended {
+            let Some(first) = streams.ended.pop_front() else { break };
+            // Only if it is still the finished stream: an expired one may have been made anew.
+            if streams.by_run.get(&first).is_some_and(|s| s.done) {
+                streams.by_run.remove(&first);
+            }
+        }
+    }
+
     fn stream<'m>(&self, streams: &'m mut Streams, run_id: &str) -> &'m mut RunStream {
         streams.by_run.entry(run_id.to_owned()).or_insert_with(|| RunStream {
             kept: VecDeque::new(),
@@ -175,6 +199,7 @@ impl Inner {
         if s.done {
             // The receivers still get what was sent, then the channel's end.
             s.live = None;
+            self.end(&mut streams, run_id);
         }
     }
 

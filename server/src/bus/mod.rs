@@ -7,7 +7,7 @@
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use serde_json::Value;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub mod local;
@@ -44,8 +44,9 @@ pub enum StreamItem {
         id: String,
         /// The SSE event name.
         event: String,
-        /// Its data.
-        data: Value,
+        /// Its data, as JSON text: written once by the run, shared by every reader, kept and
+        /// replayed without being copied or written again.
+        data: Arc<str>,
     },
     /// The run's stream is over (the run ended, or was cancelled).
     Done,

@@ -287,13 +287,9 @@ impl Bus for RedisBus {
                 .arg(self.shared.options.stream_len)
                 .arg("*");
             match &item {
-                StreamItem::Event { id, event, data } => add
-                    .arg("id")
-                    .arg(id)
-                    .arg("event")
-                    .arg(event)
-                    .arg("data")
-                    .arg(data.to_string()),
+                StreamItem::Event { id, event, data } => {
+                    add.arg("id").arg(id).arg("event").arg(event).arg("data").arg(&**data)
+                }
                 StreamItem::Done => add.arg("done").arg(1),
             };
             let ttl = self.shared.options.stream_ttl.as_millis().max(1) as u64;
@@ -497,7 +493,10 @@ impl Reader {
                 return;
             }
         }
-        let data = serde_json::from_str(&data).unwrap_or(serde_json::Value::String(data));
-        self.buffer.push_back(StreamItem::Event { id, event, data });
+        self.buffer.push_back(StreamItem::Event {
+            id,
+            event,
+            data: data.into(),
+        });
     }
 }

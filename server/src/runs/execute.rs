@@ -254,7 +254,7 @@ impl Manager {
         let item = StreamItem::Event {
             id: ids.next(),
             event: event.to_owned(),
-            data,
+            data: data.to_string().into(),
         };
         Ok(self.inner.bus.publish(&run.run_id, item).await?)
     }

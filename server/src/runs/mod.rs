@@ -250,7 +250,8 @@ impl Manager {
             while let Some(item) = stream.next().await {
                 if let StreamItem::Event { event, data, .. } = item {
                     if event == OUTCOME_EVENT {
-                        outcome = Some(data);
+                        // Written by this server from a value; a foreign entry falls back below.
+                        outcome = serde_json::from_str(&data).ok();
                     }
                 }
             }

@@ -47,7 +47,7 @@ fn event(id: &str, n: i64) -> StreamItem {
     StreamItem::Event {
         id: id.to_owned(),
         event: "values".to_owned(),
-        data: json!({"n": n}),
+        data: json!({"n": n}).to_string().into(),
     }
 }
 
@@ -140,7 +140,7 @@ async fn a_subscriber_that_falls_behind_misses_trimmed_events_not_the_end() {
     let ns: Vec<i64> = got
         .iter()
         .filter_map(|item| match item {
-            StreamItem::Event { data, .. } => data["n"].as_i64(),
+            StreamItem::Event { data, .. } => serde_json::from_str::<serde_json::Value>(data).unwrap()["n"].as_i64(),
             StreamItem::Done => None,
         })
         .collect();

@@ -11,7 +11,6 @@ use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
 use futures::stream::{self, BoxStream, StreamExt};
-use serde_json::Value;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,7 +30,7 @@ fn wanted_by(asked: &str, mode: &str) -> bool {
 pub(crate) const HEARTBEAT: &[u8] = b": heartbeat\r\n\r\n";
 
 /// One event, framed; `id` only for a resumable stream.
-pub(crate) fn frame(event: &str, data: &Value, id: Option<&str>) -> Bytes {
+pub(crate) fn frame(event: &str, data: &str, id: Option<&str>) -> Bytes {
     let mut out = format!("event: {event}\r\ndata: {data}\r\n");
     if let Some(id) = id {
         out.push_str("id: ");
@@ -165,12 +164,12 @@ mod tests {
     fn an_event_is_framed_as_langgraph_frames_it() {
         let data = json!({"ask": {"log": ["ask:ok"]}});
         assert_eq!(
-            frame("updates", &data, Some("1796150057389-0")),
+            frame("updates", &data.to_string(), Some("1796150057389-0")),
             "event: updates\r\ndata: {\"ask\":{\"log\":[\"ask:ok\"]}}\r\nid: 1796150057389-0\r\n\r\n"
         );
         let data = json!({"error": "ValueError", "message": "boom in node"});
         assert_eq!(
-            frame("error", &data, None),
+            frame("error", &data.to_string(), None),
             "event: error\r\ndata: {\"error\":\"ValueError\",\"message\":\"boom in node\"}\r\n\r\n"
         );
     }

@@ -17,6 +17,11 @@ use std::process::ExitCode;
 use weir_flow::{Event, Flow, LoadOptions, Outcome, Registry, RunError};
 use weir_runtime::checkpoint::SqliteSaver;
 
+/// A server's memory comes and goes with bursts of runs; mimalloc gives back what glibc's
+/// malloc kept (see `server/Cargo.toml`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The exit status of a run that stopped to ask a person for a choice.
 const PAUSED: u8 = 3;
 

@@ -210,7 +210,7 @@ pub(crate) async fn start(
         server.serve((args.host.as_str(), args.port)).await.map_err(failed)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
+    let listener = weir_server::listen((args.host.as_str(), args.port))
         .await
         .map_err(|e| super::usage(format!("cannot listen on {}:{}: {e}", args.host, args.port)))?;
     let at = listener.local_addr().map_err(|e| failed(ServeError::Io(e)))?;

@@ -7,7 +7,7 @@ fn event(id: &str) -> StreamItem {
     StreamItem::Event {
         id: id.to_owned(),
         event: "values".to_owned(),
-        data: json!({ "id": id }),
+        data: json!({ "id": id }).to_string().into(),
     }
 }
 
@@ -76,6 +76,7 @@ async fn a_slow_subscriber_misses_items_and_memory_stays_bounded() {
         kept: 4,
         live: 2,
         retain: Duration::from_secs(60),
+        ended: 10,
     });
     let sub = bus.subscribe("r", Some("-1")).await.unwrap();
     for ms in 0..100 {
@@ -89,6 +90,24 @@ async fn a_slow_subscriber_misses_items_and_memory_stays_bounded() {
         ids(&collect(&bus, "r", Some("-1")).await),
         ["97-0", "98-0", "99-0", "done"]
     );
+}
+
+#[tokio::test]
+async fn at_most_ended_finished_streams_are_kept_the_first_finished_going_first() {
+    let bus = LocalBus::new(LocalBusConfig {
+        ended: 3,
+        ..LocalBusConfig::default()
+    });
+    bus.publish("open", event("1-0")).await.unwrap();
+    for run in ["a", "b", "c", "d", "e"] {
+        bus.publish(run, event("1-0")).await.unwrap();
+        bus.publish(run, StreamItem::Done).await.unwrap();
+    }
+    let held = |run: &str| lock(&bus.inner.streams).by_run.contains_key(run);
+    assert!(!held("a") && !held("b"), "the first two finished went");
+    assert!(held("c") && held("d") && held("e") && held("open"));
+    assert_eq!(bus.streams_held(), 4);
+    assert_eq!(ids(&collect(&bus, "c", Some("-1")).await), ["1-0", "done"]);
 }
 
 #[tokio::test(start_paused = true)]
