@@ -1,9 +1,10 @@
 //! The embedded backend: [`SqliteDb`], the server's tables in one SQLite file — the same file as
 //! the checkpoints, in tables of their own (`server_*`, versioned in `server_schema`), in WAL
-//! mode. Every SQLite call runs on the connection's own thread ([`conn`]), never on a tokio
-//! worker; each operation is atomic there (its own transaction, or a savepoint of the
-//! transaction the operations queued with it share, which holds the file's write lock), which
-//! makes `enqueue`'s check of in-flight runs and `claim`'s pick-and-update atomic.
+//! mode. Every write runs on the connection's own thread ([`conn`]), never on a tokio worker,
+//! and reads that stand alone on read-only connections beside it. Each write is atomic there
+//! (its own transaction, or a savepoint of the transaction the operations queued with it share,
+//! which holds the file's write lock), which makes `enqueue`'s check of in-flight runs and
+//! `claim`'s pick-and-update atomic.
 
 mod catalog;
 mod conn;
@@ -58,12 +59,15 @@ impl SqliteDb {
         let conn = tokio::task::spawn_blocking(move || {
             let mut conn = Connection::open(&opened).map_err(Fail::from)?;
             schema::prepare(&mut conn, &opened)?;
-            Ok::<_, Fail>(conn)
+            let readers = (0..conn::READERS)
+                .map(|_| schema::reader(&opened))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok::<_, Fail>((conn, readers))
         })
         .await
         .map_err(|e| DbError::Backend(format!("opening the server tables in `{}` failed: {e}", path.display())))?;
-        let conn = match conn {
-            Ok(conn) => conn,
+        let (conn, readers) = match conn {
+            Ok(opened) => opened,
             Err(Fail::Db(e)) => return Err(e),
             Err(Fail::Sql(e)) => {
                 return Err(DbError::Backend(format!(
@@ -73,7 +77,7 @@ impl SqliteDb {
             }
         };
         Ok(SqliteDb {
-            conn: Conn::start(conn, path)?,
+            conn: Conn::start(conn, readers, path)?,
         })
     }
 }
@@ -92,7 +96,7 @@ impl Catalog for SqliteDb {
         query: &'a VersionQuery,
     ) -> BoxFuture<'a, Result<Vec<Assistant>, DbError>> {
         let (id, q) = (assistant_id.to_owned(), query.clone());
-        Box::pin(self.conn.call("listing an assistant's versions", move |c| {
+        Box::pin(self.conn.scan("listing an assistant's versions", move |c| {
             catalog::assistant_versions(c, &id, &q)
         }))
     }
@@ -110,21 +114,21 @@ impl Catalog for SqliteDb {
         let id = assistant_id.to_owned();
         Box::pin(
             self.conn
-                .call("reading an assistant", move |c| catalog::get_assistant(c, &id)),
+                .read("reading an assistant", move |c| catalog::get_assistant(c, &id)),
         )
     }
     fn search_assistants<'a>(&'a self, query: &'a AssistantQuery) -> BoxFuture<'a, Result<Vec<Assistant>, DbError>> {
         let q = query.clone();
         Box::pin(
             self.conn
-                .call("searching assistants", move |c| catalog::search_assistants(c, &q)),
+                .scan("searching assistants", move |c| catalog::search_assistants(c, &q)),
         )
     }
     fn count_assistants<'a>(&'a self, query: &'a AssistantQuery) -> BoxFuture<'a, Result<u64, DbError>> {
         let q = query.clone();
         Box::pin(
             self.conn
-                .call("counting assistants", move |c| catalog::count_assistants(c, &q)),
+                .scan("counting assistants", move |c| catalog::count_assistants(c, &q)),
         )
     }
     fn delete_assistant<'a>(&'a self, assistant_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>> {
@@ -143,7 +147,7 @@ impl Catalog for SqliteDb {
     }
     fn get_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>, DbError>> {
         let id = thread_id.to_owned();
-        Box::pin(self.conn.call("reading a thread", move |c| catalog::get_thread(c, &id)))
+        Box::pin(self.conn.read("reading a thread", move |c| catalog::get_thread(c, &id)))
     }
     fn put_thread<'a>(&'a self, thread: &'a Thread) -> BoxFuture<'a, Result<(), DbError>> {
         let t = thread.clone();
@@ -164,14 +168,14 @@ impl Catalog for SqliteDb {
         let q = query.clone();
         Box::pin(
             self.conn
-                .call("searching threads", move |c| catalog::search_threads(c, &q)),
+                .scan("searching threads", move |c| catalog::search_threads(c, &q)),
         )
     }
     fn count_threads<'a>(&'a self, query: &'a ThreadQuery) -> BoxFuture<'a, Result<u64, DbError>> {
         let q = query.clone();
         Box::pin(
             self.conn
-                .call("counting threads", move |c| catalog::count_threads(c, &q)),
+                .scan("counting threads", move |c| catalog::count_threads(c, &q)),
         )
     }
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>> {
@@ -209,7 +213,7 @@ impl RunQueue for SqliteDb {
         let (thread_id, run_id) = (thread_id.to_owned(), run_id.to_owned());
         Box::pin(
             self.conn
-                .call("reading a run", move |c| queue::get_run(c, &thread_id, &run_id)),
+                .read("reading a run", move |c| queue::get_run(c, &thread_id, &run_id)),
         )
     }
     fn list_runs<'a>(
@@ -220,7 +224,7 @@ impl RunQueue for SqliteDb {
         status: Option<RunStatus>,
     ) -> BoxFuture<'a, Result<Vec<Run>, DbError>> {
         let thread_id = thread_id.to_owned();
-        Box::pin(self.conn.call("listing runs", move |c| {
+        Box::pin(self.conn.read("listing runs", move |c| {
             queue::list_runs(c, &thread_id, limit, offset, status)
         }))
     }
@@ -232,7 +236,7 @@ impl RunQueue for SqliteDb {
         let run_id = run_id.to_owned();
         Box::pin(
             self.conn
-                .call("checking a run's claim", move |c| queue::holds(c, &run_id, attempt)),
+                .read("checking a run's claim", move |c| queue::holds(c, &run_id, attempt)),
         )
     }
     fn finish<'a>(&'a self, run_id: &'a str, attempt: u32, status: RunStatus) -> BoxFuture<'a, Result<bool, DbError>> {
@@ -243,7 +247,7 @@ impl RunQueue for SqliteDb {
         )
     }
     fn next_due(&self) -> BoxFuture<'_, Result<Option<String>, DbError>> {
-        Box::pin(self.conn.call("reading the next delayed run", queue::next_due))
+        Box::pin(self.conn.read("reading the next delayed run", queue::next_due))
     }
     fn set_status<'a>(&'a self, run_id: &'a str, status: RunStatus) -> BoxFuture<'a, Result<bool, DbError>> {
         let run_id = run_id.to_owned();
@@ -264,6 +268,6 @@ impl RunQueue for SqliteDb {
         )
     }
     fn busy_workers(&self) -> BoxFuture<'_, Result<Vec<String>, DbError>> {
-        Box::pin(self.conn.call("listing busy workers", queue::busy_workers))
+        Box::pin(self.conn.read("listing busy workers", queue::busy_workers))
     }
 }

@@ -76,24 +76,12 @@ const VERSION: i64 = MIGRATIONS.len() as i64;
 /// Sets the connection up (WAL, busy timeout, the containment function), then creates or
 /// migrates the tables; refuses a file whose server tables a newer weir wrote.
 pub(super) fn prepare(conn: &mut Connection, path: &Path) -> Result<(), Fail> {
-    conn.busy_timeout(Duration::from_secs(5))?;
+    configure(conn)?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         tracing::warn!(path = %path.display(), mode, "the server's sqlite tables could not turn WAL mode on");
     }
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.create_scalar_function(
-        "server_json_contains",
-        2,
-        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
-        |ctx| {
-            let doc: String = ctx.get(0)?;
-            let pattern: String = ctx.get(1)?;
-            let parse =
-                |text: &str| serde_json::from_str(text).map_err(|e| rusqlite::Error::UserFunctionError(Box::new(e)));
-            Ok(crate::db::contains(&parse(&doc)?, &parse(&pattern)?))
-        },
-    )?;
     // Another process may be migrating too: decide inside the write lock.
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     tx.execute_batch(
@@ -116,4 +104,31 @@ pub(super) fn prepare(conn: &mut Connection, path: &Path) -> Result<(), Fail> {
     }
     tx.commit()?;
     Ok(())
+}
+
+/// What every connection to the server's tables needs: a busy timeout, and the JSON function
+/// the searches call.
+fn configure(conn: &Connection) -> Result<(), Fail> {
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.create_scalar_function(
+        "server_json_contains",
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let doc: String = ctx.get(0)?;
+            let pattern: String = ctx.get(1)?;
+            let parse =
+                |text: &str| serde_json::from_str(text).map_err(|e| rusqlite::Error::UserFunctionError(Box::new(e)));
+            Ok(crate::db::contains(&parse(&doc)?, &parse(&pattern)?))
+        },
+    )?;
+    Ok(())
+}
+
+/// A read-only connection to the file at `path`, whose tables [`prepare`] made.
+pub(super) fn reader(path: &Path) -> Result<Connection, Fail> {
+    let conn = Connection::open(path)?;
+    configure(&conn)?;
+    conn.pragma_update(None, "query_only", true)?;
+    Ok(conn)
 }
