@@ -1,6 +1,7 @@
 //! [`InMemoryStore`]: items by prefix, then key, behind a lock. A search without a query walks
 //! the namespaces under its prefix newest first and stops at the end of its page; one with a
-//! query ranks by brute force (cosine over every vector under the prefix). For tests, examples and single-process programs.
+//! query ranks by brute force (cosine over every vector under the prefix). For tests, examples
+//! and single-process programs.
 
 use super::backend::{after, under, Backend, Row, Scan, Vectors, Write};
 use super::core::Core;

@@ -19,9 +19,11 @@ const NAMESPACES: [&[&str]; 7] = [
     &["p"],
 ];
 
-/// What the store should hold: by (dot-joined namespace, key), the value's `n`, when it was
-/// last put and when it expires.
-type Model = BTreeMap<(String, String), (u64, Timestamp, Option<Timestamp>)>;
+/// What the store should hold: by (dot-joined namespace, key), an [`Entry`].
+type Model = BTreeMap<(String, String), Entry>;
+
+/// An item's value's `n`, when it was last put and when it expires.
+type Entry = (u64, Timestamp, Option<Timestamp>);
 
 /// The keys and namespaces a search should find, from the model.
 fn expected(
@@ -33,7 +35,7 @@ fn expected(
     limit: usize,
 ) -> Vec<String> {
     let prefix = prefix.join(".");
-    let mut live: Vec<(&(String, String), &(u64, Timestamp, Option<Timestamp>))> = model
+    let mut live: Vec<(&(String, String), &Entry)> = model
         .iter()
         .filter(|(_, (_, _, expires))| expires.is_none_or(|e| e > now))
         .filter(|((p, _), _)| prefix.is_empty() || *p == prefix || p.starts_with(&format!("{prefix}.")))

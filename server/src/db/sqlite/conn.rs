@@ -14,8 +14,9 @@
 //! commit and its file locks were the thread's largest cost.
 //!
 //! Reads that stand alone (a run, a thread, an assistant, a listing) skip the thread: they run
-//! on one of [`READERS`] read-only connections, point reads right on the caller's thread
-//! ([`Conn::read`]), searches and counts on tokio's blocking pool ([`Conn::scan`]). WAL lets
+//! on one of [`READERS`] read-only connections, small point reads right on the caller's thread
+//! ([`Conn::read`]), searches, counts and a thread's row (its values grow with its state) on
+//! tokio's blocking pool ([`Conn::scan`]). WAL lets
 //! them read while the thread writes, each a snapshot of what has committed, so a read sees
 //! every job answered before it (a job is answered after its commit). A run made about 13 trips
 //! to the thread, 7 of them such reads, each waking the thread and then its caller. (Lending
@@ -144,8 +145,8 @@ impl Conn {
         }
     }
 
-    /// Runs `read` on a read-only connection on tokio's blocking pool: a search or a count,
-    /// whose time grows with the tables, never holds a tokio worker.
+    /// Runs `read` on a read-only connection on tokio's blocking pool: a search, a count or a
+    /// row whose size grows with the data never holds a tokio worker.
     pub(super) async fn scan<T, F>(&self, what: &str, read: F) -> Result<T, DbError>
     where
         T: Send + 'static,

@@ -147,7 +147,8 @@ impl Catalog for SqliteDb {
     }
     fn get_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>, DbError>> {
         let id = thread_id.to_owned();
-        Box::pin(self.conn.read("reading a thread", move |c| catalog::get_thread(c, &id)))
+        // On the pool: a thread's row holds its values, which grow with its state.
+        Box::pin(self.conn.scan("reading a thread", move |c| catalog::get_thread(c, &id)))
     }
     fn put_thread<'a>(&'a self, thread: &'a Thread) -> BoxFuture<'a, Result<(), DbError>> {
         let t = thread.clone();
