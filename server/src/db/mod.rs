@@ -121,6 +121,15 @@ pub struct ThreadUpdate {
 }
 
 impl ThreadUpdate {
+    /// The update of [`Catalog::set_thread_status`]: the status, and metadata merged in.
+    pub fn status(status: ThreadStatus, metadata: Option<&Object>) -> Self {
+        ThreadUpdate {
+            status: Some(status),
+            metadata: metadata.cloned(),
+            ..ThreadUpdate::default()
+        }
+    }
+
     /// `thread` with this update applied, stamped `at` (`updated_at`, and `state_updated_at` when
     /// the values or interrupts change). Both backends apply it with this function.
     pub fn apply(&self, mut thread: Thread, at: &str) -> Thread {
@@ -213,6 +222,16 @@ pub trait Catalog: Send + Sync + 'static {
         thread_id: &'a str,
         update: &'a ThreadUpdate,
     ) -> BoxFuture<'a, Result<Option<Thread>, DbError>>;
+    /// Sets the thread's status and merges `metadata` into its metadata, in one transaction, as
+    /// [`Catalog::update_thread`] with only those fields would, but without reading or writing
+    /// the thread's values, which grow with its state (a run sets its thread busy, then idle):
+    /// whether the thread exists.
+    fn set_thread_status<'a>(
+        &'a self,
+        thread_id: &'a str,
+        status: ThreadStatus,
+        metadata: Option<&'a Object>,
+    ) -> BoxFuture<'a, Result<bool, DbError>>;
     /// The thread's row without its values (`values` null), or `None` when it does not exist:
     /// for a caller that needs its status, metadata or graph only.
     fn get_thread_without_values<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>, DbError>> {

@@ -4,7 +4,7 @@
 
 use super::{non_null, now, Manager, RunError};
 use crate::bus::{CancelAction, StreamItem};
-use crate::db::{Enqueued, IfExists, ThreadUpdate};
+use crate::db::{Enqueued, IfExists};
 use crate::graph::Mode;
 use crate::model::{
     system_assistant_id, Assistant, MultitaskStrategy, Object, Run, RunKwargs, RunStatus, Thread, ThreadStatus,
@@ -325,14 +325,13 @@ impl Manager {
         let mut metadata = Object::new();
         metadata.insert("graph_id".into(), json!(assistant.graph_id));
         metadata.insert("assistant_id".into(), json!(assistant.assistant_id));
-        let update = ThreadUpdate {
-            metadata: Some(metadata),
-            status: Some(ThreadStatus::Busy),
-            ..ThreadUpdate::default()
-        };
-        match self.inner.catalog.update_thread(thread_id, &update).await? {
-            Some(_) => Ok(()),
-            None => Err(RunError::NotFound(NOT_FOUND_DETAIL.to_owned())),
+        let catalog = &self.inner.catalog;
+        match catalog
+            .set_thread_status(thread_id, ThreadStatus::Busy, Some(&metadata))
+            .await?
+        {
+            true => Ok(()),
+            false => Err(RunError::NotFound(NOT_FOUND_DETAIL.to_owned())),
         }
     }
 }

@@ -12,7 +12,7 @@
 //! `event: end`, as the captured server.
 
 use crate::bus::{Bus, BusError, CancelAction, StreamItem};
-use crate::db::{Catalog, DbError, RunQueue, ThreadUpdate};
+use crate::db::{Catalog, DbError, RunQueue};
 use crate::graph::{GraphError, ServedGraph};
 use crate::model::{Run, RunStatus, ThreadStatus};
 use futures::StreamExt;
@@ -397,11 +397,8 @@ impl Manager {
         if self.thread_has_inflight(thread_id, None).await? {
             return Ok(());
         }
-        let update = ThreadUpdate {
-            status: Some(ThreadStatus::Idle),
-            ..ThreadUpdate::default()
-        };
-        self.inner.catalog.update_thread(thread_id, &update).await?;
+        let catalog = &self.inner.catalog;
+        catalog.set_thread_status(thread_id, ThreadStatus::Idle, None).await?;
         Ok(())
     }
 

@@ -133,3 +133,32 @@ async fn migration_4_gives_an_existing_files_threads_no_ttl_until_one_is_set() {
         [("t1".to_owned(), TtlStrategy::Delete)]
     );
 }
+
+/// A thread's status is set without reading its values (they grow with its state): a row whose
+/// values cannot be read still takes a status, where a full update names the thread it fails on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setting_a_status_does_not_read_the_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let db = SqliteDb::open(&path).await.unwrap();
+    let t = thread("t1", 1, ThreadStatus::Idle, json!({}), json!({"big": "state"}));
+    db.create_thread(&t, IfExists::Raise).await.unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute(
+        "UPDATE server_threads SET \"values\" = 'not json' WHERE thread_id = 't1'",
+        [],
+    )
+    .unwrap();
+    assert!(db.set_thread_status("t1", ThreadStatus::Busy, None).await.unwrap());
+    let kept: String = conn
+        .query_row(
+            "SELECT \"values\" FROM server_threads WHERE thread_id = 't1'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(kept, "not json", "the values column was left as it was");
+    let update = weir_server::db::ThreadUpdate::status(ThreadStatus::Idle, None);
+    let e = db.update_thread("t1", &update).await.unwrap_err().to_string();
+    assert!(e.contains("t1"), "{e}");
+}

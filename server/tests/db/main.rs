@@ -33,6 +33,7 @@ macro_rules! suite {
             suite!(@tests $open $(, $why)?; narrow:
                 assistant_versions_are_recorded_listed_picked_and_deleted
                 concurrent_thread_updates_keep_each_others_fields
+                setting_a_threads_status_merges_metadata_and_keeps_its_values
             );
             suite!(@tests $open $(, $why)?; queue:
                 enqueue_reports_the_runs_ahead_and_reject_stores_nothing

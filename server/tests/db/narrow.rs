@@ -1,6 +1,7 @@
 //! The catalog's versioned and narrow writes: an assistant's versions (recorded, listed newest
-//! first, made current again, deleted with it) and [`Catalog::update_thread`], whose concurrent
-//! callers never lose each other's fields.
+//! first, made current again, deleted with it), [`Catalog::update_thread`], whose concurrent
+//! callers never lose each other's fields, and [`Catalog::set_thread_status`], which leaves the
+//! values alone.
 
 use crate::support::{assistant, object, thread, Db};
 use serde_json::json;
@@ -80,4 +81,47 @@ pub async fn concurrent_thread_updates_keep_each_others_fields(db: &Db) {
     assert_eq!(after.metadata["k19"], 19);
     assert_eq!(after.created_at, t.created_at);
     assert_eq!(c.update_thread("nobody", &worker).await.unwrap(), None);
+}
+
+pub async fn setting_a_threads_status_merges_metadata_and_keeps_its_values(db: &Db) {
+    let c = &db.catalog;
+    let values = json!({"messages": ["a", "b"], "n": 1.5});
+    let t = thread(
+        "t1",
+        1,
+        ThreadStatus::Idle,
+        json!({"owner": "u", "graph_id": "old"}),
+        values.clone(),
+    );
+    c.create_thread(&t, Default::default()).await.unwrap();
+    let graph = object(json!({"graph_id": "chain", "assistant_id": "a1"}));
+    assert!(c
+        .set_thread_status("t1", ThreadStatus::Busy, Some(&graph))
+        .await
+        .unwrap());
+    let busy = c.get_thread("t1").await.unwrap().unwrap();
+    assert_eq!(busy.status, ThreadStatus::Busy);
+    assert_eq!(busy.values, values);
+    assert_eq!(busy.metadata["owner"], "u");
+    assert_eq!(busy.metadata["graph_id"], "chain");
+    assert_eq!(busy.metadata["assistant_id"], "a1");
+    assert!(busy.updated_at > t.updated_at, "{busy:?}");
+    assert_eq!(busy.state_updated_at, t.state_updated_at, "the state did not change");
+    assert_eq!(busy.created_at, t.created_at);
+    assert!(c.set_thread_status("t1", ThreadStatus::Idle, None).await.unwrap());
+    let idle = c.get_thread("t1").await.unwrap().unwrap();
+    assert_eq!(
+        (idle.status, &idle.values, &idle.metadata),
+        (ThreadStatus::Idle, &values, &busy.metadata)
+    );
+    let by_status = weir_server::db::ThreadQuery {
+        status: Some(ThreadStatus::Idle),
+        ..Default::default()
+    };
+    assert_eq!(
+        c.count_threads(&by_status).await.unwrap(),
+        1,
+        "the status column follows"
+    );
+    assert!(!c.set_thread_status("nobody", ThreadStatus::Busy, None).await.unwrap());
 }

@@ -5,7 +5,7 @@ use super::pool::{Conn, Fail};
 use crate::db::query::{self, Arg, Dialect};
 use crate::db::rows::{self, AssistantRow, ThreadRow};
 use crate::db::{AssistantQuery, DbError, IfExists, ThreadQuery, ThreadUpdate, VersionQuery};
-use crate::model::{Assistant, Thread, ThreadTtl, TtlStrategy};
+use crate::model::{Assistant, Object, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Transaction;
 
@@ -230,6 +230,42 @@ pub(super) async fn update_thread(conn: &mut Conn, id: &str, update: &ThreadUpda
     tx.execute(PUT_THREAD, &params).await?;
     tx.commit().await?;
     Ok(Some(thread))
+}
+
+pub(super) async fn set_thread_status(
+    conn: &mut Conn,
+    id: &str,
+    status: ThreadStatus,
+    metadata: Option<&Object>,
+) -> Result<bool, Fail> {
+    let tx = conn.client.transaction().await?;
+    let row = tx
+        .query_opt(
+            "SELECT doc::text, metadata::text FROM server_threads WHERE thread_id = $1 FOR UPDATE",
+            &[&id],
+        )
+        .await?;
+    let Some(row) = row else {
+        return Ok(false);
+    };
+    let update = ThreadUpdate::status(status, metadata);
+    // The values stay in their column, unread: the row written back leaves that column alone.
+    let thread = update.apply(rows::thread(id, row.get(0), row.get(1), "null")?, &rows::now());
+    let written = ThreadRow::new(&thread);
+    tx.execute(
+        "UPDATE server_threads SET status = $2, updated_at = $3, metadata = $4::text::jsonb, doc = $5::text::jsonb
+         WHERE thread_id = $1",
+        &[
+            &id,
+            &written.status,
+            &thread.updated_at,
+            &written.metadata,
+            &written.doc,
+        ],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 pub(super) async fn search_threads(conn: &mut Conn, q: &ThreadQuery) -> Result<Vec<Thread>, Fail> {

@@ -14,7 +14,7 @@ mod schema;
 use crate::db::{
     AssistantQuery, Catalog, DbError, Enqueued, IfExists, RunQueue, ThreadQuery, ThreadUpdate, VersionQuery,
 };
-use crate::model::{Assistant, Run, RunStatus, Thread, ThreadTtl, TtlStrategy};
+use crate::model::{Assistant, Object, Run, RunStatus, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
 use futures::future::BoxFuture;
 use pool::{fail, Conn, Fail};
 use weir_runtime::postgres::{Idempotent, Pool, PoolOptions};
@@ -200,6 +200,16 @@ impl Catalog for PostgresDb {
     ) -> BoxFuture<'a, Result<Option<Thread>, DbError>> {
         op!(self, "updating a thread", Yes, |c| catalog::update_thread(
             c, thread_id, update
+        ))
+    }
+    fn set_thread_status<'a>(
+        &'a self,
+        thread_id: &'a str,
+        status: ThreadStatus,
+        metadata: Option<&'a Object>,
+    ) -> BoxFuture<'a, Result<bool, DbError>> {
+        op!(self, "setting a thread's status", Yes, |c| catalog::set_thread_status(
+            c, thread_id, status, metadata
         ))
     }
     fn search_threads<'a>(&'a self, query: &'a ThreadQuery) -> BoxFuture<'a, Result<Vec<Thread>, DbError>> {

@@ -6,7 +6,7 @@ use super::conn::{begin, Fail};
 use crate::db::query::{self, Arg, Dialect};
 use crate::db::rows::{self, AssistantRow, ThreadRow};
 use crate::db::{AssistantQuery, DbError, IfExists, ThreadQuery, ThreadUpdate, VersionQuery};
-use crate::model::{Assistant, Thread, ThreadTtl, TtlStrategy};
+use crate::model::{Assistant, Object, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
 use rusqlite::types::ToSqlOutput;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, ToSql};
 
@@ -208,6 +208,38 @@ pub(super) fn update_thread(conn: &mut Connection, id: &str, update: &ThreadUpda
     put_thread(&tx, &thread)?;
     tx.commit()?;
     Ok(Some(thread))
+}
+
+pub(super) fn set_thread_status(
+    conn: &mut Connection,
+    id: &str,
+    status: ThreadStatus,
+    metadata: Option<&Object>,
+) -> Result<bool, Fail> {
+    let tx = begin(conn)?;
+    let row = tx
+        .prepare_cached("SELECT doc, metadata FROM server_threads WHERE thread_id = ?1")?
+        .query_row([id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .optional()?;
+    let Some((doc, old_metadata)) = row else {
+        return Ok(false);
+    };
+    let update = ThreadUpdate::status(status, metadata);
+    // The values stay in their column, unread: the row written back leaves that column alone.
+    let thread = update.apply(rows::thread(id, &doc, &old_metadata, "null")?, &rows::now());
+    let written = ThreadRow::new(&thread);
+    tx.prepare_cached(
+        "UPDATE server_threads SET status = ?2, updated_at = ?3, metadata = ?4, doc = ?5 WHERE thread_id = ?1",
+    )?
+    .execute(params![
+        id,
+        written.status,
+        thread.updated_at,
+        written.metadata,
+        written.doc
+    ])?;
+    tx.commit()?;
+    Ok(true)
 }
 
 pub(super) fn search_threads(conn: &mut Connection, q: &ThreadQuery) -> Result<Vec<Thread>, Fail> {

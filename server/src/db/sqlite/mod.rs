@@ -14,7 +14,7 @@ mod schema;
 use crate::db::{
     AssistantQuery, Catalog, DbError, Enqueued, IfExists, RunQueue, ThreadQuery, ThreadUpdate, VersionQuery,
 };
-use crate::model::{Assistant, Run, RunStatus, Thread, ThreadTtl, TtlStrategy};
+use crate::model::{Assistant, Object, Run, RunStatus, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
 use conn::{Conn, Fail};
 use futures::future::BoxFuture;
 use rusqlite::Connection;
@@ -164,6 +164,17 @@ impl Catalog for SqliteDb {
             self.conn
                 .call("updating a thread", move |c| catalog::update_thread(c, &id, &update)),
         )
+    }
+    fn set_thread_status<'a>(
+        &'a self,
+        thread_id: &'a str,
+        status: ThreadStatus,
+        metadata: Option<&'a Object>,
+    ) -> BoxFuture<'a, Result<bool, DbError>> {
+        let (id, metadata) = (thread_id.to_owned(), metadata.cloned());
+        Box::pin(self.conn.call("setting a thread's status", move |c| {
+            catalog::set_thread_status(c, &id, status, metadata.as_ref())
+        }))
     }
     fn search_threads<'a>(&'a self, query: &'a ThreadQuery) -> BoxFuture<'a, Result<Vec<Thread>, DbError>> {
         let q = query.clone();
