@@ -242,7 +242,19 @@ impl RunQueue for SqliteDb {
     }
     fn claim<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>> {
         let worker = worker.to_owned();
-        Box::pin(self.conn.call("claiming a run", move |c| queue::claim(c, &worker)))
+        Box::pin(async move {
+            // A run queued after this read wakes the workers again, so none is missed.
+            if !self
+                .conn
+                .read("looking for a run to claim", queue::any_claimable)
+                .await?
+            {
+                return Ok(None);
+            }
+            self.conn
+                .call("claiming a run", move |c| queue::claim(c, &worker))
+                .await
+        })
     }
     fn holds<'a>(&'a self, run_id: &'a str, attempt: u32) -> BoxFuture<'a, Result<bool, DbError>> {
         let run_id = run_id.to_owned();

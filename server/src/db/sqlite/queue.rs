@@ -94,13 +94,35 @@ pub(super) fn list_runs(
 /// whose thread has no running run; its attempt (the claim's token) goes up by one. The partial
 /// unique index `server_runs_one_running` backs the rule up. (A delayed run holds its thread's
 /// later runs back: a thread's runs run in order.)
-const CLAIM: &str = "UPDATE server_runs SET status = 'running', worker = ?1, updated_at = ?2, attempt = attempt + 1
-    WHERE seq = (SELECT r.seq FROM server_runs r WHERE r.status = 'pending'
-        AND (r.not_before IS NULL OR r.not_before <= ?2)
-        AND NOT EXISTS (SELECT 1 FROM server_runs o WHERE o.thread_id = r.thread_id
-            AND (o.status = 'running' OR (o.status = 'pending' AND o.seq < r.seq)))
-        ORDER BY r.seq LIMIT 1)
-    RETURNING doc, status, updated_at, not_before, attempt";
+/// The `seq` of the run a claim at `?2` (now) takes: the oldest pending run whose time has come
+/// and whose thread has no run running and none pending before it.
+macro_rules! claimable {
+    () => {
+        "SELECT r.seq FROM server_runs r WHERE r.status = 'pending'
+            AND (r.not_before IS NULL OR r.not_before <= ?2)
+            AND NOT EXISTS (SELECT 1 FROM server_runs o WHERE o.thread_id = r.thread_id
+                AND (o.status = 'running' OR (o.status = 'pending' AND o.seq < r.seq)))
+            ORDER BY r.seq LIMIT 1"
+    };
+}
+
+const CLAIM: &str = concat!(
+    "UPDATE server_runs SET status = 'running', worker = ?1, updated_at = ?2, attempt = attempt + 1
+    WHERE seq = (",
+    claimable!(),
+    ") RETURNING doc, status, updated_at, not_before, attempt"
+);
+
+/// Whether a claim now would take a run (bound as [`CLAIM`] is, its `?1` unused).
+const ANY_CLAIMABLE: &str = concat!("SELECT EXISTS (", claimable!(), ")");
+
+/// Whether a claim now would take a run, as a read: most claims of a server find nothing (a
+/// worker looks again each time it is woken), and only one that can succeed needs the writer.
+pub(super) fn any_claimable(conn: &mut Connection) -> Result<bool, Fail> {
+    Ok(conn
+        .prepare_cached(ANY_CLAIMABLE)?
+        .query_row(params![rusqlite::types::Null, rows::now()], |r| r.get(0))?)
+}
 
 pub(super) fn claim(conn: &mut Connection, worker: &str) -> Result<Option<Run>, Fail> {
     let tx = begin(conn)?;
