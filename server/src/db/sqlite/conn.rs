@@ -131,18 +131,13 @@ impl Conn {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, Fail> + Send + 'static,
     {
-        let mut read = Some(read);
-        let here = match self.readers.iter().find_map(|r| r.try_lock().ok()) {
-            Some(mut conn) => read
-                .take()
-                .map(|read| catch_unwind(AssertUnwindSafe(|| read(&mut conn)))),
-            None => None,
-        };
-        match (here, read) {
-            (Some(done), _) => self.answer(what, done),
-            (_, Some(read)) => self.scan(what, read).await,
-            (None, None) => unreachable!("a read not run here is left for the pool"),
+        if let Some(mut conn) = self.readers.iter().find_map(|r| r.try_lock().ok()) {
+            let ran = catch_unwind(AssertUnwindSafe(|| read(&mut conn)));
+            return ran
+                .map_err(|_| self.failed(what, "it panicked"))
+                .and_then(|result| self.outcome(what, result));
         }
+        self.scan(what, read).await
     }
 
     /// Runs `read` on a read-only connection on tokio's blocking pool: a search, a count or a
@@ -160,7 +155,8 @@ impl Conn {
         })
         .await;
         match ran {
-            Ok(ran) => self.answer(what, ran),
+            Ok(Ok(result)) => self.outcome(what, result),
+            Ok(Err(_)) => Err(self.failed(what, "it panicked")),
             Err(e) => Err(DbError::Backend(format!(
                 "{what} in `{}` did not finish: {e}",
                 self.path.display()
@@ -168,14 +164,17 @@ impl Conn {
         }
     }
 
-    /// A read's result, its failure worded with `what` and the file.
-    fn answer<T>(&self, what: &str, ran: std::thread::Result<Result<T, Fail>>) -> Result<T, DbError> {
-        let failed = |why: &str| DbError::Backend(format!("{what} in `{}` failed: {why}", self.path.display()));
-        match ran {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(Fail::Db(e))) => Err(e),
-            Ok(Err(Fail::Sql(e))) => Err(failed(&e.to_string())),
-            Err(_) => Err(failed("it panicked")),
+    /// `what` failed on this file, because of `why`.
+    fn failed(&self, what: &str, why: &str) -> DbError {
+        DbError::Backend(format!("{what} in `{}` failed: {why}", self.path.display()))
+    }
+
+    /// A job's or a read's own result: a SQLite failure worded with `what` and the file.
+    fn outcome<T>(&self, what: &str, result: Result<T, Fail>) -> Result<T, DbError> {
+        match result {
+            Ok(value) => Ok(value),
+            Err(Fail::Db(e)) => Err(e),
+            Err(Fail::Sql(e)) => Err(self.failed(what, &e.to_string())),
         }
     }
 
@@ -192,7 +191,6 @@ impl Conn {
     {
         // The job's result, or why its batch did not commit.
         let (answer, answered) = oneshot::channel::<Result<Result<T, Fail>, String>>();
-        let failed = |why: &str| DbError::Backend(format!("{what} in `{}` failed: {why}", self.path.display()));
         let job: Job = Box::new(move |conn| {
             let result = job(conn);
             Box::new(move |commit: Option<&str>| {
@@ -203,14 +201,12 @@ impl Conn {
             })
         });
         if self.jobs.send(job).await.is_err() {
-            return Err(failed("the sqlite thread has stopped"));
+            return Err(self.failed(what, "the sqlite thread has stopped"));
         }
         match answered.await {
-            Ok(Ok(Ok(value))) => Ok(value),
-            Ok(Ok(Err(Fail::Db(e)))) => Err(e),
-            Ok(Ok(Err(Fail::Sql(e)))) => Err(failed(&e.to_string())),
-            Ok(Err(why)) => Err(failed(&format!("its transaction did not commit: {why}"))),
-            Err(_) => Err(failed("it panicked")),
+            Ok(Ok(result)) => self.outcome(what, result),
+            Ok(Err(why)) => Err(self.failed(what, &format!("its transaction did not commit: {why}"))),
+            Err(_) => Err(self.failed(what, "it panicked")),
         }
     }
 }
