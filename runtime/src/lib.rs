@@ -21,6 +21,8 @@ pub mod graph;
 pub mod postgres;
 mod pregel;
 mod signal;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 pub mod state;
 pub mod store;
 

@@ -40,10 +40,11 @@ impl SqliteCache {
 
     fn with_clock(path: &std::path::Path, now: fn() -> u64) -> Result<Self, BoxError> {
         let conn = Connection::open(path)?;
-        conn.busy_timeout(Duration::from_secs(5))?;
+        let wait = Duration::from_secs(5);
+        conn.busy_timeout(wait)?;
+        crate::sqlite::turn_wal_on(&conn, wait)?;
         conn.execute_batch(
-            "PRAGMA journal_mode=WAL;
-             CREATE TABLE IF NOT EXISTS weir_node_cache (
+            "CREATE TABLE IF NOT EXISTS weir_node_cache (
                  key TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL, expires_at INTEGER
              );",
         )?;

@@ -90,10 +90,10 @@ impl SqliteStore {
     }
 
     fn with_connection(mut conn: Connection, config: StoreConfig) -> Result<Self, StoreError> {
-        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(fail)?;
-        // `journal_mode` answers with a row; an in-memory database stays in `memory` mode.
-        conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
-            .map_err(fail)?;
+        let wait = std::time::Duration::from_secs(5);
+        conn.busy_timeout(wait).map_err(fail)?;
+        // An in-memory database stays in `memory` mode.
+        crate::sqlite::turn_wal_on(&conn, wait).map_err(fail)?;
         make_tables(&mut conn).map_err(fail)?;
         Ok(Self {
             core: Core {

@@ -224,7 +224,7 @@ pub(super) fn migrate(conn: &mut Connection, path: &Path, options: &SqliteOption
     if version > VERSION {
         return Err(OpenError::TooNew(version));
     }
-    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    let mode = crate::sqlite::turn_wal_on(conn, options.busy_timeout)?;
     if !mode.eq_ignore_ascii_case("wal") {
         tracing::warn!(path = %path.display(), mode, "sqlite saver could not turn WAL mode on");
     }

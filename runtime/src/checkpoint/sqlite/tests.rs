@@ -352,3 +352,26 @@ async fn a_functional_run_s_task_results_queued_together_are_stored_in_few_trans
         "{made} transactions for 50 task results and the run's checkpoints"
     );
 }
+
+/// Processes that open one new file at the same moment (a server and a CLI, a test and its
+/// child) all get a saver: none is told the database is locked while another sets it up.
+#[test]
+fn many_connections_opening_one_new_file_at_once_all_open() {
+    for _ in 0..100 {
+        let dir = TempDir::new();
+        let db = dir.db();
+        let start = Arc::new(std::sync::Barrier::new(4));
+        let openers: Vec<_> = (0..4)
+            .map(|_| {
+                let (db, start) = (db.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    SqliteSaver::open(&db).map(drop)
+                })
+            })
+            .collect();
+        for opener in openers {
+            opener.join().unwrap().unwrap();
+        }
+    }
+}

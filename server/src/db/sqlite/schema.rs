@@ -70,6 +70,9 @@ const MIGRATIONS: &[&str] = &[
     );"#,
 ];
 
+/// How long a connection waits for another's lock on the file before it fails.
+const BUSY_WAIT: Duration = Duration::from_secs(5);
+
 /// The version this weir writes.
 const VERSION: i64 = MIGRATIONS.len() as i64;
 
@@ -77,7 +80,7 @@ const VERSION: i64 = MIGRATIONS.len() as i64;
 /// migrates the tables; refuses a file whose server tables a newer weir wrote.
 pub(super) fn prepare(conn: &mut Connection, path: &Path) -> Result<(), Fail> {
     configure(conn)?;
-    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    let mode = weir_runtime::sqlite::turn_wal_on(conn, BUSY_WAIT)?;
     if !mode.eq_ignore_ascii_case("wal") {
         tracing::warn!(path = %path.display(), mode, "the server's sqlite tables could not turn WAL mode on");
     }
@@ -109,7 +112,7 @@ pub(super) fn prepare(conn: &mut Connection, path: &Path) -> Result<(), Fail> {
 /// What every connection to the server's tables needs: a busy timeout, and the JSON function
 /// the searches call.
 fn configure(conn: &Connection) -> Result<(), Fail> {
-    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.busy_timeout(BUSY_WAIT)?;
     conn.create_scalar_function(
         "server_json_contains",
         2,
