@@ -9,6 +9,7 @@ use super::core::Core;
 use super::plan::{plan, Cond, Operand};
 use super::{store_over_core, StoreConfig, StoreError};
 use crate::checkpoint::Timestamp;
+use crate::sqlite::WriteGate;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use rusqlite::types::Value as Sql;
@@ -77,7 +78,7 @@ impl SqliteStore {
         let path = path.as_ref();
         let conn = Connection::open(path)
             .map_err(|e| StoreError::backend(format!("cannot open the SQLite store at {}", path.display()), e))?;
-        Self::with_connection(conn, config)
+        Self::with_connection(conn, config, WriteGate::for_file(path))
     }
 
     /// A store in a private in-memory SQLite database.
@@ -86,10 +87,10 @@ impl SqliteStore {
     /// When the tables cannot be made.
     pub fn open_in_memory(config: StoreConfig) -> Result<Self, StoreError> {
         let conn = Connection::open_in_memory().map_err(|e| StoreError::backend("cannot open SQLite in memory", e))?;
-        Self::with_connection(conn, config)
+        Self::with_connection(conn, config, WriteGate::for_file(Path::new("")))
     }
 
-    fn with_connection(mut conn: Connection, config: StoreConfig) -> Result<Self, StoreError> {
+    fn with_connection(mut conn: Connection, config: StoreConfig, gate: WriteGate) -> Result<Self, StoreError> {
         let wait = std::time::Duration::from_secs(5);
         conn.busy_timeout(wait).map_err(fail)?;
         // An in-memory database stays in `memory` mode.
@@ -97,7 +98,10 @@ impl SqliteStore {
         make_tables(&mut conn).map_err(fail)?;
         Ok(Self {
             core: Core {
-                backend: Db(Arc::new(Mutex::new(conn))),
+                backend: Db {
+                    conn: Arc::new(Mutex::new(conn)),
+                    gate,
+                },
                 config,
             },
         })
@@ -138,7 +142,11 @@ fn fail(e: rusqlite::Error) -> StoreError {
 
 /// The connection, used by one blocking call at a time.
 #[derive(Debug, Clone)]
-struct Db(Arc<Mutex<Connection>>);
+struct Db {
+    conn: Arc<Mutex<Connection>>,
+    /// Held around each write: the process's other writers to the file wait on it.
+    gate: WriteGate,
+}
 
 type Done<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
 
@@ -149,7 +157,7 @@ impl Db {
         &self,
         f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Done<'static, T> {
-        let db = self.0.clone();
+        let db = self.conn.clone();
         async move {
             match crate::blocking::with_locked(&db, f).await {
                 Ok(r) => r.map_err(fail),
@@ -157,6 +165,22 @@ impl Db {
             }
         }
         .boxed()
+    }
+
+    /// Runs `f` in a write transaction of its own, as [`call`](Self::call) does, holding the
+    /// file's [`WriteGate`].
+    fn write_tx<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Done<'static, T> {
+        let gate = self.gate.clone();
+        self.call(move |c| {
+            let _held = gate.enter();
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let done = f(&tx)?;
+            tx.commit()?;
+            Ok(done)
+        })
     }
 }
 
@@ -238,11 +262,10 @@ impl Backend for Db {
     }
 
     fn write(&self, writes: Vec<Write>) -> Done<'_, ()> {
-        self.call(move |c| {
-            let tx = c.transaction()?;
+        self.write_tx(move |tx| {
             for w in &writes {
                 match w {
-                    Write::Put(row, vectors) => put_row(&tx, row, vectors)?,
+                    Write::Put(row, vectors) => put_row(tx, row, vectors)?,
                     Write::Delete { prefix, key } => {
                         tx.prepare_cached("DELETE FROM store WHERE prefix = ?1 AND key = ?2")?
                             .execute(params![prefix, key])?;
@@ -251,7 +274,7 @@ impl Backend for Db {
                     }
                 }
             }
-            tx.commit()
+            Ok(())
         })
     }
 
@@ -311,18 +334,15 @@ impl Backend for Db {
     }
 
     fn touch(&self, keys: Vec<(String, String)>, now: Timestamp) -> Done<'_, ()> {
-        self.call(move |c| {
-            let tx = c.transaction()?;
-            {
-                let mut stmt = tx.prepare_cached(
-                    "UPDATE store SET expires_at = ?3 + CAST(ttl_minutes * 60000000 AS INTEGER)
-                     WHERE prefix = ?1 AND key = ?2 AND ttl_minutes IS NOT NULL",
-                )?;
-                for (prefix, key) in &keys {
-                    stmt.execute(params![prefix, key, micros(now)])?;
-                }
+        self.write_tx(move |tx| {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE store SET expires_at = ?3 + CAST(ttl_minutes * 60000000 AS INTEGER)
+                 WHERE prefix = ?1 AND key = ?2 AND ttl_minutes IS NOT NULL",
+            )?;
+            for (prefix, key) in &keys {
+                stmt.execute(params![prefix, key, micros(now)])?;
             }
-            tx.commit()
+            Ok(())
         })
     }
 
@@ -335,8 +355,7 @@ impl Backend for Db {
     }
 
     fn sweep(&self, now: Timestamp) -> Done<'_, usize> {
-        self.call(move |c| {
-            let tx = c.transaction()?;
+        self.write_tx(move |tx| {
             tx.execute(
                 "DELETE FROM store_vectors WHERE (prefix, key) IN
                  (SELECT prefix, key FROM store WHERE expires_at IS NOT NULL AND expires_at <= ?1)",
@@ -346,7 +365,6 @@ impl Backend for Db {
                 "DELETE FROM store WHERE expires_at IS NOT NULL AND expires_at <= ?1",
                 [micros(now)],
             )?;
-            tx.commit()?;
             Ok(n)
         })
     }
@@ -387,5 +405,36 @@ fn condition(c: &Cond, params: &mut Vec<Sql>) -> String {
     match c {
         Cond::Ne(..) => format!("NOT COALESCE({test}, 0)"),
         _ => format!("COALESCE({test}, 0)"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+    use std::time::Duration;
+
+    /// A put waits for the file's write gate, which the process's other writers to the file
+    /// (a checkpointer's, the server's tables') hold around their transactions.
+    // The gate is held across awaits on purpose: what waits for it runs on another thread.
+    #[allow(clippy::await_holding_lock)]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_put_waits_for_the_file_s_write_gate() {
+        let dir = std::env::temp_dir().join(format!("weir-store-gate-{}", crate::checkpoint::new_checkpoint_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("store.db");
+        let store = Arc::new(SqliteStore::open(&path, StoreConfig::default()).unwrap());
+        let gate = WriteGate::for_file(&path);
+        let held = gate.enter();
+        let put = tokio::spawn({
+            let store = store.clone();
+            async move { store.put(&["a"], "k", serde_json::json!({"v": 1})).await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!put.is_finished(), "the put waits for the gate");
+        drop(held);
+        put.await.unwrap().unwrap();
+        assert!(store.get(&["a"], "k").await.unwrap().is_some());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

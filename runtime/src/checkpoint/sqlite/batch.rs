@@ -13,6 +13,7 @@ use super::retained::Memo;
 use super::rows;
 use super::{Failure, SaverError};
 use crate::checkpoint::{check, copy, CheckpointRecord, MadeByRun, PendingWrite, Pruned, Retention, TaskWrites};
+use crate::sqlite::WriteGate;
 use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Statement};
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -81,6 +82,8 @@ pub(super) struct Core {
     wal_pages: u64,
     /// The blobs each pruned thread retains, as the last prunes left them.
     retained: Memo,
+    /// Held around each transaction: the process's other writers to the file wait on it.
+    gate: WriteGate,
 }
 
 /// The query of a thread and namespace's head: its greatest checkpoint id, from the key index.
@@ -159,7 +162,7 @@ impl<'c> Statements<'c> {
 impl Core {
     /// The write connection `conn`, checkpointing its log after about `wal_pages` pages (0:
     /// never). SQLite's automatic checkpoint is turned off: a commit never runs one.
-    pub(super) fn new(conn: Connection, wal_pages: u64) -> rusqlite::Result<Self> {
+    pub(super) fn new(conn: Connection, wal_pages: u64, gate: WriteGate) -> rusqlite::Result<Self> {
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
         conn.set_prepared_statement_cache_capacity(2 * STATEMENTS);
         Ok(Core {
@@ -168,6 +171,7 @@ impl Core {
             wal_grown: 0,
             wal_pages,
             retained: Memo::default(),
+            gate,
         })
     }
 
@@ -185,6 +189,8 @@ impl Core {
             .unwrap_or_else(|p| p.into_inner())
             .push(std::thread::current().name().unwrap_or("").to_owned());
         let start = outcomes.len();
+        let gate = self.gate.clone();
+        let _held = gate.enter();
         let mut batch = Batch {
             statements: Statements {
                 conn: &self.conn,

@@ -375,3 +375,28 @@ fn many_connections_opening_one_new_file_at_once_all_open() {
         }
     }
 }
+
+/// A put waits for the file's write gate, which the process's other writers to the file (the
+/// store's, the server's tables') hold around their transactions, and goes on once it opens.
+// The gate is held across awaits on purpose: what waits for it runs on another thread.
+#[allow(clippy::await_holding_lock)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_put_waits_for_the_file_s_write_gate() {
+    let dir = TempDir::new();
+    let saver = SqliteSaver::open(dir.db()).unwrap();
+    let gate = crate::sqlite::WriteGate::for_file(&dir.db());
+    let held = gate.enter();
+    let put = tokio::spawn({
+        let saver = saver.clone();
+        async move {
+            saver
+                .put_made(vec![record("t", "cp-1", None, b"1")], None, MadeByRun::new())
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!put.is_finished(), "the put waits for the gate");
+    drop(held);
+    put.await.unwrap().unwrap();
+    assert_eq!(saver.head("t", "").await.unwrap().as_deref(), Some("cp-1"));
+}

@@ -25,6 +25,7 @@ use super::backend;
 use super::batch::{Core, Outcome, Stats, Work};
 use crate::blocking::lends_thread;
 use crate::checkpoint::SaverError;
+use crate::sqlite::WriteGate;
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -107,7 +108,7 @@ impl Handle {
         readers: Arc<Mutex<Vec<Connection>>>,
         direct: bool,
     ) -> Result<Self, SaverError> {
-        let core = Core::new(conn, wal_pages).map_err(|e| backend(&path, e))?;
+        let core = Core::new(conn, wal_pages, WriteGate::for_file(&path)).map_err(|e| backend(&path, e))?;
         let shared = Arc::new(Shared {
             core: Mutex::new(core),
             path: path.clone(),

@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
+use weir_runtime::sqlite::WriteGate;
 
 /// How many jobs wait at most; a caller waits (asynchronously) for room.
 const QUEUE: usize = 256;
@@ -115,9 +116,10 @@ impl Conn {
     /// Starts the thread on `conn`, the file's migrated connection; `readers` serve [`Conn::read`].
     pub(super) fn start(conn: Connection, readers: Vec<Connection>, path: PathBuf) -> Result<Self, DbError> {
         let (jobs, queue) = mpsc::channel(QUEUE);
+        let gate = WriteGate::for_file(&path);
         std::thread::Builder::new()
             .name("weir-server-sqlite".into())
-            .spawn(move || serve(conn, queue))
+            .spawn(move || serve(conn, &gate, queue))
             .map_err(|e| DbError::Backend(format!("server tables in `{}`: no thread: {e}", path.display())))?;
         let readers = readers.into_iter().map(|r| Arc::new(Mutex::new(r))).collect();
         Ok(Conn { jobs, readers, path })
@@ -213,7 +215,7 @@ impl Conn {
 
 /// The thread's body: runs the jobs, those queued together as one batch, until every caller
 /// is gone.
-fn serve(mut conn: Connection, mut queue: mpsc::Receiver<Job>) {
+fn serve(mut conn: Connection, gate: &WriteGate, mut queue: mpsc::Receiver<Job>) {
     let mut batch = Vec::with_capacity(BATCH);
     while let Some(job) = queue.blocking_recv() {
         batch.push(job);
@@ -223,6 +225,7 @@ fn serve(mut conn: Connection, mut queue: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
+        let _held = gate.enter();
         if batch.len() == 1 || conn.execute_batch("BEGIN IMMEDIATE").is_err() {
             // Alone (or when the batch's transaction cannot begin), each job commits itself.
             for job in batch.drain(..) {
@@ -357,6 +360,27 @@ mod tests {
             Some(101),
             "the reader goes on after a panic"
         );
+    }
+
+    /// The thread waits for the file's write gate, which the process's other writers to the
+    /// file (the checkpointer's, the store's) hold around their transactions.
+    // The gate is held across awaits on purpose: what waits for it runs on another thread.
+    #[allow(clippy::await_holding_lock)]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn jobs_wait_for_the_file_s_write_gate() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = start(dir.path());
+        let gate = WriteGate::for_file(&dir.path().join("t.db"));
+        let held = gate.enter();
+        let job = tokio::spawn({
+            let conn = conn.clone();
+            async move { conn.call("putting", put("a", 1)).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert!(!job.is_finished(), "the job waits for the gate");
+        drop(held);
+        job.await.unwrap().unwrap();
+        assert_eq!(read(&conn, "a").await.unwrap(), Some(101));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
