@@ -226,7 +226,7 @@ fn serve(mut conn: Connection, gate: &WriteGate, mut queue: mpsc::Receiver<Job>)
             }
         }
         let _held = gate.enter();
-        if batch.len() == 1 || conn.execute_batch("BEGIN IMMEDIATE").is_err() {
+        if batch.len() == 1 || exec(&conn, "BEGIN IMMEDIATE").is_err() {
             // Alone (or when the batch's transaction cannot begin), each job commits itself.
             for job in batch.drain(..) {
                 if let Some(answer) = run(&mut conn, job) {
@@ -237,28 +237,32 @@ fn serve(mut conn: Connection, gate: &WriteGate, mut queue: mpsc::Receiver<Job>)
         }
         let mut answers = Vec::with_capacity(batch.len());
         for job in batch.drain(..) {
-            let savepoint = conn.execute_batch("SAVEPOINT job");
+            let savepoint = exec(&conn, "SAVEPOINT job");
             let answer = run(&mut conn, job);
-            // A job that panicked leaves nothing; one that failed undid its own writes.
-            let undo = if answer.is_none() {
-                "ROLLBACK TO job; RELEASE job"
-            } else {
-                "RELEASE job"
-            };
             if savepoint.is_ok() {
-                let _ = conn.execute_batch(undo);
+                // A job that panicked leaves nothing; one that failed undid its own writes.
+                if answer.is_none() {
+                    let _ = exec(&conn, "ROLLBACK TO job");
+                }
+                let _ = exec(&conn, "RELEASE job");
             }
             answers.extend(answer);
         }
-        let failed = conn.execute_batch("COMMIT").err().map(|e| {
+        let failed = exec(&conn, "COMMIT").err().map(|e| {
             // A failed commit leaves the transaction open: end it, storing nothing.
-            let _ = conn.execute_batch("ROLLBACK");
+            let _ = exec(&conn, "ROLLBACK");
             format!("committing {} queued writes failed: {e}", answers.len())
         });
         for answer in answers {
             answer(failed.as_deref());
         }
     }
+}
+
+/// Runs one statement of the batch's own (`BEGIN`, `SAVEPOINT` …), prepared once for the
+/// connection's life rather than parsed again for each batch and job.
+fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
 }
 
 /// Runs one job; its answer, or `None` when it panicked (its caller then hears that it did,
