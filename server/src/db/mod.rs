@@ -292,6 +292,8 @@ pub trait RunQueue: Send + Sync + 'static {
         offset: usize,
         status: Option<RunStatus>,
     ) -> BoxFuture<'a, Result<Vec<Run>, DbError>>;
+    /// Whether the thread has a run pending or running other than `except`.
+    fn has_inflight<'a>(&'a self, thread_id: &'a str, except: Option<&'a str>) -> BoxFuture<'a, Result<bool, DbError>>;
     /// Claims the oldest pending run whose time has come ([`Run::not_before`]) and whose thread
     /// has no running run, for `worker`: it becomes `running`, its [`Run::attempt`] one higher
     /// (the claim's token). No two workers ever claim one run.

@@ -404,13 +404,6 @@ impl Manager {
 
     /// Whether the thread has a run pending or running, other than `except`.
     async fn thread_has_inflight(&self, thread_id: &str, except: Option<&str>) -> Result<bool, RunError> {
-        let q = &self.inner.queue;
-        for status in [RunStatus::Pending, RunStatus::Running] {
-            let runs = q.list_runs(thread_id, 2, 0, Some(status)).await?;
-            if runs.iter().any(|r| Some(r.run_id.as_str()) != except) {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        Ok(self.inner.queue.has_inflight(thread_id, except).await?)
     }
 }

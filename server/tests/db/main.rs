@@ -44,6 +44,7 @@ macro_rules! suite {
                 requeue_puts_running_runs_back_and_busy_workers_names_their_workers
                 a_run_is_not_claimed_before_its_time_and_holds_its_threads_later_runs_back
                 a_stale_claim_can_neither_hold_nor_finish_a_run_claimed_again
+                a_thread_is_in_flight_while_another_run_of_it_is_pending_or_running
             );
         }
     };

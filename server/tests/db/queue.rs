@@ -295,3 +295,37 @@ pub async fn a_stale_claim_can_neither_hold_nor_finish_a_run_claimed_again(db: &
     let after = db.queue.get_run(&t, &r.run_id).await.unwrap().unwrap();
     assert_eq!((after.status, after.attempt), (RunStatus::Success, 2));
 }
+
+pub async fn a_thread_is_in_flight_while_another_run_of_it_is_pending_or_running(db: &Db) {
+    let (t, other) = (id(), id());
+    let inflight = |except: Option<&str>| {
+        let except = except.map(str::to_owned);
+        let t = t.clone();
+        async move { db.queue.has_inflight(&t, except.as_deref()).await }
+    };
+    assert!(!inflight(None).await.unwrap(), "no run yet");
+    let first = run(&t, MultitaskStrategy::Enqueue);
+    queued(db, &first).await;
+    // Another thread's run is not this thread's.
+    queued(db, &run(&other, MultitaskStrategy::Enqueue)).await;
+    assert!(inflight(None).await.unwrap(), "pending");
+    assert!(!inflight(Some(&first.run_id)).await.unwrap(), "only the run left out");
+    let claimed = db.queue.claim("w1").await.unwrap().unwrap();
+    assert_eq!(claimed.run_id, first.run_id);
+    assert!(inflight(None).await.unwrap(), "running");
+    let second = run(&t, MultitaskStrategy::Enqueue);
+    queued(db, &second).await;
+    assert!(inflight(Some(&first.run_id)).await.unwrap(), "another pending");
+    assert!(inflight(Some(&second.run_id)).await.unwrap(), "another running");
+    assert!(db
+        .queue
+        .finish(&first.run_id, claimed.attempt, RunStatus::Success)
+        .await
+        .unwrap());
+    assert!(
+        !inflight(Some(&second.run_id)).await.unwrap(),
+        "a finished run is not in flight"
+    );
+    assert!(db.queue.set_status(&second.run_id, RunStatus::Error).await.unwrap());
+    assert!(!inflight(None).await.unwrap(), "every run ended");
+}

@@ -255,6 +255,11 @@ impl RunQueue for PostgresDb {
             c, thread_id, limit, offset, status
         ))
     }
+    fn has_inflight<'a>(&'a self, thread_id: &'a str, except: Option<&'a str>) -> BoxFuture<'a, Result<bool, DbError>> {
+        op!(self, "checking a thread's runs", Yes, |c| queue::has_inflight(
+            c, thread_id, except
+        ))
+    }
     fn claim<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>> {
         // The claim's time, the same in a second run: how it finds what a first one claimed.
         let at = crate::db::rows::now();

@@ -171,6 +171,15 @@ fn lost_race(e: &tokio_postgres::Error) -> bool {
     matches!(e.code(), Some(code) if *code == SqlState::UNIQUE_VIOLATION || *code == SqlState::T_R_DEADLOCK_DETECTED)
 }
 
+const HAS_INFLIGHT: &str = "SELECT EXISTS (SELECT 1 FROM server_runs WHERE thread_id = $1
+    AND status IN ('pending', 'running') AND run_id IS DISTINCT FROM $2)";
+
+/// Whether the thread has a run pending or running other than `except`.
+pub(super) async fn has_inflight(conn: &mut Conn, thread_id: &str, except: Option<&str>) -> Result<bool, Fail> {
+    let statement = conn.prepare(HAS_INFLIGHT).await?;
+    Ok(conn.client.query_one(&statement, &[&thread_id, &except]).await?.get(0))
+}
+
 const HOLDS: &str = "SELECT 1 FROM server_runs WHERE run_id = $1 AND status = 'running' AND attempt = $2";
 
 pub(super) async fn holds(conn: &mut Conn, run_id: &str, attempt: u32) -> Result<bool, Fail> {

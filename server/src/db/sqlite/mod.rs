@@ -240,6 +240,12 @@ impl RunQueue for SqliteDb {
             queue::list_runs(c, &thread_id, limit, offset, status)
         }))
     }
+    fn has_inflight<'a>(&'a self, thread_id: &'a str, except: Option<&'a str>) -> BoxFuture<'a, Result<bool, DbError>> {
+        let (thread_id, except) = (thread_id.to_owned(), except.map(str::to_owned));
+        Box::pin(self.conn.read("checking a thread's runs", move |c| {
+            queue::has_inflight(c, &thread_id, except.as_deref())
+        }))
+    }
     fn claim<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>> {
         let worker = worker.to_owned();
         Box::pin(async move {

@@ -134,6 +134,16 @@ pub(super) fn claim(conn: &mut Connection, worker: &str) -> Result<Option<Run>, 
     Ok(found.as_ref().map(to_run).transpose()?)
 }
 
+/// Whether the thread has a run pending or running other than `except`.
+pub(super) fn has_inflight(conn: &mut Connection, thread_id: &str, except: Option<&str>) -> Result<bool, Fail> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM server_runs WHERE thread_id = ?1
+                 AND status IN ('pending', 'running') AND run_id IS NOT ?2)",
+        )?
+        .query_row(params![thread_id, except], |r| r.get(0))?)
+}
+
 /// Whether `run_id` is running under the claim `attempt`.
 pub(super) fn holds(conn: &mut Connection, run_id: &str, attempt: u32) -> Result<bool, Fail> {
     Ok(conn
