@@ -301,9 +301,16 @@ pub trait RunQueue: Send + Sync + 'static {
     /// Whether the run is running under the claim `attempt` (a worker checks it before it writes
     /// the run's thread: once its run was requeued and claimed again, it has lost it).
     fn holds<'a>(&'a self, run_id: &'a str, attempt: u32) -> BoxFuture<'a, Result<bool, DbError>>;
-    /// Sets the final `status` of a run still running under the claim `attempt`; whether it was
-    /// (`false`: the claim is stale, nothing was written).
-    fn finish<'a>(&'a self, run_id: &'a str, attempt: u32, status: RunStatus) -> BoxFuture<'a, Result<bool, DbError>>;
+    /// Ends `run`, if it is still running under its claim ([`Run::attempt`]), in one
+    /// transaction: the run takes its final `status` and its thread `update`, whose status
+    /// becomes [`ThreadStatus::Busy`] instead while another of the thread's runs is pending or
+    /// running. Whether the claim held; a stale one writes nothing.
+    fn end_run<'a>(
+        &'a self,
+        run: &'a Run,
+        status: RunStatus,
+        update: &'a ThreadUpdate,
+    ) -> BoxFuture<'a, Result<bool, DbError>>;
     /// The earliest [`Run::not_before`] (RFC 3339) of the pending runs whose time has not come.
     fn next_due(&self) -> BoxFuture<'_, Result<Option<String>, DbError>>;
     /// Sets a run's status (and `updated_at`); whether the run exists.

@@ -391,26 +391,21 @@ impl Manager {
                 return Ok(values);
             }
         };
-        // The thread first: whoever sees the run final (a join, the SDK after a stream) then
-        // finds the thread final too.
-        self.settle(run, settled).await?;
-        if !q.finish(&run.run_id, run.attempt, status).await? {
-            tracing::warn!(run_id = %run.run_id, attempt = run.attempt, "the run was claimed again while it settled: its status is the new claim's");
+        // The run and its thread in one transaction: whoever sees the run final (a join, the
+        // SDK after a stream) finds the thread final too.
+        if !q.end_run(run, status, &settled.update()).await? {
+            tracing::warn!(run_id = %run.run_id, attempt = run.attempt, "the run was claimed again while it ended: its status and thread are the new claim's");
         }
         Ok(outcome)
     }
 
-    /// Writes the thread's row after a run, in one update of the row as the database holds it;
-    /// it stays `busy` while another of its runs waits.
+    /// Writes the thread's row after a rolled-back run, in one update of the row as the
+    /// database holds it; it stays `busy` while another of its runs waits.
     async fn settle(&self, run: &Run, settled: Settled) -> Result<(), RunError> {
-        let busy = self.thread_has_inflight(&run.thread_id, Some(&run.run_id)).await?;
-        let update = ThreadUpdate {
-            metadata: None,
-            status: Some(if busy { ThreadStatus::Busy } else { settled.status }),
-            values: Some(settled.values),
-            interrupts: Some(settled.interrupts),
-            error: Some(settled.error),
-        };
+        let mut update = settled.update();
+        if self.thread_has_inflight(&run.thread_id, Some(&run.run_id)).await? {
+            update.status = Some(ThreadStatus::Busy);
+        }
         self.inner.catalog.update_thread(&run.thread_id, &update).await?;
         Ok(())
     }
@@ -423,6 +418,17 @@ impl Settled {
             values,
             interrupts: Map::new(),
             error: Value::Null,
+        }
+    }
+
+    /// The thread's update: its status, values, open interrupts and error.
+    fn update(self) -> ThreadUpdate {
+        ThreadUpdate {
+            metadata: None,
+            status: Some(self.status),
+            values: Some(self.values),
+            interrupts: Some(self.interrupts),
+            error: Some(self.error),
         }
     }
 }

@@ -1,12 +1,13 @@
 //! The run queue's cases: enqueue with its in-flight check, reads, the claim's order and its
 //! one-running-run-per-thread rule under concurrent claimers, requeue and busy workers.
 
-use crate::support::{id, run, Db};
+use crate::support::{id, run, thread, Db};
+use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use weir_server::db::{DbError, Enqueued};
-use weir_server::model::{MultitaskStrategy, Run, RunStatus};
+use weir_server::db::{DbError, Enqueued, IfExists, ThreadUpdate};
+use weir_server::model::{MultitaskStrategy, Run, RunStatus, ThreadStatus};
 
 async fn queued(db: &Db, run: &Run) -> Vec<String> {
     match db.queue.enqueue(run).await.unwrap() {
@@ -268,8 +269,25 @@ pub async fn a_run_is_not_claimed_before_its_time_and_holds_its_threads_later_ru
     );
 }
 
-pub async fn a_stale_claim_can_neither_hold_nor_finish_a_run_claimed_again(db: &Db) {
+/// The update a run's end gives its thread: `status`, and `values`.
+fn ended(status: ThreadStatus, values: Value) -> ThreadUpdate {
+    ThreadUpdate {
+        status: Some(status),
+        values: Some(values),
+        ..ThreadUpdate::default()
+    }
+}
+
+/// The thread's status and values as stored.
+async fn thread_now(db: &Db, t: &str) -> (ThreadStatus, Value) {
+    let found = db.catalog.get_thread(t).await.unwrap().unwrap();
+    (found.status, found.values)
+}
+
+pub async fn a_stale_claim_can_neither_hold_nor_end_a_run_claimed_again(db: &Db) {
     let t = id();
+    let made = thread(&t, 0, ThreadStatus::Busy, json!({}), json!(null));
+    db.catalog.create_thread(&made, IfExists::Raise).await.unwrap();
     let r = run(&t, MultitaskStrategy::Enqueue);
     queued(db, &r).await;
     let first = db.queue.claim("w1").await.unwrap().unwrap();
@@ -283,17 +301,49 @@ pub async fn a_stale_claim_can_neither_hold_nor_finish_a_run_claimed_again(db: &
     assert!(!db.queue.holds(&r.run_id, 1).await.unwrap());
     let second = db.queue.claim("w2").await.unwrap().unwrap();
     assert_eq!((second.run_id.as_str(), second.attempt), (r.run_id.as_str(), 2));
-    assert!(!db.queue.finish(&r.run_id, 1, RunStatus::Error).await.unwrap());
+    // The stale claim writes neither the run nor its thread.
+    let stale = ended(ThreadStatus::Error, json!({"by": "w1"}));
+    assert!(!db.queue.end_run(&first, RunStatus::Error, &stale).await.unwrap());
     assert_eq!(
         db.queue.get_run(&t, &r.run_id).await.unwrap().unwrap().status,
         RunStatus::Running
     );
-    assert!(db.queue.finish(&r.run_id, 2, RunStatus::Success).await.unwrap());
-    // Finished: no claim holds it any more, and it is final.
+    assert_eq!(thread_now(db, &t).await, (ThreadStatus::Busy, json!(null)));
+    let done = ended(ThreadStatus::Idle, json!({"by": "w2"}));
+    assert!(db.queue.end_run(&second, RunStatus::Success, &done).await.unwrap());
+    assert_eq!(thread_now(db, &t).await, (ThreadStatus::Idle, json!({"by": "w2"})));
+    // Ended: no claim holds it any more, and it is final.
     assert!(!db.queue.holds(&r.run_id, 2).await.unwrap());
-    assert!(!db.queue.finish(&r.run_id, 2, RunStatus::Error).await.unwrap());
+    assert!(!db.queue.end_run(&second, RunStatus::Error, &stale).await.unwrap());
     let after = db.queue.get_run(&t, &r.run_id).await.unwrap().unwrap();
     assert_eq!((after.status, after.attempt), (RunStatus::Success, 2));
+    assert_eq!(thread_now(db, &t).await, (ThreadStatus::Idle, json!({"by": "w2"})));
+}
+
+pub async fn a_run_s_end_leaves_its_thread_busy_while_another_run_of_it_waits(db: &Db) {
+    let t = id();
+    let made = thread(&t, 0, ThreadStatus::Busy, json!({}), json!(null));
+    db.catalog.create_thread(&made, IfExists::Raise).await.unwrap();
+    let first = run(&t, MultitaskStrategy::Enqueue);
+    queued(db, &first).await;
+    let claimed = db.queue.claim("w1").await.unwrap().unwrap();
+    let second = run(&t, MultitaskStrategy::Enqueue);
+    queued(db, &second).await;
+    let update = ended(ThreadStatus::Interrupted, json!({"n": 1}));
+    assert!(db.queue.end_run(&claimed, RunStatus::Success, &update).await.unwrap());
+    // The values are the ended run's; the status waits for the next run.
+    assert_eq!(thread_now(db, &t).await, (ThreadStatus::Busy, json!({"n": 1})));
+    let next = db.queue.claim("w1").await.unwrap().unwrap();
+    assert_eq!(next.run_id, second.run_id);
+    assert!(db.queue.end_run(&next, RunStatus::Success, &update).await.unwrap());
+    assert_eq!(thread_now(db, &t).await, (ThreadStatus::Interrupted, json!({"n": 1})));
+    // A run whose thread is gone (a stateless run's, deleted) still ends.
+    let lone = run(&id(), MultitaskStrategy::Enqueue);
+    queued(db, &lone).await;
+    let lone = db.queue.claim("w1").await.unwrap().unwrap();
+    assert!(db.queue.end_run(&lone, RunStatus::Success, &update).await.unwrap());
+    let stored = db.queue.get_run(&lone.thread_id, &lone.run_id).await.unwrap().unwrap();
+    assert_eq!(stored.status, RunStatus::Success);
 }
 
 pub async fn a_thread_is_in_flight_while_another_run_of_it_is_pending_or_running(db: &Db) {
@@ -317,11 +367,8 @@ pub async fn a_thread_is_in_flight_while_another_run_of_it_is_pending_or_running
     queued(db, &second).await;
     assert!(inflight(Some(&first.run_id)).await.unwrap(), "another pending");
     assert!(inflight(Some(&second.run_id)).await.unwrap(), "another running");
-    assert!(db
-        .queue
-        .finish(&first.run_id, claimed.attempt, RunStatus::Success)
-        .await
-        .unwrap());
+    let update = ThreadUpdate::default();
+    assert!(db.queue.end_run(&claimed, RunStatus::Success, &update).await.unwrap());
     assert!(
         !inflight(Some(&second.run_id)).await.unwrap(),
         "a finished run is not in flight"

@@ -7,7 +7,7 @@
 use crate::support::{self, env_url, run, thread};
 use serde_json::json;
 use std::time::Duration;
-use weir_server::db::{Enqueued, IfExists};
+use weir_server::db::{Enqueued, IfExists, ThreadUpdate};
 use weir_server::model::{MultitaskStrategy, RunStatus, ThreadStatus};
 
 async fn admin() -> tokio_postgres::Client {
@@ -74,7 +74,12 @@ async fn a_run_is_created_claimed_and_finished_across_killed_connections() {
     assert!(kill(&admin, &db.app).await >= 1);
     assert!(db.queue.holds(&r.run_id, 1).await.unwrap());
     assert!(kill(&admin, &db.app).await >= 1);
-    assert!(db.queue.finish(&r.run_id, 1, RunStatus::Success).await.unwrap());
+    let ended = ThreadUpdate {
+        status: Some(ThreadStatus::Idle),
+        values: Some(json!({"done": true})),
+        ..ThreadUpdate::default()
+    };
+    assert!(db.queue.end_run(&claimed, RunStatus::Success, &ended).await.unwrap());
     assert!(kill(&admin, &db.app).await >= 1);
     let runs = db.queue.list_runs("t1", 0, 0, None).await.unwrap();
     assert_eq!(runs.len(), 1, "one run, stored once");
@@ -83,6 +88,11 @@ async fn a_run_is_created_claimed_and_finished_across_killed_connections() {
         (r.run_id.as_str(), RunStatus::Success)
     );
     assert_eq!(db.queue.claim("w1").await.unwrap(), None, "nothing else to claim");
+    let stored = db.catalog.get_thread("t1").await.unwrap().unwrap();
+    assert_eq!(
+        (stored.status, stored.values),
+        (ThreadStatus::Idle, json!({"done": true}))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -206,6 +206,17 @@ pub(super) async fn put_thread(conn: &mut Conn, t: &Thread) -> Result<(), Fail> 
 
 pub(super) async fn update_thread(conn: &mut Conn, id: &str, update: &ThreadUpdate) -> Result<Option<Thread>, Fail> {
     let tx = conn.client.transaction().await?;
+    let thread = update_thread_in(&tx, id, update).await?;
+    tx.commit().await?;
+    Ok(thread)
+}
+
+/// [`update_thread`] inside the transaction `tx`, which it leaves open.
+pub(super) async fn update_thread_in(
+    tx: &Transaction<'_>,
+    id: &str,
+    update: &ThreadUpdate,
+) -> Result<Option<Thread>, Fail> {
     let row = tx
         .query_opt(
             "SELECT doc::text, metadata::text, \"values\"::text FROM server_threads WHERE thread_id = $1 FOR UPDATE",
@@ -228,7 +239,6 @@ pub(super) async fn update_thread(conn: &mut Conn, id: &str, update: &ThreadUpda
         &written.doc,
     ];
     tx.execute(PUT_THREAD, &params).await?;
-    tx.commit().await?;
     Ok(Some(thread))
 }
 

@@ -125,7 +125,7 @@ macro_rules! op {
 }
 
 // Which operations run again after a lost connection (see `Pool::with_retry`): reads; upserts
-// (`put_*`, a TTL, a thread update that merges); `enqueue`, `claim` and `finish`, which on a
+// (`put_*`, a TTL, a thread update that merges); `enqueue`, `claim` and `end_run`, which on a
 // second run find what a first run committed before its reply was lost (their own run, the run
 // claimed at that instant, the status already set). Not: `create_thread` raising on an existing
 // thread, and the deletes, whose answer (existed or not) a second run after a committed first
@@ -255,6 +255,16 @@ impl RunQueue for PostgresDb {
             c, thread_id, limit, offset, status
         ))
     }
+    fn end_run<'a>(
+        &'a self,
+        run: &'a Run,
+        status: RunStatus,
+        update: &'a ThreadUpdate,
+    ) -> BoxFuture<'a, Result<bool, DbError>> {
+        op!(self, "ending a run", Yes, |c, again| queue::end_run(
+            c, run, status, update, again
+        ))
+    }
     fn has_inflight<'a>(&'a self, thread_id: &'a str, except: Option<&'a str>) -> BoxFuture<'a, Result<bool, DbError>> {
         op!(self, "checking a thread's runs", Yes, |c| queue::has_inflight(
             c, thread_id, except
@@ -275,11 +285,6 @@ impl RunQueue for PostgresDb {
     fn holds<'a>(&'a self, run_id: &'a str, attempt: u32) -> BoxFuture<'a, Result<bool, DbError>> {
         op!(self, "checking a run's claim", Yes, |c| queue::holds(
             c, run_id, attempt
-        ))
-    }
-    fn finish<'a>(&'a self, run_id: &'a str, attempt: u32, status: RunStatus) -> BoxFuture<'a, Result<bool, DbError>> {
-        op!(self, "finishing a run", Yes, |c, again| queue::finish(
-            c, run_id, attempt, status, again
         ))
     }
     fn next_due(&self) -> BoxFuture<'_, Result<Option<String>, DbError>> {

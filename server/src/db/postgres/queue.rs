@@ -6,10 +6,11 @@
 //! candidate. The partial unique index on the running run of a thread backs that up: a claim
 //! that would break it fails with a unique violation, taken as "someone else claimed there".
 
+use super::catalog;
 use super::pool::{Conn, Fail};
 use crate::db::rows::{self, name_of};
-use crate::db::{DbError, Enqueued};
-use crate::model::{MultitaskStrategy, Run, RunStatus};
+use crate::db::{DbError, Enqueued, ThreadUpdate};
+use crate::model::{MultitaskStrategy, Run, RunStatus, ThreadStatus};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Row;
 
@@ -196,26 +197,44 @@ const FINISH: &str = "UPDATE server_runs SET status = $3, updated_at = $4
 
 const FINISHED: &str = "SELECT 1 FROM server_runs WHERE run_id = $1 AND attempt = $2 AND status = $3";
 
-/// Ends attempt `attempt` of a run with `status`, if it still holds the run. `again`: a second
-/// run after a lost connection, which finds the status set when the first committed.
-pub(super) async fn finish(
+/// Ends `run` and writes its thread, as [`crate::db::RunQueue::end_run`] says. `again`: a
+/// second run after a lost connection, which finds the run ended when the first committed.
+pub(super) async fn end_run(
     conn: &mut Conn,
-    run_id: &str,
-    attempt: u32,
+    run: &Run,
     status: RunStatus,
+    update: &ThreadUpdate,
     again: bool,
 ) -> Result<bool, Fail> {
-    let statement = conn.prepare(FINISH).await?;
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&run_id, &i64::from(attempt), &name_of(&status)];
-    let changed = conn
-        .client
-        .execute(&statement, &[params[0], params[1], params[2], &rows::now()])
+    let finish = conn.prepare(FINISH).await?;
+    let finished = conn.prepare(FINISHED).await?;
+    let inflight = conn.prepare(HAS_INFLIGHT).await?;
+    let tx = conn.client.transaction().await?;
+    let (attempt, status) = (i64::from(run.attempt), name_of(&status));
+    // The claim first (the run's row, then the thread's, as a thread's delete takes them): a
+    // stale one leaves, the transaction undone on drop.
+    let ended = tx
+        .execute(&finish, &[&run.run_id, &attempt, &status, &rows::now()])
         .await?;
-    if changed == 0 && again {
-        let finished = conn.prepare(FINISHED).await?;
-        return Ok(conn.client.query_opt(&finished, &params).await?.is_some());
+    if ended == 0 {
+        let before = again
+            && tx
+                .query_opt(&finished, &[&run.run_id, &attempt, &status])
+                .await?
+                .is_some();
+        return Ok(before);
     }
-    Ok(changed > 0)
+    let mut update = update.clone();
+    let busy: bool = tx
+        .query_one(&inflight, &[&run.thread_id, &Some(run.run_id.as_str())])
+        .await?
+        .get(0);
+    if busy {
+        update.status = Some(ThreadStatus::Busy);
+    }
+    catalog::update_thread_in(&tx, &run.thread_id, &update).await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 const NEXT_DUE: &str = "SELECT MIN(not_before) FROM server_runs WHERE status = 'pending' AND not_before > $1";

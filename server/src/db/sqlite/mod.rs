@@ -269,11 +269,16 @@ impl RunQueue for SqliteDb {
                 .read("checking a run's claim", move |c| queue::holds(c, &run_id, attempt)),
         )
     }
-    fn finish<'a>(&'a self, run_id: &'a str, attempt: u32, status: RunStatus) -> BoxFuture<'a, Result<bool, DbError>> {
-        let run_id = run_id.to_owned();
+    fn end_run<'a>(
+        &'a self,
+        run: &'a Run,
+        status: RunStatus,
+        update: &'a ThreadUpdate,
+    ) -> BoxFuture<'a, Result<bool, DbError>> {
+        let (run, update) = (run.clone(), update.clone());
         Box::pin(
             self.conn
-                .call("finishing a run", move |c| queue::finish(c, &run_id, attempt, status)),
+                .call("ending a run", move |c| queue::end_run(c, &run, status, &update)),
         )
     }
     fn next_due(&self) -> BoxFuture<'_, Result<Option<String>, DbError>> {

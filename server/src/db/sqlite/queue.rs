@@ -3,10 +3,11 @@
 //! of its batch's), so the check of a thread's in-flight runs and the insert of `enqueue`, and
 //! the pick and the update of `claim`, are atomic.
 
+use super::catalog;
 use super::conn::{begin, Fail};
 use crate::db::rows::{self, name_of};
-use crate::db::{DbError, Enqueued};
-use crate::model::{MultitaskStrategy, Run, RunStatus};
+use crate::db::{DbError, Enqueued, ThreadUpdate};
+use crate::model::{MultitaskStrategy, Run, RunStatus, ThreadStatus};
 use rusqlite::{params, Connection, OptionalExtension};
 
 /// The columns a run is read from.
@@ -135,7 +136,7 @@ pub(super) fn claim(conn: &mut Connection, worker: &str) -> Result<Option<Run>, 
 }
 
 /// Whether the thread has a run pending or running other than `except`.
-pub(super) fn has_inflight(conn: &mut Connection, thread_id: &str, except: Option<&str>) -> Result<bool, Fail> {
+pub(super) fn has_inflight(conn: &Connection, thread_id: &str, except: Option<&str>) -> Result<bool, Fail> {
     Ok(conn
         .prepare_cached(
             "SELECT EXISTS (SELECT 1 FROM server_runs WHERE thread_id = ?1
@@ -154,7 +155,7 @@ pub(super) fn holds(conn: &mut Connection, run_id: &str, attempt: u32) -> Result
 }
 
 /// Sets the final status of `run_id` if it is still running under the claim `attempt`.
-pub(super) fn finish(conn: &mut Connection, run_id: &str, attempt: u32, status: RunStatus) -> Result<bool, Fail> {
+pub(super) fn finish(conn: &Connection, run_id: &str, attempt: u32, status: RunStatus) -> Result<bool, Fail> {
     Ok(conn
         .prepare_cached(
             "UPDATE server_runs SET status = ?3, updated_at = ?4
@@ -162,6 +163,29 @@ pub(super) fn finish(conn: &mut Connection, run_id: &str, attempt: u32, status: 
         )?
         .execute(params![run_id, attempt, name_of(&status), rows::now()])?
         > 0)
+}
+
+/// Ends `run` and writes its thread, as [`crate::db::RunQueue::end_run`] says.
+pub(super) fn end_run(
+    conn: &mut Connection,
+    run: &Run,
+    status: RunStatus,
+    update: &ThreadUpdate,
+) -> Result<bool, Fail> {
+    let tx = begin(conn)?;
+    // The claim first: a stale one leaves (the transaction undone on drop).
+    if !finish(&tx, &run.run_id, run.attempt, status)? {
+        return Ok(false);
+    }
+    let mut update = update.clone();
+    if has_inflight(&tx, &run.thread_id, Some(&run.run_id))? {
+        update.status = Some(ThreadStatus::Busy);
+    }
+    if let Some(thread) = catalog::get_thread(&tx, &run.thread_id)? {
+        catalog::put_thread(&tx, &update.apply(thread, &rows::now()))?;
+    }
+    tx.commit()?;
+    Ok(true)
 }
 
 /// The earliest `not_before` of the pending runs still waiting for their time.
