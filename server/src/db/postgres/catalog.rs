@@ -7,7 +7,7 @@ use crate::db::rows::{self, AssistantRow, ThreadRow};
 use crate::db::{AssistantQuery, DbError, IfExists, ThreadQuery, ThreadUpdate, VersionQuery};
 use crate::model::{Assistant, Object, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::Transaction;
+use tokio_postgres::{Statement, Transaction};
 
 /// The arguments of a search, as PostgreSQL binds them.
 fn bind(args: &[Arg]) -> Vec<&(dyn ToSql + Sync)> {
@@ -204,25 +204,41 @@ pub(super) async fn put_thread(conn: &mut Conn, t: &Thread) -> Result<(), Fail> 
     Ok(())
 }
 
+const THREAD_FOR_UPDATE: &str =
+    "SELECT doc::text, metadata::text, \"values\"::text FROM server_threads WHERE thread_id = $1 FOR UPDATE";
+
 pub(super) async fn update_thread(conn: &mut Conn, id: &str, update: &ThreadUpdate) -> Result<Option<Thread>, Fail> {
+    let statements = ThreadUpdateStatements::prepare(conn).await?;
     let tx = conn.client.transaction().await?;
-    let thread = update_thread_in(&tx, id, update).await?;
+    let thread = update_thread_in(&tx, &statements, id, update).await?;
     tx.commit().await?;
     Ok(thread)
+}
+
+/// The statements of [`update_thread_in`], prepared on the connection before its transaction
+/// begins (a statement given as text is prepared again at each call, a round trip more).
+pub(super) struct ThreadUpdateStatements {
+    select: Statement,
+    put: Statement,
+}
+
+impl ThreadUpdateStatements {
+    pub(super) async fn prepare(conn: &mut Conn) -> Result<Self, Fail> {
+        Ok(Self {
+            select: conn.prepare(THREAD_FOR_UPDATE).await?,
+            put: conn.prepare(PUT_THREAD).await?,
+        })
+    }
 }
 
 /// [`update_thread`] inside the transaction `tx`, which it leaves open.
 pub(super) async fn update_thread_in(
     tx: &Transaction<'_>,
+    statements: &ThreadUpdateStatements,
     id: &str,
     update: &ThreadUpdate,
 ) -> Result<Option<Thread>, Fail> {
-    let row = tx
-        .query_opt(
-            "SELECT doc::text, metadata::text, \"values\"::text FROM server_threads WHERE thread_id = $1 FOR UPDATE",
-            &[&id],
-        )
-        .await?;
+    let row = tx.query_opt(&statements.select, &[&id]).await?;
     let Some(row) = row else {
         return Ok(None);
     };
@@ -238,7 +254,7 @@ pub(super) async fn update_thread_in(
         &written.values,
         &written.doc,
     ];
-    tx.execute(PUT_THREAD, &params).await?;
+    tx.execute(&statements.put, &params).await?;
     Ok(Some(thread))
 }
 
@@ -248,14 +264,18 @@ pub(super) async fn set_thread_status(
     status: ThreadStatus,
     metadata: Option<&Object>,
 ) -> Result<bool, Fail> {
-    let tx = conn.client.transaction().await?;
-    let row = tx
-        .query_opt(
-            "SELECT doc::text, metadata::text FROM server_threads WHERE thread_id = $1 FOR UPDATE",
-            &[&id],
+    // Prepared before the transaction: as text, each would be prepared again at each call.
+    let select = conn
+        .prepare("SELECT doc::text, metadata::text FROM server_threads WHERE thread_id = $1 FOR UPDATE")
+        .await?;
+    let set = conn
+        .prepare(
+            "UPDATE server_threads SET status = $2, updated_at = $3, metadata = $4::text::jsonb, doc = $5::text::jsonb
+             WHERE thread_id = $1",
         )
         .await?;
-    let Some(row) = row else {
+    let tx = conn.client.transaction().await?;
+    let Some(row) = tx.query_opt(&select, &[&id]).await? else {
         return Ok(false);
     };
     let update = ThreadUpdate::status(status, metadata);
@@ -263,8 +283,7 @@ pub(super) async fn set_thread_status(
     let thread = update.apply(rows::thread(id, row.get(0), row.get(1), "null")?, &rows::now());
     let written = ThreadRow::new(&thread);
     tx.execute(
-        "UPDATE server_threads SET status = $2, updated_at = $3, metadata = $4::text::jsonb, doc = $5::text::jsonb
-         WHERE thread_id = $1",
+        &set,
         &[
             &id,
             &written.status,

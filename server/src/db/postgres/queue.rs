@@ -209,6 +209,7 @@ pub(super) async fn end_run(
     let finish = conn.prepare(FINISH).await?;
     let finished = conn.prepare(FINISHED).await?;
     let inflight = conn.prepare(HAS_INFLIGHT).await?;
+    let thread = catalog::ThreadUpdateStatements::prepare(conn).await?;
     let tx = conn.client.transaction().await?;
     let (attempt, status) = (i64::from(run.attempt), name_of(&status));
     // The claim first (the run's row, then the thread's, as a thread's delete takes them): a
@@ -232,7 +233,7 @@ pub(super) async fn end_run(
     if busy {
         update.status = Some(ThreadStatus::Busy);
     }
-    catalog::update_thread_in(&tx, &run.thread_id, &update).await?;
+    catalog::update_thread_in(&tx, &thread, &run.thread_id, &update).await?;
     tx.commit().await?;
     Ok(true)
 }
