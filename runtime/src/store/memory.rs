@@ -68,12 +68,8 @@ type Recency = (Reverse<Timestamp>, String);
 impl Namespace {
     fn get(&self, key: &str) -> Option<&(Row, Vectors)> {
         let time = Reverse(*self.times.get(key)?);
-        // The rows of that microsecond, from the first (an empty `String` allocates nothing).
-        self.rows
-            .range((time, String::new())..)
-            .take_while(|((t, _), _)| *t == time)
-            .find(|((_, k), _)| k == key)
-            .map(|(_, row)| row)
+        // The row itself, not a walk through that microsecond's rows: a batch puts many in one.
+        self.rows.get(&(time, key.to_owned()))
     }
 
     fn insert(&mut self, row: Row, vectors: Vectors) {

@@ -157,9 +157,31 @@ impl Db {
         &self,
         f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Done<'static, T> {
+        self.on_connection(false, f)
+    }
+
+    /// Runs `f`, a point read, on the connection: right here when it is free, else as
+    /// [`call`](Self::call) ([`crate::blocking::with_locked_briefly`]).
+    fn read_point<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Done<'static, T> {
+        self.on_connection(true, f)
+    }
+
+    fn on_connection<T: Send + 'static>(
+        &self,
+        briefly: bool,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Done<'static, T> {
         let db = self.conn.clone();
         async move {
-            match crate::blocking::with_locked(&db, f).await {
+            let ran = if briefly {
+                crate::blocking::with_locked_briefly(&db, f).await
+            } else {
+                crate::blocking::with_locked(&db, f).await
+            };
+            match ran {
                 Ok(r) => r.map_err(fail),
                 Err(e) => Err(StoreError::backend("the SQLite store's call did not finish", e)),
             }
@@ -251,7 +273,7 @@ fn from_blob(b: &[u8]) -> Vec<f32> {
 impl Backend for Db {
     fn get<'a>(&'a self, prefix: &'a str, key: &'a str, now: Timestamp) -> Done<'a, Option<Row>> {
         let (prefix, key) = (prefix.to_owned(), key.to_owned());
-        self.call(move |c| {
+        self.read_point(move |c| {
             let sql = format!(
                 "SELECT {COLUMNS} FROM store WHERE prefix = ?1 AND key = ?2 AND (expires_at IS NULL OR expires_at > ?3)"
             );
