@@ -1,6 +1,7 @@
 //! Where weir's blocking calls (SQLite's) run: on the caller's own thread, lent by tokio with
 //! `block_in_place`, when the runtime is multi-threaded and what the call needs is free; on
-//! tokio's blocking pool otherwise.
+//! tokio's blocking pool otherwise. A call as short as a point read runs on the caller's
+//! thread without lending it ([`with_locked_briefly`]).
 //!
 //! A hop to the blocking pool and back wakes a sleeping thread twice: about 10–30 µs, several
 //! times a SQLite point read (a store `get` took 12–32 µs through the pool, 5.5 µs lent). Lent,

@@ -77,35 +77,18 @@ impl WriteGate {
 mod tests {
     use super::*;
 
-    /// A directory of its own, removed on drop.
-    struct TempDir(PathBuf);
-
-    impl TempDir {
-        fn new() -> Self {
-            let dir = std::env::temp_dir().join(format!("weir-sqlite-gate-{}", crate::checkpoint::new_checkpoint_id()));
-            std::fs::create_dir_all(&dir).unwrap();
-            TempDir(dir)
-        }
-    }
-
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
     #[test]
     fn one_file_has_one_gate_however_its_path_is_spelled() {
-        let dir = TempDir::new();
-        let (a, b) = (dir.0.join("a.db"), dir.0.join("b.db"));
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.db"), dir.path().join("b.db"));
         drop(Connection::open(&a).unwrap());
         drop(Connection::open(&b).unwrap());
         let gate = WriteGate::for_file(&a);
         let held = gate.enter();
         // The same file through `.` and a link: the same gate, taken.
-        let link = dir.0.join("link.db");
+        let link = dir.path().join("link.db");
         std::os::unix::fs::symlink(&a, &link).unwrap();
-        let same = WriteGate::for_file(&dir.0.join(".").join("a.db"));
+        let same = WriteGate::for_file(&dir.path().join(".").join("a.db"));
         assert!(Arc::ptr_eq(&gate.0, &WriteGate::for_file(&link).0));
         assert!(Arc::ptr_eq(&gate.0, &same.0));
         assert!(same.0.try_lock().is_err());
@@ -120,8 +103,8 @@ mod tests {
     /// writers of one process that hold the gate never meet there.
     #[test]
     fn writers_holding_the_gate_never_meet_in_sqlites_lock() {
-        let dir = TempDir::new();
-        let path = dir.0.join("w.db");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
         let conn = Connection::open(&path).unwrap();
         turn_wal_on(&conn, Duration::from_secs(5)).unwrap();
         conn.execute_batch("CREATE TABLE t (writer INTEGER, n INTEGER)")

@@ -442,9 +442,8 @@ mod tests {
     #[allow(clippy::await_holding_lock)]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_put_waits_for_the_file_s_write_gate() {
-        let dir = std::env::temp_dir().join(format!("weir-store-gate-{}", crate::checkpoint::new_checkpoint_id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("store.db");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.db");
         let store = Arc::new(SqliteStore::open(&path, StoreConfig::default()).unwrap());
         let gate = WriteGate::for_file(&path);
         let held = gate.enter();
@@ -457,6 +456,5 @@ mod tests {
         drop(held);
         put.await.unwrap().unwrap();
         assert!(store.get(&["a"], "k").await.unwrap().is_some());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
