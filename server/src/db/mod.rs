@@ -274,14 +274,19 @@ pub enum Enqueued {
     },
     /// The strategy is `reject` and the thread has a pending or running run: nothing was stored.
     Rejected,
+    /// The thread to mark busy does not exist: nothing was stored.
+    NoThread,
 }
 
 /// Runs, and the queue the workers take them from. At most one run per thread is running at once;
 /// a thread's runs run in creation order.
 pub trait RunQueue: Send + Sync + 'static {
     /// Stores a new pending run, atomically with the check of its thread's in-flight runs that
-    /// [`MultitaskStrategy::Reject`](crate::model::MultitaskStrategy::Reject) needs.
-    fn enqueue<'a>(&'a self, run: &'a Run) -> BoxFuture<'a, Result<Enqueued, DbError>>;
+    /// [`MultitaskStrategy::Reject`](crate::model::MultitaskStrategy::Reject) needs and, with
+    /// `busy`, with its thread's row set [`ThreadStatus::Busy`] and `busy`'s pairs merged into
+    /// its metadata (as [`Catalog::set_thread_status`] does): no worker takes the run before
+    /// its thread shows it.
+    fn enqueue<'a>(&'a self, run: &'a Run, busy: Option<&'a Object>) -> BoxFuture<'a, Result<Enqueued, DbError>>;
     /// The run of that thread, if any.
     fn get_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>>;
     /// The thread's runs, newest first, optionally only those with `status`.

@@ -6,9 +6,7 @@ use super::{non_null, now, Manager, RunError};
 use crate::bus::{CancelAction, StreamItem};
 use crate::db::{Enqueued, IfExists};
 use crate::graph::Mode;
-use crate::model::{
-    system_assistant_id, Assistant, MultitaskStrategy, Object, Run, RunKwargs, RunStatus, Thread, ThreadStatus,
-};
+use crate::model::{system_assistant_id, Assistant, MultitaskStrategy, Object, Run, RunKwargs, RunStatus, Thread};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -232,17 +230,13 @@ impl Manager {
             run.created_at.clone_from(&at);
             run.not_before = Some(at);
         }
-        // Busy before the run can be claimed: marked after, it could overwrite the row a worker
-        // (of any process: they also poll) had already settled with the run's values.
-        self.mark_busy(&thread.thread_id, &assistant).await?;
-        let enqueued = match self.inner.queue.enqueue(&run).await {
-            Ok(enqueued) => enqueued,
-            Err(e) => {
-                self.settle_idle_thread(&thread.thread_id).await?;
-                return Err(e.into());
-            }
-        };
-        match enqueued {
+        // The thread busy in the run's own transaction: marked after, it could overwrite the row
+        // a worker (of any process: they also poll) had already settled with the run's values.
+        let mut busy = Object::new();
+        busy.insert("graph_id".into(), json!(assistant.graph_id));
+        busy.insert("assistant_id".into(), json!(assistant.assistant_id));
+        match self.inner.queue.enqueue(&run, Some(&busy)).await? {
+            Enqueued::NoThread => return Err(RunError::NotFound(NOT_FOUND_DETAIL.to_owned())),
             Enqueued::Rejected => return Err(RunError::Conflict(REJECT_DETAIL.to_owned())),
             Enqueued::Queued { inflight } => self.apply_strategy(run.multitask_strategy, &inflight).await?,
         }
@@ -317,22 +311,6 @@ impl Manager {
             self.settle_idle_thread(&run.thread_id).await?;
         }
         Ok(())
-    }
-
-    /// Marks the thread busy and records which graph and assistant run on it (on the row as it
-    /// is now, so that a run settled meanwhile keeps its values).
-    async fn mark_busy(&self, thread_id: &str, assistant: &Assistant) -> Result<(), RunError> {
-        let mut metadata = Object::new();
-        metadata.insert("graph_id".into(), json!(assistant.graph_id));
-        metadata.insert("assistant_id".into(), json!(assistant.assistant_id));
-        let catalog = &self.inner.catalog;
-        match catalog
-            .set_thread_status(thread_id, ThreadStatus::Busy, Some(&metadata))
-            .await?
-        {
-            true => Ok(()),
-            false => Err(RunError::NotFound(NOT_FOUND_DETAIL.to_owned())),
-        }
     }
 }
 

@@ -269,7 +269,10 @@ pub async fn deleting_a_thread_deletes_its_runs(db: &Db) {
         run(&t2, MultitaskStrategy::Enqueue),
     );
     for r in [&r1, &r2] {
-        assert!(matches!(db.queue.enqueue(r).await.unwrap(), Enqueued::Queued { .. }));
+        assert!(matches!(
+            db.queue.enqueue(r, None).await.unwrap(),
+            Enqueued::Queued { .. }
+        ));
     }
     assert!(db.catalog.delete_thread(&t1).await.unwrap());
     assert!(!db.catalog.delete_thread(&t1).await.unwrap());

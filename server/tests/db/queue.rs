@@ -10,9 +10,9 @@ use weir_server::db::{DbError, Enqueued, IfExists, ThreadUpdate};
 use weir_server::model::{MultitaskStrategy, Run, RunStatus, ThreadStatus};
 
 async fn queued(db: &Db, run: &Run) -> Vec<String> {
-    match db.queue.enqueue(run).await.unwrap() {
+    match db.queue.enqueue(run, None).await.unwrap() {
         Enqueued::Queued { inflight } => inflight.into_iter().map(|r| r.run_id).collect(),
-        Enqueued::Rejected => panic!("run {} was rejected", run.run_id),
+        other => panic!("run {} was not queued: {other:?}", run.run_id),
     }
 }
 
@@ -23,13 +23,13 @@ pub async fn enqueue_reports_the_runs_ahead_and_reject_stores_nothing(db: &Db) {
     let second = run(&t, MultitaskStrategy::Interrupt);
     assert_eq!(queued(db, &second).await, std::slice::from_ref(&first.run_id));
     let rejected = run(&t, MultitaskStrategy::Reject);
-    assert_eq!(db.queue.enqueue(&rejected).await.unwrap(), Enqueued::Rejected);
+    assert_eq!(db.queue.enqueue(&rejected, None).await.unwrap(), Enqueued::Rejected);
     assert_eq!(db.queue.get_run(&t, &rejected.run_id).await.unwrap(), None);
     // A running run is in flight too; a finished one is not.
     let claimed = db.queue.claim("w1").await.unwrap().unwrap();
     assert_eq!(claimed.run_id, first.run_id);
     let third = run(&t, MultitaskStrategy::Enqueue);
-    let Enqueued::Queued { inflight } = db.queue.enqueue(&third).await.unwrap() else {
+    let Enqueued::Queued { inflight } = db.queue.enqueue(&third, None).await.unwrap() else {
         panic!("queued")
     };
     let statuses: Vec<_> = inflight.iter().map(|r| (r.run_id.clone(), r.status)).collect();
@@ -50,14 +50,14 @@ pub async fn enqueue_reports_the_runs_ahead_and_reject_stores_nothing(db: &Db) {
         multitask_strategy: MultitaskStrategy::Enqueue,
         ..after.clone()
     };
-    let err = db.queue.enqueue(&again).await.unwrap_err();
+    let err = db.queue.enqueue(&again, None).await.unwrap_err();
     assert_eq!(err, DbError::Conflict(format!("run `{}` exists already", after.run_id)));
 }
 
 pub async fn concurrent_reject_enqueues_on_one_thread_let_one_in(db: &Db) {
     let t = id();
     let runs: Vec<Run> = (0..10).map(|_| run(&t, MultitaskStrategy::Reject)).collect();
-    let answers = futures::future::join_all(runs.iter().map(|r| db.queue.enqueue(r))).await;
+    let answers = futures::future::join_all(runs.iter().map(|r| db.queue.enqueue(r, None))).await;
     let admitted = answers
         .into_iter()
         .filter(|a| matches!(a.as_ref().unwrap(), Enqueued::Queued { .. }))
@@ -375,4 +375,45 @@ pub async fn a_thread_is_in_flight_while_another_run_of_it_is_pending_or_running
     );
     assert!(db.queue.set_status(&second.run_id, RunStatus::Error).await.unwrap());
     assert!(!inflight(None).await.unwrap(), "every run ended");
+}
+
+pub async fn enqueue_marks_its_thread_busy_in_the_same_transaction(db: &Db) {
+    let t = id();
+    let made = thread(&t, 0, ThreadStatus::Idle, json!({"owner": "ana"}), json!({"n": 1}));
+    db.catalog.create_thread(&made, IfExists::Raise).await.unwrap();
+    let busy = crate::support::object(json!({"graph_id": "chain"}));
+    let first = run(&t, MultitaskStrategy::Reject);
+    assert_eq!(
+        db.queue.enqueue(&first, Some(&busy)).await.unwrap(),
+        Enqueued::Queued { inflight: vec![] }
+    );
+    let marked = db.catalog.get_thread(&t).await.unwrap().unwrap();
+    assert_eq!(marked.status, ThreadStatus::Busy);
+    assert_eq!(
+        Value::Object(marked.metadata.clone()),
+        json!({"owner": "ana", "graph_id": "chain"})
+    );
+    assert_eq!(marked.values, json!({"n": 1}), "the values stay");
+    // Rejected, or the same run again (a conflict): the thread is left as it was.
+    db.catalog
+        .set_thread_status(&t, ThreadStatus::Idle, None)
+        .await
+        .unwrap();
+    let other = crate::support::object(json!({"graph_id": "other"}));
+    let rejected = run(&t, MultitaskStrategy::Reject);
+    assert_eq!(
+        db.queue.enqueue(&rejected, Some(&other)).await.unwrap(),
+        Enqueued::Rejected
+    );
+    let again = Run {
+        multitask_strategy: MultitaskStrategy::Enqueue,
+        ..first.clone()
+    };
+    assert!(db.queue.enqueue(&again, Some(&other)).await.is_err());
+    let left = db.catalog.get_thread(&t).await.unwrap().unwrap();
+    assert_eq!((left.status, left.metadata), (ThreadStatus::Idle, marked.metadata));
+    // A thread that does not exist: nothing stored.
+    let lost = run(&id(), MultitaskStrategy::Enqueue);
+    assert_eq!(db.queue.enqueue(&lost, Some(&busy)).await.unwrap(), Enqueued::NoThread);
+    assert_eq!(db.queue.get_run(&lost.thread_id, &lost.run_id).await.unwrap(), None);
 }

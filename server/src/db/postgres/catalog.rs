@@ -264,36 +264,59 @@ pub(super) async fn set_thread_status(
     status: ThreadStatus,
     metadata: Option<&Object>,
 ) -> Result<bool, Fail> {
-    // Prepared before the transaction: as text, each would be prepared again at each call.
-    let select = conn
-        .prepare("SELECT doc::text, metadata::text FROM server_threads WHERE thread_id = $1 FOR UPDATE")
-        .await?;
-    let set = conn
-        .prepare(
-            "UPDATE server_threads SET status = $2, updated_at = $3, metadata = $4::text::jsonb, doc = $5::text::jsonb
-             WHERE thread_id = $1",
-        )
-        .await?;
+    let statements = ThreadStatusStatements::prepare(conn).await?;
     let tx = conn.client.transaction().await?;
-    let Some(row) = tx.query_opt(&select, &[&id]).await? else {
+    let set = set_thread_status_in(&tx, &statements, id, status, metadata).await?;
+    tx.commit().await?;
+    Ok(set)
+}
+
+/// The statements of [`set_thread_status_in`], prepared on the connection before its
+/// transaction begins (as text, each would be prepared again at each call).
+pub(super) struct ThreadStatusStatements {
+    select: Statement,
+    set: Statement,
+}
+
+impl ThreadStatusStatements {
+    pub(super) async fn prepare(conn: &mut Conn) -> Result<Self, Fail> {
+        Ok(Self {
+            select: conn
+                .prepare("SELECT doc::text, metadata::text FROM server_threads WHERE thread_id = $1 FOR UPDATE")
+                .await?,
+            set: conn
+                .prepare(
+                    "UPDATE server_threads SET status = $2, updated_at = $3, metadata = $4::text::jsonb, \
+                     doc = $5::text::jsonb WHERE thread_id = $1",
+                )
+                .await?,
+        })
+    }
+}
+
+/// [`set_thread_status`] inside the transaction `tx`, which it leaves open.
+pub(super) async fn set_thread_status_in(
+    tx: &Transaction<'_>,
+    statements: &ThreadStatusStatements,
+    id: &str,
+    status: ThreadStatus,
+    metadata: Option<&Object>,
+) -> Result<bool, Fail> {
+    let Some(row) = tx.query_opt(&statements.select, &[&id]).await? else {
         return Ok(false);
     };
     let update = ThreadUpdate::status(status, metadata);
     // The values stay in their column, unread: the row written back leaves that column alone.
     let thread = update.apply(rows::thread(id, row.get(0), row.get(1), "null")?, &rows::now());
     let written = ThreadRow::new(&thread);
-    tx.execute(
-        &set,
-        &[
-            &id,
-            &written.status,
-            &thread.updated_at,
-            &written.metadata,
-            &written.doc,
-        ],
-    )
-    .await?;
-    tx.commit().await?;
+    let params: [&(dyn ToSql + Sync); 5] = [
+        &id,
+        &written.status,
+        &thread.updated_at,
+        &written.metadata,
+        &written.doc,
+    ];
+    tx.execute(&statements.set, &params).await?;
     Ok(true)
 }
 

@@ -238,8 +238,10 @@ impl Catalog for PostgresDb {
 }
 
 impl RunQueue for PostgresDb {
-    fn enqueue<'a>(&'a self, run: &'a Run) -> BoxFuture<'a, Result<Enqueued, DbError>> {
-        op!(self, "queueing a run", Yes, |c, again| queue::enqueue(c, run, again))
+    fn enqueue<'a>(&'a self, run: &'a Run, busy: Option<&'a Object>) -> BoxFuture<'a, Result<Enqueued, DbError>> {
+        op!(self, "queueing a run", Yes, |c, again| queue::enqueue(
+            c, run, busy, again
+        ))
     }
     fn get_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>> {
         op!(self, "reading a run", Yes, |c| queue::get_run(c, thread_id, run_id))

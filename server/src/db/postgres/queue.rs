@@ -10,7 +10,7 @@ use super::catalog;
 use super::pool::{Conn, Fail};
 use crate::db::rows::{self, name_of};
 use crate::db::{DbError, Enqueued, ThreadUpdate};
-use crate::model::{MultitaskStrategy, Run, RunStatus, ThreadStatus};
+use crate::model::{MultitaskStrategy, Object, Run, RunStatus, ThreadStatus};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Row;
 
@@ -41,14 +41,16 @@ const INFLIGHT: &str = concat!(
 const INSERT_RUN: &str = "INSERT INTO server_runs (run_id, thread_id, status, created_at, updated_at, doc, not_before)
     VALUES ($1, $2, 'pending', $3, $4, $5::text::jsonb, $6) ON CONFLICT (run_id) DO NOTHING";
 
-/// Queues `run`. `again`: a second run after a lost connection, which finds the run queued
-/// when the first committed, and says queued.
-pub(super) async fn enqueue(conn: &mut Conn, run: &Run, again: bool) -> Result<Enqueued, Fail> {
+/// Queues `run`, and with `busy` marks its thread busy, as [`crate::db::RunQueue::enqueue`]
+/// says. `again`: a second run after a lost connection, which finds the run queued (and its
+/// thread marked) when the first committed, and says queued.
+pub(super) async fn enqueue(conn: &mut Conn, run: &Run, busy: Option<&Object>, again: bool) -> Result<Enqueued, Fail> {
     let (lock, inflight, insert) = (
         conn.prepare(LOCK_THREAD).await?,
         conn.prepare(INFLIGHT).await?,
         conn.prepare(INSERT_RUN).await?,
     );
+    let status = catalog::ThreadStatusStatements::prepare(conn).await?;
     let tx = conn.client.transaction().await?;
     tx.execute(&lock, &[&run.thread_id]).await?;
     let mut ahead = tx.query(&inflight, &[&run.thread_id]).await?;
@@ -64,6 +66,12 @@ pub(super) async fn enqueue(conn: &mut Conn, run: &Run, again: bool) -> Result<E
     }
     if run.multitask_strategy == MultitaskStrategy::Reject && !ahead.is_empty() {
         return Ok(Enqueued::Rejected);
+    }
+    if let Some(metadata) = busy {
+        let marked = catalog::set_thread_status_in(&tx, &status, &run.thread_id, ThreadStatus::Busy, Some(metadata));
+        if !marked.await? {
+            return Ok(Enqueued::NoThread);
+        }
     }
     let mut pending = run.clone();
     pending.status = RunStatus::Pending;

@@ -217,6 +217,18 @@ pub(super) fn set_thread_status(
     metadata: Option<&Object>,
 ) -> Result<bool, Fail> {
     let tx = begin(conn)?;
+    let set = set_thread_status_in(&tx, id, status, metadata)?;
+    tx.commit()?;
+    Ok(set)
+}
+
+/// [`set_thread_status`] inside a transaction the caller began and ends.
+pub(super) fn set_thread_status_in(
+    tx: &Connection,
+    id: &str,
+    status: ThreadStatus,
+    metadata: Option<&Object>,
+) -> Result<bool, Fail> {
     let row = tx
         .prepare_cached("SELECT doc, metadata FROM server_threads WHERE thread_id = ?1")?
         .query_row([id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
@@ -238,7 +250,6 @@ pub(super) fn set_thread_status(
         written.metadata,
         written.doc
     ])?;
-    tx.commit()?;
     Ok(true)
 }
 

@@ -217,9 +217,12 @@ impl Catalog for SqliteDb {
 }
 
 impl RunQueue for SqliteDb {
-    fn enqueue<'a>(&'a self, run: &'a Run) -> BoxFuture<'a, Result<Enqueued, DbError>> {
-        let run = run.clone();
-        Box::pin(self.conn.call("queueing a run", move |c| queue::enqueue(c, &run)))
+    fn enqueue<'a>(&'a self, run: &'a Run, busy: Option<&'a Object>) -> BoxFuture<'a, Result<Enqueued, DbError>> {
+        let (run, busy) = (run.clone(), busy.cloned());
+        Box::pin(
+            self.conn
+                .call("queueing a run", move |c| queue::enqueue(c, &run, busy.as_ref())),
+        )
     }
     fn get_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>> {
         let (thread_id, run_id) = (thread_id.to_owned(), run_id.to_owned());

@@ -7,7 +7,7 @@ use super::catalog;
 use super::conn::{begin, Fail};
 use crate::db::rows::{self, name_of};
 use crate::db::{DbError, Enqueued, ThreadUpdate};
-use crate::model::{MultitaskStrategy, Run, RunStatus, ThreadStatus};
+use crate::model::{MultitaskStrategy, Object, Run, RunStatus, ThreadStatus};
 use rusqlite::{params, Connection, OptionalExtension};
 
 /// The columns a run is read from.
@@ -28,7 +28,7 @@ fn runs(found: Vec<RunRow>) -> Result<Vec<Run>, Fail> {
     Ok(found.iter().map(to_run).collect::<Result<_, _>>()?)
 }
 
-pub(super) fn enqueue(conn: &mut Connection, run: &Run) -> Result<Enqueued, Fail> {
+pub(super) fn enqueue(conn: &mut Connection, run: &Run, busy: Option<&Object>) -> Result<Enqueued, Fail> {
     let tx = begin(conn)?;
     let inflight = tx
         .prepare_cached(&format!(
@@ -38,6 +38,11 @@ pub(super) fn enqueue(conn: &mut Connection, run: &Run) -> Result<Enqueued, Fail
         .collect::<Result<Vec<_>, _>>()?;
     if run.multitask_strategy == MultitaskStrategy::Reject && !inflight.is_empty() {
         return Ok(Enqueued::Rejected);
+    }
+    if let Some(metadata) = busy {
+        if !catalog::set_thread_status_in(&tx, &run.thread_id, ThreadStatus::Busy, Some(metadata))? {
+            return Ok(Enqueued::NoThread);
+        }
     }
     let mut pending = run.clone();
     pending.status = RunStatus::Pending;
