@@ -1,5 +1,6 @@
 //! What every SQLite file weir keeps (checkpoints, the store, the node cache, the server's
-//! tables) does the same way when it is opened: here, once.
+//! tables) does the same way, here once: turning its write-ahead log on when it is opened, and
+//! taking turns with the process's other writers to the file.
 
 use rusqlite::{Connection, ErrorCode};
 use std::collections::HashMap;

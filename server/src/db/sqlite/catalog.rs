@@ -201,12 +201,18 @@ pub(super) fn put_thread(conn: &Connection, t: &Thread) -> Result<(), Fail> {
 
 pub(super) fn update_thread(conn: &mut Connection, id: &str, update: &ThreadUpdate) -> Result<Option<Thread>, Fail> {
     let tx = begin(conn)?;
-    let Some(thread) = get_thread(&tx, id)? else {
+    let thread = update_thread_in(&tx, id, update)?;
+    tx.commit()?;
+    Ok(thread)
+}
+
+/// [`update_thread`] inside a transaction the caller began and ends.
+pub(super) fn update_thread_in(tx: &Connection, id: &str, update: &ThreadUpdate) -> Result<Option<Thread>, Fail> {
+    let Some(thread) = get_thread(tx, id)? else {
         return Ok(None);
     };
     let thread = update.apply(thread, &rows::now());
-    put_thread(&tx, &thread)?;
-    tx.commit()?;
+    put_thread(tx, &thread)?;
     Ok(Some(thread))
 }
 

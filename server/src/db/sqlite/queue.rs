@@ -186,9 +186,7 @@ pub(super) fn end_run(
     if has_inflight(&tx, &run.thread_id, Some(&run.run_id))? {
         update.status = Some(ThreadStatus::Busy);
     }
-    if let Some(thread) = catalog::get_thread(&tx, &run.thread_id)? {
-        catalog::put_thread(&tx, &update.apply(thread, &rows::now()))?;
-    }
+    catalog::update_thread_in(&tx, &run.thread_id, &update)?;
     tx.commit()?;
     Ok(true)
 }
