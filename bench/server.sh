@@ -6,7 +6,8 @@
 # `pip install "langgraph-cli[inmem]"` in a venv), `langgraph dev` on the same graphs.
 #
 # Each server is measured by the native load generator (server/examples/load.rs): sequential
-# `runs.wait` on new threads (p50, p99), RUNS runs at once (throughput), the first streamed
+# `runs.wait` on new threads (p50, p99), the throughput of CONCURRENT_RUNS runs (default 2,000)
+# with CLIENTS (default 100) in flight at once, each client on its own connection, the first streamed
 # `updates` event of a stateless run; then a fresh one gets IDLE_THREADS threads and its peak
 # resident memory (VmHWM, summed over its processes) is read. With SDK_PYTHON (a python with
 # `langgraph-sdk`) shared/langgraph/server/anchor/probe.py is run against each too: the official
@@ -23,6 +24,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 runs="${RUNS:-100}"
+concurrent_runs="${CONCURRENT_RUNS:-2000}"
+clients="${CLIENTS:-100}"
 idle="${IDLE_THREADS:-10000}"
 probe_runs="${PROBE_RUNS:-20}"
 target="${CARGO_TARGET_DIR:-target}"
@@ -50,7 +53,7 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$(dirname "$out")"
 {
-  echo "# bench/server.sh $(date -u +%FT%TZ) runs=$runs idle_threads=$idle profile=$profile"
+  echo "# bench/server.sh $(date -u +%FT%TZ) runs=$runs concurrent_runs=$concurrent_runs clients=$clients idle_threads=$idle profile=$profile"
   echo "# host: $(nproc) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee -a "$out"
 
@@ -124,7 +127,7 @@ measure() {
   port="$(free_port)"; url="http://127.0.0.1:$port"
   echo "== $label: runs" | tee -a "$out"
   start_server "$label" "$port"
-  "$load" "$url" --runs "$runs" | tee "$dir/load.out"
+  "$load" "$url" --runs "$runs" --concurrent-runs "$concurrent_runs" --clients "$clients" | tee "$dir/load.out"
   echo "$(describe "$label") client=load $(sed -n 's/^result //p' "$dir/load.out")" >>"$out"
   if [ -n "${SDK_PYTHON:-}" ]; then
     "$SDK_PYTHON" "$anchor/probe.py" "$url" "$probe_runs" | grep -E '^(sequential|concurrent|stream first)' | tee "$dir/probe.out"

@@ -1,13 +1,16 @@
 //! A native load generator for any LangGraph-API server (weir or `langgraph dev`), printing the
 //! figures `shared/langgraph/server/anchor/probe.py` prints, without the Python client's cost:
-//! sequential `runs.wait` latency (p50, p99) and rate, the throughput of many runs at once, and
-//! the time to the first streamed `updates` event of a stateless run. `bench/server.sh` runs it.
+//! sequential `runs.wait` latency (p50, p99) and rate, the throughput with `--clients` runs in
+//! flight (each client on its own connection, starting its next run as its last one answers;
+//! `--concurrent-runs` of them, `--runs` by default), and the time to the first streamed
+//! `updates` event of a stateless run. `bench/server.sh` runs it.
 //! The last line, `result key=value …`, is the figures for `bench/server_report.py`. With
 //! `--idle-threads N` it only makes N threads (50 requests at a time) and reports how long that took,
 //! for the memory figure.
 //!
 //! ```text
-//! cargo run --release -p weir-server --example load -- http://127.0.0.1:2024 [--runs 100] [--graph chain]
+//! cargo run --release -p weir-server --example load -- http://127.0.0.1:2024 [--runs 100] \
+//!     [--concurrent-runs 2000] [--clients 100] [--graph chain]
 //! cargo run --release -p weir-server --example load -- http://127.0.0.1:2024 --idle-threads 10000
 //! ```
 
@@ -132,18 +135,33 @@ async fn sequential(host: &str, graph: &str, n: usize, figures: &mut Figures) ->
     Ok(())
 }
 
-async fn concurrent(host: &str, graph: &str, n: usize, figures: &mut Figures) -> Result<(), BoxError> {
+/// `n` runs by `clients` clients at once, each on a connection of its own, taking the next run
+/// as soon as its last one answered: the throughput with `clients` runs in flight.
+async fn concurrent(host: &str, graph: &str, n: usize, clients: usize, figures: &mut Figures) -> Result<(), BoxError> {
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let t0 = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
-    for i in 0..n {
-        let (host, graph) = (host.to_owned(), graph.to_owned());
-        tasks.spawn(async move { Conn::open(&host).await?.run_on_new_thread(&graph, &i.to_string()).await });
+    for _ in 0..clients.min(n) {
+        let (host, graph, next) = (host.to_owned(), graph.to_owned(), next.clone());
+        tasks.spawn(async move {
+            let mut conn = Conn::open(&host).await?;
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= n {
+                    return Ok::<_, BoxError>(());
+                }
+                conn.run_on_new_thread(&graph, &i.to_string()).await?;
+            }
+        });
     }
     while let Some(done) = tasks.join_next().await {
         done??;
     }
     let dt = t0.elapsed().as_secs_f64();
-    println!("concurrent: {n} runs in {dt:.2}s = {:.1} runs/s", n as f64 / dt);
+    println!(
+        "concurrent: {n} runs, {clients} at a time, in {dt:.2}s = {:.1} runs/s",
+        n as f64 / dt
+    );
     figures.0.push(("conc_rps", n as f64 / dt));
     Ok(())
 }
@@ -185,7 +203,8 @@ async fn idle_threads(host: &str, n: usize) -> Result<(), BoxError> {
     Ok(())
 }
 
-const USAGE: &str = "usage: load URL [--runs 100] [--graph chain] [--idle-threads N]";
+const USAGE: &str =
+    "usage: load URL [--runs 100] [--concurrent-runs RUNS] [--clients 100] [--graph chain] [--idle-threads N]";
 
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
@@ -197,10 +216,15 @@ async fn main() -> Result<(), BoxError> {
         .trim_end_matches('/')
         .to_owned();
     let (mut runs, mut graph, mut idle) = (100usize, "chain".to_owned(), None);
+    let (mut concurrent_runs, mut clients) = (None, 100usize);
     while let Some(flag) = args.next() {
         let value = args.next().ok_or_else(|| format!("`{flag}` needs a value; {USAGE}"))?;
         match flag.as_str() {
             "--runs" => runs = value.parse().map_err(|e| format!("`--runs`: {e}"))?,
+            "--concurrent-runs" => {
+                concurrent_runs = Some(value.parse().map_err(|e| format!("`--concurrent-runs`: {e}"))?)
+            }
+            "--clients" => clients = value.parse().map_err(|e| format!("`--clients`: {e}"))?,
             "--graph" => graph = value,
             "--idle-threads" => idle = Some(value.parse().map_err(|e| format!("`--idle-threads`: {e}"))?),
             _ => return Err(format!("unknown argument `{flag}`; {USAGE}").into()),
@@ -211,7 +235,14 @@ async fn main() -> Result<(), BoxError> {
     }
     let mut figures = Figures::default();
     sequential(&host, &graph, runs, &mut figures).await?;
-    concurrent(&host, &graph, runs, &mut figures).await?;
+    concurrent(
+        &host,
+        &graph,
+        concurrent_runs.unwrap_or(runs),
+        clients.max(1),
+        &mut figures,
+    )
+    .await?;
     first_events(&host, &graph, 20, &mut figures).await?;
     figures.print();
     Ok(())

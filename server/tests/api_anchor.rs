@@ -1,6 +1,7 @@
 //! `weir serve --config examples/anchor/weir.json` end to end: the `weir` binary serving the
-//! anchor app's two graphs as JSON flows, driven by `shared/langgraph/server/anchor/probe.py`
-//! unchanged through the official Python client. Ignored unless asked for: it needs the SDK's
+//! anchor app's two graphs as JSON flows, driven by the load generator `bench/server.sh` measures
+//! with (`examples/load.rs`), and by `shared/langgraph/server/anchor/probe.py` unchanged through
+//! the official Python client. The probe's test is ignored unless asked for: it needs the SDK's
 //! venv (`tests/sdk/setup.sh`) named by `WEIR_SDK_PYTHON`; run with `--include-ignored` but
 //! without it, it fails naming it.
 
@@ -9,6 +10,61 @@ mod served;
 use served::Served;
 use std::path::Path;
 use std::process::Command;
+
+/// `weir serve` on the anchor config, on a fresh file.
+fn serve_anchor(db: &Path) -> Served {
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/anchor/weir.json");
+    Served::weir(&[
+        "serve".as_ref(),
+        "--config".as_ref(),
+        config.as_os_str(),
+        "--db".as_ref(),
+        db.as_os_str(),
+        "--port".as_ref(),
+        "0".as_ref(),
+    ])
+}
+
+/// The load generator's figures come from runs that all answered (it fails on any error or
+/// failed run), and name every figure `bench/server_report.py` reads.
+#[test]
+fn the_load_generator_measures_weir_serve() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let served = serve_anchor(&dir.path().join("weir.db"));
+    let load = served::example_binary("load");
+    let run = |args: &[&str]| {
+        let out = Command::new(&load)
+            .arg(&served.url)
+            .args(args)
+            .output()
+            .expect("load runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "load {args:?} failed: {}{stdout}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let figures = run(&["--runs", "3", "--concurrent-runs", "8", "--clients", "3"]);
+    assert!(figures.contains("sequential: 3 runs"), "{figures}");
+    assert!(figures.contains("concurrent: 8 runs, 3 at a time"), "{figures}");
+    let result = figures.lines().last().unwrap_or_default();
+    for key in ["seq_rps=", "seq_p50_ms=", "seq_p99_ms=", "conc_rps=", "first_p50_ms="] {
+        assert!(
+            result.starts_with("result ") && result.contains(key),
+            "`{result}` lacks {key}"
+        );
+    }
+    let idle = run(&["--idle-threads", "7"]);
+    assert!(
+        idle.lines()
+            .last()
+            .unwrap_or_default()
+            .starts_with("result idle_threads=7.000 "),
+        "{idle}"
+    );
+}
 
 #[test]
 #[ignore = "needs WEIR_SDK_PYTHON: make the venv with server/tests/sdk/setup.sh"]
@@ -23,16 +79,7 @@ fn anchor_probe_runs_unchanged_against_weir_serve_with_the_anchor_config() {
         probe.display()
     );
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let (config, db) = (here.join("examples/anchor/weir.json"), dir.path().join("weir.db"));
-    let served = Served::weir(&[
-        "serve".as_ref(),
-        "--config".as_ref(),
-        config.as_os_str(),
-        "--db".as_ref(),
-        db.as_os_str(),
-        "--port".as_ref(),
-        "0".as_ref(),
-    ]);
+    let served = serve_anchor(&dir.path().join("weir.db"));
     let out = Command::new(&python)
         .arg(&probe)
         .args([served.url.as_str(), "20"])
