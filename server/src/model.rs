@@ -262,7 +262,7 @@ pub struct Run {
     #[serde(skip)]
     pub not_before: Option<String>,
     /// How many times a worker has claimed it: the claim's token. A worker settles the run only
-    /// while the run is running under the attempt it claimed (see [`crate::db::RunQueue::finish`]),
+    /// while the run is running under the attempt it claimed (see [`crate::db::RunQueue::end_run`]),
     /// so a worker falsely declared dead cannot overwrite what the next one did. Never on the wire.
     #[serde(skip)]
     pub attempt: u32,

@@ -428,7 +428,7 @@ impl Server {
 /// their connections dropped, each retried a second or more later.
 const BACKLOG: u32 = 4096;
 
-/// A listener on the first of `addr`'s addresses that binds, with a backlog of [`BACKLOG`]:
+/// A listener on the first of `addr`'s addresses that binds, with a backlog of 4,096 connections:
 /// what [`Server::serve`] and `weir serve` listen with.
 ///
 /// # Errors

@@ -6,7 +6,7 @@
 //!
 //! Every run's stream on the bus is: `metadata` (`{"run_id","attempt":1}`), the graph's events,
 //! an `error` event when the run failed, then one [`OUTCOME_EVENT`] holding what `join` answers,
-//! then [`StreamItem::Done`](crate::bus::StreamItem::Done). The worker records the run's final
+//! then [`StreamItem::Done`]. The worker records the run's final
 //! status before it publishes `Done`, so a client that reads the run after its stream closed
 //! (as the SDK does) sees it final. The SSE routes do not forward [`OUTCOME_EVENT`], and send no
 //! `event: end`, as the captured server.

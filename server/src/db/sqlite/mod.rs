@@ -1,6 +1,6 @@
 //! The embedded backend: [`SqliteDb`], the server's tables in one SQLite file — the same file as
 //! the checkpoints, in tables of their own (`server_*`, versioned in `server_schema`), in WAL
-//! mode. Every write runs on the connection's own thread ([`conn`]), never on a tokio worker,
+//! mode. Every write runs on the connection's own thread (`conn`), never on a tokio worker,
 //! and reads that stand alone on read-only connections beside it. Each write is atomic there
 //! (its own transaction, or a savepoint of the transaction the operations queued with it share,
 //! which holds the file's write lock), which makes `enqueue`'s check of in-flight runs and

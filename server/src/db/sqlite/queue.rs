@@ -96,10 +96,6 @@ pub(super) fn list_runs(
     runs(found)
 }
 
-/// The oldest pending run whose time has come that is the first pending run of its thread,
-/// whose thread has no running run; its attempt (the claim's token) goes up by one. The partial
-/// unique index `server_runs_one_running` backs the rule up. (A delayed run holds its thread's
-/// later runs back: a thread's runs run in order.)
 /// The `seq` of the run a claim at `?2` (now) takes: the oldest pending run whose time has come
 /// and whose thread has no run running and none pending before it.
 macro_rules! claimable {
@@ -112,6 +108,9 @@ macro_rules! claimable {
     };
 }
 
+/// The claim: the run [`claimable!`] picks becomes `running` for worker `?1`; its attempt (the
+/// claim's token) goes up by one. The partial unique index `server_runs_one_running` backs the
+/// rule up. (A delayed run holds its thread's later runs back: a thread's runs run in order.)
 const CLAIM: &str = concat!(
     "UPDATE server_runs SET status = 'running', worker = ?1, updated_at = ?2, attempt = attempt + 1
     WHERE seq = (",
