@@ -54,21 +54,26 @@ async fn a_delayed_run_waits_for_its_time_and_the_timer_starts_it_without_a_poll
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn after_seconds_must_be_a_number_of_seconds_not_below_zero() {
+async fn after_seconds_must_be_a_number_of_seconds_from_zero_to_a_century() {
     let (_dir, app) = app_with(config()).await;
     let tid = app.thread().await;
-    let r = app
-        .call(
-            "POST",
-            &format!("/threads/{tid}/runs"),
-            Some(json!({"input": {"topic": "x"}, "assistant_id": "chain", "after_seconds": -1})),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(
-        r.body["detail"],
-        "body field `after_seconds`: expected a number of seconds >= 0, got -1"
-    );
+    // 1e300 seconds once panicked converting to a `Duration` (a 500).
+    for (after, shown) in [(json!(-1), "-1"), (json!(1e300), "1e300"), (json!(3.2e9), "3200000000")] {
+        let r = app
+            .call(
+                "POST",
+                &format!("/threads/{tid}/runs"),
+                Some(json!({"input": {"topic": "x"}, "assistant_id": "chain", "after_seconds": after})),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{after}");
+        assert_eq!(
+            r.body["detail"],
+            format!(
+                "body field `after_seconds`: expected a number of seconds from 0 to 3155760000 (100 years), got {shown}"
+            )
+        );
+    }
     assert!(app.runs(&tid).await.is_empty());
 }
 

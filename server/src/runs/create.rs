@@ -141,14 +141,23 @@ impl RunCreate {
         })
     }
 
-    /// `after_seconds` checked: a finite number `>= 0`; `None` (or 0) for at once.
+    /// `after_seconds` checked: a number of seconds from 0 to [`MAX_DELAY_SECS`]; `None` (or 0)
+    /// for at once.
     fn delay(&self) -> Result<Option<Duration>, RunError> {
         match self.after_seconds {
             None => Ok(None),
-            Some(s) if s.is_finite() && s >= 0.0 => Ok((s > 0.0).then(|| Duration::from_secs_f64(s))),
-            Some(s) => Err(RunError::Invalid(format!(
-                "body field `after_seconds`: expected a number of seconds >= 0, got {s}"
-            ))),
+            Some(s) if (0.0..=MAX_DELAY_SECS).contains(&s) => Ok((s > 0.0).then(|| Duration::from_secs_f64(s))),
+            Some(s) => {
+                // 1e300 as itself, not as its 301 digits.
+                let shown = if s.abs() < 1e16 {
+                    s.to_string()
+                } else {
+                    format!("{s:e}")
+                };
+                Err(RunError::Invalid(format!(
+                    "body field `after_seconds`: expected a number of seconds from 0 to {MAX_DELAY_SECS} (100 years), got {shown}"
+                )))
+            }
         }
     }
 
@@ -192,6 +201,9 @@ pub(super) fn parse_durability(word: &str) -> Option<Durability> {
         _ => None,
     }
 }
+
+/// The longest `after_seconds`: 100 years (a start time stays a date every client can read).
+const MAX_DELAY_SECS: f64 = 100.0 * 365.25 * 86_400.0;
 
 /// The wire timestamp `delay` after `at` (itself a wire timestamp; now if it cannot be read).
 fn later(at: &str, delay: Duration) -> String {
