@@ -67,7 +67,14 @@ impl RetryPolicy {
         self
     }
     /// How much each sleep grows.
+    ///
+    /// # Panics
+    /// When `f` is not a finite number `>= 0` (a sleep cannot be negative).
     pub fn backoff_factor(mut self, f: f64) -> Self {
+        assert!(
+            f.is_finite() && f >= 0.0,
+            "RetryPolicy::backoff_factor: expected a finite number >= 0, got {f}"
+        );
         self.backoff_factor = f;
         self
     }
@@ -90,10 +97,19 @@ impl RetryPolicy {
     pub fn max_attempts(&self) -> u32 {
         self.max_attempts
     }
-    /// The sleep after failed attempt `attempt` (1-based), without jitter.
+    /// The sleep after failed attempt `attempt` (1-based), without jitter: never more than
+    /// `max_interval`, however far the factor's powers grow.
+    ///
+    /// ```
+    /// # use weir_runtime::RetryPolicy;
+    /// # use std::time::Duration;
+    /// // 0.5 s * 2^98 is no `Duration`: the sleep is the longest one.
+    /// assert_eq!(RetryPolicy::new(100).delay(99), Duration::from_secs(128));
+    /// ```
     pub fn delay(&self, attempt: u32) -> Duration {
         let exp = self.backoff_factor.powi(attempt.saturating_sub(1) as i32);
-        self.initial_interval.mul_f64(exp).min(self.max_interval)
+        Duration::try_from_secs_f64(self.initial_interval.as_secs_f64() * exp)
+            .map_or(self.max_interval, |d| d.min(self.max_interval))
     }
     pub(crate) fn should_retry(&self, attempt: u32, error: &BoxError) -> bool {
         attempt < self.max_attempts
