@@ -363,12 +363,14 @@ fn graph_path(name: &str, file: &str, base: &Path) -> Result<PathBuf, (String, S
     Ok(path)
 }
 
-/// Refuses a negative TTL or a zero sweep interval under `at`.
+/// Refuses a TTL that is not a positive number of minutes up to
+/// [`MAX_TTL_MINUTES`](weir_runtime::store::MAX_TTL_MINUTES), or a zero sweep interval, under `at`.
 fn check_minutes(at: &str, ttl: Option<f64>, sweep: Option<u32>) -> Result<(), (String, String)> {
-    if let Some(t) = ttl.filter(|t| t.is_nan() || *t <= 0.0) {
+    let most = weir_runtime::store::MAX_TTL_MINUTES;
+    if let Some(t) = ttl.filter(|t| !(*t > 0.0 && *t <= most)) {
         return Err((
             format!("{at}.default_ttl"),
-            format!("{t} is not a positive number of minutes"),
+            format!("{t:?} is not a positive number of minutes up to {most}"),
         ));
     }
     if sweep == Some(0) {
@@ -459,6 +461,13 @@ mod tests {
         assert_eq!(
             refused(&format!(r#"{{{graphs}, "ttl": {{"default_ttl": -1}}}}"#)).0,
             "ttl.default_ttl"
+        );
+        assert_eq!(
+            refused(&format!(r#"{{{graphs}, "store": {{"ttl": {{"default_ttl": 1e12}}}}}}"#)),
+            (
+                "store.ttl.default_ttl".to_owned(),
+                "1000000000000.0 is not a positive number of minutes up to 2147483647".to_owned()
+            )
         );
         let twice = format!(r#"{{{graphs}, "ttl": {{}}, "checkpointer": {{"ttl": {{}}}}}}"#);
         assert_eq!(refused(&twice).0, "ttl");

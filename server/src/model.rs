@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use weir_runtime::store::MAX_TTL_MINUTES;
 
 /// A JSON object (metadata, config, context).
 pub type Object = Map<String, Value>;
@@ -79,8 +80,10 @@ impl ThreadTtl {
     /// `field` at fault.
     pub fn from_json(value: &Value, field: &str) -> Result<Self, String> {
         let minutes = |v: &Value, at: &str| match v.as_f64() {
-            Some(m) if m.is_finite() && m > 0.0 => Ok(m),
-            _ => Err(format!("body field `{at}`: {v} is not a positive number of minutes")),
+            Some(m) if m > 0.0 && m <= MAX_TTL_MINUTES => Ok(m),
+            _ => Err(format!(
+                "body field `{at}`: {v} is not a positive number of minutes up to {MAX_TTL_MINUTES}"
+            )),
         };
         match value {
             Value::Object(o) => {

@@ -157,6 +157,11 @@ async fn a_bad_ttl_is_refused_naming_the_field_and_makes_no_thread() {
             json!("soon"),
             "body field `ttl`: \"soon\" is not a positive number of minutes",
         ),
+        // Past the cap, PostgreSQL's TTL sweep could not add it to a date (for every thread).
+        (
+            json!({"ttl": 1e12}),
+            "body field `ttl.ttl`: 1000000000000.0 is not a positive number of minutes up to 2147483647",
+        ),
         (json!({"strategy": "delete"}), "body field `ttl.ttl` is missing"),
         (
             json!({"ttl": 5, "strategy": "archive"}),

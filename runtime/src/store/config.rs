@@ -66,6 +66,12 @@ impl IndexConfig {
     }
 }
 
+/// The longest TTL, in minutes: 2,147,483,647 (about 4,000 years), the most LangGraph's
+/// PostgreSQL `ttl_minutes` column (an `integer`) holds, and an expiry every backend can still
+/// write as a date. A put with a longer one is refused; an item that should never expire has no
+/// TTL.
+pub const MAX_TTL_MINUTES: f64 = i32::MAX as f64;
+
 /// Time to live (LangGraph's `TTLConfig`). Expired items are never returned; a sweeper
 /// ([`spawn_sweeper`](super::spawn_sweeper)) deletes them.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,11 +96,21 @@ impl Default for TtlConfig {
 
 impl TtlConfig {
     /// The sweeper's interval ([`sweep_interval_minutes`](Self::sweep_interval_minutes)) for
-    /// [`spawn_sweeper`](super::spawn_sweeper); `None` when not set or not a positive number.
+    /// [`spawn_sweeper`](super::spawn_sweeper); `None` when not set, not a positive number, or
+    /// too long for a [`Duration`](std::time::Duration) (no sweeper).
+    ///
+    /// ```
+    /// use weir_runtime::store::TtlConfig;
+    ///
+    /// let every = |m| TtlConfig { sweep_interval_minutes: Some(m), ..TtlConfig::default() }.sweep_interval();
+    /// assert_eq!(every(0.5), Some(std::time::Duration::from_secs(30)));
+    /// assert_eq!(every(-1.0), None);
+    /// assert_eq!(every(1e300), None);
+    /// ```
     pub fn sweep_interval(&self) -> Option<std::time::Duration> {
         self.sweep_interval_minutes
-            .filter(|m| m.is_finite() && *m > 0.0)
-            .map(|m| std::time::Duration::from_secs_f64(m * 60.0))
+            .filter(|m| *m > 0.0)
+            .and_then(|m| std::time::Duration::try_from_secs_f64(m * 60.0).ok())
     }
 }
 

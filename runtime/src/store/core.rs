@@ -5,7 +5,7 @@ use super::backend::{after, Backend, Row, Scan, Vectors, Write};
 use super::filter::{check_filter, texts_at};
 use super::item::{item_prefix, join, show, split};
 use super::op::{GetOp, Index, ListNamespacesOp, Op, OpResult, PutOp, SearchOp};
-use super::{cosine, Item, SearchItem, StoreConfig, StoreError};
+use super::{cosine, Item, SearchItem, StoreConfig, StoreError, MAX_TTL_MINUTES};
 use std::collections::BTreeSet;
 
 /// A backend with the store's configuration.
@@ -93,9 +93,9 @@ impl<B: Backend> Core<B> {
             return Ok(Write::Delete { prefix, key: op.key });
         };
         let ttl = op.ttl.or_else(|| self.config.ttl.as_ref().and_then(|t| t.default_ttl));
-        if let Some(t) = ttl.filter(|t| !(t.is_finite() && *t > 0.0)) {
+        if let Some(t) = ttl.filter(|t| !(*t > 0.0 && *t <= MAX_TTL_MINUTES)) {
             return Err(StoreError::invalid(format!(
-                "item {:?} in namespace {}: ttl must be a positive number of minutes, not {t}",
+                "item {:?} in namespace {}: ttl must be a positive number of minutes up to {MAX_TTL_MINUTES}, not {t:?}",
                 op.key,
                 show(&op.namespace)
             )));

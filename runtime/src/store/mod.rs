@@ -24,7 +24,7 @@ mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
-pub use config::{Clock, IndexConfig, StoreConfig, TtlConfig};
+pub use config::{Clock, IndexConfig, StoreConfig, TtlConfig, MAX_TTL_MINUTES};
 pub use embed::{cosine, Embeddings, FakeEmbeddings};
 pub use error::StoreError;
 pub use item::{validate_namespace, wire_time, Item, SearchItem, RESERVED_ROOT};

@@ -91,13 +91,25 @@ pub async fn invalid_namespaces_and_values_are_refused_naming_them(make: Make) {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("unknown operator `$in`"), "{e}");
-    let mut ttl = put(&["a"], "k", json!({}));
-    ttl.ttl = Some(-1.0);
-    let e = s.put_op(ttl).await.unwrap_err();
-    assert!(
-        e.to_string().contains("ttl must be a positive number of minutes"),
-        "{e}"
-    );
+    // Past the cap, an expiry is no date PostgreSQL can store (LangGraph's column is an
+    // `integer` of minutes): refused on every backend alike.
+    for (minutes, shown) in [(-1.0, "-1.0"), (0.0, "0.0"), (f64::NAN, "NaN"), (1e300, "1e300")] {
+        let mut ttl = put(&["a"], "k", json!({}));
+        ttl.ttl = Some(minutes);
+        let e = s.put_op(ttl).await.unwrap_err();
+        assert!(e.is_invalid(), "{e}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "item \"k\" in namespace (\"a\"): ttl must be a positive number of minutes up to 2147483647, not {shown}"
+            )
+        );
+    }
+    let mut longest = put(&["a"], "longest", json!({}));
+    longest.ttl = Some(weir::store::MAX_TTL_MINUTES);
+    s.put_op(longest).await.unwrap();
+    assert!(s.get(&["a"], "longest").await.unwrap().is_some());
+    s.delete(&["a"], "longest").await.unwrap();
     assert_eq!(
         s.list_namespaces(ListNamespacesOp::default()).await.unwrap(),
         Vec::<Vec<String>>::new()
