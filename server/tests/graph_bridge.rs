@@ -345,6 +345,18 @@ async fn a_flow_is_served_the_same_way() {
     };
     assert!(m.starts_with("input: input field `amount`"), "{m}");
     assert_eq!(g.state("f", None, false).await.unwrap().unwrap()["values"], values);
+
+    // No input on a new thread names the flow's declared fields (its state type has none).
+    let mut r = request("empty", Value::Null, &[]);
+    r.input = None;
+    let (_, end) = run(&g, r).await;
+    assert_eq!(
+        end,
+        RunEnd::Error {
+            error: "EmptyInputError".into(),
+            message: "Received no input for amount, verdict".into()
+        }
+    );
 }
 
 /// The bridge's cost over the runtime's own stream: `runs` runs of `chain` streaming values and

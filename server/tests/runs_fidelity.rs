@@ -66,6 +66,32 @@ async fn a_resume_with_nothing_paused_answers_the_values_unchanged() {
     assert!(app.checkpoints(&tid).await <= before + 1, "no node ran");
 }
 
+/// SEMANTICS G21: LangGraph resumes with any command. An answer at a static breakpoint, which
+/// no `interrupt()` asked for, passes it and the run goes on (it used to end at once with the
+/// thread still paused); so does a map of answers whose ids name no pause.
+#[tokio::test]
+async fn a_resume_at_a_static_breakpoint_passes_it() {
+    let (_dir, app) = app().await;
+    for resume in [json!("go"), json!({"0123456789abcdef0123456789abcdef": "go"})] {
+        let tid = app.thread().await;
+        let path = format!("/threads/{tid}/runs/wait");
+        let body = json!({"input": {"topic": "x"}, "assistant_id": "chain", "interrupt_before": ["a"]});
+        let paused = app.call("POST", &path, Some(body)).await;
+        assert_eq!(paused.body, json!({"topic": "x", "log": [], "__interrupt__": []}));
+        assert_eq!(app.thread_row(&tid).await.unwrap().status, ThreadStatus::Interrupted);
+        let r = app
+            .call(
+                "POST",
+                &path,
+                Some(json!({"command": {"resume": resume}, "assistant_id": "chain"})),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK);
+        assert_eq!(r.body, json!({"topic": "x", "log": ["a:x", "b"]}), "{resume}");
+        assert_eq!(app.thread_row(&tid).await.unwrap().status, ThreadStatus::Idle);
+    }
+}
+
 #[tokio::test]
 async fn a_run_that_paused_is_a_success_and_its_thread_is_interrupted() {
     let (_dir, app) = app().await;

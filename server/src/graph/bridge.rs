@@ -98,7 +98,7 @@ impl<S: State, C: Codec<S>> ServedGraph for Bridge<S, C> {
     fn run(&self, request: RunRequest) -> Result<BoxStream<'static, RunEvent>, GraphError> {
         let config = config_of(&self.graph, &*self.codec, &request)?;
         let modes = runtime_modes(&request.modes);
-        let stream = start(&self.graph, &*self.codec, &request, &config, modes)?;
+        let started = start(&self.graph, &*self.codec, &request, &config, modes)?;
         let input = request.input.clone().unwrap_or(Value::Null);
         let tr = Translate::new(request.modes.clone(), request.thread_id.clone(), request.subgraphs)
             .with_chains(&request.run_id, &request.metadata, input)
@@ -106,7 +106,7 @@ impl<S: State, C: Codec<S>> ServedGraph for Bridge<S, C> {
         Ok(super::run::adapt(
             self.graph.clone(),
             self.codec.clone(),
-            stream,
+            (started, modes),
             tr,
             config,
             self.stopping.clone(),

@@ -23,6 +23,12 @@ pub trait Codec<S: State>: Send + Sync + 'static {
     /// The state's JSON Schemas.
     fn schemas(&self) -> Schemas;
 
+    /// The state's field names, in order (what LangGraph's `EmptyInputError` lists). By default
+    /// the state type's own.
+    fn field_names(&self) -> Vec<String> {
+        S::FIELDS.iter().map(|f| f.name().to_owned()).collect()
+    }
+
     /// A run's `context` object (LangGraph API 0.4+ `runs.create` body, over the assistant's)
     /// as the run context the graph's nodes read: [`GraphError::Invalid`] names the field at
     /// fault (`context.user_id: missing field`). By default the graph takes no context.

@@ -54,6 +54,11 @@ impl Codec<FlowState> for FlowCodec {
         Ok(RunContext::new(Value::Object(context.clone())).erase())
     }
 
+    /// The flow's declared fields (its state type has none of its own).
+    fn field_names(&self) -> Vec<String> {
+        self.fields.iter().map(|(_, name)| name.clone()).collect()
+    }
+
     fn values(&self, state: &FlowState) -> Value {
         Value::Object(state.to_json())
     }

@@ -10,8 +10,9 @@
 //! [`Error::node_error_kind`]), or `NodeError` when the error has no type of its own (a boxed
 //! error, a string); the message is the node's own, as LangGraph's is the exception's. Then
 //! `NodePanic` (the message names the node and the step), `GraphRecursionError`,
-//! `InvalidUpdateError`, `TimeoutError`, `InvalidResume` (a resume with nothing paused, or an
-//! answer to no paused task), and `RuntimeError` for the rest (a checkpointer failure, a lost run).
+//! `InvalidUpdateError`, `TimeoutError`, `InvalidResume` (one answer without an id for several
+//! paused tasks), and `RuntimeError` for the rest (a checkpointer failure, a lost run). An answer
+//! nothing asked for is no error: as LangGraph's, the run goes on from the thread's head.
 
 use super::codec::{type_name, Codec};
 use super::events::Translate;
@@ -157,6 +158,13 @@ pub(crate) fn config_of<S: State, C: Codec<S>>(
     Ok(config)
 }
 
+/// A run started on the runtime: its stream, and whether it started with answers (a resume
+/// that LangGraph runs on from the head when nothing asked for them).
+pub(crate) struct Started<S: State> {
+    stream: RunStream<S>,
+    answered: bool,
+}
+
 /// Starts the run on the runtime.
 pub(crate) fn start<S: State, C: Codec<S>>(
     graph: &CompiledGraph<S>,
@@ -164,15 +172,18 @@ pub(crate) fn start<S: State, C: Codec<S>>(
     r: &RunRequest,
     config: &RunConfig,
     modes: StreamMode,
-) -> Result<RunStream<S>, GraphError> {
+) -> Result<Started<S>, GraphError> {
     let bad = |e: Error| GraphError::Invalid(format!("command.resume: {e}"));
-    Ok(match check(graph, codec, r)? {
+    let start = check(graph, codec, r)?;
+    let answered = matches!(start, Start::Resume(_) | Start::ResumeMap(_));
+    let stream = match start {
         Start::Input(update) => graph.stream(update, config, modes),
         Start::Resume(answer) => graph.stream_resume(Some(answer), config, modes).map_err(bad)?,
         Start::ResumeMap(answers) => graph.stream_resume_map(answers, config, modes).map_err(bad)?,
         Start::Head => graph.stream_resume(None::<Value>, config, modes).map_err(bad)?,
         Start::Command(command) => graph.stream(command, config, modes),
-    })
+    };
+    Ok(Started { stream, answered })
 }
 
 /// The runs of each thread that were cut off (their stream dropped before it ended: a
@@ -201,6 +212,9 @@ struct Adapter<S: State, C> {
     codec: Arc<C>,
     tr: Translate,
     config: RunConfig,
+    /// The run's stream modes, while a resume with answers nothing asked for may still go on
+    /// from the head instead (LangGraph's resume: "any `Command` resumes").
+    from_head: Option<StreamMode>,
     queue: VecDeque<RunEvent>,
     paused: Option<Vec<Paused>>,
     begun: bool,
@@ -211,18 +225,19 @@ struct Adapter<S: State, C> {
 pub(crate) fn adapt<S: State, C: Codec<S>>(
     graph: CompiledGraph<S>,
     codec: Arc<C>,
-    stream: RunStream<S>,
+    (started, modes): (Started<S>, StreamMode),
     tr: Translate,
     config: RunConfig,
     stopping: Stopping,
 ) -> BoxStream<'static, RunEvent> {
     let adapter = Adapter {
-        stream: Some(stream),
+        stream: Some(started.stream),
         stopping,
         graph,
         codec,
         tr,
         config,
+        from_head: started.answered.then_some(modes),
         queue: VecDeque::new(),
         paused: None,
         begun: false,
@@ -256,14 +271,29 @@ impl<S: State, C: Codec<S>> Adapter<S, C> {
         };
         match next {
             Some(Ok(event)) => self.translate(event, &mut out),
-            // LangGraph runs a resume with nothing paused on from the head: nothing runs, and
-            // the run ends with the thread's values unchanged.
+            // An answer nothing asked for (a thread paused at a static breakpoint, or done):
+            // LangGraph resumes with any command, so the run goes on from the head, passing
+            // the breakpoint (SEMANTICS G21). Nothing of the failed start ran or was saved.
+            Some(Err(e)) if e.is_nothing_to_resume() && self.from_head.is_some() => {
+                let modes = self.from_head.take().expect("checked");
+                let stream = self.graph.stream_resume(None::<Value>, &self.config, modes);
+                match stream {
+                    Ok(stream) => self.stream = Some(stream),
+                    Err(e) => {
+                        self.done = true;
+                        let (error, message) = error_kind(&e);
+                        out.push(RunEvent::End(RunEnd::Error { error, message }));
+                    }
+                }
+            }
+            // A run on from the head with nothing to go on from: nothing runs, and the run
+            // ends with the thread's values unchanged (as LangGraph's).
             // On a thread with no checkpoint, it is LangGraph's `EmptyInputError`.
             Some(Err(e)) if e.is_nothing_to_resume() || e.is_empty_input() => {
                 self.done = true;
                 out.push(RunEvent::End(match self.head_values().await {
                     Some(values) if e.is_nothing_to_resume() => RunEnd::Success { values },
-                    None => empty_input::<S>(),
+                    None => empty_input(&self.codec.field_names()),
                     Some(_) => {
                         let (error, message) = error_kind(&e);
                         RunEnd::Error { error, message }
@@ -374,9 +404,9 @@ impl<S: State, C> Drop for Adapter<S, C> {
     }
 }
 
-/// A run with no input on a thread with nothing to go on from: LangGraph's `EmptyInputError`.
-fn empty_input<S: State>() -> RunEnd {
-    let fields: Vec<&str> = S::FIELDS.iter().map(|f| f.name()).collect();
+/// A run with no input on a thread with nothing to go on from: LangGraph's `EmptyInputError`,
+/// naming the state's `fields`.
+fn empty_input(fields: &[String]) -> RunEnd {
     RunEnd::Error {
         error: "EmptyInputError".into(),
         message: format!("Received no input for {}", fields.join(", ")),
