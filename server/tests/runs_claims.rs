@@ -8,12 +8,15 @@
 mod runs_support;
 
 use axum::http::StatusCode;
-use runs_support::{app_on, app_with, config, graphs, open, App, Gate};
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use runs_support::{app_on, app_with, app_with_bus, config, graphs, open, App, Gate};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 use weir::checkpoint::Checkpointer;
 use weir_server::bus::local::LocalBus;
+use weir_server::bus::{Bus, BusError, CancelAction, StreamItem};
 use weir_server::db::sqlite::SqliteDb;
 use weir_server::db::{Catalog, RunQueue};
 use weir_server::model::RunStatus;
@@ -205,4 +208,62 @@ async fn a_join_and_a_stream_end_when_their_run_ends_without_its_end_reaching_th
     a.gate.release();
     a.manager.shutdown().await;
     b.shutdown().await;
+}
+
+/// A bus whose wakes fail (Redis gone for longer than a retry); the rest is a [`LocalBus`].
+struct NoWakes(LocalBus);
+
+impl Bus for NoWakes {
+    fn wake(&self) -> BoxFuture<'_, Result<(), BusError>> {
+        Box::pin(async { Err(BusError("redis bus: waking a worker failed: broken pipe".into())) })
+    }
+    fn wait_wake(&self, timeout: Duration) -> BoxFuture<'_, ()> {
+        self.0.wait_wake(timeout)
+    }
+    fn cancel<'a>(&'a self, run_id: &'a str, action: CancelAction) -> BoxFuture<'a, Result<(), BusError>> {
+        self.0.cancel(run_id, action)
+    }
+    fn cancellations(&self) -> BoxFuture<'_, Result<BoxStream<'static, (String, CancelAction)>, BusError>> {
+        self.0.cancellations()
+    }
+    fn publish<'a>(&'a self, run_id: &'a str, item: StreamItem) -> BoxFuture<'a, Result<(), BusError>> {
+        self.0.publish(run_id, item)
+    }
+    fn subscribe<'a>(
+        &'a self,
+        run_id: &'a str,
+        last_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<BoxStream<'static, StreamItem>, BusError>> {
+        self.0.subscribe(run_id, last_id)
+    }
+    fn beat<'a>(&'a self, worker: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), BusError>> {
+        self.0.beat(worker, ttl)
+    }
+    fn is_alive<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<bool, BusError>> {
+        self.0.is_alive(worker)
+    }
+}
+
+/// The run is stored before its wake: a wake that fails delays it to a worker's poll, and the
+/// client gets its run (it used to get a 500 for a run that was queued and later ran).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_wake_fails_is_created_and_a_poll_runs_it() {
+    let polling = ManagerConfig {
+        poll: Duration::from_millis(20),
+        ..config()
+    };
+    let (_dir, app) = app_with_bus(polling, Arc::new(NoWakes(LocalBus::default()))).await;
+    let tid = app.thread().await;
+    let r = app
+        .call(
+            "POST",
+            &format!("/threads/{tid}/runs/wait"),
+            Some(json!({"input": {"topic": "x"}, "assistant_id": "chain"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body, json!({"topic": "x", "log": ["a:x", "b"]}));
+    let runs = app.runs(&tid).await;
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status, RunStatus::Success);
 }

@@ -158,6 +158,25 @@ impl Shared {
         format!("{}:{kind}:{name}", self.options.prefix)
     }
 
+    /// Runs `op` on the shared connection, and once more when the connection was lost (the
+    /// manager reconnects in between): a blip — Redis restarted, a proxy cut the connection —
+    /// costs a retry, not a failed request or a failed run. Every command sent here may run
+    /// twice: wakes, cancellations and heartbeats set the same thing again, reads read again,
+    /// and a stream event sent twice is dropped by its readers ([`Reader::take`]).
+    async fn query<T, F, Fut>(&self, what: &str, op: F) -> Result<T, BusError>
+    where
+        F: Fn(ConnectionManager) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
+        match op(self.manager.clone()).await {
+            Err(e) if e.is_connection_dropped() || e.is_unrecoverable_error() => {
+                tracing::warn!(error = %e, "redis bus: {what}: the connection was lost; once more on a new one");
+                op(self.manager.clone()).await.map_err(failed(what))
+            }
+            done => done.map_err(failed(what)),
+        }
+    }
+
     /// A connection for a blocking command: an idle one, or a new one without a response
     /// timeout.
     async fn take_blocking(&self) -> redis::RedisResult<MultiplexedConnection> {
@@ -205,16 +224,19 @@ impl RedisBus {
 impl Bus for RedisBus {
     fn wake(&self) -> BoxFuture<'_, Result<(), BusError>> {
         Box::pin(async move {
-            let key = self.shared.key("queue", "wake");
-            let mut conn = self.shared.manager.clone();
-            redis::pipe()
-                .lpush(&key, 1)
+            let key = &self.shared.key("queue", "wake");
+            let wake = redis::pipe()
+                .lpush(key, 1)
                 .ignore()
-                .ltrim(&key, 0, WAKES - 1)
+                .ltrim(key, 0, WAKES - 1)
                 .ignore()
-                .query_async::<()>(&mut conn)
+                .clone();
+            let wake = &wake;
+            self.shared
+                .query("waking a worker", |mut conn| async move {
+                    wake.query_async::<()>(&mut conn).await
+                })
                 .await
-                .map_err(failed("waking a worker"))
         })
     }
 
@@ -236,8 +258,7 @@ impl Bus for RedisBus {
     fn cancel<'a>(&'a self, run_id: &'a str, action: CancelAction) -> BoxFuture<'a, Result<(), BusError>> {
         Box::pin(async move {
             let name = action_name(action);
-            let mut conn = self.shared.manager.clone();
-            redis::pipe()
+            let cancel = redis::pipe()
                 .cmd("SET")
                 .arg(self.shared.key("cancel", run_id))
                 .arg(name)
@@ -246,9 +267,13 @@ impl Bus for RedisBus {
                 .ignore()
                 .publish(self.shared.key("channel", "cancel"), format!("{name}:{run_id}"))
                 .ignore()
-                .query_async::<()>(&mut conn)
+                .clone();
+            let cancel = &cancel;
+            self.shared
+                .query("cancelling a run", |mut conn| async move {
+                    cancel.query_async::<()>(&mut conn).await
+                })
                 .await
-                .map_err(failed("cancelling a run"))
         })
     }
 
@@ -267,12 +292,13 @@ impl Bus for RedisBus {
 
     fn cancelled<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<Option<CancelAction>, BusError>> {
         Box::pin(async move {
-            let mut conn = self.shared.manager.clone();
-            let name: Option<String> = redis::cmd("GET")
-                .arg(self.shared.key("cancel", run_id))
-                .query_async(&mut conn)
-                .await
-                .map_err(failed("reading a cancellation"))?;
+            let get = &redis::cmd("GET").arg(self.shared.key("cancel", run_id)).clone();
+            let name: Option<String> = self
+                .shared
+                .query("reading a cancellation", |mut conn| async move {
+                    get.query_async(&mut conn).await
+                })
+                .await?;
             Ok(name.as_deref().and_then(parse_action))
         })
     }
@@ -293,16 +319,19 @@ impl Bus for RedisBus {
                 StreamItem::Done => add.arg("done").arg(1),
             };
             let ttl = self.shared.options.stream_ttl.as_millis().max(1) as u64;
-            let mut conn = self.shared.manager.clone();
-            redis::pipe()
+            let publish = redis::pipe()
                 .atomic()
                 .add_command(add)
                 .ignore()
                 .pexpire(&key, ttl as i64)
                 .ignore()
-                .query_async::<()>(&mut conn)
+                .clone();
+            let publish = &publish;
+            self.shared
+                .query("publishing a stream event", |mut conn| async move {
+                    publish.query_async::<()>(&mut conn).await
+                })
                 .await
-                .map_err(failed("publishing a stream event"))
         })
     }
 
@@ -316,16 +345,19 @@ impl Bus for RedisBus {
             let (cursor, after) = match last_id {
                 // Live only: from the newest entry on.
                 None => {
-                    let mut conn = self.shared.manager.clone();
-                    let newest: StreamRangeReply = redis::cmd("XREVRANGE")
+                    let newest = &redis::cmd("XREVRANGE")
                         .arg(&key)
                         .arg("+")
                         .arg("-")
                         .arg("COUNT")
                         .arg(1)
-                        .query_async(&mut conn)
-                        .await
-                        .map_err(failed("subscribing to a stream"))?;
+                        .clone();
+                    let newest: StreamRangeReply = self
+                        .shared
+                        .query("subscribing to a stream", |mut conn| async move {
+                            newest.query_async(&mut conn).await
+                        })
+                        .await?;
                     let cursor = newest.ids.first().map_or_else(|| "0-0".to_owned(), |e| e.id.clone());
                     (cursor, None)
                 }
@@ -337,6 +369,7 @@ impl Bus for RedisBus {
                 key,
                 cursor,
                 after,
+                last: None,
                 buffer: VecDeque::new(),
                 done: false,
             };
@@ -346,26 +379,28 @@ impl Bus for RedisBus {
 
     fn beat<'a>(&'a self, worker: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), BusError>> {
         Box::pin(async move {
-            let mut conn = self.shared.manager.clone();
-            redis::cmd("SET")
+            let set = &redis::cmd("SET")
                 .arg(self.shared.key("worker", worker))
                 .arg(1)
                 .arg("PX")
                 .arg(ttl.as_millis().max(1) as u64)
-                .query_async::<()>(&mut conn)
+                .clone();
+            self.shared
+                .query("recording a heartbeat", |mut conn| async move {
+                    set.query_async::<()>(&mut conn).await
+                })
                 .await
-                .map_err(failed("recording a heartbeat"))
         })
     }
 
     fn is_alive<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<bool, BusError>> {
         Box::pin(async move {
-            let mut conn = self.shared.manager.clone();
-            redis::cmd("EXISTS")
-                .arg(self.shared.key("worker", worker))
-                .query_async::<bool>(&mut conn)
+            let exists = &redis::cmd("EXISTS").arg(self.shared.key("worker", worker)).clone();
+            self.shared
+                .query("reading a heartbeat", |mut conn| async move {
+                    exists.query_async::<bool>(&mut conn).await
+                })
                 .await
-                .map_err(failed("reading a heartbeat"))
         })
     }
 }
@@ -430,6 +465,9 @@ struct Reader {
     cursor: String,
     /// Items whose event id is at or before this are skipped (the client has them).
     after: Option<(u64, u64)>,
+    /// The id of the last event handed out: an entry with it again is a publish sent twice
+    /// ([`Shared::query`] retries one whose connection was lost), skipped.
+    last: Option<String>,
     buffer: VecDeque<StreamItem>,
     done: bool,
 }
@@ -493,6 +531,10 @@ impl Reader {
                 return;
             }
         }
+        if self.last.as_ref() == Some(&id) {
+            return;
+        }
+        self.last = Some(id.clone());
         self.buffer.push_back(StreamItem::Event {
             id,
             event,

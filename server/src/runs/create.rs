@@ -252,7 +252,11 @@ impl Manager {
             Enqueued::Rejected => return Err(RunError::Conflict(REJECT_DETAIL.to_owned())),
             Enqueued::Queued { inflight } => self.apply_strategy(run.multitask_strategy, &inflight).await?,
         }
-        self.inner.bus.wake().await?;
+        // The run is stored: a wake that fails only delays it until a worker polls (each
+        // does, every `ManagerConfig::poll`), so the client still gets its run.
+        if let Err(e) = self.inner.bus.wake().await {
+            tracing::warn!(run_id = %run.run_id, error = %e, "no worker was woken for a queued run; a worker's poll will find it");
+        }
         Ok(run)
     }
 

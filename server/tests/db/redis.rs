@@ -199,3 +199,96 @@ async fn two_processes_on_one_prefix_share_wakes_cancels_streams_and_beats() {
     assert!(!apart.bus.is_alive("w1").await.unwrap());
     assert_eq!(apart.bus.cancelled("r1").await.unwrap(), None);
 }
+
+#[tokio::test]
+#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
+async fn an_event_published_twice_is_read_once() {
+    // A publish whose connection was lost is sent again, and may have landed the first time.
+    let t = bus(|o| o).await;
+    let live = t.bus.subscribe("run", None).await.unwrap();
+    for item in [
+        event("100-0", 0),
+        event("100-0", 0),
+        event("100-1", 1),
+        event("100-1", 1),
+    ] {
+        t.bus.publish("run", item).await.unwrap();
+    }
+    t.bus.publish("run", StreamItem::Done).await.unwrap();
+    let once = [event("100-0", 0), event("100-1", 1), StreamItem::Done];
+    assert_eq!(collect(live).await, once);
+    assert_eq!(collect(t.bus.subscribe("run", Some("-1")).await.unwrap()).await, once);
+    assert_eq!(
+        collect(t.bus.subscribe("run", Some("100-0")).await.unwrap()).await,
+        once[1..]
+    );
+}
+
+/// A TCP proxy in front of Redis whose connections can be cut, as a Redis restart or a load
+/// balancer's idle timeout cuts them; connections made after a cut pass.
+struct Cutter {
+    url: String,
+    open: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl Cutter {
+    async fn start(upstream: &str) -> Self {
+        let target = upstream
+            .trim_start_matches("redis://")
+            .rsplit('@')
+            .next()
+            .and_then(|rest| rest.split('/').next())
+            .unwrap()
+            .to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("redis://{}", listener.local_addr().unwrap());
+        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let conns = open.clone();
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let target = target.clone();
+                let relay = tokio::spawn(async move {
+                    let mut server = tokio::net::TcpStream::connect(&target).await.unwrap();
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                });
+                conns.lock().unwrap().push(relay.abort_handle());
+            }
+        });
+        Cutter { url, open }
+    }
+
+    /// Closes every connection made so far.
+    fn cut(&self) {
+        for relay in self.open.lock().unwrap().drain(..) {
+            relay.abort();
+        }
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
+async fn a_lost_connection_costs_a_retry_not_a_failed_call() {
+    let t = bus(|o| o).await;
+    let proxy = Cutter::start(&t.url).await;
+    let bus = RedisBus::options().prefix(&t.prefix).connect(&proxy.url).await.unwrap();
+    bus.publish("run", event("100-0", 0)).await.unwrap();
+    // Each call finds the connection it would use gone, and answers on a new one.
+    proxy.cut();
+    bus.publish("run", event("100-1", 1)).await.unwrap();
+    proxy.cut();
+    bus.wake().await.unwrap();
+    proxy.cut();
+    bus.cancel("r1", CancelAction::Interrupt).await.unwrap();
+    proxy.cut();
+    assert_eq!(bus.cancelled("r1").await.unwrap(), Some(CancelAction::Interrupt));
+    proxy.cut();
+    bus.beat("w1", Duration::from_secs(30)).await.unwrap();
+    proxy.cut();
+    assert!(bus.is_alive("w1").await.unwrap());
+    proxy.cut();
+    bus.publish("run", StreamItem::Done).await.unwrap();
+    assert_eq!(
+        collect(t.bus.subscribe("run", Some("-1")).await.unwrap()).await,
+        [event("100-0", 0), event("100-1", 1), StreamItem::Done]
+    );
+}

@@ -127,7 +127,7 @@ pub struct App {
     pub db: Arc<SqliteDb>,
     pub graphs: Arc<BTreeMap<String, Arc<dyn ServedGraph>>>,
     pub gate: Arc<Gate>,
-    pub bus: Arc<LocalBus>,
+    pub bus: Arc<dyn Bus>,
 }
 
 /// The server's tables and the checkpointer on one SQLite file.
@@ -182,6 +182,23 @@ pub async fn app_on_with(
     config: ManagerConfig,
     extra: impl FnOnce(&Arc<dyn Checkpointer>) -> BTreeMap<String, Arc<dyn ServedGraph>>,
 ) -> App {
+    app_on_bus(db, saver, config, extra, Arc::new(LocalBus::default())).await
+}
+
+/// [`app_with`] over `bus` in place of a [`LocalBus`].
+pub async fn app_with_bus(config: ManagerConfig, bus: Arc<dyn Bus>) -> (tempfile::TempDir, App) {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, saver) = open(&dir.path().join("weir.db")).await;
+    (dir, app_on_bus(db, saver, config, |_| BTreeMap::new(), bus).await)
+}
+
+async fn app_on_bus(
+    db: Arc<SqliteDb>,
+    saver: Arc<dyn Checkpointer>,
+    config: ManagerConfig,
+    extra: impl FnOnce(&Arc<dyn Checkpointer>) -> BTreeMap<String, Arc<dyn ServedGraph>>,
+    bus: Arc<dyn Bus>,
+) -> App {
     let gate = Arc::new(Gate::default());
     let graphs = graphs_with(&saver, &gate, extra(&saver));
     for graph_id in graphs.keys() {
@@ -201,14 +218,13 @@ pub async fn app_on_with(
         };
         weir_server::db::Catalog::put_assistant(&*db, &a).await.unwrap();
     }
-    let bus = Arc::new(LocalBus::default());
     let manager = Manager::new(graphs.clone(), db.clone(), db.clone(), bus.clone(), config);
     manager.start().await.unwrap();
     let state = AppState {
         graphs: graphs.clone(),
         catalog: db.clone(),
         queue: db.clone(),
-        bus: bus.clone() as Arc<dyn Bus>,
+        bus: bus.clone(),
         runs: manager.clone(),
         store: Arc::new(weir::store::InMemoryStore::new()),
     };
