@@ -208,7 +208,10 @@ pub trait Catalog: Send + Sync + 'static {
     /// Deletes the assistant and its versions; whether it existed.
     fn delete_assistant<'a>(&'a self, assistant_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>>;
 
-    /// Makes a thread; with [`IfExists::DoNothing`] an existing one is returned unchanged.
+    /// Makes a thread; with [`IfExists::DoNothing`] an existing one is returned unchanged. An
+    /// existing thread with the same `created_at` (to the microsecond) is this call's own,
+    /// made by an earlier attempt whose answer was lost, and is returned with
+    /// [`IfExists::Raise`] too: the call can run again after a lost connection.
     fn create_thread<'a>(&'a self, thread: &'a Thread, if_exists: IfExists) -> BoxFuture<'a, Result<Thread, DbError>>;
     /// The thread, if any.
     fn get_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>, DbError>>;

@@ -147,6 +147,17 @@ pub async fn creating_an_existing_thread_raises_or_returns_it_unchanged(db: &Db)
     assert_eq!(db.catalog.get_thread("t2").await.unwrap(), None);
 }
 
+/// A create run again after its answer was lost finds its own row (the same `created_at`) and
+/// returns it; another create of the same id still raises.
+pub async fn creating_a_thread_again_returns_the_row_its_first_attempt_made(db: &Db) {
+    let t = thread("t1", 1, ThreadStatus::Idle, json!({"user": "u1"}), json!(null));
+    assert_eq!(db.catalog.create_thread(&t, IfExists::Raise).await.unwrap(), t);
+    assert_eq!(db.catalog.create_thread(&t, IfExists::Raise).await.unwrap(), t);
+    let other = thread("t1", 2, ThreadStatus::Idle, json!({"user": "u1"}), json!(null));
+    let err = db.catalog.create_thread(&other, IfExists::Raise).await.unwrap_err();
+    assert_eq!(err, DbError::Conflict("Thread with ID t1 already exists".into()));
+}
+
 pub async fn a_thread_row_is_replaced_whole(db: &Db) {
     let mut t = thread("t1", 1, ThreadStatus::Idle, json!({"user": "u1"}), json!(null));
     db.catalog.create_thread(&t, IfExists::Raise).await.unwrap();

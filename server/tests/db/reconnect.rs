@@ -156,3 +156,38 @@ async fn an_enqueue_killed_while_it_waits_runs_again_and_a_delete_is_not_repeate
         "the killed delete was rolled back"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
+async fn a_thread_create_killed_while_it_waits_runs_again() {
+    let db = support::postgres().await;
+    let admin = admin().await;
+    // Another transaction inserts the same id first: the create waits on the unique index.
+    let mut locker = self::admin().await;
+    let tx = locker.transaction().await.unwrap();
+    let schema = db.app.clone();
+    tx.execute(
+        &format!(
+            "INSERT INTO \"{schema}\".server_threads (thread_id, status, created_at, updated_at, state_updated_at, \
+             metadata, \"values\", doc) VALUES ('t3', 'idle', 'x', 'x', 'x', '{{}}', 'null', '{{}}')"
+        ),
+        &[],
+    )
+    .await
+    .unwrap();
+    let t = thread("t3", 0, ThreadStatus::Idle, json!({"user": "u1"}), json!(null));
+    let create = tokio::spawn({
+        let (catalog, t) = (db.catalog.clone(), t.clone());
+        async move { catalog.create_thread(&t, IfExists::Raise).await }
+    });
+    let first = waiting(&admin, &db.app, None, &create).await;
+    admin
+        .execute("SELECT pg_terminate_backend($1)", &[&first])
+        .await
+        .unwrap();
+    let second = waiting(&admin, &db.app, Some(first), &create).await;
+    assert_ne!(first, second, "the create runs again on a fresh connection");
+    tx.rollback().await.unwrap();
+    assert_eq!(create.await.unwrap().unwrap(), t);
+    assert_eq!(db.catalog.get_thread("t3").await.unwrap(), Some(t));
+}

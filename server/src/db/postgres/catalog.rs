@@ -185,6 +185,8 @@ pub(super) async fn create_thread(conn: &mut Conn, t: &Thread, if_exists: IfExis
             write_thread(conn, PUT_THREAD, t).await?;
             Ok(t.clone())
         }
+        // This call's own row, from a first run whose answer a lost connection cut.
+        (IfExists::Raise, Some(existing)) if existing.created_at == t.created_at => Ok(existing),
         (IfExists::Raise, _) => Err(DbError::Conflict(format!("Thread with ID {} already exists", t.thread_id)).into()),
     }
 }

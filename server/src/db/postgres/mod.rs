@@ -125,11 +125,11 @@ macro_rules! op {
 }
 
 // Which operations run again after a lost connection (see `Pool::with_retry`): reads; upserts
-// (`put_*`, a TTL, a thread update that merges); `enqueue`, `claim` and `end_run`, which on a
-// second run find what a first run committed before its reply was lost (their own run, the run
-// claimed at that instant, the status already set). Not: `create_thread` raising on an existing
-// thread, and the deletes, whose answer (existed or not) a second run after a committed first
-// one would get wrong.
+// (`put_*`, a TTL, a thread update that merges); `create_thread`, `enqueue`, `claim` and
+// `end_run`, which on a second run find what a first run committed before its reply was lost
+// (their own thread, by its `created_at`; their own run; the run claimed at that instant; the
+// status already set). Not: the deletes, whose answer (existed or not) a second run after a
+// committed first one would get wrong.
 impl Catalog for PostgresDb {
     fn put_assistant<'a>(&'a self, assistant: &'a Assistant) -> BoxFuture<'a, Result<(), DbError>> {
         op!(self, "storing an assistant", Yes, |c| catalog::put_assistant(
@@ -177,15 +177,9 @@ impl Catalog for PostgresDb {
         ))
     }
     fn create_thread<'a>(&'a self, thread: &'a Thread, if_exists: IfExists) -> BoxFuture<'a, Result<Thread, DbError>> {
-        match if_exists {
-            // Returning the thread that exists: a second run returns the first run's.
-            IfExists::DoNothing => op!(self, "creating a thread", Yes, |c| catalog::create_thread(
-                c, thread, if_exists
-            )),
-            IfExists::Raise => op!(self, "creating a thread", No, |c| catalog::create_thread(
-                c, thread, if_exists
-            )),
-        }
+        op!(self, "creating a thread", Yes, |c| catalog::create_thread(
+            c, thread, if_exists
+        ))
     }
     fn get_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>, DbError>> {
         op!(self, "reading a thread", Yes, |c| catalog::get_thread(c, thread_id))

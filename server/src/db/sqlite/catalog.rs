@@ -156,6 +156,7 @@ pub(super) fn create_thread(conn: &mut Connection, t: &Thread, if_exists: IfExis
     if let Some(existing) = get_thread(&tx, &t.thread_id)? {
         return match if_exists {
             IfExists::DoNothing => Ok(existing),
+            IfExists::Raise if existing.created_at == t.created_at => Ok(existing),
             IfExists::Raise => Err(DbError::Conflict(format!("Thread with ID {} already exists", t.thread_id)).into()),
         };
     }
