@@ -27,6 +27,7 @@ runs="${RUNS:-100}"
 concurrent_runs="${CONCURRENT_RUNS:-2000}"
 clients="${CLIENTS:-100}"
 idle="${IDLE_THREADS:-10000}"
+connections="${IDLE_CONNECTIONS:-5000}"
 probe_runs="${PROBE_RUNS:-20}"
 target="${CARGO_TARGET_DIR:-target}"
 out="${OUT:-bench/results/server-$(date -u +%Y%m%dT%H%M%SZ).txt}"
@@ -53,7 +54,7 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$(dirname "$out")"
 {
-  echo "# bench/server.sh $(date -u +%FT%TZ) runs=$runs concurrent_runs=$concurrent_runs clients=$clients idle_threads=$idle profile=$profile"
+  echo "# bench/server.sh $(date -u +%FT%TZ) runs=$runs concurrent_runs=$concurrent_runs clients=$clients idle_threads=$idle idle_connections=$connections profile=$profile"
   echo "# host: $(nproc) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee -a "$out"
 
@@ -147,6 +148,12 @@ EOF
   start_server "$label" "$port"
   "$load" "$url" --idle-threads "$idle" | tee "$dir/idle.out"
   echo "$(describe "$label") client=load $(sed -n 's/^result //p' "$dir/idle.out") peak_rss_mib=$(peak_mib "${started[@]}")" >>"$out"
+  stop_started
+  echo "== $label: $connections open connections" | tee -a "$out"
+  port="$(free_port)"; url="http://127.0.0.1:$port"
+  start_server "$label" "$port"
+  "$load" "$url" --idle-connections "$connections" | tee "$dir/conns.out"
+  echo "$(describe "$label") client=load $(sed -n 's/^result //p' "$dir/conns.out") conn_peak_rss_mib=$(peak_mib "${started[@]}")" >>"$out"
   stop_started
 }
 

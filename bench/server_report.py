@@ -4,8 +4,9 @@
 Usage: server_report.py RESULTS.txt [MORE.txt ...] [--svg docs/server.svg]
 
 Each result line is ``impl=<weir|langgraph> mode=<m> workers=<n> client=<load|probe> key=value ...``
-with the keys seq_p50_ms, seq_p99_ms, seq_rps, conc_rps, first_p50_ms (runs) or idle_threads,
-peak_rss_mib (memory). A row measured several times shows the median. No dependencies: the SVG
+with the keys seq_p50_ms, seq_p99_ms, seq_rps, conc_rps, first_p50_ms (runs), idle_threads,
+peak_rss_mib (memory with idle threads) or idle_connections, conn_peak_rss_mib (memory with
+open connections). A row measured several times shows the median. No dependencies: the SVG
 is written by hand, on log scales (the servers differ by orders of magnitude).
 """
 
@@ -16,7 +17,7 @@ import statistics
 import sys
 from collections import defaultdict
 
-FIELDS = ["seq_p50_ms", "seq_p99_ms", "seq_rps", "conc_rps", "first_p50_ms", "peak_rss_mib"]
+FIELDS = ["seq_p50_ms", "seq_p99_ms", "seq_rps", "conc_rps", "first_p50_ms", "peak_rss_mib", "conn_peak_rss_mib"]
 
 
 def parse(paths):
@@ -79,8 +80,9 @@ def table(order, rows):
     base = {c: med(rows, k, "conc_rps") for k in order if k[0] == "langgraph" for c in [k[3]]}
     lines = [
         "| server | client | runs.wait p50 ms | p99 ms | sequential runs/s | runs/s, 100 at once "
-        "| × langgraph dev | first event p50 ms | peak RSS MiB, 10,000 idle threads |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| × langgraph dev | first event p50 ms | peak RSS MiB, 10,000 idle threads "
+        "| peak RSS MiB, 5,000 open connections |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key in order:
         conc = med(rows, key, "conc_rps")
@@ -90,7 +92,7 @@ def table(order, rows):
         lines.append(
             f"| {label(key)} | {key[3]} | {fmt(med(rows, key, 'seq_p50_ms'))} | {fmt(med(rows, key, 'seq_p99_ms'))} "
             f"| {fmt(med(rows, key, 'seq_rps'))} | {fmt(conc)} | {ratio} | {fmt(med(rows, key, 'first_p50_ms'))} "
-            f"| {fmt(med(rows, key, 'peak_rss_mib'))} |"
+            f"| {fmt(med(rows, key, 'peak_rss_mib'))} | {fmt(med(rows, key, 'conn_peak_rss_mib'))} |"
         )
     return "\n".join(lines)
 

@@ -6,12 +6,14 @@
 //! `updates` event of a stateless run. `bench/server.sh` runs it.
 //! The last line, `result key=value …`, is the figures for `bench/server_report.py`. With
 //! `--idle-threads N` it only makes N threads (50 requests at a time) and reports how long that took,
-//! for the memory figure.
+//! for the memory figure; with `--idle-connections N` it only opens N connections, each asking
+//! `GET /ok` once, and holds them all open for a second (the memory of keep-alive clients).
 //!
 //! ```text
 //! cargo run --release -p weir-server --example load -- http://127.0.0.1:2024 [--runs 100] \
 //!     [--concurrent-runs 2000] [--clients 100] [--graph chain]
 //! cargo run --release -p weir-server --example load -- http://127.0.0.1:2024 --idle-threads 10000
+//! cargo run --release -p weir-server --example load -- http://127.0.0.1:2024 --idle-connections 5000
 //! ```
 
 use http_body_util::{BodyExt, Full};
@@ -203,8 +205,42 @@ async fn idle_threads(host: &str, n: usize) -> Result<(), BoxError> {
     Ok(())
 }
 
-const USAGE: &str =
-    "usage: load URL [--runs 100] [--concurrent-runs RUNS] [--clients 100] [--graph chain] [--idle-threads N]";
+/// Opens `n` connections, 200 at a time, each answered once (`GET /ok`), and holds them all
+/// open for a second.
+async fn idle_connections(host: &str, n: usize) -> Result<(), BoxError> {
+    let t0 = Instant::now();
+    let mut held = Vec::with_capacity(n);
+    for start in (0..n).step_by(200) {
+        let mut opening = tokio::task::JoinSet::new();
+        for _ in start..(start + 200).min(n) {
+            let host = host.to_owned();
+            opening.spawn(async move {
+                let mut conn = Conn::open(&host).await?;
+                conn.sender.ready().await?;
+                let req = hyper::Request::get("/ok")
+                    .header("host", &conn.host)
+                    .body(Full::new(Bytes::new()))?;
+                let res = conn.sender.send_request(req).await?;
+                if !res.status().is_success() {
+                    return Err(format!("GET /ok: status {}", res.status()).into());
+                }
+                res.into_body().collect().await?;
+                Ok::<_, BoxError>(conn)
+            });
+        }
+        while let Some(conn) = opening.join_next().await {
+            held.push(conn??);
+        }
+    }
+    let dt = t0.elapsed().as_secs_f64();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    println!("idle connections: {} opened in {dt:.2}s, held for 1s", held.len());
+    Figures(vec![("idle_connections", held.len() as f64)]).print();
+    Ok(())
+}
+
+const USAGE: &str = "usage: load URL [--runs 100] [--concurrent-runs RUNS] [--clients 100] [--graph chain] \
+     [--idle-threads N | --idle-connections N]";
 
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
@@ -215,7 +251,7 @@ async fn main() -> Result<(), BoxError> {
         .ok_or_else(|| format!("`{url}`: only http:// URLs; {USAGE}"))?
         .trim_end_matches('/')
         .to_owned();
-    let (mut runs, mut graph, mut idle) = (100usize, "chain".to_owned(), None);
+    let (mut runs, mut graph, mut idle, mut open) = (100usize, "chain".to_owned(), None, None);
     let (mut concurrent_runs, mut clients) = (None, 100usize);
     while let Some(flag) = args.next() {
         let value = args.next().ok_or_else(|| format!("`{flag}` needs a value; {USAGE}"))?;
@@ -227,11 +263,15 @@ async fn main() -> Result<(), BoxError> {
             "--clients" => clients = value.parse().map_err(|e| format!("`--clients`: {e}"))?,
             "--graph" => graph = value,
             "--idle-threads" => idle = Some(value.parse().map_err(|e| format!("`--idle-threads`: {e}"))?),
+            "--idle-connections" => open = Some(value.parse().map_err(|e| format!("`--idle-connections`: {e}"))?),
             _ => return Err(format!("unknown argument `{flag}`; {USAGE}").into()),
         }
     }
     if let Some(n) = idle {
         return idle_threads(&host, n).await;
+    }
+    if let Some(n) = open {
+        return idle_connections(&host, n).await;
     }
     let mut figures = Figures::default();
     sequential(&host, &graph, runs, &mut figures).await?;

@@ -64,6 +64,12 @@ fn the_load_generator_measures_weir_serve() {
             .starts_with("result idle_threads=7.000 "),
         "{idle}"
     );
+    let open = run(&["--idle-connections", "7"]);
+    assert_eq!(
+        open.lines().last().unwrap_or_default(),
+        "result idle_connections=7.000",
+        "{open}"
+    );
 }
 
 #[test]

@@ -120,7 +120,7 @@ async fn serve_http() -> std::io::Result<()> {
     let mut out = std::io::stdout();
     writeln!(out, "http://{}/mcp", listener.local_addr()?)?;
     out.flush()?;
-    axum::serve(listener, router).await
+    axum::serve(listener, router.into_make_service()).await
 }
 
 /// Not MCP: text on stdout, until stdin closes.
