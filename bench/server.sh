@@ -143,17 +143,19 @@ print(f"{sys.argv[2]} client=probe seq_rps={seq[1]} seq_p50_ms={seq[2]} seq_p99_
 EOF
   fi
   stop_started
-  echo "== $label: $idle idle threads" | tee -a "$out"
+  memory "$label" "$idle idle threads" --idle-threads "$idle" peak_rss_mib
+  memory "$label" "$connections open connections" --idle-connections "$connections" conn_peak_rss_mib
+}
+
+# A fresh server's peak memory under one of the load generator's memory loads:
+# $1 = label, $2 = what the load is, $3 $4 = the load's flag and count, $5 = the figure's key.
+memory() {
+  local label="$1" port url
+  echo "== $label: $2" | tee -a "$out"
   port="$(free_port)"; url="http://127.0.0.1:$port"
   start_server "$label" "$port"
-  "$load" "$url" --idle-threads "$idle" | tee "$dir/idle.out"
-  echo "$(describe "$label") client=load $(sed -n 's/^result //p' "$dir/idle.out") peak_rss_mib=$(peak_mib "${started[@]}")" >>"$out"
-  stop_started
-  echo "== $label: $connections open connections" | tee -a "$out"
-  port="$(free_port)"; url="http://127.0.0.1:$port"
-  start_server "$label" "$port"
-  "$load" "$url" --idle-connections "$connections" | tee "$dir/conns.out"
-  echo "$(describe "$label") client=load $(sed -n 's/^result //p' "$dir/conns.out") conn_peak_rss_mib=$(peak_mib "${started[@]}")" >>"$out"
+  "$load" "$url" "$3" "$4" | tee "$dir/memory.out"
+  echo "$(describe "$label") client=load $(sed -n 's/^result //p' "$dir/memory.out") $5=$(peak_mib "${started[@]}")" >>"$out"
   stop_started
 }
 
