@@ -18,8 +18,9 @@ use weir::checkpoint::Checkpointer;
 use weir_server::bus::local::LocalBus;
 use weir_server::bus::{Bus, BusError, CancelAction, StreamItem};
 use weir_server::db::sqlite::SqliteDb;
-use weir_server::db::{Catalog, RunQueue};
+use weir_server::db::{Catalog, DbError, Enqueued, RunQueue, ThreadUpdate};
 use weir_server::model::RunStatus;
+use weir_server::model::{Object, Run};
 use weir_server::runs::{Manager, ManagerConfig};
 
 /// Long enough that a test waiting on it is a hung test, not a slow one.
@@ -266,4 +267,109 @@ async fn a_run_whose_wake_fails_is_created_and_a_poll_runs_it() {
     let runs = app.runs(&tid).await;
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].status, RunStatus::Success);
+}
+
+/// The run queue of a dispatcher stopped in the middle of a claim: the claim commits, and its
+/// answer never comes (the dispatcher is aborted at shutdown while it waits); the rest is `db`.
+struct ClaimThenHang {
+    db: Arc<SqliteDb>,
+    claimed: Arc<tokio::sync::Notify>,
+}
+
+impl RunQueue for ClaimThenHang {
+    fn enqueue<'a>(&'a self, run: &'a Run, busy: Option<&'a Object>) -> BoxFuture<'a, Result<Enqueued, DbError>> {
+        self.db.enqueue(run, busy)
+    }
+    fn get_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>> {
+        self.db.get_run(thread_id, run_id)
+    }
+    fn list_runs<'a>(
+        &'a self,
+        thread_id: &'a str,
+        limit: usize,
+        offset: usize,
+        status: Option<RunStatus>,
+    ) -> BoxFuture<'a, Result<Vec<Run>, DbError>> {
+        self.db.list_runs(thread_id, limit, offset, status)
+    }
+    fn has_inflight<'a>(&'a self, thread_id: &'a str, except: Option<&'a str>) -> BoxFuture<'a, Result<bool, DbError>> {
+        self.db.has_inflight(thread_id, except)
+    }
+    fn claim<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>> {
+        Box::pin(async move {
+            let run = self.db.claim(worker).await?;
+            if run.is_none() {
+                return Ok(None);
+            }
+            self.claimed.notify_one();
+            std::future::pending().await
+        })
+    }
+    fn holds<'a>(&'a self, run_id: &'a str, attempt: u32) -> BoxFuture<'a, Result<bool, DbError>> {
+        self.db.holds(run_id, attempt)
+    }
+    fn end_run<'a>(
+        &'a self,
+        run: &'a Run,
+        status: RunStatus,
+        update: &'a ThreadUpdate,
+    ) -> BoxFuture<'a, Result<bool, DbError>> {
+        self.db.end_run(run, status, update)
+    }
+    fn next_due(&self) -> BoxFuture<'_, Result<Option<String>, DbError>> {
+        self.db.next_due()
+    }
+    fn set_status<'a>(&'a self, run_id: &'a str, status: RunStatus) -> BoxFuture<'a, Result<bool, DbError>> {
+        self.db.set_status(run_id, status)
+    }
+    fn delete_run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>> {
+        self.db.delete_run(run_id)
+    }
+    fn requeue<'a>(&'a self, worker: Option<&'a str>) -> BoxFuture<'a, Result<Vec<String>, DbError>> {
+        self.db.requeue(worker)
+    }
+    fn busy_workers(&self) -> BoxFuture<'_, Result<Vec<String>, DbError>> {
+        self.db.busy_workers()
+    }
+}
+
+/// A shutdown that stops the dispatcher between a claim's commit and its answer puts the run
+/// back: it used to stay `running` with nobody running it (until a restart or a sweeper).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_claimed_as_the_workers_stop_goes_back_to_the_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, saver) = open(&dir.path().join("weir.db")).await;
+    let app = app_on(db.clone(), saver.clone(), config()).await;
+    app.manager.shutdown().await;
+    let tid = app.thread().await;
+    let created = app
+        .call(
+            "POST",
+            &format!("/threads/{tid}/runs"),
+            Some(json!({"input": {"topic": "x"}, "assistant_id": "chain"})),
+        )
+        .await;
+    let rid = created.body["run_id"].as_str().unwrap().to_owned();
+    let claimed = Arc::new(tokio::sync::Notify::new());
+    let queue = Arc::new(ClaimThenHang {
+        db: db.clone(),
+        claimed: claimed.clone(),
+    });
+    let gate = Arc::new(Gate::default());
+    let worker = Manager::new(
+        graphs(&saver, &gate),
+        db.clone(),
+        queue,
+        Arc::new(LocalBus::default()),
+        config(),
+    );
+    worker.start().await.unwrap();
+    tokio::time::timeout(HUNG, claimed.notified()).await.unwrap();
+    assert_eq!(
+        db.get_run(&tid, &rid).await.unwrap().unwrap().status,
+        RunStatus::Running
+    );
+    worker.shutdown().await;
+    let run = db.get_run(&tid, &rid).await.unwrap().unwrap();
+    assert_eq!((run.status, run.attempt), (RunStatus::Pending, 1));
 }

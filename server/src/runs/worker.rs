@@ -56,13 +56,16 @@ impl Manager {
         if drained.is_err() {
             runs.abort_all();
             while runs.join_next().await.is_some() {}
-            match inner.queue.requeue(Some(&inner.worker_id)).await {
-                Ok(back) => {
-                    tracing::info!(runs = back.len(), "requeued the runs still running at shutdown");
-                    super::lock(&inner.requeued).extend(back);
-                }
-                Err(e) => tracing::error!(error = %e, "could not requeue the runs still running at shutdown"),
+        }
+        // What this worker still holds goes back to the queue: the runs the grace period cut
+        // off, and a run whose claim committed as the dispatcher was stopped (it never started).
+        match inner.queue.requeue(Some(&inner.worker_id)).await {
+            Ok(back) if back.is_empty() => {}
+            Ok(back) => {
+                tracing::info!(runs = back.len(), "requeued the runs still running at shutdown");
+                super::lock(&inner.requeued).extend(back);
             }
+            Err(e) => tracing::error!(error = %e, "could not requeue the runs still running at shutdown"),
         }
     }
 
