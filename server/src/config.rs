@@ -255,6 +255,11 @@ impl Config {
     pub fn parse(text: &str, base: &Path) -> Result<Config, (String, String)> {
         let de = &mut serde_json::Deserializer::from_str(text);
         let raw: Raw = serde_path_to_error::deserialize(de).map_err(|e| {
+            // Text that is not JSON names its line and column, not a field (the path would
+            // be where the parser stopped: `graphs.?`).
+            if e.inner().is_syntax() || e.inner().is_eof() {
+                return (String::new(), format!("not JSON: {}", e.into_inner()));
+            }
             let field = e.path().to_string();
             let field = if field == "." || field == "?" {
                 String::new()
@@ -471,7 +476,14 @@ mod tests {
         );
         let twice = format!(r#"{{{graphs}, "ttl": {{}}, "checkpointer": {{"ttl": {{}}}}}}"#);
         assert_eq!(refused(&twice).0, "ttl");
-        assert_eq!(refused("{").0, "");
+        assert_eq!(
+            refused("{"),
+            (String::new(), "not JSON: EOF while parsing an object at line 1 column 1".into())
+        );
+        assert_eq!(
+            refused(r#"{"graphs": {"chain": "chain.json""#),
+            (String::new(), "not JSON: EOF while parsing an object at line 1 column 33".into())
+        );
     }
 
     #[test]
