@@ -478,11 +478,17 @@ mod tests {
         assert_eq!(refused(&twice).0, "ttl");
         assert_eq!(
             refused("{"),
-            (String::new(), "not JSON: EOF while parsing an object at line 1 column 1".into())
+            (
+                String::new(),
+                "not JSON: EOF while parsing an object at line 1 column 1".into()
+            )
         );
         assert_eq!(
             refused(r#"{"graphs": {"chain": "chain.json""#),
-            (String::new(), "not JSON: EOF while parsing an object at line 1 column 33".into())
+            (
+                String::new(),
+                "not JSON: EOF while parsing an object at line 1 column 33".into()
+            )
         );
     }
 

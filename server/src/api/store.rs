@@ -107,11 +107,12 @@ async fn get_item(
         key: q.key.clone(),
         refresh_ttl: q.refresh_ttl,
     });
+    // No such item is `200 null`, as LangGraph's server answers (its client returns `None`).
     match store.batch(vec![op]).await?.pop() {
-        Some(OpResult::Item(Some(item))) => Ok(axum::Json(json!(item))),
-        _ => Err(ApiError::not_found(format!(
-            "item {:?} not found in namespace {:?}",
-            q.key, q.namespace
+        Some(OpResult::Item(item)) => Ok(axum::Json(json!(item))),
+        other => Err(ApiError::internal(format!(
+            "the store answered a get of item {:?} with {other:?}",
+            q.key
         ))),
     }
 }
