@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use runs_support::{app, next_chunk, App};
 use serde_json::{json, Value};
 use weir_server::model::{RunStatus, ThreadStatus};
-use weir_server::runs::REJECT_DETAIL;
+use weir_server::runs::{NOTHING_TO_CANCEL, REJECT_DETAIL};
 
 /// Starts a background run of `gated` on `tid` and waits until its node is at the gate and
 /// `a`'s checkpoint is written (the run's three: input, start, after `a`).
@@ -120,6 +120,41 @@ async fn cancel_interrupt_without_wait_is_202_and_the_run_ends_interrupted() {
     assert_eq!(join(&app, &tid, &rid).await, json!({"topic": "one", "log": ["a:one"]}));
     assert_eq!(app.status(&tid, &rid).await, Some(RunStatus::Interrupted));
     assert_eq!(app.checkpoints(&tid).await, 3, "the input's and a's checkpoints stay");
+}
+
+/// As LangGraph's server: a run that has ended is none to cancel, alone (404, whatever `wait`)
+/// or in a bulk cancel of only such runs; a bulk cancel with one in flight cancels it (204).
+#[tokio::test]
+async fn cancelling_a_run_that_has_ended_is_404() {
+    let (_dir, app) = app().await;
+    let tid = app.thread().await;
+    let body = json!({"input": {"topic": "x"}, "assistant_id": "chain"});
+    let r = app.call("POST", &format!("/threads/{tid}/runs"), Some(body)).await;
+    let done = r.body["run_id"].as_str().unwrap().to_owned();
+    join(&app, &tid, &done).await;
+    for wait in ["0", "1"] {
+        let r = app
+            .call("POST", &format!("/threads/{tid}/runs/{done}/cancel?wait={wait}"), None)
+            .await;
+        assert_eq!(
+            (r.status, &r.body["detail"]),
+            (StatusCode::NOT_FOUND, &json!(NOTHING_TO_CANCEL))
+        );
+    }
+    let bulk = json!({"thread_id": tid, "run_ids": [done]});
+    let r = app.call("POST", "/runs/cancel", Some(bulk)).await;
+    assert_eq!(
+        (r.status, &r.body["detail"]),
+        (StatusCode::NOT_FOUND, &json!(NOTHING_TO_CANCEL))
+    );
+    assert_eq!(app.status(&tid, &done).await, Some(RunStatus::Success));
+
+    let going = start_gated(&app, &tid, json!({})).await;
+    let bulk = json!({"thread_id": tid, "run_ids": [done, going]});
+    let r = app.call("POST", "/runs/cancel", Some(bulk)).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    join(&app, &tid, &going).await;
+    assert_eq!(app.status(&tid, &going).await, Some(RunStatus::Interrupted));
 }
 
 #[tokio::test]

@@ -269,7 +269,7 @@ struct CancelMany {
 }
 
 /// Cancels several runs of one thread (`run_ids`), or all its runs in flight when `run_ids` is
-/// empty; 204.
+/// empty; 204, or 404 when none of them is pending or running (as LangGraph's).
 async fn cancel_many(
     State(state): State<AppState>,
     Query(q): Query<CancelQuery>,
@@ -286,8 +286,17 @@ async fn cancel_many(
             ids.extend(runs.into_iter().map(|r| r.run_id));
         }
     }
+    let mut cancelled = 0;
     for run_id in ids {
-        state.runs.cancel(&thread_id, &run_id, action, false).await?;
+        match state.runs.cancel(&thread_id, &run_id, action, false).await {
+            Ok(()) => cancelled += 1,
+            // Ended (or gone) meanwhile: the others are still cancelled.
+            Err(RunError::NotFound(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if cancelled == 0 {
+        return Err(ApiError::not_found(crate::runs::NOTHING_TO_CANCEL));
     }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -39,6 +39,10 @@ pub use create::{IfNotExists, OnCompletion, OnDisconnect, RunCreate, StreamModes
 /// (final values, with `__interrupt__` or as `{"__error__"}`). Never sent to SSE clients.
 pub const OUTCOME_EVENT: &str = "__outcome__";
 
+/// The 404's detail for a cancel that finds no run pending or running (LangGraph's words).
+pub const NOTHING_TO_CANCEL: &str = "No matching runs to cancel. Please verify the thread ID and run IDs are correct, \
+     and the runs haven't been deleted or completed.";
+
 /// How a [`Manager`]'s workers behave.
 #[derive(Debug, Clone)]
 pub struct ManagerConfig {
@@ -340,7 +344,8 @@ impl Manager {
         Ok(values)
     }
 
-    /// Cancels a run (`POST …/cancel?action=`); with `wait`, returns once it has stopped.
+    /// Cancels a run (`POST …/cancel?action=`); with `wait`, returns once it has stopped. A run
+    /// that has ended is [`RunError::NotFound`] ([`NOTHING_TO_CANCEL`]), as in LangGraph.
     pub async fn cancel(
         &self,
         thread_id: &str,
@@ -350,7 +355,8 @@ impl Manager {
     ) -> Result<(), RunError> {
         let run = self.get(thread_id, run_id).await?;
         if run.status.is_final() {
-            return Ok(());
+            // As LangGraph's server: a run that has ended is none to cancel (404).
+            return Err(RunError::NotFound(NOTHING_TO_CANCEL.to_owned()));
         }
         let stream = if wait {
             Some(self.follow(&run, Some("-1")).await?)
