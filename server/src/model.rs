@@ -260,6 +260,10 @@ pub struct Run {
     pub created_at: String,
     /// When it last changed (RFC 3339).
     pub updated_at: String,
+    /// The LangSmith project LangGraph's server traces the run to; weir traces with
+    /// OpenTelemetry, so `None`: `null` on the wire, as from a LangGraph server without LangSmith.
+    #[serde(default)]
+    pub langsmith_session_name: Option<String>,
     /// When it may start (RFC 3339; `after_seconds` past its creation), `None` for at once. The
     /// queue keeps it in a column and claims no run before then; never on the wire.
     #[serde(skip)]

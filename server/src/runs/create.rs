@@ -389,6 +389,7 @@ fn build_run(assistant: &Assistant, thread: &Thread, body: &RunCreate, modes: Ve
         multitask_strategy: body.multitask_strategy,
         created_at: at.clone(),
         updated_at: at,
+        langsmith_session_name: None,
         not_before: None,
         attempt: 0,
     }

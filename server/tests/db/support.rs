@@ -143,6 +143,7 @@ pub fn run(thread_id: &str, strategy: MultitaskStrategy) -> Run {
         multitask_strategy: strategy,
         created_at: now.clone(),
         updated_at: now,
+        langsmith_session_name: None,
         not_before: None,
         attempt: 0,
     }
