@@ -64,6 +64,16 @@ async fn the_system_assistant_is_found_by_search_uuid_and_graph_name() {
     assert_eq!(other.body, json!([]));
     let selected = c.post("/assistants/search", json!({"select": ["assistant_id"]})).await;
     assert_eq!(selected.body, json!([{"assistant_id": CHAIN_ID}]));
+    let unknown = c.post("/assistants/search", json!({"select": ["colour"]})).await;
+    assert_eq!(unknown.status, 422);
+    assert!(
+        unknown.body["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("body field `select`: `colour` is not a field; the fields are assistant_id, graph_id,"),
+        "{}",
+        unknown.body
+    );
 
     assert_eq!(c.get(&format!("/assistants/{CHAIN_ID}")).await.body, *a);
     assert_eq!(c.get("/assistants/chain").await.body, *a);

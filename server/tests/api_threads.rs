@@ -64,6 +64,16 @@ async fn threads_are_made_read_patched_searched_counted_and_deleted() {
         )
         .await;
     assert_eq!(ids.body, json!([{"thread_id": mine, "status": "idle"}]));
+    // A field no thread has is refused, as LangGraph's server does (it used to select nothing).
+    let unknown = c
+        .post("/threads/search", json!({"select": ["thread_id", "colour"]}))
+        .await;
+    assert_eq!(unknown.status, 422);
+    assert_eq!(
+        unknown.body["detail"],
+        "body field `select`: `colour` is not a field; the fields are thread_id, created_at, updated_at, \
+         state_updated_at, metadata, status, config, values, interrupts, error"
+    );
     assert_eq!(
         c.post("/threads/search", json!({"status": "busy"})).await.body,
         json!([])

@@ -61,6 +61,37 @@ async fn a_background_run_is_pending_then_joins_and_lists() {
         .await;
     assert_eq!(listed.body[0]["run_id"], rid);
     assert_eq!(listed.body[0]["status"], "success");
+    // `select`, repeated as the SDK sends it (it used to be ignored: every field came back).
+    let selected = app
+        .call("GET", &format!("/threads/{tid}/runs?select=run_id&select=status"), None)
+        .await;
+    assert_eq!(selected.body, json!([{"run_id": rid, "status": "success"}]));
+    let unknown = app
+        .call("GET", &format!("/threads/{tid}/runs?select=colour"), None)
+        .await;
+    assert_eq!(unknown.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        unknown.body["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("query parameter `select`: `colour` is not a field; the fields are run_id,"),
+        "{}",
+        unknown.body
+    );
+    for (query, says) in [
+        ("limit=-1", "query parameter `limit`: `-1` is not a number >= 0"),
+        ("status=later", "query parameter `status`: `later` is not a run status"),
+    ] {
+        let r = app.call("GET", &format!("/threads/{tid}/runs?{query}"), None).await;
+        assert_eq!(
+            (r.status, &r.body["detail"]),
+            (StatusCode::UNPROCESSABLE_ENTITY, &json!(says))
+        );
+    }
+    let pending = app
+        .call("GET", &format!("/threads/{tid}/runs?status=pending"), None)
+        .await;
+    assert_eq!(pending.body, json!([]));
 }
 
 #[tokio::test]

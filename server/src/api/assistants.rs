@@ -101,22 +101,51 @@ pub(super) fn check_sort(by: Option<&str>, fields: &[&str], order: Option<&str>)
     Ok(())
 }
 
-/// Keeps only the `select`ed fields of each row (all when `select` is absent).
-pub(super) fn select_fields(rows: Vec<Value>, select: Option<&[String]>) -> Vec<Value> {
-    let Some(select) = select else { return rows };
-    rows.into_iter()
+/// An assistant's fields, what a `select` may name.
+const ASSISTANT_FIELDS: &[&str] = &[
+    "assistant_id",
+    "graph_id",
+    "config",
+    "context",
+    "metadata",
+    "name",
+    "description",
+    "version",
+    "created_at",
+    "updated_at",
+];
+
+/// Keeps only the `select`ed fields of each row (all when `select` is absent). A name that is
+/// not one of `fields` is refused (422, as LangGraph's), naming it and `at`, where it was given
+/// (`body field \`select\``).
+pub(super) fn select_fields(
+    rows: Vec<Value>,
+    select: Option<&[String]>,
+    fields: &[&str],
+    at: &str,
+) -> Result<Vec<Value>, ApiError> {
+    let Some(select) = select else { return Ok(rows) };
+    if let Some(unknown) = select.iter().find(|s| !fields.contains(&s.as_str())) {
+        return Err(ApiError::invalid(format!(
+            "{at}: `{unknown}` is not a field; the fields are {}",
+            fields.join(", ")
+        )));
+    }
+    Ok(rows
+        .into_iter()
         .map(|row| match row {
             Value::Object(map) => Value::Object(map.into_iter().filter(|(k, _)| select.contains(k)).collect()),
             other => other,
         })
-        .collect()
+        .collect())
 }
 
 async fn search(State(state): State<AppState>, Json(body): Json<SearchBody>) -> Result<axum::Json<Value>, ApiError> {
     let select = body.select.clone();
     let found = state.catalog.search_assistants(&body.query()?).await?;
     let rows = found.iter().map(to_json).collect();
-    Ok(axum::Json(Value::Array(select_fields(rows, select.as_deref()))))
+    let rows = select_fields(rows, select.as_deref(), ASSISTANT_FIELDS, "body field `select`")?;
+    Ok(axum::Json(Value::Array(rows)))
 }
 
 async fn count(State(state): State<AppState>, Json(body): Json<SearchBody>) -> Result<axum::Json<u64>, ApiError> {

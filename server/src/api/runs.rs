@@ -3,6 +3,7 @@
 //! stream of (`Last-Event-ID`), cancel and delete a run. The `Location` / `Content-Location`
 //! headers are those of the captures. The run logic is [`crate::runs::Manager`]'s.
 
+use super::assistants::select_fields;
 use super::{ApiError, AppState, Json};
 use crate::bus::CancelAction;
 use crate::model::{Run, RunStatus};
@@ -124,23 +125,53 @@ async fn stream_stateless(State(state): State<AppState>, Json(body): Json<RunCre
     start_stream(&state, None, body).await
 }
 
-/// `GET /threads/{tid}/runs` query.
-#[derive(Debug, Deserialize)]
-struct ListQuery {
-    limit: Option<usize>,
-    offset: Option<usize>,
-    status: Option<RunStatus>,
-}
+/// A run's fields, what a `select` may name.
+const RUN_FIELDS: &[&str] = &[
+    "run_id",
+    "thread_id",
+    "assistant_id",
+    "metadata",
+    "status",
+    "kwargs",
+    "multitask_strategy",
+    "created_at",
+    "updated_at",
+    "langsmith_session_name",
+];
 
+/// `GET /threads/{tid}/runs`: `limit` (10), `offset`, `status`, and `select`, repeated once a
+/// field (`?select=run_id&select=status`), which a struct of the query cannot take.
 async fn list(
     State(state): State<AppState>,
     Path(thread_id): Path<String>,
-    Query(q): Query<ListQuery>,
-) -> Result<axum::Json<Vec<Run>>, ApiError> {
-    let runs = state
-        .runs
-        .list(&thread_id, q.limit.unwrap_or(10), q.offset.unwrap_or(0), q.status);
-    Ok(axum::Json(runs.await?))
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<axum::Json<Value>, ApiError> {
+    let (mut limit, mut offset, mut status, mut select) = (10, 0, None, None::<Vec<String>>);
+    let number = |name: &str, v: &str| {
+        v.parse::<usize>()
+            .map_err(|_| ApiError::invalid(format!("query parameter `{name}`: `{v}` is not a number >= 0")))
+    };
+    for (name, value) in pairs {
+        match name.as_str() {
+            "limit" => limit = number(&name, &value)?,
+            "offset" => offset = number(&name, &value)?,
+            "status" => {
+                let parsed = serde_json::from_value(Value::String(value.clone()));
+                status = Some(parsed.map_err(|_| {
+                    ApiError::invalid(format!("query parameter `status`: `{value}` is not a run status"))
+                })?);
+            }
+            "select" => select.get_or_insert_with(Vec::new).push(value),
+            _ => {}
+        }
+    }
+    let runs = state.runs.list(&thread_id, limit, offset, status).await?;
+    let rows = runs
+        .iter()
+        .map(|r| serde_json::to_value(r).unwrap_or(Value::Null))
+        .collect();
+    let rows = select_fields(rows, select.as_deref(), RUN_FIELDS, "query parameter `select`")?;
+    Ok(axum::Json(Value::Array(rows)))
 }
 
 async fn read(

@@ -247,11 +247,26 @@ impl SearchBody {
     }
 }
 
+/// A thread's fields, what a `select` may name.
+const THREAD_FIELDS: &[&str] = &[
+    "thread_id",
+    "created_at",
+    "updated_at",
+    "state_updated_at",
+    "metadata",
+    "status",
+    "config",
+    "values",
+    "interrupts",
+    "error",
+];
+
 async fn search(State(state): State<AppState>, Json(body): Json<SearchBody>) -> Result<axum::Json<Value>, ApiError> {
     let select = body.select.clone();
     let found = state.catalog.search_threads(&body.query()?).await?;
     let rows = found.iter().map(thread_json).collect();
-    Ok(axum::Json(Value::Array(select_fields(rows, select.as_deref()))))
+    let rows = select_fields(rows, select.as_deref(), THREAD_FIELDS, "body field `select`")?;
+    Ok(axum::Json(Value::Array(rows)))
 }
 
 async fn count(State(state): State<AppState>, Json(body): Json<SearchBody>) -> Result<axum::Json<u64>, ApiError> {
