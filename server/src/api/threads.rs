@@ -10,6 +10,7 @@ use crate::graph::{ServedGraph, StateUpdate};
 use crate::model::{Object, Thread, ThreadStatus, ThreadTtl};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::Value;
@@ -162,11 +163,14 @@ struct PatchBody {
     ttl: Option<Value>,
 }
 
+/// `PATCH /threads/{tid}`: the thread as patched, or `204` with no body when the request has
+/// `Prefer: return=minimal` (the SDK's `threads.update(return_minimal=True)`).
 async fn patch(
     State(state): State<AppState>,
     Path(tid): Path<String>,
+    headers: axum::http::HeaderMap,
     Json(body): Json<PatchBody>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     let thread = find(&state, &tid).await?;
     let ttl = match &body.ttl {
         None | Some(Value::Null) => None,
@@ -181,9 +185,13 @@ async fn patch(
     };
     // A narrow update: a worker settling a run at the same time keeps its status and values.
     let patched = state.catalog.update_thread(&thread.thread_id, &update).await?;
-    patched
-        .map(|t| axum::Json(thread_json(&t)))
-        .ok_or_else(|| ApiError::not_found(format!("Thread {} not found", thread.thread_id)))
+    let patched = patched.ok_or_else(|| ApiError::not_found(format!("Thread {} not found", thread.thread_id)))?;
+    let minimal = headers.get("prefer").is_some_and(|v| v.as_bytes() == b"return=minimal");
+    Ok(if minimal {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        axum::Json(thread_json(&patched)).into_response()
+    })
 }
 
 /// `DELETE /threads/{tid}`: its row, its runs, and its checkpoints.

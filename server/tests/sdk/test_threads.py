@@ -64,6 +64,9 @@ async def test_update_metadata_and_delete(client):
     t = await client.threads.create(metadata={"a": 1})
     u = await client.threads.update(t["thread_id"], metadata={"b": 2})
     assert u["metadata"] == {"a": 1, "b": 2}
+    # `Prefer: return=minimal`: a 204, which the client returns as None.
+    assert await client.threads.update(t["thread_id"], metadata={"c": 3}, return_minimal=True) is None
+    assert (await client.threads.get(t["thread_id"]))["metadata"] == {"a": 1, "b": 2, "c": 3}
     await client.threads.delete(t["thread_id"])
     with pytest.raises(NotFoundError):
         await client.threads.get(t["thread_id"])
