@@ -60,6 +60,19 @@ async fn join_stream_follows_a_live_run_and_filters_by_stream_mode() {
     let names: Vec<&str> = events.iter().map(|(e, _, _)| e.as_str()).collect();
     assert_eq!(names, ["metadata", "updates", "updates"]);
     assert_eq!(events[2].1, json!({"slow": {"log": ["slow:l"]}}));
+
+    // Several modes, repeated as the SDK sends a list (this was a 422: "duplicate field").
+    let both = app
+        .open(
+            "GET",
+            &format!("/threads/{tid}/runs/{rid}/stream?stream_mode=updates&stream_mode=values"),
+            None,
+            &[("last-event-id", "-1")],
+        )
+        .await;
+    let events = frames(both.into_body()).await;
+    let names: Vec<&str> = events.iter().map(|(e, _, _)| e.as_str()).collect();
+    assert_eq!(names, ["metadata", "values", "updates", "values", "updates", "values"]);
 }
 
 #[tokio::test]

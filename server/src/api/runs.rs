@@ -199,13 +199,6 @@ async fn join(
     Ok(with_header(res, header::CONTENT_LOCATION, loc))
 }
 
-/// `GET …/runs/{rid}/stream` query.
-#[derive(Debug, Deserialize)]
-struct JoinStreamQuery {
-    stream_mode: Option<String>,
-    cancel_on_disconnect: Option<String>,
-}
-
 /// A boolean query parameter (`1`, `0`, `true`, `false`), or a 422 naming it.
 fn flag(name: &str, v: Option<&str>) -> Result<bool, ApiError> {
     match v.map(str::to_ascii_lowercase).as_deref() {
@@ -217,26 +210,28 @@ fn flag(name: &str, v: Option<&str>) -> Result<bool, ApiError> {
     }
 }
 
+/// `GET …/runs/{rid}/stream`: the run's events, only those of the `stream_mode`s asked for
+/// (repeated, `?stream_mode=values&stream_mode=updates`, as the SDK sends a list, or
+/// comma-separated; empty or absent for all the run's own), and `cancel_on_disconnect`.
 async fn join_stream(
     State(state): State<AppState>,
     Path((thread_id, run_id)): Path<(String, String)>,
-    Query(q): Query<JoinStreamQuery>,
+    Query(pairs): Query<Vec<(String, String)>>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let cancel = flag("cancel_on_disconnect", q.cancel_on_disconnect.as_deref())?;
+    let mut cancel = false;
+    let mut modes = Vec::new();
+    for (name, value) in &pairs {
+        match name.as_str() {
+            "cancel_on_disconnect" => cancel = flag(name, Some(value))?,
+            "stream_mode" => modes.extend(value.split(',').filter(|s| !s.is_empty()).map(str::to_owned)),
+            _ => {}
+        }
+    }
+    let modes = (!modes.is_empty()).then_some(modes);
     let run = state.runs.get(&thread_id, &run_id).await?;
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     let items = state.runs.follow(&run, last).await?;
-    // The SDK's join_stream sends `stream_mode=` (empty) for "the run's own modes".
-    let modes = q
-        .stream_mode
-        .map(|m| {
-            m.split(',')
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        })
-        .filter(|m| !m.is_empty());
     let opts = sse::SseOptions {
         resumable: run.kwargs.resumable,
         heartbeat: state.runs.config().sse_heartbeat,
