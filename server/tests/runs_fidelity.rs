@@ -66,6 +66,34 @@ async fn a_resume_with_nothing_paused_answers_the_values_unchanged() {
     assert!(app.checkpoints(&tid).await <= before + 1, "no node ran");
 }
 
+/// As LangGraph's server: a state edit that leaves a node to run makes the thread
+/// `interrupted` (it stayed `idle`), one that leaves none `idle`; the run that goes on from it
+/// ends it `idle`.
+#[tokio::test]
+async fn a_state_edit_that_leaves_a_node_to_run_interrupts_the_thread() {
+    let (_dir, app) = app().await;
+    let tid = app.thread().await;
+    let path = format!("/threads/{tid}/runs/wait");
+    let body = json!({"input": {"topic": "x"}, "assistant_id": "chain"});
+    app.call("POST", &path, Some(body)).await;
+    let edit = |node: &str| Some(json!({"values": {"topic": "z"}, "as_node": node}));
+    let r = app.call("POST", &format!("/threads/{tid}/state"), edit("a")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let row = app.thread_row(&tid).await.unwrap();
+    assert_eq!(
+        (row.status, &row.values["topic"]),
+        (ThreadStatus::Interrupted, &json!("z"))
+    );
+    let again = app
+        .call("POST", &path, Some(json!({"input": null, "assistant_id": "chain"})))
+        .await;
+    assert_eq!(again.body, json!({"topic": "z", "log": ["a:x", "b", "b"]}));
+    assert_eq!(app.thread_row(&tid).await.unwrap().status, ThreadStatus::Idle);
+    app.call("POST", &format!("/threads/{tid}/state"), edit("a")).await;
+    app.call("POST", &format!("/threads/{tid}/state"), edit("b")).await;
+    assert_eq!(app.thread_row(&tid).await.unwrap().status, ThreadStatus::Idle);
+}
+
 /// SEMANTICS G21: LangGraph resumes with any command. An answer at a static breakpoint, which
 /// no `interrupt()` asked for, passes it and the run goes on (it used to end at once with the
 /// thread still paused); so does a map of answers whose ids name no pause.

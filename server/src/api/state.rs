@@ -6,7 +6,7 @@ use super::threads::{find, find_without_values, graph_of};
 use super::{ApiError, AppState, Json};
 use crate::db::ThreadUpdate;
 use crate::graph::{HistoryQuery, ServedGraph, StateUpdate};
-use crate::model::Thread;
+use crate::model::{Thread, ThreadStatus};
 use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use serde::Deserialize;
@@ -144,14 +144,22 @@ async fn update(
 }
 
 /// Writes the thread's row after its state changed outside a run: its values and open
-/// interrupts from the head checkpoint, and the times.
-/// A narrow update of the row, so a run's worker writing the status meanwhile is not undone.
+/// interrupts from the head checkpoint, the times, and its status as LangGraph's server sets it
+/// then: `interrupted` while the head has tasks to run (an edit `as_node` that leaves a next
+/// node, a thread made with `supersteps`), else `idle`.
+/// A narrow update of the row, so a run's worker writing the status meanwhile is not undone:
+/// a thread a run holds stays busy.
 pub(super) async fn refresh(
     state: &AppState,
     thread: Thread,
     graph: &Arc<dyn ServedGraph>,
 ) -> Result<Thread, ApiError> {
     let head = graph.state(&thread.thread_id, None, false).await?;
+    let pending = head
+        .as_ref()
+        .and_then(|h| h.get("next"))
+        .and_then(Value::as_array)
+        .is_some_and(|next| !next.is_empty());
     let update = ThreadUpdate {
         values: Some(
             head.as_ref()
@@ -159,6 +167,11 @@ pub(super) async fn refresh(
                 .unwrap_or(thread.values),
         ),
         interrupts: Some(head.as_ref().map(interrupts_by_task).unwrap_or(thread.interrupts)),
+        status_unless_busy: Some(if pending {
+            ThreadStatus::Interrupted
+        } else {
+            ThreadStatus::Idle
+        }),
         ..ThreadUpdate::default()
     };
     state

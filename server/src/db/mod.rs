@@ -118,6 +118,10 @@ pub struct ThreadUpdate {
     pub interrupts: Option<Map<String, Value>>,
     /// The new error (`null` for none).
     pub error: Option<Value>,
+    /// The new status unless a run holds the thread ([`ThreadStatus::Busy`]): what an edit of
+    /// the state outside a run sets (`interrupted` when it leaves tasks to run, else `idle`),
+    /// decided in the update's own transaction, so a run queued meanwhile keeps its thread busy.
+    pub status_unless_busy: Option<ThreadStatus>,
 }
 
 impl ThreadUpdate {
@@ -137,6 +141,9 @@ impl ThreadUpdate {
             thread.metadata.extend(metadata.clone());
         }
         if let Some(status) = self.status {
+            thread.status = status;
+        }
+        if let Some(status) = self.status_unless_busy.filter(|_| thread.status != ThreadStatus::Busy) {
             thread.status = status;
         }
         if let Some(values) = &self.values {

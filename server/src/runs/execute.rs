@@ -429,6 +429,7 @@ impl Settled {
             values: Some(self.values),
             interrupts: Some(self.interrupts),
             error: Some(self.error),
+            status_unless_busy: None,
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::support::{assistant, id, run, thread, Db};
 use serde_json::json;
-use weir_server::db::{AssistantQuery, DbError, Enqueued, IfExists, ThreadQuery};
+use weir_server::db::{AssistantQuery, DbError, Enqueued, IfExists, ThreadQuery, ThreadUpdate};
 use weir_server::model::{MultitaskStrategy, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
 
 pub async fn an_assistant_is_stored_replaced_and_deleted(db: &Db) {
@@ -156,6 +156,31 @@ pub async fn creating_a_thread_again_returns_the_row_its_first_attempt_made(db: 
     let other = thread("t1", 2, ThreadStatus::Idle, json!({"user": "u1"}), json!(null));
     let err = db.catalog.create_thread(&other, IfExists::Raise).await.unwrap_err();
     assert_eq!(err, DbError::Conflict("Thread with ID t1 already exists".into()));
+}
+
+/// A state edit outside a run sets the thread's status, unless a run holds it (busy): decided
+/// in the update's own transaction.
+pub async fn a_status_unless_busy_leaves_a_busy_thread_busy(db: &Db) {
+    let edit = ThreadUpdate {
+        values: Some(json!({"topic": "z"})),
+        status_unless_busy: Some(ThreadStatus::Interrupted),
+        ..ThreadUpdate::default()
+    };
+    for (tid, before, after) in [
+        ("idle", ThreadStatus::Idle, ThreadStatus::Interrupted),
+        ("error", ThreadStatus::Error, ThreadStatus::Interrupted),
+        ("busy", ThreadStatus::Busy, ThreadStatus::Busy),
+    ] {
+        let t = thread(tid, 1, before, json!({}), json!(null));
+        db.catalog.create_thread(&t, IfExists::Raise).await.unwrap();
+        let edited = db.catalog.update_thread(tid, &edit).await.unwrap().unwrap();
+        assert_eq!(
+            (edited.status, &edited.values),
+            (after, &json!({"topic": "z"})),
+            "{tid}"
+        );
+        assert_eq!(db.catalog.get_thread(tid).await.unwrap().unwrap().status, after);
+    }
 }
 
 pub async fn a_thread_row_is_replaced_whole(db: &Db) {

@@ -24,6 +24,7 @@ macro_rules! suite {
                 a_bad_sort_is_refused_naming_the_field
                 creating_an_existing_thread_raises_or_returns_it_unchanged
                 creating_a_thread_again_returns_the_row_its_first_attempt_made
+                a_status_unless_busy_leaves_a_busy_thread_busy
                 a_thread_row_is_replaced_whole
                 threads_are_filtered_by_ids_status_metadata_and_values
                 threads_are_sorted_paged_and_counted
