@@ -106,7 +106,7 @@ impl<S: State, C: Codec<S>> ServedGraph for Bridge<S, C> {
         Ok(super::run::adapt(
             self.graph.clone(),
             self.codec.clone(),
-            (started, modes),
+            started,
             tr,
             config,
             self.stopping.clone(),

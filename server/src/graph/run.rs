@@ -158,11 +158,12 @@ pub(crate) fn config_of<S: State, C: Codec<S>>(
     Ok(config)
 }
 
-/// A run started on the runtime: its stream, and whether it started with answers (a resume
-/// that LangGraph runs on from the head when nothing asked for them).
+/// A run started on the runtime: its stream and, when it started with answers, its stream
+/// modes, to go on from the head with instead should nothing have asked for the answers (as
+/// LangGraph's resume does).
 pub(crate) struct Started<S: State> {
     stream: RunStream<S>,
-    answered: bool,
+    from_head: Option<StreamMode>,
 }
 
 /// Starts the run on the runtime.
@@ -175,7 +176,7 @@ pub(crate) fn start<S: State, C: Codec<S>>(
 ) -> Result<Started<S>, GraphError> {
     let bad = |e: Error| GraphError::Invalid(format!("command.resume: {e}"));
     let start = check(graph, codec, r)?;
-    let answered = matches!(start, Start::Resume(_) | Start::ResumeMap(_));
+    let from_head = matches!(start, Start::Resume(_) | Start::ResumeMap(_)).then_some(modes);
     let stream = match start {
         Start::Input(update) => graph.stream(update, config, modes),
         Start::Resume(answer) => graph.stream_resume(Some(answer), config, modes).map_err(bad)?,
@@ -183,7 +184,7 @@ pub(crate) fn start<S: State, C: Codec<S>>(
         Start::Head => graph.stream_resume(None::<Value>, config, modes).map_err(bad)?,
         Start::Command(command) => graph.stream(command, config, modes),
     };
-    Ok(Started { stream, answered })
+    Ok(Started { stream, from_head })
 }
 
 /// The runs of each thread that were cut off (their stream dropped before it ended: a
@@ -225,7 +226,7 @@ struct Adapter<S: State, C> {
 pub(crate) fn adapt<S: State, C: Codec<S>>(
     graph: CompiledGraph<S>,
     codec: Arc<C>,
-    (started, modes): (Started<S>, StreamMode),
+    started: Started<S>,
     tr: Translate,
     config: RunConfig,
     stopping: Stopping,
@@ -237,7 +238,7 @@ pub(crate) fn adapt<S: State, C: Codec<S>>(
         codec,
         tr,
         config,
-        from_head: started.answered.then_some(modes),
+        from_head: started.from_head,
         queue: VecDeque::new(),
         paused: None,
         begun: false,
