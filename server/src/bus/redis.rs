@@ -177,6 +177,18 @@ impl Shared {
         }
     }
 
+    /// Sends `cmd` as [`query`](Self::query) does.
+    async fn cmd<T: redis::FromRedisValue>(&self, what: &str, cmd: &redis::Cmd) -> Result<T, BusError> {
+        self.query(what, |mut conn| async move { cmd.query_async(&mut conn).await })
+            .await
+    }
+
+    /// Sends `pipe` as [`query`](Self::query) does.
+    async fn pipe<T: redis::FromRedisValue>(&self, what: &str, pipe: &redis::Pipeline) -> Result<T, BusError> {
+        self.query(what, |mut conn| async move { pipe.query_async(&mut conn).await })
+            .await
+    }
+
     /// A connection for a blocking command: an idle one, or a new one without a response
     /// timeout.
     async fn take_blocking(&self) -> redis::RedisResult<MultiplexedConnection> {
@@ -225,18 +237,9 @@ impl Bus for RedisBus {
     fn wake(&self) -> BoxFuture<'_, Result<(), BusError>> {
         Box::pin(async move {
             let key = &self.shared.key("queue", "wake");
-            let wake = redis::pipe()
-                .lpush(key, 1)
-                .ignore()
-                .ltrim(key, 0, WAKES - 1)
-                .ignore()
-                .clone();
-            let wake = &wake;
-            self.shared
-                .query("waking a worker", |mut conn| async move {
-                    wake.query_async::<()>(&mut conn).await
-                })
-                .await
+            let mut wake = redis::pipe();
+            wake.lpush(key, 1).ignore().ltrim(key, 0, WAKES - 1).ignore();
+            self.shared.pipe("waking a worker", &wake).await
         })
     }
 
@@ -258,7 +261,8 @@ impl Bus for RedisBus {
     fn cancel<'a>(&'a self, run_id: &'a str, action: CancelAction) -> BoxFuture<'a, Result<(), BusError>> {
         Box::pin(async move {
             let name = action_name(action);
-            let cancel = redis::pipe()
+            let mut cancel = redis::pipe();
+            cancel
                 .cmd("SET")
                 .arg(self.shared.key("cancel", run_id))
                 .arg(name)
@@ -266,14 +270,8 @@ impl Bus for RedisBus {
                 .arg(self.shared.options.cancel_ttl.as_millis().max(1) as u64)
                 .ignore()
                 .publish(self.shared.key("channel", "cancel"), format!("{name}:{run_id}"))
-                .ignore()
-                .clone();
-            let cancel = &cancel;
-            self.shared
-                .query("cancelling a run", |mut conn| async move {
-                    cancel.query_async::<()>(&mut conn).await
-                })
-                .await
+                .ignore();
+            self.shared.pipe("cancelling a run", &cancel).await
         })
     }
 
@@ -292,13 +290,9 @@ impl Bus for RedisBus {
 
     fn cancelled<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<Option<CancelAction>, BusError>> {
         Box::pin(async move {
-            let get = &redis::cmd("GET").arg(self.shared.key("cancel", run_id)).clone();
-            let name: Option<String> = self
-                .shared
-                .query("reading a cancellation", |mut conn| async move {
-                    get.query_async(&mut conn).await
-                })
-                .await?;
+            let mut get = redis::cmd("GET");
+            get.arg(self.shared.key("cancel", run_id));
+            let name: Option<String> = self.shared.cmd("reading a cancellation", &get).await?;
             Ok(name.as_deref().and_then(parse_action))
         })
     }
@@ -319,19 +313,14 @@ impl Bus for RedisBus {
                 StreamItem::Done => add.arg("done").arg(1),
             };
             let ttl = self.shared.options.stream_ttl.as_millis().max(1) as u64;
-            let publish = redis::pipe()
+            let mut publish = redis::pipe();
+            publish
                 .atomic()
                 .add_command(add)
                 .ignore()
                 .pexpire(&key, ttl as i64)
-                .ignore()
-                .clone();
-            let publish = &publish;
-            self.shared
-                .query("publishing a stream event", |mut conn| async move {
-                    publish.query_async::<()>(&mut conn).await
-                })
-                .await
+                .ignore();
+            self.shared.pipe("publishing a stream event", &publish).await
         })
     }
 
@@ -345,19 +334,9 @@ impl Bus for RedisBus {
             let (cursor, after) = match last_id {
                 // Live only: from the newest entry on.
                 None => {
-                    let newest = &redis::cmd("XREVRANGE")
-                        .arg(&key)
-                        .arg("+")
-                        .arg("-")
-                        .arg("COUNT")
-                        .arg(1)
-                        .clone();
-                    let newest: StreamRangeReply = self
-                        .shared
-                        .query("subscribing to a stream", |mut conn| async move {
-                            newest.query_async(&mut conn).await
-                        })
-                        .await?;
+                    let mut newest = redis::cmd("XREVRANGE");
+                    newest.arg(&key).arg("+").arg("-").arg("COUNT").arg(1);
+                    let newest: StreamRangeReply = self.shared.cmd("subscribing to a stream", &newest).await?;
                     let cursor = newest.ids.first().map_or_else(|| "0-0".to_owned(), |e| e.id.clone());
                     (cursor, None)
                 }
@@ -379,28 +358,20 @@ impl Bus for RedisBus {
 
     fn beat<'a>(&'a self, worker: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), BusError>> {
         Box::pin(async move {
-            let set = &redis::cmd("SET")
-                .arg(self.shared.key("worker", worker))
+            let mut set = redis::cmd("SET");
+            set.arg(self.shared.key("worker", worker))
                 .arg(1)
                 .arg("PX")
-                .arg(ttl.as_millis().max(1) as u64)
-                .clone();
-            self.shared
-                .query("recording a heartbeat", |mut conn| async move {
-                    set.query_async::<()>(&mut conn).await
-                })
-                .await
+                .arg(ttl.as_millis().max(1) as u64);
+            self.shared.cmd("recording a heartbeat", &set).await
         })
     }
 
     fn is_alive<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<bool, BusError>> {
         Box::pin(async move {
-            let exists = &redis::cmd("EXISTS").arg(self.shared.key("worker", worker)).clone();
-            self.shared
-                .query("reading a heartbeat", |mut conn| async move {
-                    exists.query_async::<bool>(&mut conn).await
-                })
-                .await
+            let mut exists = redis::cmd("EXISTS");
+            exists.arg(self.shared.key("worker", worker));
+            self.shared.cmd("reading a heartbeat", &exists).await
         })
     }
 }
