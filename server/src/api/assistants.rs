@@ -3,6 +3,7 @@
 //! delete and versions calls of Studio's assistant editor. Shapes as `sdk_trace.txt`.
 
 use super::params::{assistant_id, Query};
+use super::select::select_fields;
 use super::{now, ApiError, AppState, Json};
 use crate::db::{AssistantQuery, IfExists, VersionQuery};
 use crate::graph::{Schemas, ServedGraph};
@@ -71,9 +72,7 @@ impl Default for SearchBody {
 
 impl SearchBody {
     fn query(self) -> Result<AssistantQuery, ApiError> {
-        const SORTS: [&str; 5] = ["assistant_id", "graph_id", "name", "created_at", "updated_at"];
-        check_sort(self.sort_by.as_deref(), &SORTS, self.sort_order.as_deref())?;
-        Ok(AssistantQuery {
+        let query = AssistantQuery {
             graph_id: self.graph_id,
             metadata: self.metadata,
             name: self.name,
@@ -81,24 +80,12 @@ impl SearchBody {
             offset: self.offset,
             sort_by: self.sort_by,
             sort_order: self.sort_order,
-        })
+        };
+        query
+            .check()
+            .map_err(|e| ApiError::invalid(format!("body field {e}")))?;
+        Ok(query)
     }
-}
-
-/// Refuses a sort field not in `fields`, or an order other than `asc`/`desc`, naming it.
-pub(super) fn check_sort(by: Option<&str>, fields: &[&str], order: Option<&str>) -> Result<(), ApiError> {
-    if let Some(by) = by.filter(|b| !fields.contains(b)) {
-        return Err(ApiError::invalid(format!(
-            "body field `sort_by`: `{by}` is not one of {}",
-            fields.join(", ")
-        )));
-    }
-    if let Some(order) = order.filter(|o| !["asc", "desc"].contains(o)) {
-        return Err(ApiError::invalid(format!(
-            "body field `sort_order`: `{order}` is not `asc` or `desc`"
-        )));
-    }
-    Ok(())
 }
 
 /// An assistant's fields, what a `select` may name.
@@ -114,31 +101,6 @@ const ASSISTANT_FIELDS: &[&str] = &[
     "created_at",
     "updated_at",
 ];
-
-/// Keeps only the `select`ed fields of each row (all when `select` is absent). A name that is
-/// not one of `fields` is refused (422, as LangGraph's), naming it and `at`, where it was given
-/// (`body field \`select\``).
-pub(super) fn select_fields(
-    rows: Vec<Value>,
-    select: Option<&[String]>,
-    fields: &[&str],
-    at: &str,
-) -> Result<Vec<Value>, ApiError> {
-    let Some(select) = select else { return Ok(rows) };
-    if let Some(unknown) = select.iter().find(|s| !fields.contains(&s.as_str())) {
-        return Err(ApiError::invalid(format!(
-            "{at}: `{unknown}` is not a field; the fields are {}",
-            fields.join(", ")
-        )));
-    }
-    Ok(rows
-        .into_iter()
-        .map(|row| match row {
-            Value::Object(map) => Value::Object(map.into_iter().filter(|(k, _)| select.contains(k)).collect()),
-            other => other,
-        })
-        .collect())
-}
 
 async fn search(State(state): State<AppState>, Json(body): Json<SearchBody>) -> Result<axum::Json<Value>, ApiError> {
     let select = body.select.clone();

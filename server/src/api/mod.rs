@@ -16,6 +16,7 @@ mod error;
 mod layers;
 mod params;
 mod runs;
+mod select;
 mod state;
 mod store;
 mod studio;

@@ -3,7 +3,7 @@
 //! stream of (`Last-Event-ID`), cancel and delete a run. The `Location` / `Content-Location`
 //! headers are those of the captures. The run logic is [`crate::runs::Manager`]'s.
 
-use super::assistants::select_fields;
+use super::select::select_fields;
 use super::{ApiError, AppState, Json};
 use crate::bus::CancelAction;
 use crate::model::{Run, RunStatus};

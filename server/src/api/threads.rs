@@ -2,8 +2,9 @@
 //! of [`Catalog`](crate::db::Catalog), and the checkpoints a delete or a copy must follow through
 //! the thread's graph. The state routes (`/state`, `/history`) are [`super::state`]'s.
 
-use super::assistants::{check_sort, select_fields, IfExistsBody};
+use super::assistants::IfExistsBody;
 use super::params::thread_id;
+use super::select::select_fields;
 use super::{state, ApiError, AppState, Json};
 use crate::db::{ThreadQuery, ThreadUpdate};
 use crate::graph::{ServedGraph, StateUpdate};
@@ -237,11 +238,9 @@ impl Default for SearchBody {
 
 impl SearchBody {
     fn query(self) -> Result<ThreadQuery, ApiError> {
-        const SORTS: [&str; 5] = ["thread_id", "status", "created_at", "updated_at", "state_updated_at"];
-        check_sort(self.sort_by.as_deref(), &SORTS, self.sort_order.as_deref())?;
         // A `select` without `values` needs none read.
         let without_values = self.select.as_ref().is_some_and(|s| !s.iter().any(|f| f == "values"));
-        Ok(ThreadQuery {
+        let query = ThreadQuery {
             without_values,
             ids: self.ids,
             metadata: self.metadata,
@@ -251,7 +250,11 @@ impl SearchBody {
             offset: self.offset,
             sort_by: self.sort_by,
             sort_order: self.sort_order,
-        })
+        };
+        query
+            .check()
+            .map_err(|e| ApiError::invalid(format!("body field {e}")))?;
+        Ok(query)
     }
 }
 

@@ -118,16 +118,15 @@ pub(crate) fn thread_filter(dialect: Dialect, query: &ThreadQuery) -> Filter {
     filter
 }
 
-/// Checks a sort: the field is one of `fields`, the order `asc` or `desc` (any case).
+/// Checks a sort: the field is one of `fields`, the order `asc` or `desc` (any case). The
+/// message names the field at fault (`` `sort_by`: … ``), which the API prefixes with where it
+/// was given.
 pub(crate) fn check_sort(by: Option<&str>, order: Option<&str>, fields: &[&str]) -> Result<(), String> {
     if let Some(by) = by.filter(|by| !fields.contains(by)) {
-        return Err(format!(
-            "cannot sort by `{by}`; sort_by is one of {}",
-            fields.join(", ")
-        ));
+        return Err(format!("`sort_by`: `{by}` is not one of {}", fields.join(", ")));
     }
     if let Some(order) = order.filter(|o| !o.eq_ignore_ascii_case("asc") && !o.eq_ignore_ascii_case("desc")) {
-        return Err(format!("unknown sort_order `{order}`; use `asc` or `desc`"));
+        return Err(format!("`sort_order`: `{order}` is not `asc` or `desc`"));
     }
     Ok(())
 }
@@ -191,9 +190,9 @@ mod tests {
     #[test]
     fn a_bad_sort_is_named_with_what_is_allowed() {
         let err = check_sort(Some("colour"), None, &["name"]).unwrap_err();
-        assert_eq!(err, "cannot sort by `colour`; sort_by is one of name");
+        assert_eq!(err, "`sort_by`: `colour` is not one of name");
         let err = check_sort(None, Some("up"), &["name"]).unwrap_err();
-        assert_eq!(err, "unknown sort_order `up`; use `asc` or `desc`");
+        assert_eq!(err, "`sort_order`: `up` is not `asc` or `desc`");
         assert_eq!(
             order_and_page(Dialect::Sqlite, Some("name"), Some("ASC"), "id", 0, 5),
             " ORDER BY name ASC, id ASC LIMIT -1 OFFSET 5"

@@ -118,8 +118,7 @@ pub async fn a_bad_sort_is_refused_naming_the_field(db: &Db) {
     assert_eq!(
         err,
         DbError::Backend(
-            "cannot sort by `colour`; sort_by is one of thread_id, status, created_at, updated_at, state_updated_at"
-                .into(),
+            "`sort_by`: `colour` is not one of thread_id, status, created_at, updated_at, state_updated_at".into(),
         )
     );
     let query = AssistantQuery {
@@ -129,7 +128,7 @@ pub async fn a_bad_sort_is_refused_naming_the_field(db: &Db) {
     let err = db.catalog.search_assistants(&query).await.unwrap_err();
     assert_eq!(
         err,
-        DbError::Backend("unknown sort_order `sideways`; use `asc` or `desc`".into())
+        DbError::Backend("`sort_order`: `sideways` is not `asc` or `desc`".into())
     );
 }
 
