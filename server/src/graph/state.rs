@@ -62,9 +62,11 @@ pub(crate) fn thread_state<S>(thread_id: &str, snap: &StateSnapshot<S>, values: 
 }
 
 /// A ThreadState's `metadata`: the source and step, and the checkpoint's own pairs (those a
-/// run kept as JSON under [`JSON_METADATA`] shown as the JSON they were).
+/// run kept as JSON under [`JSON_METADATA`] shown as the JSON they were). Its `thread_id` is
+/// the thread read, as LangGraph's copy rewrites it: a copied thread's checkpoints keep the
+/// run's metadata, which named the thread copied.
 fn metadata(thread_id: &str, source: &str, step: i64, pairs: &BTreeMap<String, String>) -> Value {
-    let mut out = json!({"source": source, "step": step, "parents": {}, "thread_id": thread_id});
+    let mut out = json!({"source": source, "step": step, "parents": {}});
     for (k, v) in pairs {
         if k == JSON_METADATA {
             if let Ok(Value::Object(pairs)) = serde_json::from_str::<Value>(v) {
@@ -76,6 +78,7 @@ fn metadata(thread_id: &str, source: &str, step: i64, pairs: &BTreeMap<String, S
             out[k] = Value::String(v.clone());
         }
     }
+    out["thread_id"] = json!(thread_id);
     out
 }
 

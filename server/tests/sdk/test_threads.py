@@ -142,7 +142,11 @@ async def test_copy_keeps_the_state(client, thread):
     assert c["thread_id"] != tid
     st = await client.threads.get_state(c["thread_id"])
     assert st["values"] == {"topic": "x", "log": ["a:x", "b"]}
-    assert len(await client.threads.get_history(c["thread_id"])) == 4
+    history = await client.threads.get_history(c["thread_id"])
+    assert len(history) == 4
+    # The copy's checkpoints are its own: their metadata and config name the copy.
+    assert {h["metadata"]["thread_id"] for h in history} == {c["thread_id"]}
+    assert {h["checkpoint"]["thread_id"] for h in history} == {c["thread_id"]}
     out = await client.runs.wait(c["thread_id"], "chain", input={"topic": "z"})
     assert out["log"] == ["a:x", "b", "a:z", "b"]
     assert (await client.threads.get_state(tid))["values"]["log"] == ["a:x", "b"]
