@@ -18,7 +18,7 @@ use weir::checkpoint::Checkpointer;
 use weir_server::bus::local::LocalBus;
 use weir_server::bus::{Bus, BusError, CancelAction, StreamItem};
 use weir_server::db::sqlite::SqliteDb;
-use weir_server::db::{Catalog, DbError, Enqueued, RunQueue, ThreadUpdate};
+use weir_server::db::{Catalog, DbError, Enqueued, RunFate, RunQueue, ThreadUpdate};
 use weir_server::model::RunStatus;
 use weir_server::model::{Object, Run};
 use weir_server::runs::{Manager, ManagerConfig};
@@ -311,10 +311,10 @@ impl RunQueue for ClaimThenHang {
     fn end_run<'a>(
         &'a self,
         run: &'a Run,
-        status: RunStatus,
+        end: RunFate,
         update: &'a ThreadUpdate,
     ) -> BoxFuture<'a, Result<bool, DbError>> {
-        self.db.end_run(run, status, update)
+        self.db.end_run(run, end, update)
     }
     fn next_due(&self) -> BoxFuture<'_, Result<Option<String>, DbError>> {
         self.db.next_due()

@@ -163,6 +163,15 @@ impl ThreadUpdate {
     }
 }
 
+/// What becomes of a run [`RunQueue::end_run`] ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunFate {
+    /// It stays, with this final status.
+    Status(RunStatus),
+    /// It is deleted: a run cancelled with `rollback`, which LangGraph's server deletes.
+    Deleted,
+}
+
 /// The fields [`AssistantQuery::sort_by`] accepts.
 pub const ASSISTANT_SORT_FIELDS: &[&str] = &["assistant_id", "graph_id", "name", "created_at", "updated_at"];
 
@@ -317,13 +326,13 @@ pub trait RunQueue: Send + Sync + 'static {
     /// the run's thread: once its run was requeued and claimed again, it has lost it).
     fn holds<'a>(&'a self, run_id: &'a str, attempt: u32) -> BoxFuture<'a, Result<bool, DbError>>;
     /// Ends `run`, if it is still running under its claim ([`Run::attempt`]), in one
-    /// transaction: the run takes its final `status` and its thread `update`, whose status
-    /// becomes [`ThreadStatus::Busy`] instead while another of the thread's runs is pending or
-    /// running. Whether the claim held; a stale one writes nothing.
+    /// transaction: the run takes its final status or is deleted (`end`), and its thread
+    /// `update`, whose status becomes [`ThreadStatus::Busy`] instead while another of the
+    /// thread's runs is pending or running. Whether the claim held; a stale one writes nothing.
     fn end_run<'a>(
         &'a self,
         run: &'a Run,
-        status: RunStatus,
+        end: RunFate,
         update: &'a ThreadUpdate,
     ) -> BoxFuture<'a, Result<bool, DbError>>;
     /// The earliest [`Run::not_before`] (RFC 3339) of the pending runs whose time has not come.

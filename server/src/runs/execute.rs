@@ -6,7 +6,7 @@
 
 use super::{non_null, Manager, RunError, OUTCOME_EVENT};
 use crate::bus::{CancelAction, StreamItem};
-use crate::db::ThreadUpdate;
+use crate::db::{RunFate, ThreadUpdate};
 use crate::graph::{GraphError, InterruptView, Mode, RunEnd, RunEvent, RunRequest, ServedGraph};
 use crate::model::{Run, RunStatus, ThreadStatus};
 use futures::FutureExt;
@@ -342,7 +342,6 @@ impl Manager {
         ids: &mut EventIds,
         graph: Option<&Arc<dyn ServedGraph>>,
     ) -> Result<Value, RunError> {
-        let q = &self.inner.queue;
         let current = || async {
             match graph {
                 Some(g) => Ok::<_, RunError>(
@@ -353,8 +352,12 @@ impl Manager {
                 None => Ok(Value::Null),
             }
         };
-        let (status, settled, outcome) = match ending {
-            Ending::End(RunEnd::Success { values }) => (RunStatus::Success, Settled::idle(values.clone()), values),
+        let (fate, settled, outcome) = match ending {
+            Ending::End(RunEnd::Success { values }) => (
+                RunFate::Status(RunStatus::Success),
+                Settled::idle(values.clone()),
+                values,
+            ),
             Ending::End(RunEnd::Interrupted { values, interrupts }) => {
                 let outcome = crate::graph::with_interrupts(values.clone(), interrupt_list(&interrupts));
                 let settled = Settled {
@@ -364,7 +367,7 @@ impl Manager {
                     error: Value::Null,
                 };
                 // LangGraph's run that paused ended well: the thread is what is interrupted.
-                (RunStatus::Success, settled, outcome)
+                (RunFate::Status(RunStatus::Success), settled, outcome)
             }
             Ending::End(RunEnd::Error { error, message }) => {
                 let error = json!({ "error": error, "message": message });
@@ -375,39 +378,31 @@ impl Manager {
                     interrupts: Map::new(),
                     error: error.clone(),
                 };
-                (RunStatus::Error, settled, json!({ "__error__": error }))
+                (
+                    RunFate::Status(RunStatus::Error),
+                    settled,
+                    json!({ "__error__": error }),
+                )
             }
             Ending::Cancelled(CancelAction::Interrupt) => {
                 let values = current().await?;
-                (RunStatus::Interrupted, Settled::idle(values.clone()), values)
+                let fate = RunFate::Status(RunStatus::Interrupted);
+                (fate, Settled::idle(values.clone()), values)
             }
             Ending::Cancelled(CancelAction::Rollback) => {
                 if let Some(g) = graph {
                     g.rollback(&run.thread_id, head.as_deref()).await?;
                 }
                 let values = current().await?;
-                self.settle(run, Settled::idle(values.clone())).await?;
-                q.delete_run(&run.run_id).await?;
-                return Ok(values);
+                (RunFate::Deleted, Settled::idle(values.clone()), values)
             }
         };
         // The run and its thread in one transaction: whoever sees the run final (a join, the
         // SDK after a stream) finds the thread final too.
-        if !q.end_run(run, status, &settled.update()).await? {
+        if !self.inner.queue.end_run(run, fate, &settled.update()).await? {
             tracing::warn!(run_id = %run.run_id, attempt = run.attempt, "the run was claimed again while it ended: its status and thread are the new claim's");
         }
         Ok(outcome)
-    }
-
-    /// Writes the thread's row after a rolled-back run, in one update of the row as the
-    /// database holds it; it stays `busy` while another of its runs waits.
-    async fn settle(&self, run: &Run, settled: Settled) -> Result<(), RunError> {
-        let mut update = settled.update();
-        if self.thread_has_inflight(&run.thread_id, Some(&run.run_id)).await? {
-            update.status = Some(ThreadStatus::Busy);
-        }
-        self.inner.catalog.update_thread(&run.thread_id, &update).await?;
-        Ok(())
     }
 }
 

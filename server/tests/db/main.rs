@@ -48,6 +48,7 @@ macro_rules! suite {
                 a_run_is_not_claimed_before_its_time_and_holds_its_threads_later_runs_back
                 a_stale_claim_can_neither_hold_nor_end_a_run_claimed_again
                 a_run_s_end_leaves_its_thread_busy_while_another_run_of_it_waits
+                a_rolled_back_run_is_deleted_under_its_claim_with_its_thread_written
                 a_thread_is_in_flight_while_another_run_of_it_is_pending_or_running
             );
         }

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use weir_server::db::{DbError, Enqueued, IfExists, ThreadUpdate};
+use weir_server::db::{DbError, Enqueued, IfExists, RunFate, ThreadUpdate};
 use weir_server::model::{MultitaskStrategy, Run, RunStatus, ThreadStatus};
 
 async fn queued(db: &Db, run: &Run) -> Vec<String> {
@@ -303,18 +303,30 @@ pub async fn a_stale_claim_can_neither_hold_nor_end_a_run_claimed_again(db: &Db)
     assert_eq!((second.run_id.as_str(), second.attempt), (r.run_id.as_str(), 2));
     // The stale claim writes neither the run nor its thread.
     let stale = ended(ThreadStatus::Error, json!({"by": "w1"}));
-    assert!(!db.queue.end_run(&first, RunStatus::Error, &stale).await.unwrap());
+    assert!(!db
+        .queue
+        .end_run(&first, RunFate::Status(RunStatus::Error), &stale)
+        .await
+        .unwrap());
     assert_eq!(
         db.queue.get_run(&t, &r.run_id).await.unwrap().unwrap().status,
         RunStatus::Running
     );
     assert_eq!(thread_now(db, &t).await, (ThreadStatus::Busy, json!(null)));
     let done = ended(ThreadStatus::Idle, json!({"by": "w2"}));
-    assert!(db.queue.end_run(&second, RunStatus::Success, &done).await.unwrap());
+    assert!(db
+        .queue
+        .end_run(&second, RunFate::Status(RunStatus::Success), &done)
+        .await
+        .unwrap());
     assert_eq!(thread_now(db, &t).await, (ThreadStatus::Idle, json!({"by": "w2"})));
     // Ended: no claim holds it any more, and it is final.
     assert!(!db.queue.holds(&r.run_id, 2).await.unwrap());
-    assert!(!db.queue.end_run(&second, RunStatus::Error, &stale).await.unwrap());
+    assert!(!db
+        .queue
+        .end_run(&second, RunFate::Status(RunStatus::Error), &stale)
+        .await
+        .unwrap());
     let after = db.queue.get_run(&t, &r.run_id).await.unwrap().unwrap();
     assert_eq!((after.status, after.attempt), (RunStatus::Success, 2));
     assert_eq!(thread_now(db, &t).await, (ThreadStatus::Idle, json!({"by": "w2"})));
@@ -330,20 +342,63 @@ pub async fn a_run_s_end_leaves_its_thread_busy_while_another_run_of_it_waits(db
     let second = run(&t, MultitaskStrategy::Enqueue);
     queued(db, &second).await;
     let update = ended(ThreadStatus::Interrupted, json!({"n": 1}));
-    assert!(db.queue.end_run(&claimed, RunStatus::Success, &update).await.unwrap());
+    assert!(db
+        .queue
+        .end_run(&claimed, RunFate::Status(RunStatus::Success), &update)
+        .await
+        .unwrap());
     // The values are the ended run's; the status waits for the next run.
     assert_eq!(thread_now(db, &t).await, (ThreadStatus::Busy, json!({"n": 1})));
     let next = db.queue.claim("w1").await.unwrap().unwrap();
     assert_eq!(next.run_id, second.run_id);
-    assert!(db.queue.end_run(&next, RunStatus::Success, &update).await.unwrap());
+    assert!(db
+        .queue
+        .end_run(&next, RunFate::Status(RunStatus::Success), &update)
+        .await
+        .unwrap());
     assert_eq!(thread_now(db, &t).await, (ThreadStatus::Interrupted, json!({"n": 1})));
     // A run whose thread is gone (a stateless run's, deleted) still ends.
     let lone = run(&id(), MultitaskStrategy::Enqueue);
     queued(db, &lone).await;
     let lone = db.queue.claim("w1").await.unwrap().unwrap();
-    assert!(db.queue.end_run(&lone, RunStatus::Success, &update).await.unwrap());
+    assert!(db
+        .queue
+        .end_run(&lone, RunFate::Status(RunStatus::Success), &update)
+        .await
+        .unwrap());
     let stored = db.queue.get_run(&lone.thread_id, &lone.run_id).await.unwrap().unwrap();
     assert_eq!(stored.status, RunStatus::Success);
+}
+
+pub async fn a_rolled_back_run_is_deleted_under_its_claim_with_its_thread_written(db: &Db) {
+    let t = id();
+    let made = thread(&t, 0, ThreadStatus::Busy, json!({}), json!(null));
+    db.catalog.create_thread(&made, IfExists::Raise).await.unwrap();
+    let first = run(&t, MultitaskStrategy::Enqueue);
+    queued(db, &first).await;
+    let claimed = db.queue.claim("w1").await.unwrap().unwrap();
+    let second = run(&t, MultitaskStrategy::Enqueue);
+    queued(db, &second).await;
+    // A stale claim deletes nothing.
+    let stale = Run {
+        attempt: claimed.attempt + 1,
+        ..claimed.clone()
+    };
+    let update = ended(ThreadStatus::Idle, json!({"n": 0}));
+    assert!(!db.queue.end_run(&stale, RunFate::Deleted, &update).await.unwrap());
+    assert!(db.queue.get_run(&t, &first.run_id).await.unwrap().is_some());
+    assert_eq!(thread_now(db, &t).await, (ThreadStatus::Busy, json!(null)));
+    // Deleted, and its thread stays busy in the same transaction: the second run waits.
+    assert!(db.queue.end_run(&claimed, RunFate::Deleted, &update).await.unwrap());
+    assert!(db.queue.get_run(&t, &first.run_id).await.unwrap().is_none());
+    assert_eq!(thread_now(db, &t).await, (ThreadStatus::Busy, json!({"n": 0})));
+    // The last one leaves it idle; a second end finds no claim.
+    let next = db.queue.claim("w1").await.unwrap().unwrap();
+    assert_eq!(next.run_id, second.run_id);
+    assert!(db.queue.end_run(&next, RunFate::Deleted, &update).await.unwrap());
+    assert_eq!(thread_now(db, &t).await, (ThreadStatus::Idle, json!({"n": 0})));
+    assert!(!db.queue.end_run(&next, RunFate::Deleted, &update).await.unwrap());
+    assert!(db.queue.list_runs(&t, 10, 0, None).await.unwrap().is_empty());
 }
 
 pub async fn a_thread_is_in_flight_while_another_run_of_it_is_pending_or_running(db: &Db) {
@@ -368,7 +423,11 @@ pub async fn a_thread_is_in_flight_while_another_run_of_it_is_pending_or_running
     assert!(inflight(Some(&first.run_id)).await.unwrap(), "another pending");
     assert!(inflight(Some(&second.run_id)).await.unwrap(), "another running");
     let update = ThreadUpdate::default();
-    assert!(db.queue.end_run(&claimed, RunStatus::Success, &update).await.unwrap());
+    assert!(db
+        .queue
+        .end_run(&claimed, RunFate::Status(RunStatus::Success), &update)
+        .await
+        .unwrap());
     assert!(
         !inflight(Some(&second.run_id)).await.unwrap(),
         "a finished run is not in flight"

@@ -7,7 +7,7 @@
 use crate::support::{self, env_url, run, thread};
 use serde_json::json;
 use std::time::Duration;
-use weir_server::db::{Enqueued, IfExists, ThreadUpdate};
+use weir_server::db::{Enqueued, IfExists, RunFate, ThreadUpdate};
 use weir_server::model::{MultitaskStrategy, RunStatus, ThreadStatus};
 
 async fn admin() -> tokio_postgres::Client {
@@ -79,7 +79,11 @@ async fn a_run_is_created_claimed_and_finished_across_killed_connections() {
         values: Some(json!({"done": true})),
         ..ThreadUpdate::default()
     };
-    assert!(db.queue.end_run(&claimed, RunStatus::Success, &ended).await.unwrap());
+    assert!(db
+        .queue
+        .end_run(&claimed, RunFate::Status(RunStatus::Success), &ended)
+        .await
+        .unwrap());
     assert!(kill(&admin, &db.app).await >= 1);
     let runs = db.queue.list_runs("t1", 0, 0, None).await.unwrap();
     assert_eq!(runs.len(), 1, "one run, stored once");

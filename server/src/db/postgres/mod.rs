@@ -12,7 +12,7 @@ mod queue;
 mod schema;
 
 use crate::db::{
-    AssistantQuery, Catalog, DbError, Enqueued, IfExists, RunQueue, ThreadQuery, ThreadUpdate, VersionQuery,
+    AssistantQuery, Catalog, DbError, Enqueued, IfExists, RunFate, RunQueue, ThreadQuery, ThreadUpdate, VersionQuery,
 };
 use crate::model::{Assistant, Object, Run, RunStatus, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
 use futures::future::BoxFuture;
@@ -254,11 +254,11 @@ impl RunQueue for PostgresDb {
     fn end_run<'a>(
         &'a self,
         run: &'a Run,
-        status: RunStatus,
+        end: RunFate,
         update: &'a ThreadUpdate,
     ) -> BoxFuture<'a, Result<bool, DbError>> {
         op!(self, "ending a run", Yes, |c, again| queue::end_run(
-            c, run, status, update, again
+            c, run, end, update, again
         ))
     }
     fn has_inflight<'a>(&'a self, thread_id: &'a str, except: Option<&'a str>) -> BoxFuture<'a, Result<bool, DbError>> {

@@ -9,7 +9,7 @@
 use super::catalog;
 use super::pool::{Conn, Fail};
 use crate::db::rows::{self, name_of};
-use crate::db::{DbError, Enqueued, ThreadUpdate};
+use crate::db::{DbError, Enqueued, RunFate, ThreadUpdate};
 use crate::model::{MultitaskStrategy, Object, Run, RunStatus, ThreadStatus};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Row;
@@ -205,33 +205,52 @@ const FINISH: &str = "UPDATE server_runs SET status = $3, updated_at = $4
 
 const FINISHED: &str = "SELECT 1 FROM server_runs WHERE run_id = $1 AND attempt = $2 AND status = $3";
 
+const DELETE_HELD: &str = "DELETE FROM server_runs WHERE run_id = $1 AND status = 'running' AND attempt = $2";
+
+const EXISTS: &str = "SELECT 1 FROM server_runs WHERE run_id = $1";
+
 /// Ends `run` and writes its thread, as [`crate::db::RunQueue::end_run`] says. `again`: a
-/// second run after a lost connection, which finds the run ended when the first committed.
+/// second run after a lost connection, which finds the run ended (or gone) when the first
+/// committed.
 pub(super) async fn end_run(
     conn: &mut Conn,
     run: &Run,
-    status: RunStatus,
+    end: RunFate,
     update: &ThreadUpdate,
     again: bool,
 ) -> Result<bool, Fail> {
     let finish = conn.prepare(FINISH).await?;
     let finished = conn.prepare(FINISHED).await?;
+    let delete = conn.prepare(DELETE_HELD).await?;
+    let exists = conn.prepare(EXISTS).await?;
     let inflight = conn.prepare(HAS_INFLIGHT).await?;
     let thread = catalog::ThreadUpdateStatements::prepare(conn).await?;
     let tx = conn.client.transaction().await?;
-    let (attempt, status) = (i64::from(run.attempt), name_of(&status));
+    let attempt = i64::from(run.attempt);
     // The claim first (the run's row, then the thread's, as a thread's delete takes them): a
     // stale one leaves, the transaction undone on drop.
-    let ended = tx
-        .execute(&finish, &[&run.run_id, &attempt, &status, &rows::now()])
-        .await?;
-    if ended == 0 {
-        let before = again
-            && tx
-                .query_opt(&finished, &[&run.run_id, &attempt, &status])
-                .await?
-                .is_some();
-        return Ok(before);
+    let held = match end {
+        RunFate::Status(status) => {
+            let status = name_of(&status);
+            let ended = tx
+                .execute(&finish, &[&run.run_id, &attempt, &status, &rows::now()])
+                .await?;
+            if ended == 0 && again {
+                let before = tx.query_opt(&finished, &[&run.run_id, &attempt, &status]).await?;
+                return Ok(before.is_some());
+            }
+            ended > 0
+        }
+        RunFate::Deleted => {
+            let deleted = tx.execute(&delete, &[&run.run_id, &attempt]).await?;
+            if deleted == 0 && again {
+                return Ok(tx.query_opt(&exists, &[&run.run_id]).await?.is_none());
+            }
+            deleted > 0
+        }
+    };
+    if !held {
+        return Ok(false);
     }
     let mut update = update.clone();
     let busy: bool = tx

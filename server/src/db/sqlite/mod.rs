@@ -12,7 +12,7 @@ mod queue;
 mod schema;
 
 use crate::db::{
-    AssistantQuery, Catalog, DbError, Enqueued, IfExists, RunQueue, ThreadQuery, ThreadUpdate, VersionQuery,
+    AssistantQuery, Catalog, DbError, Enqueued, IfExists, RunFate, RunQueue, ThreadQuery, ThreadUpdate, VersionQuery,
 };
 use crate::model::{Assistant, Object, Run, RunStatus, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
 use conn::{Conn, Fail};
@@ -275,13 +275,13 @@ impl RunQueue for SqliteDb {
     fn end_run<'a>(
         &'a self,
         run: &'a Run,
-        status: RunStatus,
+        end: RunFate,
         update: &'a ThreadUpdate,
     ) -> BoxFuture<'a, Result<bool, DbError>> {
         let (run, update) = (run.clone(), update.clone());
         Box::pin(
             self.conn
-                .call("ending a run", move |c| queue::end_run(c, &run, status, &update)),
+                .call("ending a run", move |c| queue::end_run(c, &run, end, &update)),
         )
     }
     fn next_due(&self) -> BoxFuture<'_, Result<Option<String>, DbError>> {

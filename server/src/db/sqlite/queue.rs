@@ -6,7 +6,7 @@
 use super::catalog;
 use super::conn::{begin, Fail};
 use crate::db::rows::{self, name_of};
-use crate::db::{DbError, Enqueued, ThreadUpdate};
+use crate::db::{DbError, Enqueued, RunFate, ThreadUpdate};
 use crate::model::{MultitaskStrategy, Object, Run, RunStatus, ThreadStatus};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -169,16 +169,23 @@ pub(super) fn finish(conn: &Connection, run_id: &str, attempt: u32, status: RunS
         > 0)
 }
 
+/// Deletes `run_id` if it is still running under the claim `attempt`.
+fn delete_held(conn: &Connection, run_id: &str, attempt: u32) -> Result<bool, Fail> {
+    Ok(conn
+        .prepare_cached("DELETE FROM server_runs WHERE run_id = ?1 AND status = 'running' AND attempt = ?2")?
+        .execute(params![run_id, attempt])?
+        > 0)
+}
+
 /// Ends `run` and writes its thread, as [`crate::db::RunQueue::end_run`] says.
-pub(super) fn end_run(
-    conn: &mut Connection,
-    run: &Run,
-    status: RunStatus,
-    update: &ThreadUpdate,
-) -> Result<bool, Fail> {
+pub(super) fn end_run(conn: &mut Connection, run: &Run, end: RunFate, update: &ThreadUpdate) -> Result<bool, Fail> {
     let tx = begin(conn)?;
     // The claim first: a stale one leaves (the transaction undone on drop).
-    if !finish(&tx, &run.run_id, run.attempt, status)? {
+    let held = match end {
+        RunFate::Status(status) => finish(&tx, &run.run_id, run.attempt, status)?,
+        RunFate::Deleted => delete_held(&tx, &run.run_id, run.attempt)?,
+    };
+    if !held {
         return Ok(false);
     }
     let mut update = update.clone();
