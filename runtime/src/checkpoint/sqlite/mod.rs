@@ -257,6 +257,30 @@ impl SqliteSaver {
     }
 }
 
+impl SqliteSaver {
+    /// Runs `f`, a read as short as a point read (a thread's head, one checkpoint), right here
+    /// on an idle read connection when there is one at once: lending the thread
+    /// ([`read`](Self::read)) wakes another to take over tokio's worker, which costs more than
+    /// the read. Else as [`read`](Self::read).
+    async fn read_briefly<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, Failure> + Send + 'static,
+    ) -> Result<T, SaverError> {
+        let inner = &self.inner;
+        let idle = inner.read_permits.try_acquire().ok().and_then(|permit| {
+            let conn = inner.readers.lock().unwrap_or_else(|p| p.into_inner()).pop()?;
+            Some((permit, conn))
+        });
+        // (No permit is held while `read` waits for one.)
+        let Some((_permit, mut conn)) = idle else {
+            return self.read(f).await;
+        };
+        let out = f(&mut conn);
+        inner.readers.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
+        out.map_err(|e| e.into_saver_error(&inner.path))
+    }
+}
+
 fn backend(path: &Path, e: rusqlite::Error) -> SaverError {
     SaverError::backend(format!("sqlite checkpoint store `{}` failed", path.display()), e)
 }
@@ -352,7 +376,7 @@ impl Checkpointer for SqliteSaver {
     ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
         let (thread_id, ns, id) = (thread_id.to_owned(), ns.to_owned(), id.map(str::to_owned));
         let path = self.inner.path.clone();
-        self.read(move |conn| read::get(conn, &path, &thread_id, &ns, id.as_deref(), &[]))
+        self.read_briefly(move |conn| read::get(conn, &path, &thread_id, &ns, id.as_deref(), &[]))
             .boxed()
     }
 
@@ -365,13 +389,14 @@ impl Checkpointer for SqliteSaver {
     ) -> BoxFuture<'a, Result<Option<Loaded>, SaverError>> {
         let (thread_id, ns, id) = (thread_id.to_owned(), ns.to_owned(), id.map(str::to_owned));
         let (path, held) = (self.inner.path.clone(), held.to_vec());
-        self.read(move |conn| read::get(conn, &path, &thread_id, &ns, id.as_deref(), &held))
+        self.read_briefly(move |conn| read::get(conn, &path, &thread_id, &ns, id.as_deref(), &held))
             .boxed()
     }
 
     fn head<'a>(&'a self, thread_id: &'a str, ns: &'a str) -> BoxFuture<'a, Result<Option<String>, SaverError>> {
         let (thread_id, ns) = (thread_id.to_owned(), ns.to_owned());
-        self.read(move |conn| Ok(read::head(conn, &thread_id, &ns)?)).boxed()
+        self.read_briefly(move |conn| Ok(read::head(conn, &thread_id, &ns)?))
+            .boxed()
     }
 
     fn list<'a>(

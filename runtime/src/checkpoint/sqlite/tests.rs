@@ -138,6 +138,35 @@ async fn a_lone_put_runs_on_its_caller_s_thread_and_the_runtime_goes_on_meanwhil
 
 /// What is queued while the writer is busy goes into one transaction: twenty puts of twenty
 /// threads, and one put that conflicts, which is refused alone.
+/// A point read (a head, one checkpoint) runs on its caller's thread when a read connection is
+/// idle, with no hop to another thread; the first, which opens the connection, and one that
+/// finds every connection taken, take the usual way (here, a current-thread runtime: tokio's
+/// blocking pool) and wait for a permit without holding one.
+#[tokio::test(flavor = "current_thread")]
+async fn a_point_read_runs_on_its_caller_s_thread_when_a_reader_is_idle() {
+    let dir = TempDir::new();
+    let saver = SqliteSaver::options().readers(1).open(dir.db()).unwrap();
+    let here = std::thread::current().id();
+    let read_on = || saver.read_briefly(|_| Ok(std::thread::current().id()));
+    assert_ne!(read_on().await.unwrap(), here, "no idle reader yet: the pool opens one");
+    assert_eq!(read_on().await.unwrap(), here, "an idle reader: read right here");
+    // Every permit taken: the read waits for one, elsewhere, and gets it once it is free.
+    let taken = saver.inner.read_permits.clone().acquire_owned().await.unwrap();
+    let waiting = tokio::spawn({
+        let saver = saver.clone();
+        async move { saver.read_briefly(|_| Ok(std::thread::current().id())).await }
+    });
+    tokio::task::yield_now().await;
+    assert!(!waiting.is_finished(), "the read waits for the permit");
+    drop(taken);
+    assert_ne!(waiting.await.unwrap().unwrap(), here);
+    saver
+        .put_made(vec![record("t", "cp-1", None, b"1")], None, MadeByRun::new())
+        .await
+        .unwrap();
+    assert_eq!(saver.head("t", "").await.unwrap().as_deref(), Some("cp-1"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queued_writes_are_stored_in_one_transaction_and_a_refused_one_alone_is_rolled_back() {
     let dir = TempDir::new();
