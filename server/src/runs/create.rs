@@ -274,11 +274,13 @@ impl Manager {
         found.ok_or_else(|| RunError::NotFound(NOT_FOUND_DETAIL.to_owned()))
     }
 
-    /// The run's thread: the named one (made when `if_not_exists: create`), or a new temporary one.
+    /// The run's thread without its values: the named one (made when `if_not_exists: create`),
+    /// or a new temporary one.
     async fn thread_for(&self, thread_id: Option<&str>, body: &RunCreate) -> Result<Thread, RunError> {
         let catalog = &self.inner.catalog;
         if let Some(tid) = thread_id {
-            if let Some(t) = catalog.get_thread(tid).await? {
+            // Its metadata and id are all a run takes from it.
+            if let Some(t) = catalog.get_thread_without_values(tid).await? {
                 return Ok(t);
             }
             if body.if_not_exists == IfNotExists::Reject {

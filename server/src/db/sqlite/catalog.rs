@@ -166,8 +166,26 @@ pub(super) fn create_thread(conn: &mut Connection, t: &Thread, if_exists: IfExis
 }
 
 pub(super) fn get_thread(conn: &Connection, id: &str) -> Result<Option<Thread>, Fail> {
+    read_thread(
+        conn,
+        id,
+        "SELECT doc, metadata, \"values\" FROM server_threads WHERE thread_id = ?1",
+    )
+}
+
+/// The thread's row with `values` null (see [`crate::db::Catalog::get_thread_without_values`]).
+pub(super) fn get_thread_without_values(conn: &Connection, id: &str) -> Result<Option<Thread>, Fail> {
+    read_thread(
+        conn,
+        id,
+        "SELECT doc, metadata, 'null' FROM server_threads WHERE thread_id = ?1",
+    )
+}
+
+/// The thread `select` reads: its `doc`, `metadata` and `values` columns, in that order.
+fn read_thread(conn: &Connection, id: &str, select: &str) -> Result<Option<Thread>, Fail> {
     let row = conn
-        .prepare_cached("SELECT doc, metadata, \"values\" FROM server_threads WHERE thread_id = ?1")?
+        .prepare_cached(select)?
         .query_row([id], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
         })

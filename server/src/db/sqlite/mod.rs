@@ -150,6 +150,14 @@ impl Catalog for SqliteDb {
         // On the pool: a thread's row holds its values, which grow with its state.
         Box::pin(self.conn.scan("reading a thread", move |c| catalog::get_thread(c, &id)))
     }
+    fn get_thread_without_values<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>, DbError>> {
+        let id = thread_id.to_owned();
+        // Without its values, a thread's row is a point read: on the caller's thread.
+        Box::pin(
+            self.conn
+                .read("reading a thread", move |c| catalog::get_thread_without_values(c, &id)),
+        )
+    }
     fn put_thread<'a>(&'a self, thread: &'a Thread) -> BoxFuture<'a, Result<(), DbError>> {
         let t = thread.clone();
         Box::pin(self.conn.call("storing a thread", move |c| catalog::put_thread(c, &t)))
