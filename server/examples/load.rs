@@ -7,13 +7,16 @@
 //! The last line, `result key=value …`, is the figures for `bench/server_report.py`. With
 //! `--idle-threads N` it only makes N threads (50 requests at a time) and reports how long that took,
 //! for the memory figure; with `--idle-connections N` it only opens N connections, each asking
-//! `GET /ok` once, and holds them all open for a second (the memory of keep-alive clients).
+//! `GET /ok` once, and holds them all open for a second (the memory of keep-alive clients); with
+//! `--pings N` it only sends N `GET /ok` by `--clients` clients at once: the rate of the server's
+//! HTTP stack alone on this machine, a ceiling for any figure of runs.
 //!
 //! ```text
 //! cargo run --release -p weir-server --example load -- http://127.0.0.1:2024 [--runs 100] \
 //!     [--concurrent-runs 2000] [--clients 100] [--graph chain]
 //! cargo run --release -p weir-server --example load -- http://127.0.0.1:2024 --idle-threads 10000
 //! cargo run --release -p weir-server --example load -- http://127.0.0.1:2024 --idle-connections 5000
+//! cargo run --release -p weir-server --example load -- http://127.0.0.1:2024 --pings 20000
 //! ```
 
 use http_body_util::{BodyExt, Full};
@@ -53,6 +56,20 @@ impl Conn {
             return Err(format!("POST {path}: status {}", res.status()).into());
         }
         Ok(res)
+    }
+
+    /// `GET path`, its whole answer read, failing on a status other than 2xx.
+    async fn get(&mut self, path: &str) -> Result<(), BoxError> {
+        self.sender.ready().await?;
+        let req = hyper::Request::get(path)
+            .header("host", &self.host)
+            .body(Full::new(Bytes::new()))?;
+        let res = self.sender.send_request(req).await?;
+        if !res.status().is_success() {
+            return Err(format!("GET {path}: status {}", res.status()).into());
+        }
+        res.into_body().collect().await?;
+        Ok(())
     }
 
     /// POSTs and reads the whole JSON answer.
@@ -137,9 +154,25 @@ async fn sequential(host: &str, graph: &str, n: usize, figures: &mut Figures) ->
     Ok(())
 }
 
-/// `n` runs by `clients` clients at once, each on a connection of its own, taking the next run
-/// as soon as its last one answered: the throughput with `clients` runs in flight.
-async fn concurrent(host: &str, graph: &str, n: usize, clients: usize, figures: &mut Figures) -> Result<(), BoxError> {
+/// What a client of [`concurrent`] asks, again and again.
+#[derive(Clone, Copy, PartialEq)]
+enum Ask {
+    /// A run on a new thread (`threads.create`, then `runs.wait`).
+    Run,
+    /// `GET /ok`: the server's HTTP stack alone, the ceiling of any request on this machine.
+    Ping,
+}
+
+/// `n` asks by `clients` clients at once, each on a connection of its own, taking the next as
+/// soon as its last one answered: the throughput with `clients` requests in flight.
+async fn concurrent(
+    host: &str,
+    graph: &str,
+    ask: Ask,
+    n: usize,
+    clients: usize,
+    figures: &mut Figures,
+) -> Result<(), BoxError> {
     let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let t0 = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
@@ -152,7 +185,10 @@ async fn concurrent(host: &str, graph: &str, n: usize, clients: usize, figures: 
                 if i >= n {
                     return Ok::<_, BoxError>(());
                 }
-                conn.run_on_new_thread(&graph, &i.to_string()).await?;
+                match ask {
+                    Ask::Run => conn.run_on_new_thread(&graph, &i.to_string()).await?,
+                    Ask::Ping => conn.get("/ok").await?,
+                }
             }
         });
     }
@@ -160,11 +196,15 @@ async fn concurrent(host: &str, graph: &str, n: usize, clients: usize, figures: 
         done??;
     }
     let dt = t0.elapsed().as_secs_f64();
+    let (what, key) = match ask {
+        Ask::Run => ("runs", "conc_rps"),
+        Ask::Ping => ("pings", "ping_rps"),
+    };
     println!(
-        "concurrent: {n} runs, {clients} at a time, in {dt:.2}s = {:.1} runs/s",
+        "concurrent: {n} {what}, {clients} at a time, in {dt:.2}s = {:.1} {what}/s",
         n as f64 / dt
     );
-    figures.0.push(("conc_rps", n as f64 / dt));
+    figures.0.push((key, n as f64 / dt));
     Ok(())
 }
 
@@ -216,15 +256,7 @@ async fn idle_connections(host: &str, n: usize) -> Result<(), BoxError> {
             let host = host.to_owned();
             opening.spawn(async move {
                 let mut conn = Conn::open(&host).await?;
-                conn.sender.ready().await?;
-                let req = hyper::Request::get("/ok")
-                    .header("host", &conn.host)
-                    .body(Full::new(Bytes::new()))?;
-                let res = conn.sender.send_request(req).await?;
-                if !res.status().is_success() {
-                    return Err(format!("GET /ok: status {}", res.status()).into());
-                }
-                res.into_body().collect().await?;
+                conn.get("/ok").await?;
                 Ok::<_, BoxError>(conn)
             });
         }
@@ -240,7 +272,7 @@ async fn idle_connections(host: &str, n: usize) -> Result<(), BoxError> {
 }
 
 const USAGE: &str = "usage: load URL [--runs 100] [--concurrent-runs RUNS] [--clients 100] [--graph chain] \
-     [--idle-threads N | --idle-connections N]";
+     [--idle-threads N | --idle-connections N | --pings N]";
 
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
@@ -252,7 +284,7 @@ async fn main() -> Result<(), BoxError> {
         .trim_end_matches('/')
         .to_owned();
     let (mut runs, mut graph, mut idle, mut open) = (100usize, "chain".to_owned(), None, None);
-    let (mut concurrent_runs, mut clients) = (None, 100usize);
+    let (mut concurrent_runs, mut clients, mut pings) = (None, 100usize, None);
     while let Some(flag) = args.next() {
         let value = args.next().ok_or_else(|| format!("`{flag}` needs a value; {USAGE}"))?;
         match flag.as_str() {
@@ -263,6 +295,7 @@ async fn main() -> Result<(), BoxError> {
             "--clients" => clients = value.parse().map_err(|e| format!("`--clients`: {e}"))?,
             "--graph" => graph = value,
             "--idle-threads" => idle = Some(value.parse().map_err(|e| format!("`--idle-threads`: {e}"))?),
+            "--pings" => pings = Some(value.parse().map_err(|e| format!("`--pings`: {e}"))?),
             "--idle-connections" => open = Some(value.parse().map_err(|e| format!("`--idle-connections`: {e}"))?),
             _ => return Err(format!("unknown argument `{flag}`; {USAGE}").into()),
         }
@@ -274,15 +307,14 @@ async fn main() -> Result<(), BoxError> {
         return idle_connections(&host, n).await;
     }
     let mut figures = Figures::default();
+    if let Some(n) = pings {
+        concurrent(&host, &graph, Ask::Ping, n, clients.max(1), &mut figures).await?;
+        figures.print();
+        return Ok(());
+    }
     sequential(&host, &graph, runs, &mut figures).await?;
-    concurrent(
-        &host,
-        &graph,
-        concurrent_runs.unwrap_or(runs),
-        clients.max(1),
-        &mut figures,
-    )
-    .await?;
+    let n = concurrent_runs.unwrap_or(runs);
+    concurrent(&host, &graph, Ask::Run, n, clients.max(1), &mut figures).await?;
     first_events(&host, &graph, 20, &mut figures).await?;
     figures.print();
     Ok(())
