@@ -8,8 +8,9 @@
 # Each server is measured by the native load generator (server/examples/load.rs): sequential
 # `runs.wait` on new threads (p50, p99), the throughput of CONCURRENT_RUNS runs (default 2,000)
 # with CLIENTS (default 100) in flight at once, each client on its own connection, the first streamed
-# `updates` event of a stateless run; then a fresh one gets IDLE_THREADS threads and its peak
-# resident memory (VmHWM, summed over its processes) is read. With SDK_PYTHON (a python with
+# `updates` event of a stateless run, PINGS (default 20,000) `GET /ok` by the same clients (the
+# rate of the server's HTTP stack alone: a ceiling for its runs/s); then a fresh one gets
+# IDLE_THREADS threads and its peak resident memory (VmHWM, summed over its processes) is read. With SDK_PYTHON (a python with
 # `langgraph-sdk`) shared/langgraph/server/anchor/probe.py is run against each too: the official
 # client's view. One `key=value` line per measurement goes to OUT; bench/server_report.py turns
 # the lines into docs/server.md's table and docs/server.svg. Not run in CI.
@@ -28,6 +29,7 @@ concurrent_runs="${CONCURRENT_RUNS:-2000}"
 clients="${CLIENTS:-100}"
 idle="${IDLE_THREADS:-10000}"
 connections="${IDLE_CONNECTIONS:-5000}"
+pings="${PINGS:-20000}"
 probe_runs="${PROBE_RUNS:-20}"
 target="${CARGO_TARGET_DIR:-target}"
 out="${OUT:-bench/results/server-$(date -u +%Y%m%dT%H%M%SZ).txt}"
@@ -130,6 +132,8 @@ measure() {
   start_server "$label" "$port"
   "$load" "$url" --runs "$runs" --concurrent-runs "$concurrent_runs" --clients "$clients" | tee "$dir/load.out"
   echo "$(describe "$label") client=load $(sed -n 's/^result //p' "$dir/load.out")" >>"$out"
+  "$load" "$url" --pings "$pings" --clients "$clients" | tee "$dir/pings.out"
+  echo "$(describe "$label") client=load $(sed -n 's/^result //p' "$dir/pings.out")" >>"$out"
   if [ -n "${SDK_PYTHON:-}" ]; then
     "$SDK_PYTHON" "$anchor/probe.py" "$url" "$probe_runs" | grep -E '^(sequential|concurrent|stream first)' | tee "$dir/probe.out"
     python3 - "$dir/probe.out" "$(describe "$label")" >>"$out" <<'EOF'

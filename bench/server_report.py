@@ -4,7 +4,8 @@
 Usage: server_report.py RESULTS.txt [MORE.txt ...] [--svg docs/server.svg]
 
 Each result line is ``impl=<weir|langgraph> mode=<m> workers=<n> client=<load|probe> key=value ...``
-with the keys seq_p50_ms, seq_p99_ms, seq_rps, conc_rps, first_p50_ms (runs), idle_threads,
+with the keys seq_p50_ms, seq_p99_ms, seq_rps, conc_rps, first_p50_ms (runs), ping_rps (`GET /ok`
+100 at once: the HTTP stack alone), idle_threads,
 peak_rss_mib (memory with idle threads) or idle_connections, conn_peak_rss_mib (memory with
 open connections). A row measured several times shows the median. No dependencies: the SVG
 is written by hand, on log scales (the servers differ by orders of magnitude).
@@ -17,7 +18,16 @@ import statistics
 import sys
 from collections import defaultdict
 
-FIELDS = ["seq_p50_ms", "seq_p99_ms", "seq_rps", "conc_rps", "first_p50_ms", "peak_rss_mib", "conn_peak_rss_mib"]
+FIELDS = [
+    "seq_p50_ms",
+    "seq_p99_ms",
+    "seq_rps",
+    "conc_rps",
+    "first_p50_ms",
+    "ping_rps",
+    "peak_rss_mib",
+    "conn_peak_rss_mib",
+]
 
 
 def parse(paths):
@@ -80,9 +90,9 @@ def table(order, rows):
     base = {c: med(rows, k, "conc_rps") for k in order if k[0] == "langgraph" for c in [k[3]]}
     lines = [
         "| server | client | runs.wait p50 ms | p99 ms | sequential runs/s | runs/s, 100 at once "
-        "| × langgraph dev | first event p50 ms | peak RSS MiB, 10,000 idle threads "
+        "| × langgraph dev | first event p50 ms | `GET /ok`/s, 100 at once | peak RSS MiB, 10,000 idle threads "
         "| peak RSS MiB, 5,000 open connections |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key in order:
         conc = med(rows, key, "conc_rps")
@@ -92,6 +102,7 @@ def table(order, rows):
         lines.append(
             f"| {label(key)} | {key[3]} | {fmt(med(rows, key, 'seq_p50_ms'))} | {fmt(med(rows, key, 'seq_p99_ms'))} "
             f"| {fmt(med(rows, key, 'seq_rps'))} | {fmt(conc)} | {ratio} | {fmt(med(rows, key, 'first_p50_ms'))} "
+            f"| {fmt(med(rows, key, 'ping_rps'))} "
             f"| {fmt(med(rows, key, 'peak_rss_mib'))} | {fmt(med(rows, key, 'conn_peak_rss_mib'))} |"
         )
     return "\n".join(lines)

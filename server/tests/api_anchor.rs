@@ -70,6 +70,12 @@ fn the_load_generator_measures_weir_serve() {
         "result idle_connections=7.000",
         "{open}"
     );
+    let pings = run(&["--pings", "9", "--clients", "2"]);
+    assert!(pings.contains("concurrent: 9 pings, 2 at a time"), "{pings}");
+    assert!(
+        pings.lines().last().unwrap_or_default().starts_with("result ping_rps="),
+        "{pings}"
+    );
 }
 
 #[test]
