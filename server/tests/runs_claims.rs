@@ -162,8 +162,16 @@ async fn a_worker_that_claims_its_own_requeued_run_again_stops_the_first_attempt
     let (db, saver) = open(&dir.path().join("weir.db")).await;
     let (a, tid, rid) = stuck_worker(&db, &saver, 2).await;
     assert_eq!(db.requeue(None).await.unwrap(), vec![rid.clone()]);
-    // The second attempt reaches the gated node (the first is stopped in it); let it through.
+    // The second attempt reaches the gated node and the first, stopped, leaves it (the gate
+    // lets its waiters through first come, first served); let the second through.
     tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
+    tokio::time::timeout(HUNG, async {
+        while a.gate.waiting() != 1 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the first attempt stops");
     a.gate.release();
     let joined = tokio::time::timeout(HUNG, a.call("GET", &format!("/threads/{tid}/runs/{rid}/join"), None))
         .await

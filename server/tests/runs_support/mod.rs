@@ -37,6 +37,8 @@ pub struct S {
 pub struct Gate {
     pub entered: Notify,
     pub open: Semaphore,
+    /// How many nodes wait at the gate now (a node cut off while it waits leaves).
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 impl Default for Gate {
@@ -44,6 +46,7 @@ impl Default for Gate {
         Self {
             entered: Notify::new(),
             open: Semaphore::new(0),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 }
@@ -51,6 +54,25 @@ impl Default for Gate {
 impl Gate {
     pub fn release(&self) {
         self.open.add_permits(1);
+    }
+
+    /// How many nodes wait at the gate now.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits at the gate until a permit lets this node through.
+    async fn pass(&self) {
+        struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        self.waiting.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _waiting = Waiting(&self.waiting);
+        self.entered.notify_one();
+        self.open.acquire().await.unwrap().forget();
     }
 }
 
@@ -111,8 +133,7 @@ fn gated(gate: Arc<Gate>) -> CompiledGraph<S> {
     g.add_node("slow", move |s: &S| {
         let (gate, topic) = (gate.clone(), s.topic.clone());
         async move {
-            gate.entered.notify_one();
-            gate.open.acquire().await.unwrap().forget();
+            gate.pass().await;
             SUpdate::default().log(vec![format!("slow:{topic}")])
         }
     });
