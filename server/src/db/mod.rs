@@ -325,10 +325,11 @@ pub trait RunQueue: Send + Sync + 'static {
     /// Whether the run is running under the claim `attempt` (a worker checks it before it writes
     /// the run's thread: once its run was requeued and claimed again, it has lost it).
     fn holds<'a>(&'a self, run_id: &'a str, attempt: u32) -> BoxFuture<'a, Result<bool, DbError>>;
-    /// Ends `run`, if it is still running under its claim ([`Run::attempt`]), in one
-    /// transaction: the run takes its final status or is deleted (`end`), and its thread
-    /// `update`, whose status becomes [`ThreadStatus::Busy`] instead while another of the
-    /// thread's runs is pending or running. Whether the claim held; a stale one writes nothing.
+    /// Ends `run`, if it is still as the caller read it (its status, pending or running, and its
+    /// claim, [`Run::attempt`]), in one transaction: the run takes its final status or is
+    /// deleted (`end`), and its thread `update`, whose status becomes [`ThreadStatus::Busy`]
+    /// instead while another of the thread's runs is pending or running. Whether it was; a
+    /// stale claim, a pending run claimed meanwhile or an ended run writes nothing.
     fn end_run<'a>(
         &'a self,
         run: &'a Run,

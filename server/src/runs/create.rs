@@ -4,9 +4,11 @@
 
 use super::{non_null, now, Manager, RunError};
 use crate::bus::{CancelAction, StreamItem};
-use crate::db::{Enqueued, IfExists};
+use crate::db::{Enqueued, IfExists, RunFate, ThreadUpdate};
 use crate::graph::Mode;
-use crate::model::{system_assistant_id, Assistant, MultitaskStrategy, Object, Run, RunKwargs, RunStatus, Thread};
+use crate::model::{
+    system_assistant_id, Assistant, MultitaskStrategy, Object, Run, RunKwargs, RunStatus, Thread, ThreadStatus,
+};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -317,16 +319,16 @@ impl Manager {
         // Through the bus in both cases: a pending run may be claimed between our read and now.
         inner.bus.cancel(&run.run_id, action).await?;
         if run.status == RunStatus::Pending {
-            match action {
-                CancelAction::Interrupt => {
-                    inner.queue.set_status(&run.run_id, RunStatus::Interrupted).await?;
-                }
-                CancelAction::Rollback => {
-                    inner.queue.delete_run(&run.run_id).await?;
-                }
+            let fate = match action {
+                CancelAction::Interrupt => RunFate::Status(RunStatus::Interrupted),
+                CancelAction::Rollback => RunFate::Deleted,
+            };
+            // Only while it is still pending, and its thread idle unless another of its runs
+            // waits, in one transaction; a worker that claimed it meanwhile heard the cancel.
+            let idle = ThreadUpdate::status(ThreadStatus::Idle, None);
+            if inner.queue.end_run(run, fate, &idle).await? {
+                inner.bus.publish(&run.run_id, StreamItem::Done).await?;
             }
-            inner.bus.publish(&run.run_id, StreamItem::Done).await?;
-            self.settle_idle_thread(&run.thread_id).await?;
         }
         Ok(())
     }

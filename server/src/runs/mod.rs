@@ -398,16 +398,6 @@ impl Manager {
         &self.inner.bus
     }
 
-    /// Sets the thread idle (keeping its values) when none of its runs is pending or running.
-    async fn settle_idle_thread(&self, thread_id: &str) -> Result<(), RunError> {
-        if self.thread_has_inflight(thread_id, None).await? {
-            return Ok(());
-        }
-        let catalog = &self.inner.catalog;
-        catalog.set_thread_status(thread_id, ThreadStatus::Idle, None).await?;
-        Ok(())
-    }
-
     /// Whether the thread has a run pending or running, other than `except`.
     async fn thread_has_inflight(&self, thread_id: &str, except: Option<&str>) -> Result<bool, RunError> {
         Ok(self.inner.queue.has_inflight(thread_id, except).await?)

@@ -49,6 +49,7 @@ macro_rules! suite {
                 a_stale_claim_can_neither_hold_nor_end_a_run_claimed_again
                 a_run_s_end_leaves_its_thread_busy_while_another_run_of_it_waits
                 a_rolled_back_run_is_deleted_under_its_claim_with_its_thread_written
+                a_pending_run_is_ended_only_while_it_is_still_pending
                 a_thread_is_in_flight_while_another_run_of_it_is_pending_or_running
             );
         }

@@ -401,6 +401,45 @@ pub async fn a_rolled_back_run_is_deleted_under_its_claim_with_its_thread_writte
     assert!(db.queue.list_runs(&t, 10, 0, None).await.unwrap().is_empty());
 }
 
+pub async fn a_pending_run_is_ended_only_while_it_is_still_pending(db: &Db) {
+    let t = id();
+    let made = thread(&t, 0, ThreadStatus::Busy, json!({}), json!(null));
+    db.catalog.create_thread(&made, IfExists::Raise).await.unwrap();
+    let (first, second) = (run(&t, MultitaskStrategy::Enqueue), run(&t, MultitaskStrategy::Enqueue));
+    queued(db, &first).await;
+    queued(db, &second).await;
+    let idle = ThreadUpdate::status(ThreadStatus::Idle, None);
+    // The second, still pending: interrupted; the thread stays busy for the first.
+    let pending = db.queue.get_run(&t, &second.run_id).await.unwrap().unwrap();
+    assert_eq!(pending.status, RunStatus::Pending);
+    assert!(db
+        .queue
+        .end_run(&pending, RunFate::Status(RunStatus::Interrupted), &idle)
+        .await
+        .unwrap());
+    assert_eq!(
+        db.queue.get_run(&t, &second.run_id).await.unwrap().unwrap().status,
+        RunStatus::Interrupted
+    );
+    assert_eq!(thread_now(db, &t).await.0, ThreadStatus::Busy);
+    // Ended, it is left as it is.
+    let interrupted = db.queue.get_run(&t, &second.run_id).await.unwrap().unwrap();
+    assert!(!db.queue.end_run(&interrupted, RunFate::Deleted, &idle).await.unwrap());
+    assert!(db.queue.get_run(&t, &second.run_id).await.unwrap().is_some());
+    // The first, read pending, then claimed: the pending view ends nothing.
+    let read = db.queue.get_run(&t, &first.run_id).await.unwrap().unwrap();
+    let claimed = db.queue.claim("w1").await.unwrap().unwrap();
+    assert_eq!(claimed.run_id, first.run_id);
+    assert!(!db.queue.end_run(&read, RunFate::Deleted, &idle).await.unwrap());
+    assert_eq!(
+        db.queue.get_run(&t, &first.run_id).await.unwrap().unwrap().status,
+        RunStatus::Running
+    );
+    assert_eq!(thread_now(db, &t).await.0, ThreadStatus::Busy);
+    assert!(db.queue.end_run(&claimed, RunFate::Deleted, &idle).await.unwrap());
+    assert_eq!(thread_now(db, &t).await.0, ThreadStatus::Idle);
+}
+
 pub async fn a_thread_is_in_flight_while_another_run_of_it_is_pending_or_running(db: &Db) {
     let (t, other) = (id(), id());
     let inflight = |except: Option<&str>| {

@@ -201,11 +201,11 @@ pub(super) async fn holds(conn: &mut Conn, run_id: &str, attempt: u32) -> Result
 }
 
 const FINISH: &str = "UPDATE server_runs SET status = $3, updated_at = $4
-    WHERE run_id = $1 AND status = 'running' AND attempt = $2";
+    WHERE run_id = $1 AND attempt = $2 AND status = $5";
 
 const FINISHED: &str = "SELECT 1 FROM server_runs WHERE run_id = $1 AND attempt = $2 AND status = $3";
 
-const DELETE_HELD: &str = "DELETE FROM server_runs WHERE run_id = $1 AND status = 'running' AND attempt = $2";
+const DELETE_HELD: &str = "DELETE FROM server_runs WHERE run_id = $1 AND attempt = $2 AND status = $3";
 
 const EXISTS: &str = "SELECT 1 FROM server_runs WHERE run_id = $1";
 
@@ -219,6 +219,9 @@ pub(super) async fn end_run(
     update: &ThreadUpdate,
     again: bool,
 ) -> Result<bool, Fail> {
+    if run.status.is_final() {
+        return Ok(false);
+    }
     let finish = conn.prepare(FINISH).await?;
     let finished = conn.prepare(FINISHED).await?;
     let delete = conn.prepare(DELETE_HELD).await?;
@@ -226,14 +229,14 @@ pub(super) async fn end_run(
     let inflight = conn.prepare(HAS_INFLIGHT).await?;
     let thread = catalog::ThreadUpdateStatements::prepare(conn).await?;
     let tx = conn.client.transaction().await?;
-    let attempt = i64::from(run.attempt);
+    let (attempt, from) = (i64::from(run.attempt), name_of(&run.status));
     // The claim first (the run's row, then the thread's, as a thread's delete takes them): a
     // stale one leaves, the transaction undone on drop.
     let held = match end {
         RunFate::Status(status) => {
             let status = name_of(&status);
             let ended = tx
-                .execute(&finish, &[&run.run_id, &attempt, &status, &rows::now()])
+                .execute(&finish, &[&run.run_id, &attempt, &status, &rows::now(), &from])
                 .await?;
             if ended == 0 && again {
                 let before = tx.query_opt(&finished, &[&run.run_id, &attempt, &status]).await?;
@@ -242,7 +245,7 @@ pub(super) async fn end_run(
             ended > 0
         }
         RunFate::Deleted => {
-            let deleted = tx.execute(&delete, &[&run.run_id, &attempt]).await?;
+            let deleted = tx.execute(&delete, &[&run.run_id, &attempt, &from]).await?;
             if deleted == 0 && again {
                 return Ok(tx.query_opt(&exists, &[&run.run_id]).await?.is_none());
             }

@@ -158,32 +158,41 @@ pub(super) fn holds(conn: &mut Connection, run_id: &str, attempt: u32) -> Result
         .is_some())
 }
 
-/// Sets the final status of `run_id` if it is still running under the claim `attempt`.
-pub(super) fn finish(conn: &Connection, run_id: &str, attempt: u32, status: RunStatus) -> Result<bool, Fail> {
+/// Sets the final status of `run` if it is still as read: its status and claim (`attempt`).
+fn finish(conn: &Connection, run: &Run, status: RunStatus) -> Result<bool, Fail> {
     Ok(conn
         .prepare_cached(
             "UPDATE server_runs SET status = ?3, updated_at = ?4
-             WHERE run_id = ?1 AND status = 'running' AND attempt = ?2",
+             WHERE run_id = ?1 AND attempt = ?2 AND status = ?5",
         )?
-        .execute(params![run_id, attempt, name_of(&status), rows::now()])?
+        .execute(params![
+            run.run_id,
+            run.attempt,
+            name_of(&status),
+            rows::now(),
+            name_of(&run.status)
+        ])?
         > 0)
 }
 
-/// Deletes `run_id` if it is still running under the claim `attempt`.
-fn delete_held(conn: &Connection, run_id: &str, attempt: u32) -> Result<bool, Fail> {
+/// Deletes `run` if it is still as read: its status and claim (`attempt`).
+fn delete_held(conn: &Connection, run: &Run) -> Result<bool, Fail> {
     Ok(conn
-        .prepare_cached("DELETE FROM server_runs WHERE run_id = ?1 AND status = 'running' AND attempt = ?2")?
-        .execute(params![run_id, attempt])?
+        .prepare_cached("DELETE FROM server_runs WHERE run_id = ?1 AND attempt = ?2 AND status = ?3")?
+        .execute(params![run.run_id, run.attempt, name_of(&run.status)])?
         > 0)
 }
 
 /// Ends `run` and writes its thread, as [`crate::db::RunQueue::end_run`] says.
 pub(super) fn end_run(conn: &mut Connection, run: &Run, end: RunFate, update: &ThreadUpdate) -> Result<bool, Fail> {
+    if run.status.is_final() {
+        return Ok(false);
+    }
     let tx = begin(conn)?;
     // The claim first: a stale one leaves (the transaction undone on drop).
     let held = match end {
-        RunFate::Status(status) => finish(&tx, &run.run_id, run.attempt, status)?,
-        RunFate::Deleted => delete_held(&tx, &run.run_id, run.attempt)?,
+        RunFate::Status(status) => finish(&tx, run, status)?,
+        RunFate::Deleted => delete_held(&tx, run)?,
     };
     if !held {
         return Ok(false);
