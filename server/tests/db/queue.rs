@@ -332,15 +332,23 @@ pub async fn a_stale_claim_can_neither_hold_nor_end_a_run_claimed_again(db: &Db)
     assert_eq!(thread_now(db, &t).await, (ThreadStatus::Idle, json!({"by": "w2"})));
 }
 
-pub async fn a_run_s_end_leaves_its_thread_busy_while_another_run_of_it_waits(db: &Db) {
+/// A busy thread with two runs: the first claimed by `w1` (returned as claimed), the second
+/// pending.
+async fn one_running_one_waiting(db: &Db) -> (String, Run, Run) {
     let t = id();
     let made = thread(&t, 0, ThreadStatus::Busy, json!({}), json!(null));
     db.catalog.create_thread(&made, IfExists::Raise).await.unwrap();
     let first = run(&t, MultitaskStrategy::Enqueue);
     queued(db, &first).await;
     let claimed = db.queue.claim("w1").await.unwrap().unwrap();
+    assert_eq!(claimed.run_id, first.run_id);
     let second = run(&t, MultitaskStrategy::Enqueue);
     queued(db, &second).await;
+    (t, claimed, second)
+}
+
+pub async fn a_run_s_end_leaves_its_thread_busy_while_another_run_of_it_waits(db: &Db) {
+    let (t, claimed, second) = one_running_one_waiting(db).await;
     let update = ended(ThreadStatus::Interrupted, json!({"n": 1}));
     assert!(db
         .queue
@@ -371,14 +379,7 @@ pub async fn a_run_s_end_leaves_its_thread_busy_while_another_run_of_it_waits(db
 }
 
 pub async fn a_rolled_back_run_is_deleted_under_its_claim_with_its_thread_written(db: &Db) {
-    let t = id();
-    let made = thread(&t, 0, ThreadStatus::Busy, json!({}), json!(null));
-    db.catalog.create_thread(&made, IfExists::Raise).await.unwrap();
-    let first = run(&t, MultitaskStrategy::Enqueue);
-    queued(db, &first).await;
-    let claimed = db.queue.claim("w1").await.unwrap().unwrap();
-    let second = run(&t, MultitaskStrategy::Enqueue);
-    queued(db, &second).await;
+    let (t, claimed, second) = one_running_one_waiting(db).await;
     // A stale claim deletes nothing.
     let stale = Run {
         attempt: claimed.attempt + 1,
@@ -386,11 +387,11 @@ pub async fn a_rolled_back_run_is_deleted_under_its_claim_with_its_thread_writte
     };
     let update = ended(ThreadStatus::Idle, json!({"n": 0}));
     assert!(!db.queue.end_run(&stale, RunFate::Deleted, &update).await.unwrap());
-    assert!(db.queue.get_run(&t, &first.run_id).await.unwrap().is_some());
+    assert!(db.queue.get_run(&t, &claimed.run_id).await.unwrap().is_some());
     assert_eq!(thread_now(db, &t).await, (ThreadStatus::Busy, json!(null)));
     // Deleted, and its thread stays busy in the same transaction: the second run waits.
     assert!(db.queue.end_run(&claimed, RunFate::Deleted, &update).await.unwrap());
-    assert!(db.queue.get_run(&t, &first.run_id).await.unwrap().is_none());
+    assert!(db.queue.get_run(&t, &claimed.run_id).await.unwrap().is_none());
     assert_eq!(thread_now(db, &t).await, (ThreadStatus::Busy, json!({"n": 0})));
     // The last one leaves it idle; a second end finds no claim.
     let next = db.queue.claim("w1").await.unwrap().unwrap();
