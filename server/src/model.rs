@@ -275,6 +275,11 @@ pub struct Run {
     pub attempt: u32,
 }
 
+/// `true`, the default of a field that older stored runs lack.
+fn yes() -> bool {
+    true
+}
+
 /// A run's request, as LangGraph keeps it in `Run.kwargs`: what the worker runs.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunKwargs {
@@ -300,6 +305,16 @@ pub struct RunKwargs {
     pub resumable: bool,
     /// `sync`, `async` or `exit`.
     pub durability: String,
+    /// The request's `checkpoint_during` (`true` when absent), as LangGraph keeps it.
+    #[serde(default = "yes")]
+    pub checkpoint_during: bool,
+    /// The request's `feedback_keys`, as given.
+    #[serde(default)]
+    pub feedback_keys: Value,
+    /// Whether the run's thread is a temporary one it deletes when it ends (a stateless run
+    /// with `on_completion: delete`).
+    #[serde(default)]
+    pub temporary: bool,
     /// The checkpoint to start from (`{checkpoint_id, …}`), `null` for the head.
     pub checkpoint: Value,
     /// For a stateless run: `delete` (the default) or `keep` the temporary thread afterwards.

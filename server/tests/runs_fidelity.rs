@@ -224,6 +224,45 @@ async fn durability_exit_writes_only_the_last_checkpoint_and_a_bad_word_is_422()
         "sync and async write the same checkpoints: {counts:?}"
     );
     assert_eq!(counts[2], 1, "exit writes the last one only: {counts:?}");
+    // The older `checkpoint_during: false` is `exit` when `durability` is absent, as LangGraph's
+    // server decides it; the run's kwargs keep both, with `feedback_keys` and `temporary`.
+    let tid = app.thread().await;
+    let body =
+        json!({"input": {"topic": "d"}, "assistant_id": "chain", "checkpoint_during": false, "feedback_keys": ["k"]});
+    let r = app.call("POST", &format!("/threads/{tid}/runs"), Some(body)).await;
+    let kwargs = &r.body["kwargs"];
+    assert_eq!(
+        [
+            &kwargs["durability"],
+            &kwargs["checkpoint_during"],
+            &kwargs["feedback_keys"],
+            &kwargs["temporary"]
+        ],
+        [&json!("exit"), &json!(false), &json!(["k"]), &json!(false)],
+        "{kwargs}"
+    );
+    let run_id = r.body["run_id"].as_str().unwrap();
+    app.call("GET", &format!("/threads/{tid}/runs/{run_id}/join"), None)
+        .await;
+    assert_eq!(app.checkpoints(&tid).await, 1);
+    let r = app
+        .call(
+            "POST",
+            "/runs",
+            Some(json!({"input": {"topic": "d"}, "assistant_id": "chain"})),
+        )
+        .await;
+    let kwargs = &r.body["kwargs"];
+    assert_eq!(
+        [
+            &kwargs["durability"],
+            &kwargs["checkpoint_during"],
+            &kwargs["feedback_keys"],
+            &kwargs["temporary"]
+        ],
+        [&json!("async"), &json!(true), &json!(null), &json!(true)],
+        "a stateless run's thread is temporary: {kwargs}"
+    );
     let tid = app.thread().await;
     let r = app
         .call(

@@ -23,8 +23,8 @@ pub const REJECT_DETAIL: &str =
 pub const NOT_FOUND_DETAIL: &str = "Thread or assistant not found.";
 
 /// The body of `POST /threads/{tid}/runs[/wait|/stream]` and `POST /runs[/wait|/stream]`. Fields
-/// the server does not use (`feedback_keys`, `checkpoint_during`, `langsmith_tracer`, …) are
-/// accepted and ignored.
+/// the server does not use (`langsmith_tracer`, …) are accepted and ignored; `feedback_keys`
+/// is kept in the run's `kwargs`, as LangGraph's.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct RunCreate {
@@ -65,6 +65,11 @@ pub struct RunCreate {
     pub after_seconds: Option<f64>,
     /// `sync`, `async` (the default) or `exit`.
     pub durability: Option<String>,
+    /// The older form of `durability` (deprecated by LangGraph, still sent by its clients):
+    /// `false` is `exit` when `durability` is absent.
+    pub checkpoint_during: Option<bool>,
+    /// Kept in the run's `kwargs` (LangSmith feedback keys; weir has no LangSmith).
+    pub feedback_keys: Value,
     /// What a client dropping `/runs/stream` does to the run (default `continue`).
     pub on_disconnect: OnDisconnect,
     /// For a stateless run: `delete` (the default) or `keep` its temporary thread.
@@ -133,12 +138,22 @@ impl RunCreate {
         Ok(names)
     }
 
-    /// `durability` checked: `sync`, `async` (the default) or `exit`.
+    /// The `durability` asked for: `sync`, `async` or `exit`; when absent, `exit` if
+    /// `checkpoint_during` is `false`, else `async` (as LangGraph's server decides it).
+    fn durability_name(&self) -> &str {
+        match (&self.durability, self.checkpoint_during) {
+            (Some(d), _) => d,
+            (None, Some(false)) => "exit",
+            (None, _) => "async",
+        }
+    }
+
+    /// [`durability_name`](Self::durability_name) checked.
     pub(super) fn durability(&self) -> Result<Durability, RunError> {
-        parse_durability(self.durability.as_deref().unwrap_or("async")).ok_or_else(|| {
+        let name = self.durability_name();
+        parse_durability(name).ok_or_else(|| {
             RunError::Invalid(format!(
-                "body field `durability`: expected sync, async or exit, got `{}`",
-                self.durability.as_deref().unwrap_or_default()
+                "body field `durability`: expected sync, async or exit, got `{name}`"
             ))
         })
     }
@@ -380,7 +395,10 @@ fn build_run(assistant: &Assistant, thread: &Thread, body: &RunCreate, modes: Ve
             webhook: body.webhook.clone(),
             subgraphs: body.stream_subgraphs,
             resumable: body.stream_resumable,
-            durability: body.durability.clone().unwrap_or_else(|| "async".to_owned()),
+            durability: body.durability_name().to_owned(),
+            checkpoint_during: body.checkpoint_during.unwrap_or(true),
+            feedback_keys: body.feedback_keys.clone(),
+            temporary: stateless && body.on_completion.unwrap_or_default() == OnCompletion::Delete,
             checkpoint,
             on_completion: stateless.then(|| {
                 match body.on_completion.unwrap_or_default() {
