@@ -226,43 +226,28 @@ async fn durability_exit_writes_only_the_last_checkpoint_and_a_bad_word_is_422()
     assert_eq!(counts[2], 1, "exit writes the last one only: {counts:?}");
     // The older `checkpoint_during: false` is `exit` when `durability` is absent, as LangGraph's
     // server decides it; the run's kwargs keep both, with `feedback_keys` and `temporary`.
+    let kept = |run: &serde_json::Value| {
+        let k = &run["kwargs"];
+        json!([
+            k["durability"],
+            k["checkpoint_during"],
+            k["feedback_keys"],
+            k["temporary"]
+        ])
+    };
     let tid = app.thread().await;
     let body =
         json!({"input": {"topic": "d"}, "assistant_id": "chain", "checkpoint_during": false, "feedback_keys": ["k"]});
     let r = app.call("POST", &format!("/threads/{tid}/runs"), Some(body)).await;
-    let kwargs = &r.body["kwargs"];
-    assert_eq!(
-        [
-            &kwargs["durability"],
-            &kwargs["checkpoint_during"],
-            &kwargs["feedback_keys"],
-            &kwargs["temporary"]
-        ],
-        [&json!("exit"), &json!(false), &json!(["k"]), &json!(false)],
-        "{kwargs}"
-    );
+    assert_eq!(kept(&r.body), json!(["exit", false, ["k"], false]), "{}", r.body);
     let run_id = r.body["run_id"].as_str().unwrap();
     app.call("GET", &format!("/threads/{tid}/runs/{run_id}/join"), None)
         .await;
     assert_eq!(app.checkpoints(&tid).await, 1);
-    let r = app
-        .call(
-            "POST",
-            "/runs",
-            Some(json!({"input": {"topic": "d"}, "assistant_id": "chain"})),
-        )
-        .await;
-    let kwargs = &r.body["kwargs"];
-    assert_eq!(
-        [
-            &kwargs["durability"],
-            &kwargs["checkpoint_during"],
-            &kwargs["feedback_keys"],
-            &kwargs["temporary"]
-        ],
-        [&json!("async"), &json!(true), &json!(null), &json!(true)],
-        "a stateless run's thread is temporary: {kwargs}"
-    );
+    let stateless = json!({"input": {"topic": "d"}, "assistant_id": "chain"});
+    let r = app.call("POST", "/runs", Some(stateless)).await;
+    let want = json!(["async", true, null, true]);
+    assert_eq!(kept(&r.body), want, "a stateless run's thread is temporary: {}", r.body);
     let tid = app.thread().await;
     let r = app
         .call(
