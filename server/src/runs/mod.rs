@@ -397,9 +397,4 @@ impl Manager {
     pub fn bus(&self) -> &Arc<dyn Bus> {
         &self.inner.bus
     }
-
-    /// Whether the thread has a run pending or running, other than `except`.
-    async fn thread_has_inflight(&self, thread_id: &str, except: Option<&str>) -> Result<bool, RunError> {
-        Ok(self.inner.queue.has_inflight(thread_id, except).await?)
-    }
 }

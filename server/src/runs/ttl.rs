@@ -51,7 +51,7 @@ impl Manager {
             return Ok(false);
         };
         // A run may have been created since the catalog listed the thread.
-        if thread.status == ThreadStatus::Busy || self.thread_has_inflight(thread_id, None).await? {
+        if thread.status == ThreadStatus::Busy || self.inner.queue.has_inflight(thread_id, None).await? {
             return Ok(false);
         }
         let graph_id = thread.metadata.get("graph_id").and_then(|g| g.as_str());

@@ -255,9 +255,7 @@ impl SqliteSaver {
         .await;
         flatten(&self.inner.path, joined)
     }
-}
 
-impl SqliteSaver {
     /// Runs `f`, a read as short as a point read (a thread's head, one checkpoint), right here
     /// on an idle read connection when there is one at once: lending the thread
     /// ([`read`](Self::read)) wakes another to take over tokio's worker, which costs more than

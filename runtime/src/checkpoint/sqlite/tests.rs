@@ -136,8 +136,6 @@ async fn a_lone_put_runs_on_its_caller_s_thread_and_the_runtime_goes_on_meanwhil
     by_tokio(2);
 }
 
-/// What is queued while the writer is busy goes into one transaction: twenty puts of twenty
-/// threads, and one put that conflicts, which is refused alone.
 /// A point read (a head, one checkpoint) runs on its caller's thread when a read connection is
 /// idle, with no hop to another thread; the first, which opens the connection, and one that
 /// finds every connection taken, take the usual way (here, a current-thread runtime: tokio's
@@ -167,6 +165,8 @@ async fn a_point_read_runs_on_its_caller_s_thread_when_a_reader_is_idle() {
     assert_eq!(saver.head("t", "").await.unwrap().as_deref(), Some("cp-1"));
 }
 
+/// What is queued while the writer is busy goes into one transaction: twenty puts of twenty
+/// threads, and one put that conflicts, which is refused alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queued_writes_are_stored_in_one_transaction_and_a_refused_one_alone_is_rolled_back() {
     let dir = TempDir::new();
