@@ -285,8 +285,14 @@ struct ClaimThenHang {
 }
 
 impl RunQueue for ClaimThenHang {
-    fn enqueue<'a>(&'a self, run: &'a Run, busy: Option<&'a Object>) -> BoxFuture<'a, Result<Enqueued, DbError>> {
-        self.db.enqueue(run, busy)
+    fn enqueue<'a>(
+        &'a self,
+        run: &'a Run,
+        busy: Option<&'a Object>,
+        _claim: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Enqueued, DbError>> {
+        // Every run goes through the dispatcher's claim, the one this queue stops.
+        self.db.enqueue(run, busy, None)
     }
     fn get_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>> {
         self.db.get_run(thread_id, run_id)

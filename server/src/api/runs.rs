@@ -69,7 +69,7 @@ async fn start_background(state: &AppState, thread_id: Option<&str>, body: RunCr
 async fn start_wait(state: &AppState, thread_id: Option<&str>, body: RunCreate) -> Result<Response, ApiError> {
     let run = state.runs.create(thread_id, body).await?;
     // The answer is the outcome, an error included (`{"__error__": …}` with 200), as LangGraph.
-    let out = state.runs.join(&run.thread_id, &run.run_id).await?;
+    let out = state.runs.outcome(&run).await?;
     let loc = run_path(&run);
     let res = with_header(axum::Json(out).into_response(), header::LOCATION, format!("{loc}/join"));
     Ok(with_header(res, header::CONTENT_LOCATION, loc))

@@ -291,10 +291,24 @@ pub enum Enqueued {
         /// The runs ahead of it on its thread.
         inflight: Vec<Run>,
     },
+    /// The run was stored already claimed (running, attempt 1) by the worker that asked: its
+    /// thread had no run pending or running, and it could start at once.
+    Claimed(Box<Run>),
     /// The strategy is `reject` and the thread has a pending or running run: nothing was stored.
     Rejected,
     /// The thread to mark busy does not exist: nothing was stored.
     NoThread,
+}
+
+/// `run` as `claim`ed at once, when it may be ([`RunQueue::enqueue`]): a worker
+/// asks, its thread has no run pending or running, and it may start now.
+pub(crate) fn claimed_at_once(run: &Run, thread_free: bool, claim: Option<&str>) -> Option<Run> {
+    (claim.is_some() && thread_free && run.not_before.is_none()).then(|| {
+        let mut claimed = run.clone();
+        claimed.status = RunStatus::Running;
+        claimed.attempt = 1;
+        claimed
+    })
 }
 
 /// Runs, and the queue the workers take them from. At most one run per thread is running at once;
@@ -304,8 +318,16 @@ pub trait RunQueue: Send + Sync + 'static {
     /// [`MultitaskStrategy::Reject`](crate::model::MultitaskStrategy::Reject) needs and, with
     /// `busy`, with its thread's row set [`ThreadStatus::Busy`] and `busy`'s pairs merged into
     /// its metadata (as [`Catalog::set_thread_status`] does): no worker takes the run before
-    /// its thread shows it.
-    fn enqueue<'a>(&'a self, run: &'a Run, busy: Option<&'a Object>) -> BoxFuture<'a, Result<Enqueued, DbError>>;
+    /// its thread shows it. With `claim` (a worker with a free slot, queueing a run it made),
+    /// a run that could be claimed at once (its thread has no run pending or running, and it
+    /// has no [`Run::not_before`]) is stored claimed by that worker instead, as [`claim`](Self::claim)
+    /// would: [`Enqueued::Claimed`].
+    fn enqueue<'a>(
+        &'a self,
+        run: &'a Run,
+        busy: Option<&'a Object>,
+        claim: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Enqueued, DbError>>;
     /// The run of that thread, if any.
     fn get_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>>;
     /// The thread's runs, newest first, optionally only those with `status`.

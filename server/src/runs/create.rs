@@ -240,8 +240,9 @@ fn merged(a: &Object, b: Option<&Object>) -> Object {
 
 impl Manager {
     /// Makes a run on `thread_id` (a stateless run, on a temporary thread, when `None`): checks
-    /// the body, stores the run, applies its multitask strategy and wakes a worker. The run is
-    /// `pending` when this returns.
+    /// the body, stores the run, applies its multitask strategy and wakes a worker, or starts
+    /// it here when a slot is free and its thread has nothing in flight. The run is answered
+    /// `pending`, as LangGraph answers every new run.
     pub async fn create(&self, thread_id: Option<&str>, body: RunCreate) -> Result<Run, RunError> {
         let modes = body.modes()?;
         body.check_interrupts()?;
@@ -264,10 +265,23 @@ impl Manager {
         let mut busy = Object::new();
         busy.insert("graph_id".into(), json!(assistant.graph_id));
         busy.insert("assistant_id".into(), json!(assistant.assistant_id));
-        match self.inner.queue.enqueue(&run, Some(&busy)).await? {
+        // With a slot free here, a run that can start at once is claimed as it is stored: no
+        // wake, no claim, no trip through the queue.
+        let slot = self.free_slot();
+        let claim = slot.as_ref().map(|_| self.inner.worker_id.as_str());
+        match self.inner.queue.enqueue(&run, Some(&busy), claim).await? {
             Enqueued::NoThread => return Err(RunError::NotFound(NOT_FOUND_DETAIL.to_owned())),
             Enqueued::Rejected => return Err(RunError::Conflict(REJECT_DETAIL.to_owned())),
-            Enqueued::Queued { inflight } => self.apply_strategy(run.multitask_strategy, &inflight).await?,
+            Enqueued::Claimed(claimed) => {
+                if let Some(slot) = slot {
+                    self.spawn_run(*claimed, slot).await;
+                }
+                return Ok(run);
+            }
+            Enqueued::Queued { inflight } => {
+                drop(slot);
+                self.apply_strategy(run.multitask_strategy, &inflight).await?;
+            }
         }
         // The run is stored: a wake that fails only delays it until a worker polls (each
         // does, every `ManagerConfig::poll`), so the client still gets its run.

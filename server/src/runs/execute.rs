@@ -270,13 +270,20 @@ impl Manager {
         ids: &mut EventIds,
         graph: Option<&Arc<dyn ServedGraph>>,
     ) {
-        if !self.still_holds(run).await {
+        // A worker whose claim went stale (its heartbeat lapsed and the run was claimed again)
+        // writes nothing: an ending that publishes or rolls back before the run's end is
+        // recorded checks the claim first; the others learn it from `end_run`, which is fenced.
+        if ending.acts_before_its_record() && !self.still_holds(run).await {
             return;
         }
-        let outcome = self.record_end(run, ending, head, ids, graph).await;
-        if let Err(e) = &outcome {
-            tracing::error!(run_id = %run.run_id, error = %e, "recording the end of a run failed");
-        }
+        let outcome = match self.record_end(run, ending, head, ids, graph).await {
+            Ok(Some(outcome)) => Ok(outcome),
+            Ok(None) => return,
+            Err(e) => {
+                tracing::error!(run_id = %run.run_id, error = %e, "recording the end of a run failed");
+                Err(e)
+            }
+        };
         // The run as it ended, for its webhook, read before a stateless run's thread (and runs)
         // go; a rolled-back run is gone: nothing to send.
         let ended = match run.kwargs.webhook.as_str().filter(|u| !u.is_empty()) {
@@ -317,12 +324,7 @@ impl Manager {
         match self.inner.queue.holds(&run.run_id, run.attempt).await {
             Ok(true) => true,
             Ok(false) => {
-                tracing::warn!(
-                    run_id = %run.run_id,
-                    attempt = run.attempt,
-                    worker = %self.inner.worker_id,
-                    "refused to settle a run this worker no longer holds (it was requeued and claimed again)"
-                );
+                self.refused(run);
                 false
             }
             Err(e) => {
@@ -333,7 +335,18 @@ impl Manager {
         }
     }
 
-    /// The run's final status, its thread's row and the `error` event; returns the outcome.
+    /// Says in the log that this worker no longer holds `run`, and so settles nothing of it.
+    fn refused(&self, run: &Run) {
+        tracing::warn!(
+            run_id = %run.run_id,
+            attempt = run.attempt,
+            worker = %self.inner.worker_id,
+            "refused to settle a run this worker no longer holds (it was requeued and claimed again)"
+        );
+    }
+
+    /// The run's final status, its thread's row and the `error` event; returns the outcome, or
+    /// `None` when the run's claim is no longer this worker's (nothing was recorded).
     async fn record_end(
         &self,
         run: &Run,
@@ -341,7 +354,7 @@ impl Manager {
         head: Option<String>,
         ids: &mut EventIds,
         graph: Option<&Arc<dyn ServedGraph>>,
-    ) -> Result<Value, RunError> {
+    ) -> Result<Option<Value>, RunError> {
         let current = || async {
             match graph {
                 Some(g) => Ok::<_, RunError>(
@@ -400,9 +413,21 @@ impl Manager {
         // The run and its thread in one transaction: whoever sees the run final (a join, the
         // SDK after a stream) finds the thread final too.
         if !self.inner.queue.end_run(run, fate, &settled.update()).await? {
-            tracing::warn!(run_id = %run.run_id, attempt = run.attempt, "the run was claimed again while it ended: its status and thread are the new claim's");
+            self.refused(run);
+            return Ok(None);
         }
-        Ok(outcome)
+        Ok(Some(outcome))
+    }
+}
+
+impl Ending {
+    /// Whether recording this ending writes before the run's end is: publishes `error`, or
+    /// rolls the thread back.
+    fn acts_before_its_record(&self) -> bool {
+        matches!(
+            self,
+            Ending::End(RunEnd::Error { .. }) | Ending::Cancelled(CancelAction::Rollback)
+        )
     }
 }
 

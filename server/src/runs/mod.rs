@@ -19,6 +19,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{watch, Semaphore};
@@ -170,6 +171,8 @@ struct Inner {
     requeued: Mutex<std::collections::HashSet<String>>,
     /// Flips to `true` on shutdown: stop claiming.
     stopping: watch::Sender<bool>,
+    /// Whether this process's workers were started (an API-only process runs no runs).
+    working: AtomicBool,
     /// The dispatcher, heartbeat and cancellation tasks.
     tasks: Mutex<JoinSet<()>>,
     /// The runs being run (each holds a permit of `slots`).
@@ -208,6 +211,7 @@ impl Manager {
                 early_cancels: Mutex::new(HashMap::new()),
                 requeued: Mutex::new(std::collections::HashSet::new()),
                 stopping: watch::channel(false).0,
+                working: AtomicBool::new(false),
                 tasks: Mutex::new(JoinSet::new()),
                 runs: tokio::sync::Mutex::new(JoinSet::new()),
                 slots,
@@ -248,8 +252,14 @@ impl Manager {
     /// when it failed.
     pub async fn join(&self, thread_id: &str, run_id: &str) -> Result<Value, RunError> {
         let run = self.get(thread_id, run_id).await?;
+        self.outcome(&run).await
+    }
+
+    /// As [`join`](Self::join), for a run the caller holds as it was made or read (`/runs/wait`
+    /// has the run it just made: no need to read it back).
+    pub async fn outcome(&self, run: &Run) -> Result<Value, RunError> {
         if !run.status.is_final() {
-            let mut stream = self.follow(&run, Some("-1")).await?;
+            let mut stream = self.follow(run, Some("-1")).await?;
             let mut outcome = None;
             while let Some(item) = stream.next().await {
                 if let StreamItem::Event { event, data, .. } = item {
@@ -263,7 +273,7 @@ impl Manager {
                 return Ok(outcome);
             }
         }
-        self.outcome_from_thread(thread_id).await
+        self.outcome_from_thread(&run.thread_id).await
     }
 
     /// `run`'s stream from the bus (as [`Bus::subscribe`] with `last_id`), ended even when its

@@ -5,10 +5,13 @@
 
 use super::{Manager, RunError};
 use crate::bus::CancelAction;
+use crate::model::{Run, RunStatus};
 use futures::StreamExt;
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::watch;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 /// How long a cancellation for a run no worker here holds yet is remembered (a pending run
@@ -37,6 +40,7 @@ impl Manager {
         tasks.spawn(async move { me.sweep().await });
         let me = self.clone();
         tasks.spawn(async move { me.dispatch().await });
+        inner.working.store(true, Ordering::Release);
         if let Some(every) = inner.config.ttl_sweep.filter(|d| !d.is_zero()) {
             let me = self.clone();
             tasks.spawn(async move { me.sweep_ttls_every(every).await });
@@ -82,19 +86,7 @@ impl Manager {
                 return;
             }
             match inner.queue.claim(&inner.worker_id).await {
-                Ok(Some(run)) => {
-                    let cancel = self.register(&run.run_id, run.attempt);
-                    let me = self.clone();
-                    inner.runs.lock().await.spawn(async move {
-                        let (run_id, attempt) = (run.run_id.clone(), run.attempt);
-                        me.execute(run, cancel).await;
-                        me.unregister(&run_id, attempt);
-                        drop(permit);
-                    });
-                    // Reap finished run tasks so the set does not grow.
-                    let mut runs = inner.runs.lock().await;
-                    while runs.try_join_next().is_some() {}
-                }
+                Ok(Some(run)) => self.spawn_run(run, permit).await,
                 Ok(None) => {
                     drop(permit);
                     let idle = self.idle_wait().await;
@@ -110,6 +102,40 @@ impl Manager {
                 }
             }
         }
+    }
+
+    /// Runs a run this worker claimed in a task of its own, which holds `permit` (its slot);
+    /// puts it back in the queue instead if this worker began to shut down meanwhile (its
+    /// runs are drained, or already put back).
+    pub(super) async fn spawn_run(&self, run: Run, permit: OwnedSemaphorePermit) {
+        let mut runs = self.inner.runs.lock().await;
+        if *self.inner.stopping.borrow() {
+            if let Err(e) = self.inner.queue.set_status(&run.run_id, RunStatus::Pending).await {
+                tracing::error!(run_id = %run.run_id, error = %e, "could not put back a run claimed as this worker stopped");
+            }
+            return;
+        }
+        let cancel = self.register(&run.run_id, run.attempt);
+        let me = self.clone();
+        runs.spawn(async move {
+            let (run_id, attempt) = (run.run_id.clone(), run.attempt);
+            me.execute(run, cancel).await;
+            me.unregister(&run_id, attempt);
+            drop(permit);
+        });
+        // Reap finished run tasks so the set does not grow.
+        while runs.try_join_next().is_some() {}
+    }
+
+    /// A free slot of this worker, when it runs runs (it was started, and is not stopping)
+    /// and one is free now: the run manager then claims the run it makes at once
+    /// ([`crate::db::RunQueue::enqueue`]'s `claim`).
+    pub(super) fn free_slot(&self) -> Option<OwnedSemaphorePermit> {
+        let inner = &self.inner;
+        if !inner.working.load(Ordering::Acquire) || *inner.stopping.borrow() {
+            return None;
+        }
+        inner.slots.clone().try_acquire_owned().ok()
     }
 
     /// How long the dispatcher waits for a wake when the queue has nothing for it: the poll

@@ -51,6 +51,7 @@ macro_rules! suite {
                 a_rolled_back_run_is_deleted_under_its_claim_with_its_thread_written
                 a_pending_run_is_ended_only_while_it_is_still_pending
                 a_thread_is_in_flight_while_another_run_of_it_is_pending_or_running
+                a_worker_claims_the_run_it_queues_only_when_it_could_start_at_once
             );
         }
     };

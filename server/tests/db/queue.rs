@@ -10,7 +10,7 @@ use weir_server::db::{DbError, Enqueued, IfExists, RunFate, ThreadUpdate};
 use weir_server::model::{MultitaskStrategy, Run, RunStatus, ThreadStatus};
 
 async fn queued(db: &Db, run: &Run) -> Vec<String> {
-    match db.queue.enqueue(run, None).await.unwrap() {
+    match db.queue.enqueue(run, None, None).await.unwrap() {
         Enqueued::Queued { inflight } => inflight.into_iter().map(|r| r.run_id).collect(),
         other => panic!("run {} was not queued: {other:?}", run.run_id),
     }
@@ -23,13 +23,16 @@ pub async fn enqueue_reports_the_runs_ahead_and_reject_stores_nothing(db: &Db) {
     let second = run(&t, MultitaskStrategy::Interrupt);
     assert_eq!(queued(db, &second).await, std::slice::from_ref(&first.run_id));
     let rejected = run(&t, MultitaskStrategy::Reject);
-    assert_eq!(db.queue.enqueue(&rejected, None).await.unwrap(), Enqueued::Rejected);
+    assert_eq!(
+        db.queue.enqueue(&rejected, None, None).await.unwrap(),
+        Enqueued::Rejected
+    );
     assert_eq!(db.queue.get_run(&t, &rejected.run_id).await.unwrap(), None);
     // A running run is in flight too; a finished one is not.
     let claimed = db.queue.claim("w1").await.unwrap().unwrap();
     assert_eq!(claimed.run_id, first.run_id);
     let third = run(&t, MultitaskStrategy::Enqueue);
-    let Enqueued::Queued { inflight } = db.queue.enqueue(&third, None).await.unwrap() else {
+    let Enqueued::Queued { inflight } = db.queue.enqueue(&third, None, None).await.unwrap() else {
         panic!("queued")
     };
     let statuses: Vec<_> = inflight.iter().map(|r| (r.run_id.clone(), r.status)).collect();
@@ -50,14 +53,14 @@ pub async fn enqueue_reports_the_runs_ahead_and_reject_stores_nothing(db: &Db) {
         multitask_strategy: MultitaskStrategy::Enqueue,
         ..after.clone()
     };
-    let err = db.queue.enqueue(&again, None).await.unwrap_err();
+    let err = db.queue.enqueue(&again, None, None).await.unwrap_err();
     assert_eq!(err, DbError::Conflict(format!("run `{}` exists already", after.run_id)));
 }
 
 pub async fn concurrent_reject_enqueues_on_one_thread_let_one_in(db: &Db) {
     let t = id();
     let runs: Vec<Run> = (0..10).map(|_| run(&t, MultitaskStrategy::Reject)).collect();
-    let answers = futures::future::join_all(runs.iter().map(|r| db.queue.enqueue(r, None))).await;
+    let answers = futures::future::join_all(runs.iter().map(|r| db.queue.enqueue(r, None, None))).await;
     let admitted = answers
         .into_iter()
         .filter(|a| matches!(a.as_ref().unwrap(), Enqueued::Queued { .. }))
@@ -231,6 +234,55 @@ pub async fn requeue_puts_running_runs_back_and_busy_workers_names_their_workers
     assert_eq!(db.queue.requeue(None).await.unwrap(), rest);
     assert_eq!(db.queue.busy_workers().await.unwrap(), Vec::<String>::new());
     assert_eq!(db.queue.requeue(None).await.unwrap(), Vec::<String>::new());
+}
+
+pub async fn a_worker_claims_the_run_it_queues_only_when_it_could_start_at_once(db: &Db) {
+    let (t, t2) = (id(), id());
+    let first = run(&t, MultitaskStrategy::Enqueue);
+    let Enqueued::Claimed(claimed) = db.queue.enqueue(&first, None, Some("w1")).await.unwrap() else {
+        panic!("a run on a free thread is claimed as it is queued")
+    };
+    let expected = Run {
+        status: RunStatus::Running,
+        attempt: 1,
+        ..first.clone()
+    };
+    assert_eq!(*claimed, expected);
+    // Stored as a claim would store it: running, for w1, under attempt 1.
+    let stored = db.queue.get_run(&t, &first.run_id).await.unwrap().unwrap();
+    assert_eq!((stored.status, stored.attempt), (RunStatus::Running, 1));
+    assert!(db.queue.holds(&first.run_id, 1).await.unwrap());
+    assert_eq!(db.queue.busy_workers().await.unwrap(), ["w1"]);
+    // A second run of the thread waits behind it, and the dispatcher's claim does not take it.
+    let second = run(&t, MultitaskStrategy::Enqueue);
+    let Enqueued::Queued { inflight } = db.queue.enqueue(&second, None, Some("w1")).await.unwrap() else {
+        panic!("a run behind a running one is queued")
+    };
+    assert_eq!(inflight, [(*claimed).clone()]);
+    assert_eq!(db.queue.claim("w2").await.unwrap(), None);
+    // A delayed run is queued even on a free thread; without a worker asking, so is any run.
+    let delayed = Run {
+        not_before: Some(from_now(3600)),
+        ..run(&t2, MultitaskStrategy::Enqueue)
+    };
+    assert!(matches!(
+        db.queue.enqueue(&delayed, None, Some("w1")).await.unwrap(),
+        Enqueued::Queued { .. }
+    ));
+    let t3 = id();
+    assert_eq!(
+        queued(db, &run(&t3, MultitaskStrategy::Enqueue)).await,
+        Vec::<String>::new()
+    );
+    // The claimed run ends as a claimed run does, and lets the one behind it go.
+    let update = ThreadUpdate::status(ThreadStatus::Idle, None);
+    assert!(db
+        .queue
+        .end_run(&claimed, RunFate::Status(RunStatus::Success), &update)
+        .await
+        .unwrap());
+    let next = db.queue.claim("w2").await.unwrap().unwrap();
+    assert_eq!((next.run_id, next.attempt), (second.run_id, 1));
 }
 
 /// A wire timestamp `secs` seconds from now (negative: in the past).
@@ -483,7 +535,7 @@ pub async fn enqueue_marks_its_thread_busy_in_the_same_transaction(db: &Db) {
     let busy = crate::support::object(json!({"graph_id": "chain"}));
     let first = run(&t, MultitaskStrategy::Reject);
     assert_eq!(
-        db.queue.enqueue(&first, Some(&busy)).await.unwrap(),
+        db.queue.enqueue(&first, Some(&busy), None).await.unwrap(),
         Enqueued::Queued { inflight: vec![] }
     );
     let marked = db.catalog.get_thread(&t).await.unwrap().unwrap();
@@ -501,18 +553,21 @@ pub async fn enqueue_marks_its_thread_busy_in_the_same_transaction(db: &Db) {
     let other = crate::support::object(json!({"graph_id": "other"}));
     let rejected = run(&t, MultitaskStrategy::Reject);
     assert_eq!(
-        db.queue.enqueue(&rejected, Some(&other)).await.unwrap(),
+        db.queue.enqueue(&rejected, Some(&other), None).await.unwrap(),
         Enqueued::Rejected
     );
     let again = Run {
         multitask_strategy: MultitaskStrategy::Enqueue,
         ..first.clone()
     };
-    assert!(db.queue.enqueue(&again, Some(&other)).await.is_err());
+    assert!(db.queue.enqueue(&again, Some(&other), None).await.is_err());
     let left = db.catalog.get_thread(&t).await.unwrap().unwrap();
     assert_eq!((left.status, left.metadata), (ThreadStatus::Idle, marked.metadata));
     // A thread that does not exist: nothing stored.
     let lost = run(&id(), MultitaskStrategy::Enqueue);
-    assert_eq!(db.queue.enqueue(&lost, Some(&busy)).await.unwrap(), Enqueued::NoThread);
+    assert_eq!(
+        db.queue.enqueue(&lost, Some(&busy), None).await.unwrap(),
+        Enqueued::NoThread
+    );
     assert_eq!(db.queue.get_run(&lost.thread_id, &lost.run_id).await.unwrap(), None);
 }

@@ -232,9 +232,14 @@ impl Catalog for PostgresDb {
 }
 
 impl RunQueue for PostgresDb {
-    fn enqueue<'a>(&'a self, run: &'a Run, busy: Option<&'a Object>) -> BoxFuture<'a, Result<Enqueued, DbError>> {
+    fn enqueue<'a>(
+        &'a self,
+        run: &'a Run,
+        busy: Option<&'a Object>,
+        claim: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Enqueued, DbError>> {
         op!(self, "queueing a run", Yes, |c, again| queue::enqueue(
-            c, run, busy, again
+            c, run, busy, claim, again
         ))
     }
     fn get_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>> {

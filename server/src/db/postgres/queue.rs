@@ -38,17 +38,27 @@ const INFLIGHT: &str = concat!(
     run_columns!(),
     " FROM server_runs WHERE thread_id = $1 AND status IN ('pending', 'running') ORDER BY seq"
 );
-const INSERT_RUN: &str = "INSERT INTO server_runs (run_id, thread_id, status, created_at, updated_at, doc, not_before)
-    VALUES ($1, $2, 'pending', $3, $4, $5::text::jsonb, $6) ON CONFLICT (run_id) DO NOTHING";
+const INSERT_RUN: &str = "INSERT INTO server_runs
+    (run_id, thread_id, status, created_at, updated_at, doc, not_before, worker, attempt)
+    VALUES ($1, $2, $7, $3, $4, $5::text::jsonb, $6, $8, $9) ON CONFLICT (run_id) DO NOTHING";
+const WORKER_OF: &str = "SELECT worker FROM server_runs WHERE run_id = $1";
 
 /// Queues `run`, and with `busy` marks its thread busy, as [`crate::db::RunQueue::enqueue`]
 /// says. `again`: a second run after a lost connection, which finds the run queued (and its
-/// thread marked) when the first committed, and says queued.
-pub(super) async fn enqueue(conn: &mut Conn, run: &Run, busy: Option<&Object>, again: bool) -> Result<Enqueued, Fail> {
-    let (lock, inflight, insert) = (
+/// thread marked) when the first committed, and says what the first did: claimed (the run is
+/// running under `claim`), or queued.
+pub(super) async fn enqueue(
+    conn: &mut Conn,
+    run: &Run,
+    busy: Option<&Object>,
+    claim: Option<&str>,
+    again: bool,
+) -> Result<Enqueued, Fail> {
+    let (lock, inflight, insert, worker_of) = (
         conn.prepare(LOCK_THREAD).await?,
         conn.prepare(INFLIGHT).await?,
         conn.prepare(INSERT_RUN).await?,
+        conn.prepare(WORKER_OF).await?,
     );
     let status = catalog::ThreadStatusStatements::prepare(conn).await?;
     let tx = conn.client.transaction().await?;
@@ -59,7 +69,13 @@ pub(super) async fn enqueue(conn: &mut Conn, run: &Run, busy: Option<&Object>, a
         .iter()
         .position(|r| to_run(r).is_ok_and(|r| r.run_id == run.run_id));
     if let (Some(at), true) = (own, again) {
-        ahead.remove(at);
+        let stored = to_run(&ahead.remove(at))?;
+        if stored.status == RunStatus::Running && stored.attempt == 1 {
+            let worker: Option<String> = tx.query_one(&worker_of, &[&run.run_id]).await?.get(0);
+            if worker.is_some() && worker.as_deref() == claim {
+                return Ok(Enqueued::Claimed(Box::new(stored)));
+            }
+        }
         return Ok(Enqueued::Queued {
             inflight: runs(&ahead)?,
         });
@@ -76,6 +92,10 @@ pub(super) async fn enqueue(conn: &mut Conn, run: &Run, busy: Option<&Object>, a
     let mut pending = run.clone();
     pending.status = RunStatus::Pending;
     let doc = rows::run_doc(&pending);
+    let claimed = crate::db::claimed_at_once(run, ahead.is_empty(), claim);
+    let (status, attempt) = claimed
+        .as_ref()
+        .map_or((RunStatus::Pending, 0), |r| (r.status, r.attempt));
     let inserted = tx
         .execute(
             &insert,
@@ -86,6 +106,9 @@ pub(super) async fn enqueue(conn: &mut Conn, run: &Run, busy: Option<&Object>, a
                 &run.updated_at,
                 &doc,
                 &run.not_before,
+                &name_of(&status),
+                &claimed.as_ref().and(claim),
+                &i64::from(attempt),
             ],
         )
         .await?;
@@ -94,7 +117,7 @@ pub(super) async fn enqueue(conn: &mut Conn, run: &Run, busy: Option<&Object>, a
     }
     let inflight = runs(&ahead)?;
     tx.commit().await?;
-    Ok(Enqueued::Queued { inflight })
+    Ok(claimed.map_or(Enqueued::Queued { inflight }, |r| Enqueued::Claimed(Box::new(r))))
 }
 
 const GET_RUN: &str = concat!(

@@ -225,12 +225,16 @@ impl Catalog for SqliteDb {
 }
 
 impl RunQueue for SqliteDb {
-    fn enqueue<'a>(&'a self, run: &'a Run, busy: Option<&'a Object>) -> BoxFuture<'a, Result<Enqueued, DbError>> {
-        let (run, busy) = (run.clone(), busy.cloned());
-        Box::pin(
-            self.conn
-                .call("queueing a run", move |c| queue::enqueue(c, &run, busy.as_ref())),
-        )
+    fn enqueue<'a>(
+        &'a self,
+        run: &'a Run,
+        busy: Option<&'a Object>,
+        claim: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Enqueued, DbError>> {
+        let (run, busy, claim) = (run.clone(), busy.cloned(), claim.map(str::to_owned));
+        Box::pin(self.conn.call("queueing a run", move |c| {
+            queue::enqueue(c, &run, busy.as_ref(), claim.as_deref())
+        }))
     }
     fn get_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>> {
         let (thread_id, run_id) = (thread_id.to_owned(), run_id.to_owned());

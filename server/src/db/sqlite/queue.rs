@@ -28,7 +28,12 @@ fn runs(found: Vec<RunRow>) -> Result<Vec<Run>, Fail> {
     Ok(found.iter().map(to_run).collect::<Result<_, _>>()?)
 }
 
-pub(super) fn enqueue(conn: &mut Connection, run: &Run, busy: Option<&Object>) -> Result<Enqueued, Fail> {
+pub(super) fn enqueue(
+    conn: &mut Connection,
+    run: &Run,
+    busy: Option<&Object>,
+    claim: Option<&str>,
+) -> Result<Enqueued, Fail> {
     let tx = begin(conn)?;
     let inflight = tx
         .prepare_cached(&format!(
@@ -46,10 +51,11 @@ pub(super) fn enqueue(conn: &mut Connection, run: &Run, busy: Option<&Object>) -
     }
     let mut pending = run.clone();
     pending.status = RunStatus::Pending;
+    let claimed = crate::db::claimed_at_once(run, inflight.is_empty(), claim);
     let inserted = tx
         .prepare_cached(
-            "INSERT INTO server_runs (run_id, thread_id, status, created_at, updated_at, doc, not_before)
-             VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6) ON CONFLICT (run_id) DO NOTHING",
+            "INSERT INTO server_runs (run_id, thread_id, status, created_at, updated_at, doc, not_before, worker, attempt)
+             VALUES (?1, ?2, ?7, ?3, ?4, ?5, ?6, ?8, ?9) ON CONFLICT (run_id) DO NOTHING",
         )?
         .execute(params![
             run.run_id,
@@ -57,14 +63,17 @@ pub(super) fn enqueue(conn: &mut Connection, run: &Run, busy: Option<&Object>) -
             run.created_at,
             run.updated_at,
             rows::run_doc(&pending),
-            run.not_before
+            run.not_before,
+            name_of(&claimed.as_ref().map_or(RunStatus::Pending, |r| r.status)),
+            claimed.as_ref().and(claim),
+            claimed.as_ref().map_or(0, |r| r.attempt),
         ])?;
     if inserted == 0 {
         return Err(DbError::Conflict(format!("run `{}` exists already", run.run_id)).into());
     }
     let inflight = runs(inflight)?;
     tx.commit()?;
-    Ok(Enqueued::Queued { inflight })
+    Ok(claimed.map_or(Enqueued::Queued { inflight }, |r| Enqueued::Claimed(Box::new(r))))
 }
 
 pub(super) fn get_run(conn: &mut Connection, thread_id: &str, run_id: &str) -> Result<Option<Run>, Fail> {
