@@ -57,7 +57,7 @@ async fn update_state_as_a_node_writes_a_checkpoint_the_state_shows() {
     let update = StateUpdate {
         values: Some(json!({"log": ["manual"]})),
         as_node: Some("b".into()),
-        checkpoint_id: None,
+        ..StateUpdate::default()
     };
     let id = g.update_state("t6", update).await.unwrap();
     let state = g.state("t6", None, false).await.unwrap().unwrap();

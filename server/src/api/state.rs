@@ -11,6 +11,7 @@ use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub(super) fn router() -> axum::Router<AppState> {
@@ -131,6 +132,7 @@ async fn update(
         values: body.values,
         as_node: body.as_node,
         checkpoint_id,
+        metadata: graph_id_pair(&thread),
     };
     let id = graph.update_state(&thread.thread_id, edit).await?;
     let tid = thread.thread_id.clone();
@@ -141,6 +143,16 @@ async fn update(
         "configurable": configurable,
         "checkpoint_id": id,
     })))
+}
+
+/// The `graph_id` LangGraph's server records in the metadata of a checkpoint an edit writes:
+/// the thread's.
+pub(super) fn graph_id_pair(thread: &Thread) -> BTreeMap<String, String> {
+    let graph_id = thread.metadata.get("graph_id").and_then(Value::as_str);
+    graph_id
+        .map(|g| ("graph_id".to_owned(), g.to_owned()))
+        .into_iter()
+        .collect()
 }
 
 /// Writes the thread's row after its state changed outside a run: its values and open

@@ -204,6 +204,7 @@ impl<S: State, C: Codec<S>> ServedGraph for Bridge<S, C> {
                 .await?;
             let mut config = RunConfig::thread(thread_id);
             config.checkpoint_id = update.checkpoint_id.clone();
+            config.metadata = update.metadata;
             self.graph
                 .update_state(&config, values, update.as_node.as_deref())
                 .await

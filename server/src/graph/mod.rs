@@ -193,6 +193,9 @@ pub struct StateUpdate {
     pub as_node: Option<String>,
     /// The checkpoint to edit, `None` for the head.
     pub checkpoint_id: Option<String>,
+    /// Pairs recorded in the metadata of the checkpoint the edit writes (the server's
+    /// `graph_id`, as LangGraph's server records it).
+    pub metadata: BTreeMap<String, String>,
 }
 
 /// The JSON Schemas of `/assistants/{id}/schemas` (without `graph_id`, which the server adds).

@@ -132,6 +132,12 @@ pub(crate) fn config_of<S: State, C: Codec<S>>(
     }
     if !r.run_id.is_empty() {
         config.metadata.insert("run_id".into(), r.run_id.clone());
+        // A run's checkpoints name its user, as LangGraph's server's do (from the run's
+        // configuration, so its messages' metadata does not): none, without authentication,
+        // as `langgraph dev` records it.
+        for key in ["user_id", "langgraph_auth_user_id"] {
+            config.metadata.entry(key.to_owned()).or_default();
+        }
     }
     if let Some(limit) = r.config.get("recursion_limit") {
         config.recursion_limit = limit.as_u64().filter(|l| *l > 0).ok_or_else(|| {

@@ -94,6 +94,8 @@ fn request_for(run: &Run, resumed: bool) -> RunRequest {
     let mut metadata = run.metadata.clone();
     metadata.insert("run_id".into(), json!(run.run_id));
     metadata.insert("thread_id".into(), json!(run.thread_id));
+    // As LangGraph's server records it: the claim's attempt.
+    metadata.insert("run_attempt".into(), json!(run.attempt.max(1)));
     RunRequest {
         thread_id: run.thread_id.clone(),
         run_id: run.run_id.clone(),

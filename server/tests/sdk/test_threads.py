@@ -98,6 +98,9 @@ async def test_state_and_history_after_a_run(client, thread):
     assert st["next"] == [] and st["tasks"] == []
     assert st["metadata"]["source"] == "loop" and st["metadata"]["step"] == 2
     assert st["metadata"]["graph_id"] == "chain"
+    # The claim's attempt, and the user: none without authentication (`langgraph dev` too).
+    assert st["metadata"]["run_attempt"] == 1
+    assert st["metadata"]["user_id"] == "" and st["metadata"]["langgraph_auth_user_id"] == ""
     assert st["checkpoint"]["thread_id"] == tid and st["checkpoint"]["checkpoint_ns"] == ""
     assert st["checkpoint_id"] == st["checkpoint"]["checkpoint_id"]
     assert st["parent_checkpoint"]["checkpoint_id"] == st["parent_checkpoint_id"]
@@ -131,8 +134,30 @@ async def test_update_state_as_node(client, thread):
     assert st["checkpoint_id"] == cid
     assert st["values"]["log"] == ["a:x", "b", "manual"]
     assert st["metadata"]["source"] == "update"
+    # An edit's checkpoint names the thread's graph, and no run.
+    assert st["metadata"]["graph_id"] == "chain" and "run_id" not in st["metadata"]
     out = await client.runs.wait(tid, "chain", input={"topic": "y"})
     assert out == {"topic": "y", "log": ["a:x", "b", "manual", "a:y", "b"]}
+
+
+async def test_create_with_supersteps_replays_a_history(client):
+    t = await client.threads.create(
+        graph_id="chain",
+        supersteps=[
+            {"updates": [{"values": {"topic": "z"}, "as_node": "__input__"}]},
+            {"updates": [{"values": {"topic": "z"}, "as_node": "__start__"}]},
+            {"updates": [{"values": {"log": ["a:z"]}, "as_node": "a"}]},
+        ],
+    )
+    hist = await client.threads.get_history(t["thread_id"])
+    steps = [(h["metadata"]["source"], h["metadata"]["step"]) for h in hist]
+    assert steps == [("update", 1), ("update", 0), ("input", -1)]
+    # The first superstep's checkpoint names the thread's graph, as LangGraph's bulk update does.
+    assert hist[-1]["metadata"]["graph_id"] == "chain"
+    st = await client.threads.get_state(t["thread_id"])
+    assert st["values"] == {"topic": "z", "log": ["a:z"]} and st["next"] == ["b"]
+    out = await client.runs.wait(t["thread_id"], "chain", input=None)
+    assert out == {"topic": "z", "log": ["a:z", "b"]}
 
 
 async def test_copy_keeps_the_state(client, thread):
