@@ -6,7 +6,7 @@ use super::codec::{all_optional, Codec};
 use super::events::{runtime_modes, Translate};
 use super::run::{config_of, settled, start, Stopping};
 use super::state::{matches, thread_state, timeline_entry};
-use super::{GraphError, HistoryQuery, RunEvent, RunRequest, Schemas, ServedGraph, StateUpdate, ThreadState};
+use super::{GraphError, Head, HistoryQuery, RunEvent, RunRequest, Schemas, ServedGraph, StateUpdate, ThreadState};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde_json::Value;
@@ -124,6 +124,17 @@ impl<S: State, C: Codec<S>> ServedGraph for Bridge<S, C> {
 
     fn check_context(&self, context: &serde_json::Map<String, Value>) -> Result<(), GraphError> {
         self.codec.context(context).map(|_| ())
+    }
+
+    fn head<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Head>, GraphError>> {
+        Box::pin(async move {
+            let newest = self.saver.list(thread_id, "", None, Some(1)).await.map_err(internal)?;
+            Ok(newest.into_iter().next().map(|r| Head {
+                checkpoint_id: r.id.to_string(),
+                created_at: r.created_at,
+                run_id: r.metadata.get("run_id").cloned(),
+            }))
+        })
     }
 
     fn state<'a>(

@@ -184,6 +184,17 @@ pub struct HistoryQuery {
     pub checkpoint_id: Option<String>,
 }
 
+/// A thread's head checkpoint, briefly ([`ServedGraph::head`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Head {
+    /// Its id.
+    pub checkpoint_id: String,
+    /// When it was written.
+    pub created_at: weir_runtime::checkpoint::Timestamp,
+    /// The run that wrote it (its metadata's `run_id`), if a run did.
+    pub run_id: Option<String>,
+}
+
 /// An edit of a thread's state (`POST /threads/{id}/state`).
 #[derive(Debug, Clone, Default)]
 pub struct StateUpdate {
@@ -266,6 +277,11 @@ pub trait ServedGraph: Send + Sync + 'static {
     fn check_context(&self, _context: &Map<String, Value>) -> Result<(), GraphError> {
         Ok(())
     }
+
+    /// The thread's head checkpoint as a run starting on it needs it (which one it is, when it
+    /// was made, by which run): one row read, nothing decoded; `None` when the thread has no
+    /// checkpoint.
+    fn head<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Head>, GraphError>>;
 
     /// The thread's state at `checkpoint_id` (its head when `None`); `None` when the thread has
     /// no checkpoint. With `subgraphs`, each task's `state` holds its subgraph's state.

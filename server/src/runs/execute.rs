@@ -7,7 +7,7 @@
 use super::{non_null, Manager, RunError, OUTCOME_EVENT};
 use crate::bus::{CancelAction, StreamItem};
 use crate::db::{RunFate, ThreadUpdate};
-use crate::graph::{GraphError, InterruptView, Mode, RunEnd, RunEvent, RunRequest, ServedGraph};
+use crate::graph::{GraphError, Head, InterruptView, Mode, RunEnd, RunEvent, RunRequest, ServedGraph};
 use crate::model::{Run, RunStatus, ThreadStatus};
 use futures::FutureExt;
 use futures::StreamExt;
@@ -124,20 +124,15 @@ pub(super) fn parse_time(text: &str) -> Option<Timestamp> {
     }
 }
 
-/// Whether `head`, the thread's head state, was written by `run` (a run requeued after its
+/// Whether `head`, the thread's head checkpoint, was written by `run` (a run requeued after its
 /// worker stopped): its metadata names the run; or, when the bridge does not record run ids,
 /// `run` is one this process requeued and `head` is newer than it. (A checkpoint newer than a
 /// run that has not started yet may be an earlier run's, so the second test needs the first.)
-fn wrote(run: &Run, head: &Value, requeued: bool) -> bool {
-    if let Some(id) = head["metadata"]["run_id"].as_str() {
-        return id == run.run_id;
+fn wrote(run: &Run, head: &Head, requeued: bool) -> bool {
+    if let Some(id) = &head.run_id {
+        return *id == run.run_id;
     }
-    if !requeued {
-        return false;
-    }
-    let made = head["created_at"].as_str().and_then(parse_time);
-    let queued = parse_time(&run.created_at);
-    matches!((made, queued), (Some(made), Some(queued)) if made > queued)
+    requeued && parse_time(&run.created_at).is_some_and(|queued| head.created_at > queued)
 }
 
 /// The interrupts as `join` answers them (`__interrupt__`).
@@ -203,13 +198,10 @@ impl Manager {
         cancel: &mut watch::Receiver<Option<CancelAction>>,
         ids: &mut EventIds,
     ) -> Result<(Ending, Option<String>), RunError> {
-        let head = graph.state(&run.thread_id, None, false).await?;
-        let head_id = head
-            .as_ref()
-            .and_then(|s| s["checkpoint_id"].as_str())
-            .map(str::to_owned);
+        let head = graph.head(&run.thread_id).await?;
         let requeued = super::lock(&self.inner.requeued).remove(&run.run_id);
-        let resumed = head.as_ref().is_some_and(|s| wrote(run, s, requeued));
+        let resumed = head.as_ref().is_some_and(|h| wrote(run, h, requeued));
+        let head_id = head.map(|h| h.checkpoint_id);
         let metadata = json!({ "run_id": run.run_id, "attempt": run.attempt.max(1) });
         self.publish(run, ids, "metadata", metadata).await?;
         // A cancel that came before the claim: this process's (the watch) or another's (the bus).

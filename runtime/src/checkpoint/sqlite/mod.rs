@@ -405,8 +405,13 @@ impl Checkpointer for SqliteSaver {
         limit: Option<usize>,
     ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, SaverError>> {
         let (thread_id, ns, before) = (thread_id.to_owned(), ns.to_owned(), before.map(str::to_owned));
-        self.read(move |conn| read::list(conn, &thread_id, &ns, before.as_deref(), limit))
-            .boxed()
+        let list = move |conn: &mut Connection| read::list(conn, &thread_id, &ns, before.as_deref(), limit);
+        // One checkpoint at most (a thread's newest, as a server's run reads it) is a point read.
+        if limit == Some(1) {
+            self.read_briefly(list).boxed()
+        } else {
+            self.read(list).boxed()
+        }
     }
 
     fn history<'a>(
