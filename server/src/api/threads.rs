@@ -128,22 +128,26 @@ async fn create(State(state): State<AppState>, Json(body): Json<CreateBody>) -> 
     let (Some(graph), true) = (graph, new) else {
         return Ok(axum::Json(thread_json(&made)));
     };
-    // As LangGraph's: the thread's `graph_id` in the first checkpoint's metadata (its bulk
-    // update carries the request's configuration to its first superstep only).
+    // Each superstep one checkpoint, its updates applied together; as LangGraph's, the thread's
+    // `graph_id` in the first one's metadata (its bulk update carries the request's
+    // configuration to its first superstep only).
     let mut metadata = state::graph_id_pair(&made);
     for (step, superstep) in body.supersteps.into_iter().enumerate() {
-        for update in superstep.updates {
-            let edit = StateUpdate {
+        let metadata = std::mem::take(&mut metadata);
+        let edits = superstep
+            .updates
+            .into_iter()
+            .map(|update| StateUpdate {
                 values: update.values,
                 as_node: update.as_node,
                 checkpoint_id: None,
-                metadata: std::mem::take(&mut metadata),
-            };
-            graph
-                .update_state(&made.thread_id, edit)
-                .await
-                .map_err(|e| ApiError::from(e).prefixed(&format!("body field `supersteps[{step}]`: ")))?;
-        }
+                metadata: metadata.clone(),
+            })
+            .collect();
+        graph
+            .update_superstep(&made.thread_id, edits)
+            .await
+            .map_err(|e| ApiError::from(e).prefixed(&format!("body field `supersteps[{step}]`: ")))?;
     }
     Ok(axum::Json(thread_json(&state::refresh(&state, made, &graph).await?)))
 }

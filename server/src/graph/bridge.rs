@@ -25,6 +25,14 @@ pub(crate) struct Bridge<S: State, C> {
 }
 
 impl<S: State, C: Codec<S>> Bridge<S, C> {
+    /// An edit's `values` as the graph's update (`None` or `null`: an update that writes nothing).
+    fn values_of(&self, values: Option<&Value>) -> Result<S::Update, GraphError> {
+        match values {
+            None | Some(Value::Null) => self.codec.decode(&Value::Object(Default::default()), "values"),
+            Some(v) => self.codec.decode(v, "values"),
+        }
+    }
+
     pub(crate) fn new(graph: CompiledGraph<S>, saver: Arc<dyn Checkpointer>, codec: C) -> Self {
         Self {
             graph,
@@ -207,10 +215,7 @@ impl<S: State, C: Codec<S>> ServedGraph for Bridge<S, C> {
         update: StateUpdate,
     ) -> BoxFuture<'a, Result<String, GraphError>> {
         Box::pin(async move {
-            let values = match &update.values {
-                None | Some(Value::Null) => self.codec.decode(&Value::Object(Default::default()), "values")?,
-                Some(v) => self.codec.decode(v, "values")?,
-            };
+            let values = self.values_of(update.values.as_ref())?;
             self.ensure_checkpoint(thread_id, update.checkpoint_id.as_deref())
                 .await?;
             let mut config = RunConfig::thread(thread_id);
@@ -218,6 +223,26 @@ impl<S: State, C: Codec<S>> ServedGraph for Bridge<S, C> {
             config.metadata = update.metadata;
             self.graph
                 .update_state(&config, values, update.as_node.as_deref())
+                .await
+                .map_err(|e| thread_error(&e))
+        })
+    }
+
+    fn update_superstep<'a>(
+        &'a self,
+        thread_id: &'a str,
+        updates: Vec<StateUpdate>,
+    ) -> BoxFuture<'a, Result<String, GraphError>> {
+        Box::pin(async move {
+            let mut config = RunConfig::thread(thread_id);
+            let mut edits = Vec::with_capacity(updates.len());
+            for update in updates {
+                config.metadata.extend(update.metadata);
+                let values = self.values_of(update.values.as_ref())?;
+                edits.push(weir_runtime::StateEdit::new(values, update.as_node.as_deref()));
+            }
+            self.graph
+                .bulk_update_state(&config, vec![edits])
                 .await
                 .map_err(|e| thread_error(&e))
         })

@@ -314,6 +314,16 @@ pub trait ServedGraph: Send + Sync + 'static {
     fn update_state<'a>(&'a self, thread_id: &'a str, update: StateUpdate)
         -> BoxFuture<'a, Result<String, GraphError>>;
 
+    /// Applies `updates` together, as the tasks of one step after the thread's head (a superstep
+    /// of LangGraph's `bulk_update_state`, as a thread made with `supersteps` has them): one
+    /// checkpoint, whose metadata has every update's `metadata` pairs; returns its id. An update
+    /// as `__input__` stands alone. The updates' `checkpoint_id`s are not read.
+    fn update_superstep<'a>(
+        &'a self,
+        thread_id: &'a str,
+        updates: Vec<StateUpdate>,
+    ) -> BoxFuture<'a, Result<String, GraphError>>;
+
     /// Copies every checkpoint of thread `from` to the new thread `to`.
     fn copy_thread<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<(), GraphError>>;
 

@@ -4,7 +4,7 @@ rows 8-14 and tier B/C), with the shapes of `sdk_trace.txt`."""
 import uuid
 
 import pytest
-from langgraph_sdk.errors import ConflictError, NotFoundError
+from langgraph_sdk.errors import BadRequestError, ConflictError, NotFoundError, UnprocessableEntityError
 
 from conftest import assistant_id
 
@@ -158,6 +158,25 @@ async def test_create_with_supersteps_replays_a_history(client):
     assert st["values"] == {"topic": "z", "log": ["a:z"]} and st["next"] == ["b"]
     out = await client.runs.wait(t["thread_id"], "chain", input=None)
     assert out == {"topic": "z", "log": ["a:z", "b"]}
+
+
+async def test_a_supersteps_updates_make_one_checkpoint(client):
+    start = [
+        {"updates": [{"values": {"topic": "z"}, "as_node": "__input__"}]},
+        {"updates": [{"values": {"topic": "z"}, "as_node": "__start__"}]},
+    ]
+    both = {"updates": [{"values": {"log": ["a1"]}, "as_node": "a"}, {"values": {"log": ["b1"]}, "as_node": "b"}]}
+    t = await client.threads.create(graph_id="chain", supersteps=[*start, both])
+    hist = await client.threads.get_history(t["thread_id"])
+    assert [(h["metadata"]["source"], h["metadata"]["step"]) for h in hist] == [
+        ("update", 1), ("update", 0), ("input", -1)]
+    # a's and b's updates as one step: both written, and a's edge fires (b next), b's ends.
+    assert hist[0]["values"]["log"] == ["a1", "b1"] and hist[0]["next"] == ["b"]
+    # An input stands alone in its superstep (LangGraph answers 400, weir 422 naming the field).
+    two_inputs = {"updates": [{"values": {"topic": "z"}, "as_node": "__input__"},
+                              {"values": {"topic": "q"}, "as_node": "__input__"}]}
+    with pytest.raises((BadRequestError, UnprocessableEntityError)):
+        await client.threads.create(graph_id="chain", supersteps=[two_inputs])
 
 
 async def test_copy_keeps_the_state(client, thread):
