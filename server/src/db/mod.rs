@@ -311,6 +311,15 @@ pub(crate) fn claimed_at_once(run: &Run, thread_free: bool, claim: Option<&str>)
     })
 }
 
+/// The run a claim made after a run's end took: none when it failed (said in the log; the end
+/// stands, and a worker's poll finds the run).
+pub(crate) fn claim_after_end<E: std::fmt::Display>(claimed: Result<Option<Run>, E>) -> Option<Run> {
+    claimed.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "claiming the next run as a run ended failed; the dispatcher will");
+        None
+    })
+}
+
 /// Runs, and the queue the workers take them from. At most one run per thread is running at once;
 /// a thread's runs run in creation order.
 pub trait RunQueue: Send + Sync + 'static {
@@ -358,6 +367,24 @@ pub trait RunQueue: Send + Sync + 'static {
         end: RunFate,
         update: &'a ThreadUpdate,
     ) -> BoxFuture<'a, Result<bool, DbError>>;
+    /// [`end_run`](Self::end_run), then, when it ended the run, [`claim`](Self::claim) for
+    /// `worker`: a worker whose run ends takes its next one in the same trip where the backend
+    /// can (SQLite: one job on its writer). The claim failing leaves the end recorded and takes
+    /// no run (a worker's poll finds it later); the default ends, then claims.
+    fn end_run_and_claim<'a>(
+        &'a self,
+        run: &'a Run,
+        end: RunFate,
+        update: &'a ThreadUpdate,
+        worker: &'a str,
+    ) -> BoxFuture<'a, Result<(bool, Option<Run>), DbError>> {
+        Box::pin(async move {
+            if !self.end_run(run, end, update).await? {
+                return Ok((false, None));
+            }
+            Ok((true, claim_after_end(self.claim(worker).await)))
+        })
+    }
     /// The earliest [`Run::not_before`] (RFC 3339) of the pending runs whose time has not come.
     fn next_due(&self) -> BoxFuture<'_, Result<Option<String>, DbError>>;
     /// Sets a run's status (and `updated_at`); whether the run exists.

@@ -166,27 +166,22 @@ struct Settled {
 impl Manager {
     /// Runs one claimed run to its end; never fails and never panics out (a failure of the
     /// tables or the bus is logged, and the stream is still closed).
-    pub(super) async fn execute(&self, run: Run, mut cancel: watch::Receiver<Option<CancelAction>>) {
+    /// Returns the run this worker claimed as this one's end was recorded (its next, on the
+    /// same slot), if it took one.
+    pub(super) async fn execute(&self, run: Run, mut cancel: watch::Receiver<Option<CancelAction>>) -> Option<Run> {
         let mut ids = EventIds::default();
         let graph = match self.graph(run.metadata.get("graph_id").and_then(Value::as_str).unwrap_or_default()) {
             Ok(g) => g,
             Err(e) => {
-                self.close(
-                    &run,
-                    Ending::End(error_end("NotFound", e.to_string())),
-                    None,
-                    &mut ids,
-                    None,
-                )
-                .await;
-                return;
+                let ending = Ending::End(error_end("NotFound", e.to_string()));
+                return self.close(&run, ending, None, &mut ids, None).await;
             }
         };
         let (ending, head) = match self.drive(&run, &graph, &mut cancel, &mut ids).await {
             Ok(done) => done,
             Err(e) => (Ending::End(error_end("InternalError", e.to_string())), None),
         };
-        self.close(&run, ending, head, &mut ids, Some(&graph)).await;
+        self.close(&run, ending, head, &mut ids, Some(&graph)).await
     }
 
     /// Publishes the run's events until the graph ends it or a cancellation stops it; returns
@@ -253,9 +248,10 @@ impl Manager {
         Ok(self.inner.bus.publish(&run.run_id, item).await?)
     }
 
-    /// Ends the run: records it, deletes a stateless run's thread, then publishes the outcome
-    /// and closes the stream (so whoever joins sees everything done). A failure here is logged;
-    /// the stream is closed whatever happens, so no client waits forever.
+    /// Ends the run: records it (and claims this worker's next run in the same trip), deletes
+    /// a stateless run's thread, then publishes the outcome and closes the stream (so whoever
+    /// joins sees everything done); returns the run claimed. A failure here is logged; the
+    /// stream is closed whatever happens, so no client waits forever.
     async fn close(
         &self,
         run: &Run,
@@ -263,19 +259,19 @@ impl Manager {
         head: Option<String>,
         ids: &mut EventIds,
         graph: Option<&Arc<dyn ServedGraph>>,
-    ) {
+    ) -> Option<Run> {
         // A worker whose claim went stale (its heartbeat lapsed and the run was claimed again)
         // writes nothing: an ending that publishes or rolls back before the run's end is
         // recorded checks the claim first; the others learn it from `end_run`, which is fenced.
         if ending.acts_before_its_record() && !self.still_holds(run).await {
-            return;
+            return None;
         }
-        let outcome = match self.record_end(run, ending, head, ids, graph).await {
-            Ok(Some(outcome)) => Ok(outcome),
-            Ok(None) => return,
+        let (outcome, next) = match self.record_end(run, ending, head, ids, graph).await {
+            Ok(Some((outcome, next))) => (Ok(outcome), next),
+            Ok(None) => return None,
             Err(e) => {
                 tracing::error!(run_id = %run.run_id, error = %e, "recording the end of a run failed");
-                Err(e)
+                (Err(e), None)
             }
         };
         // The run as it ended, for its webhook, read before a stateless run's thread (and runs)
@@ -308,6 +304,7 @@ impl Manager {
         if let (Some(url), Some(ended)) = (run.kwargs.webhook.as_str(), ended) {
             tokio::spawn(super::webhook::notify(url.to_owned(), ended));
         }
+        next
     }
 
     /// Whether this worker's claim on `run` is still the current one. A worker whose heartbeat
@@ -339,8 +336,9 @@ impl Manager {
         );
     }
 
-    /// The run's final status, its thread's row and the `error` event; returns the outcome, or
-    /// `None` when the run's claim is no longer this worker's (nothing was recorded).
+    /// The run's final status, its thread's row and the `error` event; returns the outcome and
+    /// the run this worker claimed next in the same trip (unless it is stopping), or `None`
+    /// when the run's claim is no longer this worker's (nothing was recorded).
     async fn record_end(
         &self,
         run: &Run,
@@ -348,7 +346,7 @@ impl Manager {
         head: Option<String>,
         ids: &mut EventIds,
         graph: Option<&Arc<dyn ServedGraph>>,
-    ) -> Result<Option<Value>, RunError> {
+    ) -> Result<Option<(Value, Option<Run>)>, RunError> {
         let current = || async {
             match graph {
                 Some(g) => Ok::<_, RunError>(
@@ -406,11 +404,20 @@ impl Manager {
         };
         // The run and its thread in one transaction: whoever sees the run final (a join, the
         // SDK after a stream) finds the thread final too.
-        if !self.inner.queue.end_run(run, fate, &settled.update()).await? {
+        let queue = &self.inner.queue;
+        let update = settled.update();
+        let (ended, next) = if *self.inner.stopping.borrow() {
+            (queue.end_run(run, fate, &update).await?, None)
+        } else {
+            queue
+                .end_run_and_claim(run, fate, &update, &self.inner.worker_id)
+                .await?
+        };
+        if !ended {
             self.refused(run);
             return Ok(None);
         }
-        Ok(Some(outcome))
+        Ok(Some((outcome, next)))
     }
 }
 

@@ -104,27 +104,44 @@ impl Manager {
         }
     }
 
-    /// Runs a run this worker claimed in a task of its own, which holds `permit` (its slot);
-    /// puts it back in the queue instead if this worker began to shut down meanwhile (its
-    /// runs are drained, or already put back).
+    /// Runs a run this worker claimed in a task of its own, which holds `permit` (its slot),
+    /// then each run it claims as the last one ends, on the same slot; puts a run back in the
+    /// queue instead if this worker began to shut down meanwhile (its runs are drained, or
+    /// already put back).
     pub(super) async fn spawn_run(&self, run: Run, permit: OwnedSemaphorePermit) {
         let mut runs = self.inner.runs.lock().await;
-        if *self.inner.stopping.borrow() {
-            if let Err(e) = self.inner.queue.set_status(&run.run_id, RunStatus::Pending).await {
-                tracing::error!(run_id = %run.run_id, error = %e, "could not put back a run claimed as this worker stopped");
-            }
+        if self.put_back_if_stopping(&run).await {
             return;
         }
-        let cancel = self.register(&run.run_id, run.attempt);
         let me = self.clone();
         runs.spawn(async move {
-            let (run_id, attempt) = (run.run_id.clone(), run.attempt);
-            me.execute(run, cancel).await;
-            me.unregister(&run_id, attempt);
+            let mut run = run;
+            loop {
+                let cancel = me.register(&run.run_id, run.attempt);
+                let (run_id, attempt) = (run.run_id.clone(), run.attempt);
+                let next = me.execute(run, cancel).await;
+                me.unregister(&run_id, attempt);
+                match next {
+                    Some(next) if !me.put_back_if_stopping(&next).await => run = next,
+                    _ => break,
+                }
+            }
             drop(permit);
         });
         // Reap finished run tasks so the set does not grow.
         while runs.try_join_next().is_some() {}
+    }
+
+    /// Puts `run`, claimed by this worker and not started, back in the queue if the worker is
+    /// stopping; whether it did.
+    async fn put_back_if_stopping(&self, run: &Run) -> bool {
+        if !*self.inner.stopping.borrow() {
+            return false;
+        }
+        if let Err(e) = self.inner.queue.set_status(&run.run_id, RunStatus::Pending).await {
+            tracing::error!(run_id = %run.run_id, error = %e, "could not put back a run claimed as this worker stopped");
+        }
+        true
     }
 
     /// A free slot of this worker, when it runs runs (it was started, and is not stopping)

@@ -285,6 +285,52 @@ pub async fn a_worker_claims_the_run_it_queues_only_when_it_could_start_at_once(
     assert_eq!((next.run_id, next.attempt), (second.run_id, 1));
 }
 
+pub async fn a_run_s_end_claims_the_workers_next_run_in_the_same_trip(db: &Db) {
+    let (t, t2) = (id(), id());
+    let first = run(&t, MultitaskStrategy::Enqueue);
+    let behind = run(&t, MultitaskStrategy::Enqueue);
+    let other = run(&t2, MultitaskStrategy::Enqueue);
+    for r in [&first, &behind, &other] {
+        queued(db, r).await;
+    }
+    let claimed = db.queue.claim("w1").await.unwrap().unwrap();
+    assert_eq!(claimed.run_id, first.run_id);
+    let by_w2 = db.queue.claim("w2").await.unwrap().unwrap();
+    assert_eq!(by_w2.run_id, other.run_id);
+    // The end of `first` lets the run behind it on its thread go, and w1 takes it at once.
+    let idle = ThreadUpdate::status(ThreadStatus::Idle, None);
+    let done = RunFate::Status(RunStatus::Success);
+    let (ended, next) = db.queue.end_run_and_claim(&claimed, done, &idle, "w1").await.unwrap();
+    let next = next.expect("the run behind is claimed");
+    assert!(ended);
+    assert_eq!(
+        (next.run_id.as_str(), next.status, next.attempt),
+        (behind.run_id.as_str(), RunStatus::Running, 1)
+    );
+    assert!(db.queue.holds(&behind.run_id, 1).await.unwrap());
+    let stored = db.queue.get_run(&t, &first.run_id).await.unwrap().unwrap();
+    assert_eq!(stored.status, RunStatus::Success);
+    // Nothing left to claim: the end stands and no run is taken.
+    let (ended, none) = db.queue.end_run_and_claim(&next, done, &idle, "w1").await.unwrap();
+    assert!(ended);
+    assert_eq!(none, None);
+    // A stale claim ends nothing and claims nothing.
+    let again = run(&t2, MultitaskStrategy::Enqueue);
+    queued(db, &again).await;
+    let stale = Run {
+        attempt: 7,
+        ..by_w2.clone()
+    };
+    assert_eq!(
+        db.queue.end_run_and_claim(&stale, done, &idle, "w1").await.unwrap(),
+        (false, None)
+    );
+    assert_eq!(
+        db.queue.get_run(&t2, &again.run_id).await.unwrap().unwrap().status,
+        RunStatus::Pending
+    );
+}
+
 /// A wire timestamp `secs` seconds from now (negative: in the past).
 fn from_now(secs: i64) -> String {
     let now = weir::checkpoint::Timestamp::now().unix_micros();

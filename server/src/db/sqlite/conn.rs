@@ -98,6 +98,15 @@ impl From<rusqlite::Error> for Fail {
     }
 }
 
+impl std::fmt::Display for Fail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fail::Sql(e) => e.fmt(f),
+            Fail::Db(e) => e.fmt(f),
+        }
+    }
+}
+
 impl From<DbError> for Fail {
     fn from(e: DbError) -> Self {
         Fail::Db(e)

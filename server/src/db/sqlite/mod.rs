@@ -296,6 +296,22 @@ impl RunQueue for SqliteDb {
                 .call("ending a run", move |c| queue::end_run(c, &run, end, &update)),
         )
     }
+    fn end_run_and_claim<'a>(
+        &'a self,
+        run: &'a Run,
+        end: RunFate,
+        update: &'a ThreadUpdate,
+        worker: &'a str,
+    ) -> BoxFuture<'a, Result<(bool, Option<Run>), DbError>> {
+        let (run, update, worker) = (run.clone(), update.clone(), worker.to_owned());
+        Box::pin(self.conn.call("ending a run", move |c| {
+            if !queue::end_run(c, &run, end, &update)? {
+                return Ok((false, None));
+            }
+            // The claim under its own savepoint: failing, it leaves the end committed.
+            Ok((true, crate::db::claim_after_end(queue::claim(c, &worker))))
+        }))
+    }
     fn next_due(&self) -> BoxFuture<'_, Result<Option<String>, DbError>> {
         Box::pin(self.conn.read("reading the next delayed run", queue::next_due))
     }
