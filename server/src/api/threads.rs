@@ -133,7 +133,6 @@ async fn create(State(state): State<AppState>, Json(body): Json<CreateBody>) -> 
     // configuration to its first superstep only).
     let mut metadata = state::graph_id_pair(&made);
     for (step, superstep) in body.supersteps.into_iter().enumerate() {
-        let metadata = std::mem::take(&mut metadata);
         let edits = superstep
             .updates
             .into_iter()
@@ -141,7 +140,8 @@ async fn create(State(state): State<AppState>, Json(body): Json<CreateBody>) -> 
                 values: update.values,
                 as_node: update.as_node,
                 checkpoint_id: None,
-                metadata: metadata.clone(),
+                // A superstep's checkpoint takes its updates' pairs: the first update's suffice.
+                metadata: std::mem::take(&mut metadata),
             })
             .collect();
         graph
