@@ -536,7 +536,8 @@ pub async fn history_is_one_read_and_loading_the_head_is_one_read(saver: Arc<dyn
         let alone = app.get_state(&at).await.unwrap().unwrap();
         assert_eq!(alone.values.steps, entry.values.steps);
         assert_eq!((&alone.next, &alone.parent_id), (&entry.next, &entry.parent_id));
-        assert_eq!(alone.tasks, entry.tasks);
+        // Updates have no `PartialEq`: the tasks compare as printed, results included.
+        assert_eq!(format!("{:?}", alone.tasks), format!("{:?}", entry.tasks));
     }
     counting.take();
     // A new input goes on from the head: one read.

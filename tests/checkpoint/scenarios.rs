@@ -662,11 +662,13 @@ pub async fn g30_checkpoint_layout_after_a_two_node_run(saver: Arc<dyn Checkpoin
     // weir compares what its records hold of LangGraph's: step, source, each channel's version
     // (LangGraph's integer part), which fields have a stored value, and the next nodes. The
     // internal channels (`__start__`, `branch:to:*`) keep their state in the record's body, never
-    // in a blob; and weir keeps no pending writes of a step that completed.
+    // in a blob; and each step's task keeps its writes against the checkpoint the step started
+    // from, as LangGraph's does (the thread's history shows them as the task's result).
     let mut records = saver.list(&id, "", None, None).await.unwrap();
     records.reverse();
     type Row = (i64, Source, BTreeMap<String, u64>, Vec<String>, Vec<String>);
     let mut rows: Vec<Row> = Vec::new();
+    let mut pending: Vec<Vec<(String, String)>> = Vec::new();
     for r in &records {
         let versions = r.channels.iter().map(|c| (c.channel.to_string(), c.version)).collect();
         let stored = r
@@ -679,8 +681,14 @@ pub async fn g30_checkpoint_layout_after_a_two_node_run(saver: Arc<dyn Checkpoin
         let next = app.get_state(&at).await.unwrap().unwrap().next;
         rows.push((r.step, r.source, versions, stored, next));
         let loaded = saver.get(&id, "", Some(&r.id)).await.unwrap().unwrap();
-        assert!(loaded.pending_writes.is_empty());
+        let tasks = loaded.pending_writes.iter();
+        pending.push(tasks.map(|w| (w.task_id.clone(), w.channel.clone())).collect());
     }
+    let task = |id: &str| vec![(id.to_owned(), "__writes__".to_owned())];
+    assert_eq!(
+        pending,
+        [task("pull:__start__"), task("pull:x"), task("pull:y"), vec![]]
+    );
     let v =
         |pairs: &[(&str, u64)]| -> BTreeMap<String, u64> { pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect() };
     let expected: Vec<Row> = vec![

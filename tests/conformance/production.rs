@@ -97,7 +97,8 @@ struct Foo {
 }
 
 // G16: one node writes one field twice; the reducer sees both writes in order; the update event
-// lists both; history shows each step's values.
+// lists both; history shows each step's values, and each checkpoint's task with its result (the
+// update it returned; the start task's is the input).
 #[tokio::test]
 async fn g16_several_writes_of_one_node_to_one_field() {
     let seen = Arc::new(Mutex::new(String::new()));
@@ -136,6 +137,31 @@ async fn g16_several_writes_of_one_node_to_one_field() {
     assert_eq!(
         history,
         ["input, one.0, one.1, two", "input, one.0, one.1", "input", ""]
+    );
+    let tasks: Vec<Vec<(String, String)>> = app
+        .get_state_history(&cfg, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| {
+            s.tasks
+                .iter()
+                .map(|t| (t.name.clone(), format!("{:?}", t.result)))
+                .collect()
+        })
+        .collect();
+    let task = |name: &str, result: &str| vec![(name.to_owned(), result.to_owned())];
+    assert_eq!(
+        tasks,
+        [
+            vec![],
+            task("two", "Some(FooUpdate { foo: One(Reduce(\"two\")) })"),
+            task(
+                "one",
+                "Some(FooUpdate { foo: Many([Reduce(\"one.0\"), Reduce(\"one.1\")]) })"
+            ),
+            task("__start__", "Some(FooUpdate { foo: One(Reduce(\"input\")) })"),
+        ]
     );
 }
 

@@ -187,6 +187,32 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
         })
     }
 
+    /// Stores `records`, which a run made, then `writes` (pending writes of tasks of
+    /// `thread_id`, against those records or checkpoints already stored), as
+    /// [`put_made`](Self::put_made) then [`put_writes_made`](Self::put_writes_made) would: a
+    /// run's checkpoints with the writes of the steps that started from them. A saver may store
+    /// both in one transaction. The runtime's own fast path; only this crate can call or
+    /// override it. The default makes the two calls in turn.
+    #[doc(hidden)]
+    fn put_made_with_writes<'a>(
+        &'a self,
+        thread_id: &'a str,
+        records: Vec<CheckpointRecord>,
+        writes: Vec<TaskWrites>,
+        expected_head: Option<&'a str>,
+        made: MadeByRun,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        Box::pin(async move {
+            if !records.is_empty() {
+                self.put_made(records, expected_head, made).await?;
+            }
+            if writes.is_empty() {
+                return Ok(());
+            }
+            self.put_writes_made(thread_id, writes, made).await
+        })
+    }
+
     /// Deletes everything of the thread: every namespace's checkpoints, blobs, writes and head.
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<(), SaverError>>;
 

@@ -91,32 +91,51 @@ pub(crate) async fn save<S: State>(
 }
 
 /// Puts `record` as the durability says: in place when the checkpointer can, in the background
-/// (async), or now.
+/// (async), or now; with it the step's tasks' writes kept for it ([`Persist::step_writes`]).
 async fn put(p: &mut Persist, record: CheckpointRecord, durability: Durability) -> Result<(), Error> {
     p.last_source = record.source;
     let expected = p.head.replace(record.id.clone());
     p.current = Some(record.id.clone());
     p.dirty = false;
-    // A checkpointer that stores in place goes first, unless puts handed to the writer are still ahead.
+    let writes = std::mem::take(&mut p.step_writes);
+    // A checkpointer that stores in place goes first, unless puts handed to the writer are still
+    // ahead.
     let record = if p.writer.is_none() {
         match p
             .info
             .checkpointer
             .try_put_in_place(record, expected.as_deref(), MadeByRun::new())
         {
-            Ok(stored) => return stored.map_err(|e| checkpointer_error(&p.info.thread, e)),
+            Ok(stored) => {
+                let info = &p.info;
+                stored.map_err(|e| checkpointer_error(&info.thread, e))?;
+                if writes.is_empty() {
+                    return Ok(());
+                }
+                return info
+                    .checkpointer
+                    .put_writes_made(&info.thread, writes, MadeByRun::new())
+                    .await
+                    .map_err(|e| checkpointer_error(&info.thread, e));
+            }
             Err(record) => record,
         }
     } else {
         record
     };
     if durability == Durability::Async {
-        return p.put_later(record, expected).await;
+        return p.put_later(record, writes, expected).await;
     }
     p.flush().await?;
     let info = p.info.clone();
     info.checkpointer
-        .put_made(vec![record], expected.as_deref(), MadeByRun::new())
+        .put_made_with_writes(
+            &info.thread,
+            vec![record],
+            writes,
+            expected.as_deref(),
+            MadeByRun::new(),
+        )
         .await
         .map_err(|e| checkpointer_error(&info.thread, e))
 }

@@ -15,7 +15,7 @@
 use super::body::SeenEntry;
 use super::run::Loop;
 use super::writer::Writer;
-use crate::checkpoint::{CheckpointRecord, PendingWrite, Source};
+use crate::checkpoint::{CheckpointRecord, PendingWrite, Source, TaskWrites};
 use crate::error::Error;
 use crate::graph::compile::GraphInner;
 use crate::graph::task_key::{idempotency_key, task_id};
@@ -171,6 +171,9 @@ pub(crate) struct Persist {
     pub(crate) writer: Option<Writer>,
     /// Pending writes of a step that did not complete, to save against the current checkpoint.
     pub(crate) rows: Vec<TaskRows>,
+    /// Pending writes of a step that completed (see `Loop::keep_completed`), to store with its
+    /// checkpoint.
+    pub(crate) step_writes: Vec<TaskWrites>,
     /// Whether the loop's state changed since the last checkpoint (for exit durability).
     pub(crate) dirty: bool,
     /// The checkpoint loaded, without its values.
@@ -184,6 +187,13 @@ pub(crate) struct Persist {
 }
 
 impl Persist {
+    /// Whether this run wrote the current checkpoint (it is not the one the run loaded): what
+    /// a rollback to the checkpoint the run started from deletes, with its pending writes.
+    pub(crate) fn wrote_current(&self) -> bool {
+        let loaded = self.record.as_ref().map(|r| &*r.id);
+        self.current.is_some() && self.current.as_deref() != loaded
+    }
+
     pub(crate) fn new(info: RunInfo, n_fields: usize, n_channels: usize) -> Self {
         Self {
             info: Arc::new(info),
@@ -197,6 +207,7 @@ impl Persist {
             interrupt_seen: vec![0; n_channels],
             writer: None,
             rows: Vec::new(),
+            step_writes: Vec::new(),
             dirty: false,
             record: None,
             last_source: Source::Input,

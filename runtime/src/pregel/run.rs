@@ -186,9 +186,14 @@ impl<S: State> Loop<S> {
         self.state.clone()
     }
 
-    /// The planned tasks: node, push index, and whether their writes are already saved.
-    pub(crate) fn planned(&self) -> Vec<(u32, Option<usize>, bool)> {
-        self.tasks.iter().map(|t| (t.node, t.push, t.saved)).collect()
+    /// The planned tasks: node, push index, and the update of their saved writes (`None` when
+    /// they have none: they run next).
+    pub(crate) fn planned(&self) -> Vec<(u32, Option<usize>, Option<S::Update>)> {
+        let saved = |t: &Task<S>| match (&t.job, t.saved) {
+            (Job::Ready(c), true) => Some(c.update.clone()),
+            _ => None,
+        };
+        self.tasks.iter().map(|t| (t.node, t.push, saved(t))).collect()
     }
 
     /// Applies the saved writes of the planned tasks to the values (for `get_state`).

@@ -11,13 +11,13 @@ use crate::state::State;
 
 /// A thread's state at one checkpoint (LangGraph's `StateSnapshot`).
 #[derive(Debug, Clone)]
-pub struct StateSnapshot<S> {
+pub struct StateSnapshot<S: State> {
     /// The values.
     pub values: S,
     /// The nodes that would run next (those whose writes are not already saved).
     pub next: Vec<String>,
     /// The tasks of the next step.
-    pub tasks: Vec<TaskSnapshot>,
+    pub tasks: Vec<TaskSnapshot<S::Update>>,
     /// The paused tasks' questions.
     pub pauses: Vec<Paused>,
     /// The checkpoint's id.
@@ -36,9 +36,9 @@ pub struct StateSnapshot<S> {
     pub metadata: std::collections::BTreeMap<String, String>,
 }
 
-/// One task of a snapshot's next step.
+/// One task of a snapshot's next step; `U` is its state's update type.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TaskSnapshot {
+pub struct TaskSnapshot<U> {
     /// The task's id in its step (`pull:<node>`, `push:<index>`): what
     /// [`CompiledGraph::resume_task`](crate::CompiledGraph::resume_task) takes.
     pub id: String,
@@ -54,6 +54,12 @@ pub struct TaskSnapshot {
     pub pause: Option<Paused>,
     /// Whether its writes are already saved (it will not run again).
     pub done: bool,
+    /// The update it returned, when its writes are saved against the checkpoint (LangGraph's
+    /// `PregelTask.result`): in a thread's history, each task that ran from that checkpoint,
+    /// except the first step of a run started from a stored checkpoint (a resume's), whose
+    /// writes a checkpointed run does not keep there; at a thread's head, the tasks of a step
+    /// that did not complete that finished.
+    pub result: Option<U>,
 }
 
 pub(crate) async fn get_state<S: State>(
@@ -86,7 +92,7 @@ fn snapshot<S: State>(graph: &CompiledGraph<S>, mut run: Loop<S>, applied: bool)
     run.prepare_tasks()?;
     let mut tasks = Vec::new();
     let mut pauses = Vec::new();
-    for (node, push, saved) in run.planned() {
+    for (node, push, result) in run.planned() {
         let id = run.task_id(node, push);
         let p = pending.get(&id);
         let pause = p.and_then(|p| p.question.clone()).map(|q| Paused {
@@ -102,7 +108,8 @@ fn snapshot<S: State>(graph: &CompiledGraph<S>, mut run: Loop<S>, applied: bool)
             name: g.node_name(node),
             error: p.and_then(|p| p.error.clone()),
             pause,
-            done: saved,
+            done: result.is_some(),
+            result,
         });
     }
     if applied {

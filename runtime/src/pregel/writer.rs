@@ -35,11 +35,13 @@ impl Persist {
         }
     }
 
-    /// Hands a checkpoint to the background writer (async durability), starting it if need be:
-    /// puts land in order while the run goes on.
+    /// Hands a checkpoint, with the writes of its step's tasks to store with it, to the
+    /// background writer (async durability), starting it if need be: puts land in order while
+    /// the run goes on.
     pub(crate) async fn put_later(
         &mut self,
         record: CheckpointRecord,
+        writes: Vec<QueuedWrites>,
         expected: Option<Arc<str>>,
     ) -> Result<(), Error> {
         let writer = self
@@ -59,7 +61,7 @@ impl Persist {
         }
         if writer
             .jobs
-            .send(Job::Put(Box::new(record), expected, bytes))
+            .send(Job::Put(Box::new((record, writes)), expected, bytes))
             .await
             .is_err()
         {
@@ -135,8 +137,9 @@ fn queued_bytes(record: &CheckpointRecord) -> u32 {
 
 /// What the background writer is asked.
 pub(crate) enum Job {
-    /// A checkpoint, the head it follows, and its bytes' share of the queue.
-    Put(Box<CheckpointRecord>, Option<Arc<str>>, u32),
+    /// A checkpoint with the writes of its step's tasks to store with it, the head it
+    /// follows, and its bytes' share of the queue.
+    Put(Box<(CheckpointRecord, Vec<QueuedWrites>)>, Option<Arc<str>>, u32),
     /// A task's pending writes: stored after the checkpoints queued before them.
     Writes(Box<QueuedWrites>),
     Flush(tokio::sync::oneshot::Sender<()>),
@@ -214,11 +217,12 @@ impl Writer {
                 nudged.unread.fetch_sub(taken, Ordering::AcqRel);
                 for job in queued.drain(..) {
                     match job {
-                        Job::Put(record, head, bytes) => {
-                            if !writes.store(&*checkpointer, &thread, &failure).await {
-                                return;
-                            }
-                            batch.push(*record, head, bytes);
+                        Job::Put(put, head, bytes) => {
+                            // The writes held, then the step's own, go in the batch's call.
+                            let (record, step_writes) = *put;
+                            batch.writes.extend(writes.take());
+                            batch.writes.extend(step_writes);
+                            batch.push(record, head, bytes);
                         }
                         Job::Writes(w) => {
                             if !batch.store(&*checkpointer, &gives_back.0, &thread, &failure).await {
@@ -243,8 +247,9 @@ impl Writer {
                         }
                     }
                 }
-                // Writes and checkpoints are never both held: each stores the other before it
-                // is taken. Checkpoints go at once, writes when due (or full, or needed).
+                // Writes and checkpoints are never both held: a task's writes store the
+                // checkpoints held before they are taken, a checkpoint takes the writes held
+                // into its batch. Checkpoints go at once, writes when due (or full, or needed).
                 if !batch.store(&*checkpointer, &gives_back.0, &thread, &failure).await {
                     return;
                 }
@@ -316,6 +321,14 @@ impl Group {
         self.writes.len() >= GROUP || self.bytes >= GROUP_BYTES
     }
 
+    /// The writes held, no longer held: for a batch of checkpoints to store with its records.
+    fn take(&mut self) -> Vec<QueuedWrites> {
+        self.tasks.clear();
+        self.bytes = 0;
+        self.due = None;
+        std::mem::take(&mut self.writes)
+    }
+
     /// Stores the writes held, all at once; on failure records why and returns false.
     async fn store(
         &mut self,
@@ -326,10 +339,7 @@ impl Group {
         if self.writes.is_empty() {
             return true;
         }
-        self.tasks.clear();
-        self.bytes = 0;
-        self.due = None;
-        let writes = std::mem::take(&mut self.writes);
+        let writes = self.take();
         match checkpointer.put_writes_made(thread, writes, MadeByRun::new()).await {
             Ok(()) => true,
             Err(e) => {
@@ -350,10 +360,13 @@ impl Drop for Closing {
     }
 }
 
-/// The checkpoints the writer stores together: the head the first follows, and their bytes'
-/// share of the queue, given back once they are stored.
+/// The checkpoints the writer stores together: with the tasks' writes held when they came and
+/// those of their steps, stored after them in the same call (one transaction where the
+/// checkpointer can), the head the first follows, and their bytes' share of the queue, given
+/// back once they are stored.
 #[derive(Default)]
 struct Batch {
+    writes: Vec<QueuedWrites>,
     records: Vec<CheckpointRecord>,
     expected: Option<Arc<str>>,
     bytes: usize,
@@ -377,13 +390,14 @@ impl Batch {
         thread: &str,
         failure: &std::sync::Mutex<Option<Error>>,
     ) -> bool {
-        if self.records.is_empty() {
+        if self.records.is_empty() && self.writes.is_empty() {
             return true;
         }
-        let records = std::mem::take(&mut self.records);
-        // Every record of the batch is one this run made.
+        let (writes, records) = (std::mem::take(&mut self.writes), std::mem::take(&mut self.records));
+        // Every record of the batch, and every write, is one this run made.
+        let expected = self.expected.take();
         match checkpointer
-            .put_made(records, self.expected.take().as_deref(), MadeByRun::new())
+            .put_made_with_writes(thread, records, writes, expected.as_deref(), MadeByRun::new())
             .await
         {
             Ok(()) => {

@@ -157,7 +157,7 @@ impl<S: State, C: Codec<S>> ServedGraph for Bridge<S, C> {
             config.checkpoint_id = checkpoint_id.map(str::to_owned);
             let snap = self.graph.get_state(&config).await.map_err(|e| thread_error(&e))?;
             let subs: Vec<&str> = self.graph.subgraphs().map(|(node, _)| node).collect();
-            Ok(snap.map(|s| thread_state(thread_id, &s, self.codec.values(&s.values), &subs)))
+            Ok(snap.map(|s| thread_state(thread_id, &s, &*self.codec, &subs)))
         })
     }
 
@@ -185,7 +185,7 @@ impl<S: State, C: Codec<S>> ServedGraph for Bridge<S, C> {
                         .as_deref()
                         .is_none_or(|c| s.checkpoint_id.as_str() <= c)
                 })
-                .map(|s| thread_state(thread_id, s, self.codec.values(&s.values), &subs))
+                .map(|s| thread_state(thread_id, s, &*self.codec, &subs))
                 .filter(|t| query.metadata.as_ref().is_none_or(|m| matches(&t["metadata"], m)))
                 .take(if query.limit == 0 { usize::MAX } else { query.limit })
                 .collect();

@@ -3,10 +3,11 @@
 //! and the checkpoint and parent links `useStream` builds its branches from; and the lighter
 //! entry of the studio's timeline, read from a checkpoint's record alone.
 
+use super::codec::Codec;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use weir_runtime::checkpoint::CheckpointRecord;
-use weir_runtime::{Paused, StateSnapshot};
+use weir_runtime::{Paused, State, StateSnapshot};
 
 /// The checkpoint metadata key under which a run's non-string metadata is kept, as one JSON
 /// object (the runtime's metadata values are strings); the ThreadState shows its pairs.
@@ -22,10 +23,16 @@ pub(crate) fn checkpoint_ref(thread_id: &str, id: &str) -> Value {
     json!({"checkpoint_id": id, "thread_id": thread_id, "checkpoint_ns": ""})
 }
 
-/// The ThreadState of `snap` (its values already encoded as `values`): each task's `id` is its
-/// key (the id its `tasks` events show); a task of a node in `subgraphs` shows its subgraph's
-/// `checkpoint_ns` (`<node>:<task key>`, as its events' names carry it) in its `state`.
-pub(crate) fn thread_state<S>(thread_id: &str, snap: &StateSnapshot<S>, values: Value, subgraphs: &[&str]) -> Value {
+/// The ThreadState of `snap`, its values and its tasks' results (the updates of those whose
+/// writes are saved) encoded by `codec`: each task's `id` is its key (the id its `tasks` events
+/// show); a task of a node in `subgraphs` shows its subgraph's `checkpoint_ns`
+/// (`<node>:<task key>`, as its events' names carry it) in its `state`.
+pub(crate) fn thread_state<S: State>(
+    thread_id: &str,
+    snap: &StateSnapshot<S>,
+    codec: &dyn Codec<S>,
+    subgraphs: &[&str],
+) -> Value {
     let tasks: Vec<Value> = snap
         .tasks
         .iter()
@@ -42,13 +49,13 @@ pub(crate) fn thread_state<S>(thread_id: &str, snap: &StateSnapshot<S>, values: 
                 "interrupts": t.pause.iter().map(interrupt).collect::<Vec<_>>(),
                 "checkpoint": null,
                 "state": sub,
-                "result": null,
+                "result": t.result.as_ref().map(|u| codec.update(u)),
             })
         })
         .collect();
     let parent = snap.parent_id.as_deref();
     json!({
-        "values": values,
+        "values": codec.values(&snap.values),
         "next": snap.next,
         "tasks": tasks,
         "metadata": metadata(thread_id, snap.source.as_str(), snap.step, &snap.metadata),

@@ -29,6 +29,8 @@ async def test_interrupt_shows_on_wait_thread_and_state(client):
     assert task["id"] == task_id and task["name"] == "ask"
     assert task["path"] == ["__pregel_pull", "ask"]
     assert task["interrupts"] == [{"id": intr["id"], "value": QUESTION}]
+    # A task that paused has no result (its writes are a question, not an update).
+    assert task["result"] is None
     assert st["interrupts"] == [{"id": intr["id"], "value": QUESTION}]
     # the real server marks the run that paused as a success; the thread is what is interrupted
     assert (await client.runs.list(tid))[0]["status"] == "success"

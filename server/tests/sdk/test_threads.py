@@ -112,6 +112,10 @@ async def test_state_and_history_after_a_run(client, thread):
         assert newer["parent_checkpoint"]["checkpoint_id"] == older["checkpoint"]["checkpoint_id"]
     assert hist[-1]["parent_checkpoint"] is None
     assert [h["next"] for h in hist] == [[], ["b"], ["a"], ["__start__"]]
+    # Each checkpoint's task with the update it returned (the start task's: the input), as
+    # LangGraph's history shows them.
+    assert [[(t["name"], t["result"]) for t in h["tasks"]] for h in hist] == [
+        [], [("b", {"log": ["b"]})], [("a", {"log": ["a:x"]})], [("__start__", {"topic": "x"})]]
     two = await client.threads.get_history(tid, limit=2)
     assert [h["checkpoint_id"] for h in two] == [h["checkpoint_id"] for h in hist[:2]]
     # `before` goes as a config: the real server answers 500 to the SDK's bare checkpoint dict

@@ -5,7 +5,8 @@ use super::read::{read_row, select_checkpoint, select_list, SELECT_HEAD};
 use super::schema::{migrate, redact};
 use crate::checkpoint::sql;
 use crate::checkpoint::{
-    CheckpointRecord, Checkpointer, Held, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, Usage,
+    CheckpointRecord, Checkpointer, Held, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, TaskWrites,
+    Usage,
 };
 use crate::postgres::Idempotent;
 use crate::postgres::{Pool, PoolOptions};
@@ -156,7 +157,7 @@ impl Checkpointer for PostgresSaver {
         records: Vec<CheckpointRecord>,
         expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
-        self.put_batch(records, expected_head, None).boxed()
+        self.put_batch(records, expected_head, None, Vec::new()).boxed()
     }
 
     fn put_made<'a>(
@@ -165,7 +166,22 @@ impl Checkpointer for PostgresSaver {
         expected_head: Option<&'a str>,
         made: MadeByRun,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
-        self.put_batch(records, expected_head, Some(made)).boxed()
+        self.put_batch(records, expected_head, Some(made), Vec::new()).boxed()
+    }
+
+    /// One transaction: the checkpoints, then the tasks' writes.
+    fn put_made_with_writes<'a>(
+        &'a self,
+        thread_id: &'a str,
+        records: Vec<CheckpointRecord>,
+        writes: Vec<TaskWrites>,
+        expected_head: Option<&'a str>,
+        made: MadeByRun,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        if records.is_empty() {
+            return self.put_writes_made(thread_id, writes, made);
+        }
+        self.put_batch(records, expected_head, Some(made), writes).boxed()
     }
 
     fn get<'a>(

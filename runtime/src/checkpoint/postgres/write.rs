@@ -5,8 +5,9 @@ use super::pool::Failure;
 use super::read::SELECT_HEAD;
 use super::saver::PostgresSaver;
 use crate::checkpoint::sql;
-use crate::checkpoint::{check, copy, CheckpointRecord, MadeByRun, PendingWrite, SaverError};
+use crate::checkpoint::{check, copy, CheckpointRecord, MadeByRun, PendingWrite, SaverError, TaskWrites};
 use crate::postgres::Idempotent;
+use tokio_postgres::{Statement, Transaction};
 
 const INSERT_HEAD: &str = "INSERT INTO heads (thread_id, ns, head) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
 const MOVE_HEAD: &str = "UPDATE heads SET head = $3 WHERE thread_id = $1 AND ns = $2 AND head = $4";
@@ -83,8 +84,10 @@ impl PostgresSaver {
         records: Vec<CheckpointRecord>,
         expected: Option<&str>,
         made: Option<MadeByRun>,
+        writes: Vec<TaskWrites>,
     ) -> Result<(), SaverError> {
         let needed = check::put(&records, expected, made)?;
+        let writes = &writes;
         let Some(last) = records.last() else { return Ok(()) };
         let (thread, ns, last_id) = (&*last.thread_id, &*last.ns, &*last.id);
         let (records, needed) = (&records, &needed);
@@ -107,6 +110,10 @@ impl PostgresSaver {
                             let insert_checkpoint = conn.prepare(INSERT_CHECKPOINT).await?;
                             let missing_bases = conn.prepare(MISSING_BASES).await?;
                             let insert_blobs = conn.prepare(INSERT_BLOBS).await?;
+                            let replace_writes = match writes.is_empty() {
+                                true => None,
+                                false => Some(WriteStatements::prepare(conn).await?),
+                            };
                             let tx = conn.client.transaction().await?;
                             // Move the head first: its row lock makes a second writer wait, then miss.
                             let moved = match expected {
@@ -172,6 +179,16 @@ impl PostgresSaver {
                                         .await?;
                                 }
                             }
+                            if let Some(statements) = &replace_writes {
+                                for w in writes {
+                                    // A checkpoint of this batch exists: no look for it.
+                                    let ours = records.iter().any(|r| r.id == w.checkpoint && r.ns == w.ns);
+                                    let (ns, at) = (&*w.ns, &*w.checkpoint);
+                                    statements
+                                        .replace(&tx, [thread, ns, at, &w.task_id], &w.rows, !ours)
+                                        .await?;
+                                }
+                            }
                             tx.commit().await?;
                             Ok(())
                         }
@@ -198,39 +215,11 @@ impl PostgresSaver {
         let result = self.inner.pool.with_retry(|| format!("put the pending writes of task `{task_id}` on checkpoint `{checkpoint_id}` of thread `{thread_id}`"), Idempotent::Yes, |mut pooled| async move {
         let conn = &mut *pooled;
         let result: Result<_, Failure> = async {
-            let exists = conn.prepare(CHECKPOINT_EXISTS).await?;
-            let delete = conn.prepare(DELETE_TASK_WRITES).await?;
-            let insert = conn.prepare(INSERT_WRITES).await?;
+            let statements = WriteStatements::prepare(conn).await?;
             let tx = conn.client.transaction().await?;
-            if tx
-                .query_opt(&exists, &[&thread_id, &ns, &checkpoint_id])
-                .await?
-                .is_none()
-            {
-                return Err(check::unknown_checkpoint(thread_id, ns, checkpoint_id).into());
-            }
-            tx.execute(&delete, &[&thread_id, &ns, &checkpoint_id, &task_id])
+            statements
+                .replace(&tx, [thread_id, ns, checkpoint_id, task_id], writes, true)
                 .await?;
-            if !writes.is_empty() {
-                let idx: Vec<i64> = writes.iter().map(|w| w.idx).collect();
-                let paths: Vec<&str> = writes.iter().map(|w| w.task_path.as_str()).collect();
-                let channels: Vec<&str> = writes.iter().map(|w| &*w.channel).collect();
-                let bytes: Vec<&[u8]> = writes.iter().map(|w| w.bytes.as_slice()).collect();
-                tx.execute(
-                    &insert,
-                    &[
-                        &thread_id,
-                        &ns,
-                        &checkpoint_id,
-                        &task_id,
-                        &idx,
-                        &paths,
-                        &channels,
-                        &bytes,
-                    ],
-                )
-                .await?;
-            }
             tx.commit().await?;
             Ok(())
         }
@@ -238,5 +227,50 @@ impl PostgresSaver {
         result
         }).await;
         self.finish(result)
+    }
+}
+
+/// The statements that replace a task's pending writes.
+struct WriteStatements {
+    exists: Statement,
+    delete: Statement,
+    insert: Statement,
+}
+
+impl WriteStatements {
+    async fn prepare(conn: &mut crate::postgres::Conn) -> Result<Self, tokio_postgres::Error> {
+        Ok(Self {
+            exists: conn.prepare(CHECKPOINT_EXISTS).await?,
+            delete: conn.prepare(DELETE_TASK_WRITES).await?,
+            insert: conn.prepare(INSERT_WRITES).await?,
+        })
+    }
+
+    /// Replaces the writes of task `task` on checkpoint `at` of `(thread, ns)` with `writes`,
+    /// in `tx`; first, when `look`, checks that the checkpoint exists.
+    async fn replace(
+        &self,
+        tx: &Transaction<'_>,
+        [thread, ns, at, task]: [&str; 4],
+        writes: &[PendingWrite],
+        look: bool,
+    ) -> Result<(), Failure> {
+        if look && tx.query_opt(&self.exists, &[&thread, &ns, &at]).await?.is_none() {
+            return Err(check::unknown_checkpoint(thread, ns, at).into());
+        }
+        tx.execute(&self.delete, &[&thread, &ns, &at, &task]).await?;
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let idx: Vec<i64> = writes.iter().map(|w| w.idx).collect();
+        let paths: Vec<&str> = writes.iter().map(|w| w.task_path.as_str()).collect();
+        let channels: Vec<&str> = writes.iter().map(|w| &*w.channel).collect();
+        let bytes: Vec<&[u8]> = writes.iter().map(|w| w.bytes.as_slice()).collect();
+        tx.execute(
+            &self.insert,
+            &[&thread, &ns, &at, &task, &idx, &paths, &channels, &bytes],
+        )
+        .await?;
+        Ok(())
     }
 }

@@ -27,9 +27,15 @@ const PAGES_PER_COMMIT: u64 = 3;
 
 /// A write.
 pub(super) enum Work {
-    /// Checkpoints to store as successive heads, the head the first follows, and whether a
-    /// run made them.
-    Put(Vec<CheckpointRecord>, Option<Box<str>>, Option<MadeByRun>),
+    /// Checkpoints to store as successive heads, the head the first follows, whether a run
+    /// made them, and pending writes of tasks of their thread to store after them (against
+    /// them, or checkpoints stored before).
+    Put(
+        Vec<CheckpointRecord>,
+        Option<Box<str>>,
+        Option<MadeByRun>,
+        Vec<TaskWrites>,
+    ),
     /// A task's pending writes: thread, namespace, checkpoint and task, then the writes.
     Writes([String; 4], Vec<PendingWrite>),
     /// The pending writes of several tasks of a thread, stored in order: all or none.
@@ -317,41 +323,47 @@ impl Batch<'_> {
     }
 
     /// Runs one write inside the batch's transaction.
+    /// Stores the pending writes of several tasks of `thread`, in order.
+    fn writes_of_tasks(&mut self, thread: &str, tasks: &[TaskWrites]) -> Result<(), Failure> {
+        // Rows of a table and of its key's index: about twice their bytes.
+        let bytes: usize = tasks
+            .iter()
+            .flat_map(|t| &t.rows)
+            .map(|w| 2 * (w.bytes.len() + w.task_id.len() + w.task_path.len() + 64))
+            .sum();
+        *self.wal_grown += PAGES_PER_COMMIT + (bytes / 4096) as u64;
+        // The checkpoint they belong to is looked up once for all its tasks.
+        let mut known: Option<(&str, &str)> = None;
+        for t in tasks {
+            let at = (&*t.ns, &*t.checkpoint);
+            if known != Some(at) {
+                self.checkpoint_exists(thread, at.0, at.1)?;
+                known = Some(at);
+            }
+            self.replace_writes(thread, at.0, at.1, &t.task_id, &t.rows)?;
+        }
+        Ok(())
+    }
+
     fn run(&mut self, work: &Work) -> Result<(), Failure> {
         match work {
-            Work::Put(records, expected, made) => {
+            Work::Put(records, expected, made, writes) => {
                 self.put(records, expected.as_deref(), *made)?;
                 let bytes: usize = records
                     .iter()
                     .map(|r| r.body.len() + r.blobs.iter().map(|b| b.bytes.len()).sum::<usize>())
                     .sum();
                 *self.wal_grown += PAGES_PER_COMMIT + (bytes / 4096) as u64;
-                Ok(())
+                match (writes.is_empty(), records.first()) {
+                    (false, Some(first)) => self.writes_of_tasks(&first.thread_id, writes),
+                    _ => Ok(()),
+                }
             }
             Work::Writes([thread, ns, checkpoint, task], writes) => {
                 *self.wal_grown += PAGES_PER_COMMIT;
                 self.put_writes(thread, ns, checkpoint, task, writes)
             }
-            Work::WritesOfTasks(thread, tasks) => {
-                // Rows of a table and of its key's index: about twice their bytes.
-                let bytes: usize = tasks
-                    .iter()
-                    .flat_map(|t| &t.rows)
-                    .map(|w| 2 * (w.bytes.len() + w.task_id.len() + w.task_path.len() + 64))
-                    .sum();
-                *self.wal_grown += PAGES_PER_COMMIT + (bytes / 4096) as u64;
-                // The checkpoint they belong to is looked up once for all its tasks.
-                let mut known: Option<(&str, &str)> = None;
-                for t in tasks {
-                    let at = (&*t.ns, &*t.checkpoint);
-                    if known != Some(at) {
-                        self.checkpoint_exists(thread, at.0, at.1)?;
-                        known = Some(at);
-                    }
-                    self.replace_writes(thread, at.0, at.1, &t.task_id, &t.rows)?;
-                }
-                Ok(())
-            }
+            Work::WritesOfTasks(thread, tasks) => self.writes_of_tasks(thread, tasks),
             Work::Delete(thread) => {
                 *self.last_put = None;
                 *self.wal_grown += PAGES_PER_COMMIT;

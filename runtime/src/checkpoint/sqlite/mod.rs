@@ -343,7 +343,7 @@ impl SqliteSaver {
         expected: Option<&str>,
         made: Option<MadeByRun>,
     ) -> Result<(), SaverError> {
-        let work = Work::Put(records, expected.map(Box::from), made);
+        let work = Work::Put(records, expected.map(Box::from), made, Vec::new());
         self.inner.writer.write(work).await
     }
 }
@@ -364,6 +364,22 @@ impl Checkpointer for SqliteSaver {
         made: MadeByRun,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
         self.put_records(records, expected_head, Some(made)).boxed()
+    }
+
+    /// One request to the writer: the checkpoints and the tasks' writes in one transaction.
+    fn put_made_with_writes<'a>(
+        &'a self,
+        thread_id: &'a str,
+        records: Vec<CheckpointRecord>,
+        writes: Vec<TaskWrites>,
+        expected_head: Option<&'a str>,
+        made: MadeByRun,
+    ) -> BoxFuture<'a, Result<(), SaverError>> {
+        if records.is_empty() {
+            return self.put_writes_made(thread_id, writes, made);
+        }
+        let work = Work::Put(records, expected_head.map(Box::from), Some(made), writes);
+        self.inner.writer.write(work).boxed()
     }
 
     fn get<'a>(

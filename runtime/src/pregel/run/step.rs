@@ -5,14 +5,16 @@
 
 use super::super::executor::{panic_message, run_job, Deal, Failure, Job, StepShared, TaskInput, TaskOutput};
 use super::super::pending::StepSaver;
-use super::super::persist::{ERROR, INTERRUPT, RESUME, WRITES};
+use super::super::persist::{pending_rows, ERROR, INTERRUPT, RESUME, WRITES};
 use super::super::spans;
 use super::super::stream::StreamMode;
 use super::super::task::{CacheLookup, Finished, Running, Task, TaskReport};
 use super::Loop;
+use crate::checkpoint::TaskWrites;
 use crate::error::Error;
 use crate::graph::Command;
 use crate::graph::Context;
+use crate::graph::Durability;
 use crate::graph::Streams;
 use crate::signal::{PauseKind, Paused};
 use crate::state::State;
@@ -297,6 +299,44 @@ impl<S: State> Loop<S> {
         let mut changed = vec![false; self.g.n_fields()];
         state.apply(&mut channels, &mut updates, false, &mut changed).ok()?;
         Some(Arc::new(state))
+    }
+
+    /// A step that completed keeps the writes of its tasks that did not save them as they
+    /// ended (a lone task, a node with a fresh read), to store against the checkpoint it started
+    /// from with the step's own checkpoint, in one call: where a thread's history
+    /// finds each task's result (the update it returned). Not on the checkpoint the run started
+    /// from: those writes would outlive a rollback of the run (to that checkpoint), and replace
+    /// the rows of a question the task answered, which the rollback brings back. Nothing under
+    /// exit durability, which keeps no history.
+    pub(crate) fn keep_completed(&mut self, done: &[Finished<S>]) -> Result<(), Error> {
+        let keeps = self
+            .persist
+            .on()
+            .is_some_and(|p| p.info.durability != Durability::Exit && p.wrote_current());
+        if !keeps || self.unsaved.is_empty() {
+            return Ok(());
+        }
+        let mut writes = Vec::with_capacity(self.unsaved.len());
+        for (i, push) in &self.unsaved {
+            let d = &done[*i];
+            let task_id = self.task_id(d.node, *push);
+            let rows = pending_rows(&task_id, vec![(WRITES, self.save_task(&d.command, d.routed)?)]);
+            writes.push((task_id, rows));
+        }
+        if let Some(p) = self.persist.on_mut() {
+            let (ns, checkpoint) = (
+                p.info.ns.clone(),
+                p.current.clone().expect("a checkpoint the run wrote"),
+            );
+            p.step_writes
+                .extend(writes.into_iter().map(|(task_id, rows)| TaskWrites {
+                    ns: ns.clone(),
+                    checkpoint: checkpoint.clone(),
+                    task_id,
+                    rows,
+                }));
+        }
+        Ok(())
     }
 
     /// A step that did not complete keeps the writes of the tasks that succeeded, so a resume
