@@ -655,15 +655,17 @@ pub async fn g30_checkpoint_layout_after_a_two_node_run(saver: Arc<dyn Checkpoin
     g.set_checkpointer(saver.clone());
     let app = g.compile().unwrap();
     let id = thread("g30");
-    let cfg = RunConfig::thread(id.clone());
+    // Task results kept, as LangGraph keeps every task's writes.
+    let cfg = RunConfig::thread(id.clone()).task_results(true);
     let out = app.invoke(ANUpdate::default().a("in".into()), &cfg).await.unwrap();
     assert_eq!((out.a.as_str(), out.n), ("x", 11));
 
     // weir compares what its records hold of LangGraph's: step, source, each channel's version
     // (LangGraph's integer part), which fields have a stored value, and the next nodes. The
     // internal channels (`__start__`, `branch:to:*`) keep their state in the record's body, never
-    // in a blob; and each step's task keeps its writes against the checkpoint the step started
-    // from, as LangGraph's does (the thread's history shows them as the task's result).
+    // in a blob; and, keeping task results, each step's task keeps its writes against the
+    // checkpoint the step started from, as LangGraph's does (the thread's history shows them as
+    // the task's result).
     let mut records = saver.list(&id, "", None, None).await.unwrap();
     records.reverse();
     type Row = (i64, Source, BTreeMap<String, u64>, Vec<String>, Vec<String>);

@@ -97,8 +97,8 @@ struct Foo {
 }
 
 // G16: one node writes one field twice; the reducer sees both writes in order; the update event
-// lists both; history shows each step's values, and each checkpoint's task with its result (the
-// update it returned; the start task's is the input).
+// lists both; history shows each step's values, and (keeping task results) each checkpoint's
+// task with its result (the update it returned; the start task's is the input).
 #[tokio::test]
 async fn g16_several_writes_of_one_node_to_one_field() {
     let seen = Arc::new(Mutex::new(String::new()));
@@ -113,7 +113,7 @@ async fn g16_several_writes_of_one_node_to_one_field() {
     });
     g.add_edge(START, "one").add_edge("one", "two");
     let app = g.with_checkpointer(MemorySaver::new()).compile().unwrap();
-    let cfg = RunConfig::thread("g16");
+    let cfg = RunConfig::thread("g16").task_results(true);
     let updates: Vec<String> = app
         .stream(FooUpdate::default().foo("input".into()), &cfg, StreamMode::UPDATES)
         .map(|e| show(&e.unwrap(), |_: &Foo| String::new()))

@@ -97,6 +97,8 @@ pub(crate) struct RunInfo {
     pub(crate) thread: Arc<str>,
     pub(crate) ns: Arc<str>,
     pub(crate) durability: Durability,
+    /// Whether every task's writes are kept for the thread's history (`RunConfig::task_results`).
+    pub(crate) task_results: bool,
     /// Pairs for the metadata of the run's checkpoints.
     pub(crate) metadata: std::collections::BTreeMap<String, String>,
 }

@@ -278,6 +278,7 @@ impl<S: State, C: ContextValue> CompiledGraph<S, C> {
                 thread: loaded.record.thread_id.clone(),
                 ns: loaded.record.ns.clone(),
                 durability: Durability::default(),
+                task_results: false,
                 metadata: Default::default(),
             };
             let p = persist::Persist::new(info, self.inner.n_fields(), inner.versions.len());

@@ -7,17 +7,18 @@
 //! waits for that put; under `Durability::Async` it queues them behind the checkpoints the
 //! background writer has not stored yet, which gathers them for a few milliseconds and stores
 //! them together, and before the step's checkpoint (`writer.rs`, `LINGER`). A step of one task
-//! saves nothing as it ends: its checkpoint follows at once, and its writes are stored with it,
-//! in the same call (`Loop::keep_completed`). Under `Durability::Exit` nothing is
+//! saves nothing as it ends: its checkpoint follows at once. Under `Durability::Exit` nothing is
 //! saved before the run ends. Once the step's checkpoint follows, the writes stay where they
 //! are: a thread's history shows them as each task's result.
 //!
 //! Where weir differs from LangGraph, deliberately: LangGraph puts every task's writes as it
-//! ends, a lone task's too, and a failed task's error, always in the background. weir stores a
-//! lone task's with its step's checkpoint (a crash in between loses the same work either way),
-//! keeps none for the first step of a run that started from a stored checkpoint (a resume's:
-//! they would outlive a rollback of the run, see `keep_completed`), saves a failure's error when
-//! the run settles (the run ends at that step anyway), and under sync durability a task's put is
+//! ends, a lone task's too, and a failed task's error, always in the background. weir skips a
+//! lone task (the step's checkpoint follows it at once: a crash in between loses the same work
+//! either way), unless the run keeps task results (`RunConfig::task_results`, as `weir serve`'s
+//! runs do), which stores them with the step's checkpoint, in the same call
+//! (`Loop::keep_completed`; never for the first step of a run that started from a stored
+//! checkpoint: they would outlive a rollback of the run); saves a failure's error when the run
+//! settles (the run ends at that step anyway); and under sync durability a task's put is
 //! awaited before the step counts it finished.
 
 use super::persist::{pending_rows, save_command, Persist, WRITES};

@@ -479,6 +479,7 @@ fn persist_of<S: State>(
         thread: thread.as_str().into(),
         ns: config.ns.as_str().into(),
         durability: config.durability,
+        task_results: config.task_results,
         metadata: config.metadata.clone(),
     };
     let p = Persist::new(info, g.n_fields(), g.n_fields() + g.controls.len());

@@ -55,10 +55,11 @@ pub struct TaskSnapshot<U> {
     /// Whether its writes are already saved (it will not run again).
     pub done: bool,
     /// The update it returned, when its writes are saved against the checkpoint (LangGraph's
-    /// `PregelTask.result`): in a thread's history, each task that ran from that checkpoint,
-    /// except the first step of a run started from a stored checkpoint (a resume's), whose
-    /// writes a checkpointed run does not keep there; at a thread's head, the tasks of a step
-    /// that did not complete that finished.
+    /// `PregelTask.result`): at a thread's head, the tasks of a step that did not complete that
+    /// finished; in a thread's history, a wide step's tasks, and, written by a run that kept
+    /// task results ([`RunConfig::task_results`](crate::RunConfig::task_results)), each task
+    /// that ran from that checkpoint, except in the first step of a run started from a stored
+    /// checkpoint (a resume's), whose writes are not kept there.
     pub result: Option<U>,
 }
 

@@ -118,6 +118,7 @@ async fn run_sub<T: State>(sub: &CompiledGraph<T>, input: T::Update, ctx: &Conte
         thread_id: Some(run.thread.to_string()),
         ns,
         durability: run.durability,
+        task_results: run.task_results,
         // LangGraph's subgraph inherits its parent's config, recursion limit included.
         recursion_limit: ctx.limit,
         store: ctx.store.clone(),

@@ -108,7 +108,9 @@ pub(crate) fn config_of<S: State, C: Codec<S>>(
     let mut config = RunConfig::thread(&r.thread_id)
         // The `events` mode shows the chains of subgraphs' tasks even without `stream_subgraphs`.
         .subgraphs(r.subgraphs || r.modes.contains(&super::Mode::Events))
-        .durability(r.durability);
+        .durability(r.durability)
+        // LangGraph's API shows each task's result in a thread's history.
+        .task_results(true);
     config.context = codec.context(&r.context)?;
     config.checkpoint_id = r.checkpoint_id.clone();
     // The checkpoints carry the run's metadata (`graph_id`, `assistant_id`, …) and its id, as

@@ -322,7 +322,6 @@ impl Batch<'_> {
         Ok(true)
     }
 
-    /// Runs one write inside the batch's transaction.
     /// Stores the pending writes of several tasks of `thread`, in order.
     fn writes_of_tasks(&mut self, thread: &str, tasks: &[TaskWrites]) -> Result<(), Failure> {
         // Rows of a table and of its key's index: about twice their bytes.
@@ -345,6 +344,7 @@ impl Batch<'_> {
         Ok(())
     }
 
+    /// Runs one write inside the batch's transaction.
     fn run(&mut self, work: &Work) -> Result<(), Failure> {
         match work {
             Work::Put(records, expected, made, writes) => {

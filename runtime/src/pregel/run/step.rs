@@ -301,40 +301,34 @@ impl<S: State> Loop<S> {
         Some(Arc::new(state))
     }
 
-    /// A step that completed keeps the writes of its tasks that did not save them as they
-    /// ended (a lone task, a node with a fresh read), to store against the checkpoint it started
-    /// from with the step's own checkpoint, in one call: where a thread's history
-    /// finds each task's result (the update it returned). Not on the checkpoint the run started
-    /// from: those writes would outlive a rollback of the run (to that checkpoint), and replace
-    /// the rows of a question the task answered, which the rollback brings back. Nothing under
-    /// exit durability, which keeps no history.
+    /// A step that completed, in a run that keeps task results (`RunConfig::task_results`),
+    /// keeps the writes of its tasks that did not save them as they ended (a lone task, a node
+    /// with a fresh read), to store against the checkpoint it started from with the step's own
+    /// checkpoint, in one call: where a thread's history finds each task's result (the update
+    /// it returned). Not on the checkpoint the run started from: those writes would outlive a
+    /// rollback of the run (to that checkpoint), and replace the rows of a question the task
+    /// answered, which the rollback brings back. Nothing under exit durability, which keeps no
+    /// history.
     pub(crate) fn keep_completed(&mut self, done: &[Finished<S>]) -> Result<(), Error> {
-        let keeps = self
+        let at = self
             .persist
             .on()
-            .is_some_and(|p| p.info.durability != Durability::Exit && p.wrote_current());
-        if !keeps || self.unsaved.is_empty() {
-            return Ok(());
-        }
+            .filter(|p| p.info.task_results && p.info.durability != Durability::Exit && p.wrote_current())
+            .and_then(|p| Some((p.info.ns.clone(), p.current.clone()?)));
+        let Some((ns, checkpoint)) = at else { return Ok(()) };
         let mut writes = Vec::with_capacity(self.unsaved.len());
         for (i, push) in &self.unsaved {
             let d = &done[*i];
             let task_id = self.task_id(d.node, *push);
-            let rows = pending_rows(&task_id, vec![(WRITES, self.save_task(&d.command, d.routed)?)]);
-            writes.push((task_id, rows));
+            writes.push(TaskWrites {
+                ns: ns.clone(),
+                checkpoint: checkpoint.clone(),
+                rows: pending_rows(&task_id, vec![(WRITES, self.save_task(&d.command, d.routed)?)]),
+                task_id,
+            });
         }
         if let Some(p) = self.persist.on_mut() {
-            let (ns, checkpoint) = (
-                p.info.ns.clone(),
-                p.current.clone().expect("a checkpoint the run wrote"),
-            );
-            p.step_writes
-                .extend(writes.into_iter().map(|(task_id, rows)| TaskWrites {
-                    ns: ns.clone(),
-                    checkpoint: checkpoint.clone(),
-                    task_id,
-                    rows,
-                }));
+            p.step_writes.append(&mut writes);
         }
         Ok(())
     }
