@@ -7,6 +7,7 @@ use super::saver::PostgresSaver;
 use crate::checkpoint::sql;
 use crate::checkpoint::{check, copy, CheckpointRecord, MadeByRun, PendingWrite, SaverError, TaskWrites};
 use crate::postgres::Idempotent;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Statement, Transaction};
 
 const INSERT_HEAD: &str = "INSERT INTO heads (thread_id, ns, head) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
@@ -26,6 +27,14 @@ const DELETE_TASK_WRITES: &str =
 const INSERT_WRITES: &str = "INSERT INTO writes (thread_id, ns, checkpoint_id, task_id, idx, task_path, channel, \
      bytes) SELECT $1, $2, $3, $4, t.idx, t.task_path, t.channel, t.bytes \
      FROM unnest($5::bigint[], $6::text[], $7::text[], $8::bytea[]) AS t(idx, task_path, channel, bytes)";
+/// The writes of several tasks of a thread (`$1`): their `(ns, checkpoint, task)` triples.
+const DELETE_TASKS_WRITES: &str = "DELETE FROM writes w \
+     USING unnest($2::text[], $3::text[], $4::text[]) AS t(ns, checkpoint_id, task_id) \
+     WHERE w.thread_id = $1 AND w.ns = t.ns AND w.checkpoint_id = t.checkpoint_id AND w.task_id = t.task_id";
+const INSERT_TASKS_WRITES: &str = "INSERT INTO writes (thread_id, ns, checkpoint_id, task_id, idx, task_path, \
+     channel, bytes) SELECT $1, t.ns, t.checkpoint_id, t.task_id, t.idx, t.task_path, t.channel, t.bytes \
+     FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::bytea[]) \
+     AS t(ns, checkpoint_id, task_id, idx, task_path, channel, bytes)";
 const HAS_CHECKPOINT: &str = "SELECT 1 FROM checkpoints WHERE thread_id = $1 LIMIT 1";
 /// The copy of a thread (`$1`) to another (`$2`): heads first, whose rows make a put into the
 /// new thread wait for the copy, then checkpoints, blobs, writes and what it was pruned through.
@@ -180,14 +189,12 @@ impl PostgresSaver {
                                 }
                             }
                             if let Some(statements) = &replace_writes {
-                                for w in writes {
-                                    // A checkpoint of this batch exists: no look for it.
-                                    let ours = records.iter().any(|r| r.id == w.checkpoint && r.ns == w.ns);
-                                    let (ns, at) = (&*w.ns, &*w.checkpoint);
-                                    statements
-                                        .replace(&tx, [thread, ns, at, &w.task_id], &w.rows, !ours)
-                                        .await?;
-                                }
+                                // The checkpoints of this batch and the head it moved from exist.
+                                let known = |w: &TaskWrites| {
+                                    (w.ns == last.ns && expected == Some(&*w.checkpoint))
+                                        || records.iter().any(|r| r.id == w.checkpoint && r.ns == w.ns)
+                                };
+                                statements.replace_all(&tx, thread, writes, known).await?;
                             }
                             tx.commit().await?;
                             Ok(())
@@ -230,11 +237,13 @@ impl PostgresSaver {
     }
 }
 
-/// The statements that replace a task's pending writes.
+/// The statements that replace tasks' pending writes: one task's, or several tasks' at once.
 struct WriteStatements {
     exists: Statement,
     delete: Statement,
     insert: Statement,
+    delete_all: Statement,
+    insert_all: Statement,
 }
 
 impl WriteStatements {
@@ -243,7 +252,55 @@ impl WriteStatements {
             exists: conn.prepare(CHECKPOINT_EXISTS).await?,
             delete: conn.prepare(DELETE_TASK_WRITES).await?,
             insert: conn.prepare(INSERT_WRITES).await?,
+            delete_all: conn.prepare(DELETE_TASKS_WRITES).await?,
+            insert_all: conn.prepare(INSERT_TASKS_WRITES).await?,
         })
+    }
+
+    /// Replaces the writes of each task of `tasks` (of `thread`) on its checkpoint, in `tx`, in
+    /// two statements whatever their number, sent together (one round trip: the server runs
+    /// them in order); first checks that each checkpoint not `known` exists.
+    async fn replace_all(
+        &self,
+        tx: &Transaction<'_>,
+        thread: &str,
+        tasks: &[TaskWrites],
+        known: impl Fn(&TaskWrites) -> bool,
+    ) -> Result<(), Failure> {
+        let mut looked: Vec<(&str, &str)> = Vec::new();
+        for t in tasks.iter().filter(|t| !known(t)) {
+            let at = (&*t.ns, &*t.checkpoint);
+            if !looked.contains(&at) {
+                if tx.query_opt(&self.exists, &[&thread, &at.0, &at.1]).await?.is_none() {
+                    return Err(check::unknown_checkpoint(thread, at.0, at.1).into());
+                }
+                looked.push(at);
+            }
+        }
+        // The tasks, then their rows, as columns.
+        let tns: Vec<&str> = tasks.iter().map(|t| &*t.ns).collect();
+        let tat: Vec<&str> = tasks.iter().map(|t| &*t.checkpoint).collect();
+        let ttask: Vec<&str> = tasks.iter().map(|t| t.task_id.as_str()).collect();
+        let rows = || tasks.iter().flat_map(|t| t.rows.iter().map(move |w| (t, w)));
+        let ns: Vec<&str> = rows().map(|(t, _)| &*t.ns).collect();
+        let at: Vec<&str> = rows().map(|(t, _)| &*t.checkpoint).collect();
+        let task: Vec<&str> = rows().map(|(t, _)| t.task_id.as_str()).collect();
+        let idx: Vec<i64> = rows().map(|(_, w)| w.idx).collect();
+        let paths: Vec<&str> = rows().map(|(_, w)| w.task_path.as_str()).collect();
+        let channels: Vec<&str> = rows().map(|(_, w)| &*w.channel).collect();
+        let bytes: Vec<&[u8]> = rows().map(|(_, w)| w.bytes.as_slice()).collect();
+        let of: [&(dyn ToSql + Sync); 4] = [&thread, &tns, &tat, &ttask];
+        let delete = tx.execute(&self.delete_all, &of);
+        let insert = async {
+            if idx.is_empty() {
+                return Ok(0);
+            }
+            let params: [&(dyn ToSql + Sync); 8] = [&thread, &ns, &at, &task, &idx, &paths, &channels, &bytes];
+            tx.execute(&self.insert_all, &params).await
+        };
+        // The delete is polled, so sent, first.
+        futures::try_join!(delete, insert)?;
+        Ok(())
     }
 
     /// Replaces the writes of task `task` on checkpoint `at` of `(thread, ns)` with `writes`,
