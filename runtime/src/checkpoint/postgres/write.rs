@@ -22,11 +22,6 @@ const INSERT_BLOBS: &str = "INSERT INTO blobs (thread_id, ns, checkpoint_id, cha
      SELECT $1, $2, $3, t.channel, t.delta_of, t.bytes \
      FROM unnest($4::text[], $5::text[], $6::bytea[]) AS t(channel, delta_of, bytes)";
 const CHECKPOINT_EXISTS: &str = "SELECT 1 FROM checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3";
-const DELETE_TASK_WRITES: &str =
-    "DELETE FROM writes WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4";
-const INSERT_WRITES: &str = "INSERT INTO writes (thread_id, ns, checkpoint_id, task_id, idx, task_path, channel, \
-     bytes) SELECT $1, $2, $3, $4, t.idx, t.task_path, t.channel, t.bytes \
-     FROM unnest($5::bigint[], $6::text[], $7::text[], $8::bytea[]) AS t(idx, task_path, channel, bytes)";
 /// The writes of several tasks of a thread (`$1`): their `(ns, checkpoint, task)` triples.
 const DELETE_TASKS_WRITES: &str = "DELETE FROM writes w \
      USING unnest($2::text[], $3::text[], $4::text[]) AS t(ns, checkpoint_id, task_id) \
@@ -194,7 +189,7 @@ impl PostgresSaver {
                                     (w.ns == last.ns && expected == Some(&*w.checkpoint))
                                         || records.iter().any(|r| r.id == w.checkpoint && r.ns == w.ns)
                                 };
-                                statements.replace_all(&tx, thread, writes, known).await?;
+                                statements.replace(&tx, thread, writes, known).await?;
                             }
                             tx.commit().await?;
                             Ok(())
@@ -218,15 +213,18 @@ impl PostgresSaver {
         writes: Vec<PendingWrite>,
     ) -> Result<(), SaverError> {
         check::writes(thread_id, checkpoint_id, task_id, &writes)?;
-        let writes = &writes;
+        let writes = &[TaskWrites {
+            ns: ns.into(),
+            checkpoint: checkpoint_id.into(),
+            task_id: task_id.to_owned(),
+            rows: writes,
+        }];
         let result = self.inner.pool.with_retry(|| format!("put the pending writes of task `{task_id}` on checkpoint `{checkpoint_id}` of thread `{thread_id}`"), Idempotent::Yes, |mut pooled| async move {
         let conn = &mut *pooled;
         let result: Result<_, Failure> = async {
             let statements = WriteStatements::prepare(conn).await?;
             let tx = conn.client.transaction().await?;
-            statements
-                .replace(&tx, [thread_id, ns, checkpoint_id, task_id], writes, true)
-                .await?;
+            statements.replace(&tx, thread_id, writes, |_| false).await?;
             tx.commit().await?;
             Ok(())
         }
@@ -237,30 +235,26 @@ impl PostgresSaver {
     }
 }
 
-/// The statements that replace tasks' pending writes: one task's, or several tasks' at once.
+/// The statements that replace tasks' pending writes.
 struct WriteStatements {
     exists: Statement,
     delete: Statement,
     insert: Statement,
-    delete_all: Statement,
-    insert_all: Statement,
 }
 
 impl WriteStatements {
     async fn prepare(conn: &mut crate::postgres::Conn) -> Result<Self, tokio_postgres::Error> {
         Ok(Self {
             exists: conn.prepare(CHECKPOINT_EXISTS).await?,
-            delete: conn.prepare(DELETE_TASK_WRITES).await?,
-            insert: conn.prepare(INSERT_WRITES).await?,
-            delete_all: conn.prepare(DELETE_TASKS_WRITES).await?,
-            insert_all: conn.prepare(INSERT_TASKS_WRITES).await?,
+            delete: conn.prepare(DELETE_TASKS_WRITES).await?,
+            insert: conn.prepare(INSERT_TASKS_WRITES).await?,
         })
     }
 
     /// Replaces the writes of each task of `tasks` (of `thread`) on its checkpoint, in `tx`, in
     /// two statements whatever their number, sent together (one round trip: the server runs
     /// them in order); first checks that each checkpoint not `known` exists.
-    async fn replace_all(
+    async fn replace(
         &self,
         tx: &Transaction<'_>,
         thread: &str,
@@ -290,44 +284,16 @@ impl WriteStatements {
         let channels: Vec<&str> = rows().map(|(_, w)| &*w.channel).collect();
         let bytes: Vec<&[u8]> = rows().map(|(_, w)| w.bytes.as_slice()).collect();
         let of: [&(dyn ToSql + Sync); 4] = [&thread, &tns, &tat, &ttask];
-        let delete = tx.execute(&self.delete_all, &of);
+        let delete = tx.execute(&self.delete, &of);
         let insert = async {
             if idx.is_empty() {
                 return Ok(0);
             }
             let params: [&(dyn ToSql + Sync); 8] = [&thread, &ns, &at, &task, &idx, &paths, &channels, &bytes];
-            tx.execute(&self.insert_all, &params).await
+            tx.execute(&self.insert, &params).await
         };
         // The delete is polled, so sent, first.
         futures::try_join!(delete, insert)?;
-        Ok(())
-    }
-
-    /// Replaces the writes of task `task` on checkpoint `at` of `(thread, ns)` with `writes`,
-    /// in `tx`; first, when `look`, checks that the checkpoint exists.
-    async fn replace(
-        &self,
-        tx: &Transaction<'_>,
-        [thread, ns, at, task]: [&str; 4],
-        writes: &[PendingWrite],
-        look: bool,
-    ) -> Result<(), Failure> {
-        if look && tx.query_opt(&self.exists, &[&thread, &ns, &at]).await?.is_none() {
-            return Err(check::unknown_checkpoint(thread, ns, at).into());
-        }
-        tx.execute(&self.delete, &[&thread, &ns, &at, &task]).await?;
-        if writes.is_empty() {
-            return Ok(());
-        }
-        let idx: Vec<i64> = writes.iter().map(|w| w.idx).collect();
-        let paths: Vec<&str> = writes.iter().map(|w| w.task_path.as_str()).collect();
-        let channels: Vec<&str> = writes.iter().map(|w| &*w.channel).collect();
-        let bytes: Vec<&[u8]> = writes.iter().map(|w| w.bytes.as_slice()).collect();
-        tx.execute(
-            &self.insert,
-            &[&thread, &ns, &at, &task, &idx, &paths, &channels, &bytes],
-        )
-        .await?;
         Ok(())
     }
 }
