@@ -272,9 +272,7 @@ async fn end_step<S: State>(
     exit_writers: &mut Arc<[Arc<str>]>,
 ) -> Result<Option<Vec<Paused>>, Error> {
     // The writes of the tasks that saved none as they ended go with the step's checkpoint.
-    if run.persist.is_on() {
-        run.keep_completed(&finished)?;
-    }
+    run.keep_completed(&finished)?;
     let applied = run.after_tick(finished);
 
     // stream events: each task's end and update, then the state after the step.

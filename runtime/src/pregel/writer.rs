@@ -49,7 +49,7 @@ impl Persist {
             .get_or_insert_with(|| Writer::start(self.info.checkpointer.clone(), self.info.thread.clone()));
         // Waits while the queue holds its share of bytes; the writer gives them back as it stores
         // (and closes the semaphore when it stops, which sends this put to `flush` for the error).
-        let bytes = queued_bytes(&record);
+        let bytes = queued_bytes(&record, &writes);
         let taken = writer
             .room
             .acquire_many(bytes)
@@ -128,11 +128,12 @@ fn key(w: &QueuedWrites) -> u64 {
     HASHER.hash_one((&*w.ns, &*w.checkpoint, &w.task_id))
 }
 
-/// What a queued checkpoint counts against [`QUEUE_BYTES`]: its body and blobs, and a kilobyte
-/// for the rest of the record; at most the whole budget.
-fn queued_bytes(record: &CheckpointRecord) -> u32 {
+/// What a queued checkpoint counts against [`QUEUE_BYTES`]: its body and blobs, the writes of
+/// its step's tasks, and a kilobyte for the rest of the record; at most the whole budget.
+fn queued_bytes(record: &CheckpointRecord, writes: &[QueuedWrites]) -> u32 {
     let blobs: usize = record.blobs.iter().map(|b| b.bytes.len()).sum();
-    (record.body.len() + blobs + 1024).min(QUEUE_BYTES as usize) as u32
+    let written: usize = writes.iter().flat_map(|w| &w.rows).map(|r| r.bytes.len()).sum();
+    (record.body.len() + blobs + written + 1024).min(QUEUE_BYTES as usize) as u32
 }
 
 /// What the background writer is asked.

@@ -336,14 +336,15 @@ fn flatten<T>(path: &Path, joined: Result<Result<T, Failure>, tokio::task::JoinE
 }
 
 impl SqliteSaver {
-    /// Stores `records` through the writer thread.
+    /// Stores `records`, then tasks' `writes`, through the writer thread, in one transaction.
     async fn put_records(
         &self,
         records: Vec<CheckpointRecord>,
         expected: Option<&str>,
         made: Option<MadeByRun>,
+        writes: Vec<TaskWrites>,
     ) -> Result<(), SaverError> {
-        let work = Work::Put(records, expected.map(Box::from), made, Vec::new());
+        let work = Work::Put(records, expected.map(Box::from), made, writes);
         self.inner.writer.write(work).await
     }
 }
@@ -354,7 +355,7 @@ impl Checkpointer for SqliteSaver {
         records: Vec<CheckpointRecord>,
         expected_head: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
-        self.put_records(records, expected_head, None).boxed()
+        self.put_records(records, expected_head, None, Vec::new()).boxed()
     }
 
     fn put_made<'a>(
@@ -363,7 +364,7 @@ impl Checkpointer for SqliteSaver {
         expected_head: Option<&'a str>,
         made: MadeByRun,
     ) -> BoxFuture<'a, Result<(), SaverError>> {
-        self.put_records(records, expected_head, Some(made)).boxed()
+        self.put_records(records, expected_head, Some(made), Vec::new()).boxed()
     }
 
     /// One request to the writer: the checkpoints and the tasks' writes in one transaction.
@@ -378,8 +379,7 @@ impl Checkpointer for SqliteSaver {
         if records.is_empty() {
             return self.put_writes_made(thread_id, writes, made);
         }
-        let work = Work::Put(records, expected_head.map(Box::from), Some(made), writes);
-        self.inner.writer.write(work).boxed()
+        self.put_records(records, expected_head, Some(made), writes).boxed()
     }
 
     fn get<'a>(
