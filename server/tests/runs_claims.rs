@@ -1,9 +1,9 @@
 //! When a run may be claimed and who may settle it: `after_seconds` (no claim before the run's
 //! time; the worker's timer claims it then, without waiting for a poll) and the claim's token (a
 //! worker whose heartbeat lapsed while it was only slow cannot settle the run that another
-//! worker claimed again and finished, and the same worker claiming its run again runs only the
-//! new attempt), and waits on a run that end when it ends even when its
-//! stream's end never reaches the waiting process.
+//! worker claimed again and finished, it stops that run at its next beat, and the same worker
+//! claiming its run again runs only the new attempt), and waits on a run that end when it ends
+//! even when its stream's end never reaches the waiting process.
 
 mod runs_support;
 
@@ -172,6 +172,53 @@ async fn a_worker_that_claims_its_own_requeued_run_again_stops_the_first_attempt
     })
     .await
     .expect("the first attempt stops");
+    a.gate.release();
+    let joined = tokio::time::timeout(HUNG, a.call("GET", &format!("/threads/{tid}/runs/{rid}/join"), None))
+        .await
+        .unwrap();
+    assert_eq!(joined.body, json!({"topic": "x", "log": ["a:x", "slow:x"]}));
+    let run = db.get_run(&tid, &rid).await.unwrap().unwrap();
+    assert_eq!((run.status, run.attempt), (RunStatus::Success, 2));
+    a.manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_stops_a_run_the_sweeper_took_back_at_its_next_beat() {
+    // A worker with one slot is stuck in a run when another worker's sweeper, to which A looks
+    // dead, puts the run back in the queue. Nothing lets A's node through and nothing cancels
+    // the run: A finds at its next beat that the claim is no longer its own and stops the run
+    // (before, it went on writing checkpoints and events until its graph ended, beside whoever
+    // claimed the run next). Its slot free, A claims the run again; the second attempt runs on
+    // from the first's last checkpoint, and the stopped attempt wrote nothing more.
+    let dir = tempfile::tempdir().unwrap();
+    let (db, saver) = open(&dir.path().join("weir.db")).await;
+    let a = app_on(
+        db.clone(),
+        saver.clone(),
+        ManagerConfig {
+            workers: 1,
+            heartbeat: Duration::from_millis(100),
+            grace: HUNG,
+            ..config()
+        },
+    )
+    .await;
+    let tid = a.thread().await;
+    let created = a
+        .call(
+            "POST",
+            &format!("/threads/{tid}/runs"),
+            Some(json!({"input": {"topic": "x"}, "assistant_id": "gated"})),
+        )
+        .await;
+    let rid = created.body["run_id"].as_str().unwrap().to_owned();
+    tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
+    assert_eq!(db.requeue(None).await.unwrap(), vec![rid.clone()]);
+
+    tokio::time::timeout(HUNG, a.gate.entered.notified())
+        .await
+        .expect("the first attempt stops, and the second reaches the gate");
+    assert_eq!(a.gate.waiting(), 1, "the first attempt left the gate");
     a.gate.release();
     let joined = tokio::time::timeout(HUNG, a.call("GET", &format!("/threads/{tid}/runs/{rid}/join"), None))
         .await

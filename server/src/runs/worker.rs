@@ -1,7 +1,8 @@
 //! This process's workers: the dispatcher that claims runs while a slot is free, the listener
 //! that routes the bus's cancellations to the runs they name, the heartbeat, the sweeper that
-//! requeues the runs of workers whose heartbeat stopped, and graceful shutdown. Running one run
-//! is [`super::execute`]'s.
+//! requeues the runs of workers whose heartbeat stopped (and stops this worker's runs that
+//! another worker's sweeper took back), and graceful shutdown. Running one run is
+//! [`super::execute`]'s.
 
 use super::{Manager, RunError};
 use crate::bus::CancelAction;
@@ -221,14 +222,15 @@ impl Manager {
         }
     }
 
-    /// Every `heartbeat`, requeues the runs of other workers whose heartbeat has expired
-    /// (their process died).
+    /// Every `heartbeat`, stops this worker's runs that another worker's sweeper took back,
+    /// and requeues the runs of other workers whose heartbeat has expired (their process died).
     async fn sweep(&self) {
         let inner = &self.inner;
         let mut tick = tokio::time::interval(inner.config.heartbeat);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
+            self.stop_runs_taken_back().await;
             let Ok(workers) = inner.queue.busy_workers().await else {
                 continue;
             };
@@ -240,6 +242,27 @@ impl Manager {
                         let _ = inner.bus.wake().await;
                     }
                 }
+            }
+        }
+    }
+
+    /// Stops each run this worker runs whose claim is no longer its own: its heartbeat lapsed
+    /// while it was only slow, and another worker's sweeper put the run back in the queue (where
+    /// another worker may have claimed it since). Such a run would otherwise go on writing
+    /// checkpoints and publishing events beside the new attempt until its graph ended; it stops
+    /// within a heartbeat, and its end writes nothing (its end is refused: not its claim). A run
+    /// that has just ended holds no claim either: dropping its signal changes nothing.
+    async fn stop_runs_taken_back(&self) {
+        let inner = &self.inner;
+        let mine: Vec<(String, u32)> = super::lock(&inner.running)
+            .iter()
+            .map(|(run_id, (attempt, _))| (run_id.clone(), *attempt))
+            .collect();
+        for (run_id, attempt) in mine {
+            if let Ok(false) = inner.queue.holds(&run_id, attempt).await {
+                tracing::warn!(run_id, attempt, worker = %inner.worker_id, "stopping a run this worker no longer holds (it was requeued)");
+                // Its signal's sender dropped, the run stops (unless a later attempt replaced it).
+                self.unregister(&run_id, attempt);
             }
         }
     }
