@@ -308,8 +308,16 @@ impl Server {
         self
     }
 
+    /// The most runs a thread may have pending or running when a run is queued behind them
+    /// (multitask strategy `enqueue`, the default); past it a new run is refused with a 429
+    /// (default 1,000).
+    pub fn max_queued_runs(mut self, runs: usize) -> Self {
+        self.manager.max_queued_runs = runs;
+        self
+    }
+
     /// How the workers behave (poll interval, heartbeats, shutdown grace, …); replaces
-    /// [`Server::workers`]' setting too.
+    /// [`Server::workers`]' and [`Server::max_queued_runs`]' settings too.
     pub fn manager_config(mut self, config: ManagerConfig) -> Self {
         self.manager = config;
         self

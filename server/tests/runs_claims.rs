@@ -337,9 +337,10 @@ impl RunQueue for ClaimThenHang {
         run: &'a Run,
         busy: Option<&'a Object>,
         _claim: Option<&'a str>,
+        bound: Option<usize>,
     ) -> BoxFuture<'a, Result<Enqueued, DbError>> {
         // Every run goes through the dispatcher's claim, the one this queue stops.
-        self.db.enqueue(run, busy, None)
+        self.db.enqueue(run, busy, None, bound)
     }
     fn get_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>> {
         self.db.get_run(thread_id, run_id)

@@ -4,10 +4,10 @@
 mod runs_support;
 
 use axum::http::StatusCode;
-use runs_support::{app, next_chunk, App};
+use runs_support::{app, app_with, config, next_chunk, App};
 use serde_json::{json, Value};
 use weir_server::model::{RunStatus, ThreadStatus};
-use weir_server::runs::{NOTHING_TO_CANCEL, REJECT_DETAIL};
+use weir_server::runs::{ManagerConfig, NOTHING_TO_CANCEL, REJECT_DETAIL};
 
 /// Starts a background run of `gated` on `tid` and waits until its node is at the gate and
 /// `a`'s checkpoint is written (the run's three: input, start, after `a`).
@@ -102,6 +102,38 @@ async fn enqueue_runs_both_in_order_and_the_state_has_both_writes() {
         json!({"topic": "two", "log": ["a:one", "slow:one", "a:two", "b"]})
     );
     assert_eq!(app.thread_row(&tid).await.unwrap().status, ThreadStatus::Idle);
+}
+
+/// A thread's queue is bounded (`max_queued_runs`): a run queued behind as many is a 429 naming
+/// the thread and the bound, and is not stored; `interrupt` still goes through (it stops the
+/// runs ahead), and once they have ended the thread queues again.
+#[tokio::test]
+async fn a_run_past_the_threads_queue_bound_is_429_and_not_stored() {
+    let (_dir, app) = app_with(ManagerConfig {
+        max_queued_runs: 2,
+        ..config()
+    })
+    .await;
+    let tid = app.thread().await;
+    start_gated(&app, &tid, json!({})).await;
+    let (status, _) = second(&app, &tid, "enqueue").await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = second(&app, &tid, "enqueue").await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    assert_eq!(
+        body["detail"],
+        format!(
+            "thread `{tid}` has 2 runs pending or running, as many as a thread may queue (max_queued_runs); \
+             wait for some to end, cancel some, or use another multitask_strategy"
+        )
+    );
+    assert_eq!(app.runs(&tid).await.len(), 2, "the refused run was not stored");
+    let (status, body) = second(&app, &tid, "interrupt").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let rid = body["run_id"].as_str().unwrap();
+    assert_eq!(join(&app, &tid, rid).await["topic"], "two");
+    let (status, _) = second(&app, &tid, "enqueue").await;
+    assert_eq!(status, StatusCode::OK);
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! `weir serve`'s refusals before it serves: a missing or bad config file (the message names the
-//! file and the field), a bad flow, a role without a scaled-out backend.
+//! file and the field), a bad flow, a role without a scaled-out backend; and what it serves:
+//! the config's flows, with the flags' bounds.
 
 use std::process::Command;
 
@@ -76,16 +77,16 @@ fn a_role_needs_the_scaled_out_backends() {
     assert!(err.contains("--redis"), "{err}");
 }
 
-#[test]
-fn weir_serve_answers_on_its_port_with_the_config_s_flows() {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let dir = tempfile::tempdir().unwrap();
+/// `weir serve` on the refine flow in `dir` with `args` added: the process and its address.
+fn serve(dir: &std::path::Path, args: &[&str]) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
     let flow = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/flows/refine_loop.json");
-    std::fs::copy(flow, dir.path().join("refine.json")).unwrap();
-    std::fs::write(dir.path().join("weir.json"), r#"{"graphs": {"refine": "refine.json"}}"#).unwrap();
+    std::fs::copy(flow, dir.join("refine.json")).unwrap();
+    std::fs::write(dir.join("weir.json"), r#"{"graphs": {"refine": "refine.json"}}"#).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
-        .current_dir(dir.path())
+        .current_dir(dir)
         .args(["serve", "--port", "0"])
+        .args(args)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -95,18 +96,64 @@ fn weir_serve_answers_on_its_port_with_the_config_s_flows() {
     let addr = line
         .strip_prefix("weir serve: listening on http://")
         .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("{line}"));
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    (child, addr)
+}
+
+/// The whole HTTP/1.1 reply to `method path` with `body` (JSON).
+fn request(addr: &str, method: &str, path: &str, body: &str) -> String {
+    use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     write!(
         stream,
-        "POST /assistants/search HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
+        "{method} {path} HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
     )
     .unwrap();
     let mut reply = String::new();
     stream.read_to_string(&mut reply).unwrap();
+    reply
+}
+
+#[test]
+fn weir_serve_answers_on_its_port_with_the_config_s_flows() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, addr) = serve(dir.path(), &[]);
+    let reply = request(&addr, "POST", "/assistants/search", "{}");
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
     assert!(reply.contains(r#""graph_id":"refine""#), "{reply}");
     assert!(dir.path().join("weir.db").is_file());
+}
+
+#[test]
+fn max_queued_runs_bounds_a_threads_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, err) = weir(dir.path(), &["serve", "--max-queued-runs", "0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--max-queued-runs"), "{err}");
+
+    let (mut child, addr) = serve(dir.path(), &["--max-queued-runs", "1"]);
+    let thread = request(
+        &addr,
+        "POST",
+        "/threads",
+        r#"{"thread_id": "4b6f1a52-0d0c-4a8e-9a51-8d2b7f7c1e01"}"#,
+    );
+    assert!(thread.starts_with("HTTP/1.1 200 OK"), "{thread}");
+    // A run that may not start for an hour holds the thread's one place in its queue.
+    let path = "/threads/4b6f1a52-0d0c-4a8e-9a51-8d2b7f7c1e01/runs";
+    let body = r#"{"assistant_id": "refine", "input": {}, "after_seconds": 3600}"#;
+    let first = request(&addr, "POST", path, body);
+    let second = request(&addr, "POST", path, body);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(first.starts_with("HTTP/1.1 200 OK"), "{first}");
+    assert!(second.starts_with("HTTP/1.1 429 Too Many Requests"), "{second}");
+    assert!(
+        second.contains("as many as a thread may queue (max_queued_runs)"),
+        "{second}"
+    );
 }

@@ -1,5 +1,5 @@
 //! [`ApiError`]: every failure of a request as LangGraph's server reports it, `{"detail": "…"}`
-//! with its status code (404 unknown thread or assistant, 409 conflict, 422 bad input, 500).
+//! with its status code (404 unknown thread or assistant, 409 conflict, 422 bad input, 429 a thread's queue full, 500).
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -47,6 +47,13 @@ impl ApiError {
         Self {
             status: self.status,
             detail: format!("{prefix}{}", self.detail),
+        }
+    }
+    /// A 429: a bound was reached; the same request may succeed later.
+    pub fn too_many(detail: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            detail: detail.into(),
         }
     }
     /// A 500.

@@ -24,6 +24,7 @@ impl From<RunError> for ApiError {
             RunError::Invalid(m) => Self::invalid(m),
             RunError::NotFound(m) => Self::not_found(m),
             RunError::Conflict(m) => Self::conflict(m),
+            RunError::Full(m) => Self::too_many(m),
             RunError::Internal(m) => Self::internal(m),
         }
     }

@@ -298,6 +298,18 @@ pub enum Enqueued {
     Rejected,
     /// The thread to mark busy does not exist: nothing was stored.
     NoThread,
+    /// The strategy is `enqueue` and the thread has as many runs pending or running as the
+    /// bound allows (`ahead` of them): nothing was stored.
+    Full {
+        /// The runs pending or running on the thread.
+        ahead: usize,
+    },
+}
+
+/// Whether a run queued behind `ahead` runs of its thread is past `bound`
+/// ([`RunQueue::enqueue`]): only the `enqueue` strategy lengthens a thread's queue.
+pub(crate) fn past_bound(run: &Run, ahead: usize, bound: Option<usize>) -> bool {
+    run.multitask_strategy == crate::model::MultitaskStrategy::Enqueue && bound.is_some_and(|b| ahead >= b)
 }
 
 /// `run` as `claim`ed at once, when it may be ([`RunQueue::enqueue`]): a worker
@@ -330,12 +342,16 @@ pub trait RunQueue: Send + Sync + 'static {
     /// its thread shows it. With `claim` (a worker with a free slot, queueing a run it made),
     /// a run that could be claimed at once (its thread has no run pending or running, and it
     /// has no [`Run::not_before`]) is stored claimed by that worker instead, as [`claim`](Self::claim)
-    /// would: [`Enqueued::Claimed`].
+    /// would: [`Enqueued::Claimed`]. With `bound`, a run of the
+    /// [`MultitaskStrategy::Enqueue`](crate::model::MultitaskStrategy::Enqueue) strategy whose
+    /// thread has `bound` runs or more pending or running is not stored: [`Enqueued::Full`]
+    /// (the other strategies stop the runs ahead, or refuse any, so they are never bounded).
     fn enqueue<'a>(
         &'a self,
         run: &'a Run,
         busy: Option<&'a Object>,
         claim: Option<&'a str>,
+        bound: Option<usize>,
     ) -> BoxFuture<'a, Result<Enqueued, DbError>>;
     /// The run of that thread, if any.
     fn get_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>>;

@@ -269,9 +269,11 @@ impl Manager {
         // wake, no claim, no trip through the queue.
         let slot = self.free_slot();
         let claim = slot.as_ref().map(|_| self.inner.worker_id.as_str());
-        match self.inner.queue.enqueue(&run, Some(&busy), claim).await? {
+        let bound = Some(self.inner.config.max_queued_runs);
+        match self.inner.queue.enqueue(&run, Some(&busy), claim, bound).await? {
             Enqueued::NoThread => return Err(RunError::NotFound(NOT_FOUND_DETAIL.to_owned())),
             Enqueued::Rejected => return Err(RunError::Conflict(REJECT_DETAIL.to_owned())),
+            Enqueued::Full { ahead } => return Err(RunError::Full(full_detail(&run.thread_id, ahead))),
             Enqueued::Claimed(claimed) => {
                 if let Some(slot) = slot {
                     self.spawn_run(*claimed, slot).await;
@@ -361,6 +363,14 @@ impl Manager {
         }
         Ok(())
     }
+}
+
+/// The 429's detail for a run refused because its thread's queue is full.
+fn full_detail(thread_id: &str, ahead: usize) -> String {
+    format!(
+        "thread `{thread_id}` has {ahead} runs pending or running, as many as a thread may queue \
+         (max_queued_runs); wait for some to end, cancel some, or use another multitask_strategy"
+    )
 }
 
 /// The stored run: metadata and configuration as LangGraph records them (the assistant's, the

@@ -66,6 +66,10 @@ pub struct ManagerConfig {
     /// How often this process's workers apply the threads' TTLs (LangGraph's
     /// `sweep_interval_minutes`, default 5 minutes); `None`: never (another process does).
     pub ttl_sweep: Option<Duration>,
+    /// The most runs a thread may have pending or running when a run of the `enqueue` strategy
+    /// (the default) is made on it; that run is then refused with a 429 and not stored
+    /// (default 1,000). The other strategies stop the runs ahead or refuse any.
+    pub max_queued_runs: usize,
 }
 
 impl Default for ManagerConfig {
@@ -79,6 +83,7 @@ impl Default for ManagerConfig {
             sse_heartbeat: Duration::from_secs(5),
             thread_ttl: None,
             ttl_sweep: Some(Duration::from_secs(5 * 60)),
+            max_queued_runs: 1_000,
         }
     }
 }
@@ -92,6 +97,9 @@ pub enum RunError {
     NotFound(String),
     /// The thread is busy and the strategy is `reject` (409).
     Conflict(String),
+    /// The thread's queue is full: it has [`ManagerConfig::max_queued_runs`] runs pending or
+    /// running, and the strategy is `enqueue` (429).
+    Full(String),
     /// A table, the bus or the graph failed (500).
     Internal(String),
 }
@@ -99,9 +107,11 @@ pub enum RunError {
 impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RunError::Invalid(m) | RunError::NotFound(m) | RunError::Conflict(m) | RunError::Internal(m) => {
-                f.write_str(m)
-            }
+            RunError::Invalid(m)
+            | RunError::NotFound(m)
+            | RunError::Conflict(m)
+            | RunError::Full(m)
+            | RunError::Internal(m) => f.write_str(m),
         }
     }
 }

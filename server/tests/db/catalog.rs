@@ -305,7 +305,7 @@ pub async fn deleting_a_thread_deletes_its_runs(db: &Db) {
     );
     for r in [&r1, &r2] {
         assert!(matches!(
-            db.queue.enqueue(r, None, None).await.unwrap(),
+            db.queue.enqueue(r, None, None, None).await.unwrap(),
             Enqueued::Queued { .. }
         ));
     }

@@ -90,7 +90,7 @@ async fn migration_3_keeps_the_queued_runs_claimable_at_once_from_their_first_at
     let path = dir.path().join("weir.db");
     let db = SqliteDb::open(&path).await.unwrap();
     let queued = crate::support::run("t1", weir_server::model::MultitaskStrategy::Enqueue);
-    db.enqueue(&queued, None, None).await.unwrap();
+    db.enqueue(&queued, None, None, None).await.unwrap();
     drop(db);
     // Back to a file as schema version 2 left it, with its run pending.
     let conn = rusqlite::Connection::open(&path).unwrap();

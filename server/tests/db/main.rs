@@ -41,6 +41,7 @@ macro_rules! suite {
                 enqueue_reports_the_runs_ahead_and_reject_stores_nothing
                 enqueue_marks_its_thread_busy_in_the_same_transaction
                 concurrent_reject_enqueues_on_one_thread_let_one_in
+                a_threads_queue_is_bounded_for_the_enqueue_strategy_only
                 a_run_is_read_listed_set_and_deleted
                 claim_takes_the_oldest_runnable_run_and_a_threads_runs_in_order
                 concurrent_claims_never_run_two_runs_of_one_thread

@@ -10,10 +10,7 @@ use weir_server::db::{DbError, Enqueued, IfExists, RunFate, ThreadUpdate};
 use weir_server::model::{MultitaskStrategy, Run, RunStatus, ThreadStatus};
 
 async fn queued(db: &Db, run: &Run) -> Vec<String> {
-    match db.queue.enqueue(run, None, None).await.unwrap() {
-        Enqueued::Queued { inflight } => inflight.into_iter().map(|r| r.run_id).collect(),
-        other => panic!("run {} was not queued: {other:?}", run.run_id),
-    }
+    queued_within(db, run, None).await
 }
 
 pub async fn enqueue_reports_the_runs_ahead_and_reject_stores_nothing(db: &Db) {
@@ -24,7 +21,7 @@ pub async fn enqueue_reports_the_runs_ahead_and_reject_stores_nothing(db: &Db) {
     assert_eq!(queued(db, &second).await, std::slice::from_ref(&first.run_id));
     let rejected = run(&t, MultitaskStrategy::Reject);
     assert_eq!(
-        db.queue.enqueue(&rejected, None, None).await.unwrap(),
+        db.queue.enqueue(&rejected, None, None, None).await.unwrap(),
         Enqueued::Rejected
     );
     assert_eq!(db.queue.get_run(&t, &rejected.run_id).await.unwrap(), None);
@@ -32,7 +29,7 @@ pub async fn enqueue_reports_the_runs_ahead_and_reject_stores_nothing(db: &Db) {
     let claimed = db.queue.claim("w1").await.unwrap().unwrap();
     assert_eq!(claimed.run_id, first.run_id);
     let third = run(&t, MultitaskStrategy::Enqueue);
-    let Enqueued::Queued { inflight } = db.queue.enqueue(&third, None, None).await.unwrap() else {
+    let Enqueued::Queued { inflight } = db.queue.enqueue(&third, None, None, None).await.unwrap() else {
         panic!("queued")
     };
     let statuses: Vec<_> = inflight.iter().map(|r| (r.run_id.clone(), r.status)).collect();
@@ -53,14 +50,59 @@ pub async fn enqueue_reports_the_runs_ahead_and_reject_stores_nothing(db: &Db) {
         multitask_strategy: MultitaskStrategy::Enqueue,
         ..after.clone()
     };
-    let err = db.queue.enqueue(&again, None, None).await.unwrap_err();
+    let err = db.queue.enqueue(&again, None, None, None).await.unwrap_err();
     assert_eq!(err, DbError::Conflict(format!("run `{}` exists already", after.run_id)));
+}
+
+pub async fn a_threads_queue_is_bounded_for_the_enqueue_strategy_only(db: &Db) {
+    let t = id();
+    let (first, second) = (run(&t, MultitaskStrategy::Enqueue), run(&t, MultitaskStrategy::Enqueue));
+    for r in [&first, &second] {
+        assert!(matches!(
+            db.queue.enqueue(r, None, None, Some(2)).await.unwrap(),
+            Enqueued::Queued { .. }
+        ));
+    }
+    // A third behind two is past the bound: refused, nothing stored; a running run counts too.
+    db.queue.claim("w1").await.unwrap().expect("the first run is claimed");
+    let third = run(&t, MultitaskStrategy::Enqueue);
+    assert_eq!(
+        db.queue.enqueue(&third, None, None, Some(2)).await.unwrap(),
+        Enqueued::Full { ahead: 2 }
+    );
+    assert_eq!(db.queue.get_run(&t, &third.run_id).await.unwrap(), None);
+    assert_eq!(db.queue.list_runs(&t, 0, 0, None).await.unwrap().len(), 2);
+    // The strategies that stop the runs ahead are never bounded: they shorten the queue.
+    let interrupting = run(&t, MultitaskStrategy::Interrupt);
+    assert_eq!(
+        queued_within(db, &interrupting, Some(2)).await,
+        [first.run_id.clone(), second.run_id.clone()]
+    );
+    // Once a run has ended, there is room again.
+    assert!(db.queue.set_status(&first.run_id, RunStatus::Success).await.unwrap());
+    assert!(db
+        .queue
+        .set_status(&second.run_id, RunStatus::Interrupted)
+        .await
+        .unwrap());
+    assert_eq!(
+        queued_within(db, &third, Some(2)).await,
+        std::slice::from_ref(&interrupting.run_id)
+    );
+}
+
+/// [`queued`] with `bound` ([`weir_server::db::RunQueue::enqueue`]'s).
+async fn queued_within(db: &Db, run: &Run, bound: Option<usize>) -> Vec<String> {
+    match db.queue.enqueue(run, None, None, bound).await.unwrap() {
+        Enqueued::Queued { inflight } => inflight.into_iter().map(|r| r.run_id).collect(),
+        other => panic!("run {} was not queued: {other:?}", run.run_id),
+    }
 }
 
 pub async fn concurrent_reject_enqueues_on_one_thread_let_one_in(db: &Db) {
     let t = id();
     let runs: Vec<Run> = (0..10).map(|_| run(&t, MultitaskStrategy::Reject)).collect();
-    let answers = futures::future::join_all(runs.iter().map(|r| db.queue.enqueue(r, None, None))).await;
+    let answers = futures::future::join_all(runs.iter().map(|r| db.queue.enqueue(r, None, None, None))).await;
     let admitted = answers
         .into_iter()
         .filter(|a| matches!(a.as_ref().unwrap(), Enqueued::Queued { .. }))
@@ -239,7 +281,7 @@ pub async fn requeue_puts_running_runs_back_and_busy_workers_names_their_workers
 pub async fn a_worker_claims_the_run_it_queues_only_when_it_could_start_at_once(db: &Db) {
     let (t, t2) = (id(), id());
     let first = run(&t, MultitaskStrategy::Enqueue);
-    let Enqueued::Claimed(claimed) = db.queue.enqueue(&first, None, Some("w1")).await.unwrap() else {
+    let Enqueued::Claimed(claimed) = db.queue.enqueue(&first, None, Some("w1"), None).await.unwrap() else {
         panic!("a run on a free thread is claimed as it is queued")
     };
     let expected = Run {
@@ -255,7 +297,7 @@ pub async fn a_worker_claims_the_run_it_queues_only_when_it_could_start_at_once(
     assert_eq!(db.queue.busy_workers().await.unwrap(), ["w1"]);
     // A second run of the thread waits behind it, and the dispatcher's claim does not take it.
     let second = run(&t, MultitaskStrategy::Enqueue);
-    let Enqueued::Queued { inflight } = db.queue.enqueue(&second, None, Some("w1")).await.unwrap() else {
+    let Enqueued::Queued { inflight } = db.queue.enqueue(&second, None, Some("w1"), None).await.unwrap() else {
         panic!("a run behind a running one is queued")
     };
     assert_eq!(inflight, [(*claimed).clone()]);
@@ -266,7 +308,7 @@ pub async fn a_worker_claims_the_run_it_queues_only_when_it_could_start_at_once(
         ..run(&t2, MultitaskStrategy::Enqueue)
     };
     assert!(matches!(
-        db.queue.enqueue(&delayed, None, Some("w1")).await.unwrap(),
+        db.queue.enqueue(&delayed, None, Some("w1"), None).await.unwrap(),
         Enqueued::Queued { .. }
     ));
     let t3 = id();
@@ -581,7 +623,7 @@ pub async fn enqueue_marks_its_thread_busy_in_the_same_transaction(db: &Db) {
     let busy = crate::support::object(json!({"graph_id": "chain"}));
     let first = run(&t, MultitaskStrategy::Reject);
     assert_eq!(
-        db.queue.enqueue(&first, Some(&busy), None).await.unwrap(),
+        db.queue.enqueue(&first, Some(&busy), None, None).await.unwrap(),
         Enqueued::Queued { inflight: vec![] }
     );
     let marked = db.catalog.get_thread(&t).await.unwrap().unwrap();
@@ -599,20 +641,20 @@ pub async fn enqueue_marks_its_thread_busy_in_the_same_transaction(db: &Db) {
     let other = crate::support::object(json!({"graph_id": "other"}));
     let rejected = run(&t, MultitaskStrategy::Reject);
     assert_eq!(
-        db.queue.enqueue(&rejected, Some(&other), None).await.unwrap(),
+        db.queue.enqueue(&rejected, Some(&other), None, None).await.unwrap(),
         Enqueued::Rejected
     );
     let again = Run {
         multitask_strategy: MultitaskStrategy::Enqueue,
         ..first.clone()
     };
-    assert!(db.queue.enqueue(&again, Some(&other), None).await.is_err());
+    assert!(db.queue.enqueue(&again, Some(&other), None, None).await.is_err());
     let left = db.catalog.get_thread(&t).await.unwrap().unwrap();
     assert_eq!((left.status, left.metadata), (ThreadStatus::Idle, marked.metadata));
     // A thread that does not exist: nothing stored.
     let lost = run(&id(), MultitaskStrategy::Enqueue);
     assert_eq!(
-        db.queue.enqueue(&lost, Some(&busy), None).await.unwrap(),
+        db.queue.enqueue(&lost, Some(&busy), None, None).await.unwrap(),
         Enqueued::NoThread
     );
     assert_eq!(db.queue.get_run(&lost.thread_id, &lost.run_id).await.unwrap(), None);

@@ -63,7 +63,7 @@ async fn a_run_is_created_claimed_and_finished_across_killed_connections() {
     db.catalog.create_thread(&t, IfExists::DoNothing).await.unwrap();
     assert!(kill(&admin, &db.app).await >= 1);
     let r = run("t1", MultitaskStrategy::Enqueue);
-    let queued = db.queue.enqueue(&r, None, None).await.unwrap();
+    let queued = db.queue.enqueue(&r, None, None, None).await.unwrap();
     assert!(
         matches!(queued, Enqueued::Queued { ref inflight } if inflight.is_empty()),
         "{queued:?}"
@@ -113,7 +113,7 @@ async fn an_enqueue_killed_while_it_waits_runs_again_and_a_delete_is_not_repeate
     let r = run("t2", MultitaskStrategy::Enqueue);
     let enqueue = tokio::spawn({
         let (queue, r) = (db.queue.clone(), r.clone());
-        async move { queue.enqueue(&r, None, None).await }
+        async move { queue.enqueue(&r, None, None, None).await }
     });
     let first = waiting(&admin, &db.app, None, &enqueue).await;
     admin

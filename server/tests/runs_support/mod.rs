@@ -169,6 +169,7 @@ pub fn config() -> ManagerConfig {
         sse_heartbeat: Duration::from_secs(5),
         thread_ttl: None,
         ttl_sweep: None,
+        max_queued_runs: 1_000,
     }
 }
 

@@ -53,6 +53,10 @@ pub(crate) struct ServeArgs {
     /// How many runs this process runs at once.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     workers: u32,
+    /// The most runs a thread may have pending or running when a run is queued behind them
+    /// (multitask strategy `enqueue`, the default); past it a new run is refused with a 429.
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..))]
+    max_queued_runs: u32,
     /// Export the runs' spans over OTLP/HTTP, to OTEL_EXPORTER_OTLP_ENDPOINT (else
     /// http://localhost:4318) as OTEL_SERVICE_NAME (else `weir`). On too when the config has an
     /// `otel` section or OTEL_EXPORTER_OTLP_ENDPOINT is set. Needs a weir built with feature `otel`.
@@ -74,6 +78,7 @@ impl ServeArgs {
             prefix: "weir".into(),
             role: Role::All,
             workers: 10,
+            max_queued_runs: 1_000,
             otel: false,
         }
     }
@@ -190,7 +195,11 @@ pub(crate) async fn start(
         Role::Worker => weir_server::Role::Worker,
         Role::All => weir_server::Role::All,
     };
-    let mut server = server.map_err(failed)?.workers(args.workers as usize).role(role);
+    let mut server = server
+        .map_err(failed)?
+        .workers(args.workers as usize)
+        .max_queued_runs(args.max_queued_runs as usize)
+        .role(role);
     if let Some(every) = store_sweep {
         server = server.store_sweep(every);
     }

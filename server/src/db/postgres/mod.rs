@@ -237,9 +237,10 @@ impl RunQueue for PostgresDb {
         run: &'a Run,
         busy: Option<&'a Object>,
         claim: Option<&'a str>,
+        bound: Option<usize>,
     ) -> BoxFuture<'a, Result<Enqueued, DbError>> {
         op!(self, "queueing a run", Yes, |c, again| queue::enqueue(
-            c, run, busy, claim, again
+            c, run, busy, claim, bound, again
         ))
     }
     fn get_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>> {

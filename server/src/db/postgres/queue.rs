@@ -52,6 +52,7 @@ pub(super) async fn enqueue(
     run: &Run,
     busy: Option<&Object>,
     claim: Option<&str>,
+    bound: Option<usize>,
     again: bool,
 ) -> Result<Enqueued, Fail> {
     let (lock, inflight, insert, worker_of) = (
@@ -82,6 +83,9 @@ pub(super) async fn enqueue(
     }
     if run.multitask_strategy == MultitaskStrategy::Reject && !ahead.is_empty() {
         return Ok(Enqueued::Rejected);
+    }
+    if crate::db::past_bound(run, ahead.len(), bound) {
+        return Ok(Enqueued::Full { ahead: ahead.len() });
     }
     if let Some(metadata) = busy {
         let marked = catalog::set_thread_status_in(&tx, &status, &run.thread_id, ThreadStatus::Busy, Some(metadata));

@@ -230,10 +230,11 @@ impl RunQueue for SqliteDb {
         run: &'a Run,
         busy: Option<&'a Object>,
         claim: Option<&'a str>,
+        bound: Option<usize>,
     ) -> BoxFuture<'a, Result<Enqueued, DbError>> {
         let (run, busy, claim) = (run.clone(), busy.cloned(), claim.map(str::to_owned));
         Box::pin(self.conn.call("queueing a run", move |c| {
-            queue::enqueue(c, &run, busy.as_ref(), claim.as_deref())
+            queue::enqueue(c, &run, busy.as_ref(), claim.as_deref(), bound)
         }))
     }
     fn get_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<Option<Run>, DbError>> {

@@ -33,6 +33,7 @@ pub(super) fn enqueue(
     run: &Run,
     busy: Option<&Object>,
     claim: Option<&str>,
+    bound: Option<usize>,
 ) -> Result<Enqueued, Fail> {
     let tx = begin(conn)?;
     let inflight = tx
@@ -43,6 +44,9 @@ pub(super) fn enqueue(
         .collect::<Result<Vec<_>, _>>()?;
     if run.multitask_strategy == MultitaskStrategy::Reject && !inflight.is_empty() {
         return Ok(Enqueued::Rejected);
+    }
+    if crate::db::past_bound(run, inflight.len(), bound) {
+        return Ok(Enqueued::Full { ahead: inflight.len() });
     }
     if let Some(metadata) = busy {
         if !catalog::set_thread_status_in(&tx, &run.thread_id, ThreadStatus::Busy, Some(metadata))? {
