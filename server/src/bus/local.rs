@@ -4,8 +4,8 @@
 //! while after its [`StreamItem::Done`]. Memory stays bounded: a run keeps at most
 //! [`LocalBusConfig::kept`] items (the oldest go first), at most [`LocalBusConfig::ended`]
 //! finished runs' streams are kept (the first finished go first, however fast runs end), and a
-//! subscriber that falls more than [`LocalBusConfig::live`] items behind misses the items it fell
-//! behind on rather than queueing them.
+//! subscriber that falls more than [`LocalBusConfig::live`] items behind is not queued for: it
+//! catches up from the kept items, and misses only what is no longer kept.
 
 use super::{Bus, BusError, CancelAction, StreamItem};
 use futures::future::BoxFuture;
@@ -22,7 +22,8 @@ use tokio_stream::wrappers::BroadcastStream;
 pub struct LocalBusConfig {
     /// How many items of a run's stream are kept for replay (the oldest are dropped first).
     pub kept: usize,
-    /// How far a live subscriber may fall behind before it misses items.
+    /// How far a live subscriber may fall behind before it reads the items it fell behind on
+    /// from the kept ones instead (it misses those no longer kept).
     pub live: usize,
     /// How long a finished run's stream stays available for replay.
     pub retain: Duration,
@@ -245,25 +246,58 @@ impl Inner {
     }
 }
 
-/// The items of `replay`, then those of `live` (skipping what a lagging receiver missed), up to
-/// and including the first [`StreamItem::Done`].
+/// A subscriber's stream: the items of `replay`, then those of `live`, up to and including the
+/// first [`StreamItem::Done`]. A subscriber that fell more than [`LocalBusConfig::live`] items
+/// behind catches up from the run's kept items after the last event it got (those it fell
+/// behind on, as far as they are kept), then goes on live.
 fn until_done(
+    inner: Arc<Inner>,
+    run_id: String,
     replay: Vec<StreamItem>,
     live: Option<broadcast::Receiver<StreamItem>>,
 ) -> BoxStream<'static, StreamItem> {
-    let live = match live {
-        Some(rx) => BroadcastStream::new(rx).filter_map(|r| async move { r.ok() }).boxed(),
-        None => stream::empty().boxed(),
-    };
-    let all = stream::iter(replay).chain(live).boxed();
-    // End right after the first Done, without waiting on the live channel for another item.
-    stream::unfold((all, false), |(mut all, ended)| async move {
-        if ended {
-            return None;
+    struct Reader {
+        inner: Arc<Inner>,
+        run_id: String,
+        ahead: std::vec::IntoIter<StreamItem>,
+        live: Option<broadcast::Receiver<StreamItem>>,
+        /// The id of the last event given out.
+        last: Option<String>,
+    }
+    impl Reader {
+        async fn next(&mut self) -> Option<StreamItem> {
+            loop {
+                if let Some(item) = self.ahead.next() {
+                    return Some(item);
+                }
+                match self.live.as_mut()?.recv().await {
+                    Ok(item) => return Some(item),
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let after = self.last.as_deref().unwrap_or("-1");
+                        let (replay, live) = self.inner.subscribe(&self.run_id, Some(after));
+                        (self.ahead, self.live) = (replay.into_iter(), live);
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                }
+            }
         }
-        let item = all.next().await?;
-        let ended = item == StreamItem::Done;
-        Some((item, (all, ended)))
+    }
+    let reader = Reader {
+        inner,
+        run_id,
+        ahead: replay.into_iter(),
+        live,
+        last: None,
+    };
+    // End right after the first Done, without waiting on the live channel for another item.
+    stream::unfold(Some(reader), |reader| async move {
+        let mut reader = reader?;
+        let item = reader.next().await?;
+        match &item {
+            StreamItem::Event { id, .. } => reader.last = Some(id.clone()),
+            StreamItem::Done => return Some((item, None)),
+        }
+        Some((item, Some(reader)))
     })
     .boxed()
 }
@@ -302,7 +336,8 @@ impl Bus for LocalBus {
         last_id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<BoxStream<'static, StreamItem>, BusError>> {
         let (replay, live) = self.inner.subscribe(run_id, last_id);
-        Box::pin(async move { Ok(until_done(replay, live)) })
+        let stream = until_done(self.inner.clone(), run_id.to_owned(), replay, live);
+        Box::pin(async move { Ok(stream) })
     }
 
     fn beat<'a>(&'a self, worker: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), BusError>> {

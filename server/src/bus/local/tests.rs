@@ -71,7 +71,7 @@ async fn a_live_channel_exists_only_while_a_subscriber_can_listen() {
 }
 
 #[tokio::test]
-async fn a_slow_subscriber_misses_items_and_memory_stays_bounded() {
+async fn a_slow_subscriber_catches_up_from_the_kept_items_and_memory_stays_bounded() {
     let bus = LocalBus::new(LocalBusConfig {
         kept: 4,
         live: 2,
@@ -83,13 +83,41 @@ async fn a_slow_subscriber_misses_items_and_memory_stays_bounded() {
         bus.publish("r", event(&format!("{ms}-0"))).await.unwrap();
     }
     bus.publish("r", StreamItem::Done).await.unwrap();
-    // The subscriber read nothing while 101 items went out: it sees the last ones only.
-    assert_eq!(ids(&sub.collect::<Vec<_>>().await), ["99-0", "done"]);
+    // The subscriber read nothing while 101 items went out: it gets what is still kept, the
+    // last `kept` items; the rest it missed.
+    assert_eq!(ids(&sub.collect::<Vec<_>>().await), ["97-0", "98-0", "99-0", "done"]);
     // Replay holds the last `kept` items.
     assert_eq!(
         ids(&collect(&bus, "r", Some("-1")).await),
         ["97-0", "98-0", "99-0", "done"]
     );
+}
+
+#[tokio::test]
+async fn a_subscriber_behind_by_more_than_live_but_less_than_kept_misses_nothing() {
+    let bus = LocalBus::new(LocalBusConfig {
+        kept: 64,
+        live: 2,
+        retain: Duration::from_secs(60),
+        ended: 10,
+    });
+    let all: Vec<String> = (0..40).map(|ms| format!("{ms}-0")).collect();
+    bus.publish("r", event(&all[0])).await.unwrap();
+    let mut sub = bus.subscribe("r", Some("-1")).await.unwrap();
+    // It reads one, falls behind while the run goes on, then reads at its own pace.
+    assert_eq!(ids(&[sub.next().await.unwrap()]), ["0-0"]);
+    for id in &all[1..20] {
+        bus.publish("r", event(id)).await.unwrap();
+    }
+    assert_eq!(ids(&[sub.next().await.unwrap()]), ["1-0"]);
+    for id in &all[20..] {
+        bus.publish("r", event(id)).await.unwrap();
+    }
+    bus.publish("r", StreamItem::Done).await.unwrap();
+    let rest = sub.collect::<Vec<_>>().await;
+    let mut expected: Vec<String> = all[2..].to_vec();
+    expected.push("done".into());
+    assert_eq!(ids(&rest), expected, "each item once, in order");
 }
 
 #[tokio::test]
