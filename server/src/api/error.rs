@@ -1,5 +1,6 @@
 //! [`ApiError`]: every failure of a request as LangGraph's server reports it, `{"detail": "…"}`
-//! with its status code (404 unknown thread or assistant, 409 conflict, 422 bad input, 429 a thread's queue full, 500).
+//! with its status code (404 unknown thread or assistant, 409 conflict, 422 bad input, 429 a
+//! thread's queue full, 500).
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
