@@ -82,12 +82,23 @@ async fn after_seconds_must_be_a_number_of_seconds_from_zero_to_a_century() {
 }
 
 /// Worker A on `db`, stuck in a run of `gated` it started: `slots` slots (with one, it cannot
-/// claim the run back while stuck in it), a beat that comes once (so it never sweeps B), and
-/// time to finish its run on shutdown. Returns it, the thread and the run.
+/// claim the run back while stuck in it), a beat that comes once (so it never sweeps B, nor looks
+/// at its own claims again), and time to finish its run on shutdown. Returns it, the thread and
+/// the run.
 async fn stuck_worker(db: &Arc<SqliteDb>, saver: &Arc<dyn Checkpointer>, slots: usize) -> (App, String, String) {
+    stuck_worker_beating(db, saver, slots, Duration::from_secs(3600)).await
+}
+
+/// [`stuck_worker`], beating every `heartbeat`.
+async fn stuck_worker_beating(
+    db: &Arc<SqliteDb>,
+    saver: &Arc<dyn Checkpointer>,
+    slots: usize,
+    heartbeat: Duration,
+) -> (App, String, String) {
     let slow = ManagerConfig {
         workers: slots,
-        heartbeat: Duration::from_secs(3600),
+        heartbeat,
         grace: HUNG,
         ..config()
     };
@@ -153,6 +164,19 @@ async fn a_worker_that_lost_its_run_to_the_sweeper_cannot_settle_it_after_the_ne
     b.shutdown().await;
 }
 
+/// Lets A's node through: the run, requeued once, ends well under its second attempt. Then A
+/// shuts down.
+async fn finishes_as_the_second_attempt(a: &App, db: &SqliteDb, tid: &str, rid: &str) {
+    a.gate.release();
+    let joined = tokio::time::timeout(HUNG, a.call("GET", &format!("/threads/{tid}/runs/{rid}/join"), None))
+        .await
+        .unwrap();
+    assert_eq!(joined.body, json!({"topic": "x", "log": ["a:x", "slow:x"]}));
+    let run = db.get_run(tid, rid).await.unwrap().unwrap();
+    assert_eq!((run.status, run.attempt), (RunStatus::Success, 2));
+    a.manager.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_that_claims_its_own_requeued_run_again_stops_the_first_attempt_and_finishes_the_second() {
     // The sweeper of another worker took A's run away while A was only slow, and A, with a
@@ -172,14 +196,7 @@ async fn a_worker_that_claims_its_own_requeued_run_again_stops_the_first_attempt
     })
     .await
     .expect("the first attempt stops");
-    a.gate.release();
-    let joined = tokio::time::timeout(HUNG, a.call("GET", &format!("/threads/{tid}/runs/{rid}/join"), None))
-        .await
-        .unwrap();
-    assert_eq!(joined.body, json!({"topic": "x", "log": ["a:x", "slow:x"]}));
-    let run = db.get_run(&tid, &rid).await.unwrap().unwrap();
-    assert_eq!((run.status, run.attempt), (RunStatus::Success, 2));
-    a.manager.shutdown().await;
+    finishes_as_the_second_attempt(&a, &db, &tid, &rid).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -192,41 +209,14 @@ async fn a_worker_stops_a_run_the_sweeper_took_back_at_its_next_beat() {
     // from the first's last checkpoint, and the stopped attempt wrote nothing more.
     let dir = tempfile::tempdir().unwrap();
     let (db, saver) = open(&dir.path().join("weir.db")).await;
-    let a = app_on(
-        db.clone(),
-        saver.clone(),
-        ManagerConfig {
-            workers: 1,
-            heartbeat: Duration::from_millis(100),
-            grace: HUNG,
-            ..config()
-        },
-    )
-    .await;
-    let tid = a.thread().await;
-    let created = a
-        .call(
-            "POST",
-            &format!("/threads/{tid}/runs"),
-            Some(json!({"input": {"topic": "x"}, "assistant_id": "gated"})),
-        )
-        .await;
-    let rid = created.body["run_id"].as_str().unwrap().to_owned();
-    tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
+    let (a, tid, rid) = stuck_worker_beating(&db, &saver, 1, Duration::from_millis(100)).await;
     assert_eq!(db.requeue(None).await.unwrap(), vec![rid.clone()]);
 
     tokio::time::timeout(HUNG, a.gate.entered.notified())
         .await
         .expect("the first attempt stops, and the second reaches the gate");
     assert_eq!(a.gate.waiting(), 1, "the first attempt left the gate");
-    a.gate.release();
-    let joined = tokio::time::timeout(HUNG, a.call("GET", &format!("/threads/{tid}/runs/{rid}/join"), None))
-        .await
-        .unwrap();
-    assert_eq!(joined.body, json!({"topic": "x", "log": ["a:x", "slow:x"]}));
-    let run = db.get_run(&tid, &rid).await.unwrap().unwrap();
-    assert_eq!((run.status, run.attempt), (RunStatus::Success, 2));
-    a.manager.shutdown().await;
+    finishes_as_the_second_attempt(&a, &db, &tid, &rid).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
