@@ -187,6 +187,19 @@ async fn cancelling_a_run_that_has_ended_is_404() {
     assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
     join(&app, &tid, &going).await;
     assert_eq!(app.status(&tid, &going).await, Some(RunStatus::Interrupted));
+
+    // Without run ids: every run of the thread in flight, the running one and the one queued
+    // behind it (this listed the thread's runs with no limit, which SQLite refused: a 500).
+    let running = start_gated(&app, &tid, json!({})).await;
+    let (_, queued) = second(&app, &tid, "enqueue").await;
+    let queued = queued["run_id"].as_str().unwrap();
+    let r = app
+        .call("POST", "/runs/cancel", Some(json!({"thread_id": tid, "run_ids": []})))
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    join(&app, &tid, &running).await;
+    assert_eq!(app.status(&tid, &running).await, Some(RunStatus::Interrupted));
+    assert_eq!(app.status(&tid, queued).await, Some(RunStatus::Interrupted));
 }
 
 #[tokio::test]

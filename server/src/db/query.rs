@@ -155,11 +155,19 @@ pub(crate) fn order_and_page(
 
 /// ` LIMIT … OFFSET …`, 0 being no limit.
 pub(crate) fn page(dialect: Dialect, limit: usize, offset: usize) -> String {
+    let (limit, offset) = (sql_count(limit), sql_count(offset));
     match (limit, dialect) {
         (0, Dialect::Sqlite) => format!(" LIMIT -1 OFFSET {offset}"),
         (0, Dialect::Postgres) => format!(" OFFSET {offset}"),
         (limit, _) => format!(" LIMIT {limit} OFFSET {offset}"),
     }
+}
+
+/// `n` as a row count SQL takes: both databases count in signed 64 bits, so a larger one (a
+/// client's `limit` of `u64::MAX`, "all" asked as `usize::MAX`) is the largest they take, which
+/// means the same.
+pub(crate) fn sql_count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

@@ -291,6 +291,17 @@ pub async fn threads_are_sorted_paged_and_counted(db: &Db) {
     };
     assert_eq!(thread_ids(db, page.clone()).await, ["t2", "t3"]);
     assert_eq!(db.catalog.count_threads(&page).await.unwrap(), 3);
+    // A limit or an offset past what SQL counts in (a client's `u64::MAX`) means the same.
+    let all = ThreadQuery {
+        limit: usize::MAX,
+        ..sorted("created_at", "asc")
+    };
+    assert_eq!(thread_ids(db, all).await, ["t1", "t2", "t3"]);
+    let none = ThreadQuery {
+        offset: usize::MAX,
+        ..sorted("created_at", "asc")
+    };
+    assert!(thread_ids(db, none).await.is_empty());
 }
 
 pub async fn deleting_a_thread_deletes_its_runs(db: &Db) {

@@ -124,6 +124,12 @@ pub async fn a_run_is_read_listed_set_and_deleted(db: &Db) {
     let ids = |found: Vec<Run>| found.into_iter().map(|r| r.run_id).collect::<Vec<_>>();
     let newest_first: Vec<String> = runs.iter().rev().map(|r| r.run_id.clone()).collect();
     assert_eq!(ids(db.queue.list_runs(&t, 0, 0, None).await.unwrap()), newest_first);
+    // A limit or an offset past what SQL counts in (a client's `u64::MAX`) means the same.
+    assert_eq!(
+        ids(db.queue.list_runs(&t, usize::MAX, 0, None).await.unwrap()),
+        newest_first
+    );
+    assert!(db.queue.list_runs(&t, 0, usize::MAX, None).await.unwrap().is_empty());
     assert_eq!(
         ids(db.queue.list_runs(&t, 2, 1, None).await.unwrap()),
         newest_first[1..3]

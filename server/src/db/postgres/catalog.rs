@@ -401,7 +401,7 @@ pub(super) async fn expired_threads(
                AND t.updated_at::timestamptz + x.minutes * interval '1 minute' <= $1::text::timestamptz
              ORDER BY t.updated_at::timestamptz + x.minutes * interval '1 minute', t.thread_id
              LIMIT $2",
-            &[&now, &(limit as i64)],
+            &[&now, &query::sql_count(limit)],
         )
         .await?;
     rows.iter()

@@ -152,10 +152,11 @@ pub(super) async fn list_runs(
     let statement = conn.prepare(LIST_RUNS).await?;
     let status = status.map(|s| name_of(&s));
     // LIMIT NULL is no limit.
-    let limit = (limit > 0).then_some(limit as i64);
+    let limit = (limit > 0).then_some(crate::db::query::sql_count(limit));
+    let offset = crate::db::query::sql_count(offset);
     let found = conn
         .client
-        .query(&statement, &[&thread_id, &status, &limit, &(offset as i64)])
+        .query(&statement, &[&thread_id, &status, &limit, &offset])
         .await?;
     runs(&found)
 }

@@ -364,7 +364,7 @@ pub(super) fn expired_threads(
          LIMIT ?2",
     )?;
     let rows = select
-        .query_map(params![now, limit as i64], |r| {
+        .query_map(params![now, query::sql_count(limit)], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -1,0 +1,304 @@
+//! Every field of the bodies the API takes, given values of the wrong kind or out of range, one
+//! field at a time, on a real server: each answer is a success or a 4xx whose `detail` says what
+//! is wrong, never a 500 or a dropped connection, and the server goes on answering.
+
+mod api_support;
+
+use api_support::{serve, Client, Reply};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// The values each field is given in turn.
+fn odd_values() -> Vec<Value> {
+    vec![
+        Value::Null,
+        json!(true),
+        json!(-1),
+        json!(0),
+        json!(3.5),
+        json!(1e300),
+        json!(u64::MAX),
+        json!(""),
+        json!("x"),
+        json!("é".repeat(3_000)),
+        json!([]),
+        json!([1, "a", null, {}]),
+        json!({}),
+        json!({"a": {"b": [{}]}}),
+    ]
+}
+
+/// A step into a JSON value.
+#[derive(Debug, Clone)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// Every path into `v`, `v` itself first.
+fn paths(v: &Value, at: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
+    out.push(at.clone());
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map {
+                at.push(Step::Key(k.clone()));
+                paths(child, at, out);
+                at.pop();
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                at.push(Step::Index(i));
+                paths(child, at, out);
+                at.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `v` with the value at `path` replaced by `new`.
+fn replaced(v: &Value, path: &[Step], new: &Value) -> Value {
+    let Some((first, rest)) = path.split_first() else {
+        return new.clone();
+    };
+    let mut out = v.clone();
+    let child = match (first, &mut out) {
+        (Step::Key(k), Value::Object(map)) => map.get_mut(k),
+        (Step::Index(i), Value::Array(items)) => items.get_mut(*i),
+        _ => None,
+    };
+    if let Some(child) = child {
+        *child = replaced(child, rest, new);
+    }
+    out
+}
+
+fn shown(path: &[Step]) -> String {
+    let mut s = String::from("$");
+    for step in path {
+        match step {
+            Step::Key(k) => s.push_str(&format!(".{k}")),
+            Step::Index(i) => s.push_str(&format!("[{i}]")),
+        }
+    }
+    s
+}
+
+/// What is wrong with `reply`, if anything: a 5xx, or a 4xx without a `detail`.
+fn fault(reply: &Reply) -> Option<String> {
+    let detail = reply.body["detail"].as_str().unwrap_or_default();
+    match reply.status {
+        200..=299 => None,
+        400..=499 if !detail.is_empty() => None,
+        status => Some(format!("{status} {}", reply.body)),
+    }
+}
+
+async fn send(client: &Client, method: &str, path: &str, body: &Value) -> Reply {
+    let bytes = body.to_string().into_bytes();
+    let headers = [("content-type", "application/json")];
+    tokio::time::timeout(Duration::from_secs(60), client.send(method, path, &headers, bytes))
+        .await
+        .unwrap_or_else(|_| panic!("{method} {path} with {body} did not answer within a minute"))
+}
+
+/// A thread that has run once, its head checkpoint, and an assistant of its own.
+async fn setup(client: &Client) -> (String, String, String) {
+    let thread = client.post("/threads", json!({})).await;
+    let tid = thread.body["thread_id"].as_str().unwrap().to_owned();
+    let ran = client
+        .post(
+            &format!("/threads/{tid}/runs/wait"),
+            json!({"assistant_id": "chain", "input": {"topic": "x"}}),
+        )
+        .await;
+    assert_eq!(ran.status, 200, "{}", ran.body);
+    let state = client.get(&format!("/threads/{tid}/state")).await;
+    let cid = state.body["checkpoint"]["checkpoint_id"].as_str().unwrap().to_owned();
+    let assistant = client
+        .post("/assistants", json!({"graph_id": "chain", "name": "mine"}))
+        .await;
+    let aid = assistant.body["assistant_id"].as_str().unwrap().to_owned();
+    (tid, cid, aid)
+}
+
+/// The requests: a valid body of each kind the API takes.
+fn requests(tid: &str, cid: &str, aid: &str) -> Vec<(&'static str, String, Value)> {
+    let run = json!({
+        "assistant_id": "chain",
+        "input": {"topic": "x"},
+        "config": {"recursion_limit": 10, "configurable": {"k": "v"}, "tags": ["t"]},
+        "metadata": {"k": "v"},
+        "context": {},
+        "stream_mode": ["values", "updates"],
+        "stream_subgraphs": false,
+        "interrupt_before": ["b"],
+        "interrupt_after": [],
+        "multitask_strategy": "enqueue",
+        "durability": "async",
+        "checkpoint": {"checkpoint_id": cid, "checkpoint_ns": ""},
+        "after_seconds": 0,
+        "if_not_exists": "reject",
+        "on_disconnect": "continue",
+        "feedback_keys": ["f"],
+    });
+    let resume = json!({
+        "assistant_id": "chain",
+        "command": {"resume": "yes", "goto": "b"},
+        "checkpoint_id": cid,
+    });
+    let stateless = json!({
+        "assistant_id": "chain",
+        "input": {"topic": "x"},
+        "stream_mode": "updates",
+        "on_completion": "delete",
+        "config": {"configurable": {"k": "v"}},
+    });
+    vec![
+        (
+            "POST",
+            "/threads".into(),
+            json!({"thread_id": "0b7f1e70-5d1e-4a43-9a4e-7c1d2f3a4b5c", "metadata": {"k": "v"},
+                   "if_exists": "do_nothing", "ttl": {"ttl": 5, "strategy": "delete"}}),
+        ),
+        (
+            "POST",
+            "/threads".into(),
+            json!({"metadata": {"graph_id": "chain"},
+                   "supersteps": [{"updates": [{"values": {"topic": "s"}, "as_node": "a"}]}]}),
+        ),
+        (
+            "POST",
+            "/threads/search".into(),
+            json!({"metadata": {"k": "v"}, "values": {"topic": "x"}, "status": "idle", "ids": [tid],
+                   "limit": 10, "offset": 0, "sort_by": "created_at", "sort_order": "desc",
+                   "select": ["thread_id"]}),
+        ),
+        (
+            "POST",
+            "/threads/count".into(),
+            json!({"metadata": {"k": "v"}, "status": "idle"}),
+        ),
+        (
+            "PATCH",
+            format!("/threads/{tid}"),
+            json!({"metadata": {"k": "v"}, "ttl": 5}),
+        ),
+        (
+            "POST",
+            format!("/threads/{tid}/state"),
+            json!({"values": {"topic": "y"}, "as_node": "a", "checkpoint": {"checkpoint_id": cid}}),
+        ),
+        (
+            "POST",
+            format!("/threads/{tid}/state/checkpoint"),
+            json!({"checkpoint": {"checkpoint_id": cid, "checkpoint_ns": ""}, "subgraphs": true}),
+        ),
+        (
+            "POST",
+            format!("/threads/{tid}/history"),
+            json!({"limit": 5, "before": {"checkpoint_id": cid}, "metadata": {"step": 1},
+                   "checkpoint": {"checkpoint_ns": ""}}),
+        ),
+        ("POST", format!("/threads/{tid}/runs/wait"), run.clone()),
+        ("POST", format!("/threads/{tid}/runs/stream"), run.clone()),
+        ("POST", format!("/threads/{tid}/runs"), resume),
+        ("POST", "/runs/wait".into(), stateless.clone()),
+        ("POST", "/runs/stream".into(), stateless),
+        (
+            "POST",
+            "/runs/cancel".into(),
+            json!({"thread_id": tid, "run_ids": ["0b7f1e70-5d1e-4a43-9a4e-7c1d2f3a4b5c"], "status": "pending"}),
+        ),
+        (
+            "POST",
+            "/assistants".into(),
+            json!({"graph_id": "chain", "assistant_id": "6b1c9a62-0f43-4b8e-9d6a-2f1e3c4d5a6b",
+                   "config": {"configurable": {"k": "v"}}, "context": {}, "metadata": {"k": "v"},
+                   "name": "n", "description": "d", "if_exists": "do_nothing"}),
+        ),
+        (
+            "POST",
+            "/assistants/search".into(),
+            json!({"graph_id": "chain", "name": "mine", "metadata": {"k": "v"}, "limit": 10,
+                   "offset": 0, "sort_by": "created_at", "sort_order": "asc",
+                   "select": ["assistant_id"]}),
+        ),
+        (
+            "POST",
+            "/assistants/count".into(),
+            json!({"graph_id": "chain", "metadata": {}, "name": "m"}),
+        ),
+        (
+            "PATCH",
+            format!("/assistants/{aid}"),
+            json!({"graph_id": "chain", "config": {}, "context": {}, "metadata": {"k": "v"}, "name": "m",
+                   "description": "e"}),
+        ),
+        (
+            "POST",
+            format!("/assistants/{aid}/versions"),
+            json!({"limit": 5, "offset": 0, "metadata": {}}),
+        ),
+        ("POST", format!("/assistants/{aid}/latest"), json!({"version": 1})),
+        (
+            "PUT",
+            "/store/items".into(),
+            json!({"namespace": ["a", "b"], "key": "k", "value": {"v": 1}, "index": false, "ttl": 5}),
+        ),
+        (
+            "POST",
+            "/store/items/search".into(),
+            json!({"namespace_prefix": ["a"], "filter": {"v": 1}, "limit": 10, "offset": 0,
+                   "query": "q", "refresh_ttl": true}),
+        ),
+        (
+            "POST",
+            "/store/namespaces".into(),
+            json!({"prefix": ["a"], "suffix": ["b"], "max_depth": 2, "limit": 10, "offset": 0}),
+        ),
+        (
+            "DELETE",
+            "/store/items".into(),
+            json!({"namespace": ["a", "b"], "key": "k"}),
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_body_field_given_odd_values_gets_an_answer_or_a_4xx_that_says_why() {
+    let client = serve(None).await;
+    let (tid, cid, aid) = setup(&client).await;
+    let mut faults = Vec::new();
+    let mut sent = 0;
+    for (method, path, body) in requests(&tid, &cid, &aid) {
+        let valid = send(&client, method, &path, &body).await;
+        // A valid body is taken (a cancel of runs that do not exist is LangGraph's 404).
+        assert!(
+            (200..300).contains(&valid.status) || valid.status == 404,
+            "the valid body of {method} {path} is refused: {} {}",
+            valid.status,
+            valid.body
+        );
+        let mut all = Vec::new();
+        paths(&body, &mut Vec::new(), &mut all);
+        for at in &all {
+            for odd in odd_values() {
+                let reply = send(&client, method, &path, &replaced(&body, at, &odd)).await;
+                sent += 1;
+                if let Some(fault) = fault(&reply) {
+                    let odd: String = odd.to_string().chars().take(40).collect();
+                    faults.push(format!("{method} {path} {} = {odd}: {fault}", shown(at)));
+                }
+            }
+        }
+    }
+    assert!(
+        faults.is_empty(),
+        "{} of {sent} requests:\n{}",
+        faults.len(),
+        faults.join("\n")
+    );
+    assert_eq!(client.get("/ok").await.status, 200, "the server still answers");
+}
