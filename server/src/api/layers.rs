@@ -1,6 +1,7 @@
 //! What wraps every route: CORS as `langgraph dev` answers a preflight (any origin, the methods
 //! of the API, `Access-Control-Allow-Private-Network: true` for Studio's https page calling a
-//! local server), the request body limit (413), a 500 for a handler that panicked, and the
+//! local server), the request body limit (413), a 422 for a URL holding NUL, a 500 for a handler
+//! that panicked, and the
 //! rewriting of axum's own plain-text refusals (405, 413, a bad query string) into `{"detail": …}`
 //! with the status LangGraph uses.
 
@@ -47,6 +48,7 @@ pub(super) fn wrap(routes: axum::Router, options: &ApiOptions) -> axum::Router {
             options.body_limit,
             refuse_oversized,
         ))
+        .layer(axum::middleware::from_fn(refuse_nul_in_url))
         .layer(axum::middleware::map_response(json_errors))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
         .layer(cors)
@@ -83,6 +85,25 @@ async fn refuse_oversized(
         detail: format!("Request body is too large: {length} bytes, over the limit of {limit}"),
     }
     .into_response()
+}
+
+/// Answers 422 to a request whose URL holds the NUL character (`%00`), naming the query
+/// parameter or saying it is in the path: an id or a store key holding it would reach the
+/// database, which PostgreSQL refuses (bodies are checked as they are read, [`super::body`]).
+async fn refuse_nul_in_url(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let uri = request.uri();
+    if uri.path().contains("%00") {
+        return ApiError::invalid("the URL's path holds the NUL character (%00), which the server does not store")
+            .into_response();
+    }
+    if let Some(pair) = uri.query().and_then(|q| q.split('&').find(|pair| pair.contains("%00"))) {
+        let name = pair.split('=').next().unwrap_or_default().replace("%00", r"\u0000");
+        return ApiError::invalid(format!(
+            "query parameter `{name}`: holds the NUL character (%00), which the server does not store"
+        ))
+        .into_response();
+    }
+    next.run(request).await
 }
 
 /// Writes the preflight's `Access-Control-Allow-Methods` with `", "` between the names, byte for

@@ -26,11 +26,12 @@ impl Reply {
     }
 }
 
-/// A client of one served port (holding the server's directory).
-#[derive(Debug, Clone)]
+/// A client of one served port (holding what the server keeps its data in: its directory, or
+/// its PostgreSQL schema).
+#[derive(Clone)]
 pub struct Client {
     pub addr: SocketAddr,
-    _dir: Arc<tempfile::TempDir>,
+    _keep: Arc<dyn std::any::Any + Send + Sync>,
 }
 
 impl Client {
@@ -105,6 +106,59 @@ pub async fn serve(body_limit: Option<usize>) -> Client {
     tokio::spawn(server.serve_on(listener, std::future::pending()));
     Client {
         addr,
-        _dir: Arc::new(dir),
+        _keep: Arc::new(dir),
+    }
+}
+
+/// A scaled-out server (the PostgreSQL of `WEIR_POSTGRES_URL` in a schema of its own, dropped
+/// with the last clone of the client; the Redis of `WEIR_REDIS_URL` under a prefix of its own)
+/// with the graph `chain`, on a free port of 127.0.0.1.
+pub async fn serve_scaled_out() -> Client {
+    let url = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| panic!("{name} is not set: this test needs the server it names"))
+    };
+    let schema = Schema {
+        url: url("WEIR_POSTGRES_URL"),
+        name: format!("weir_api_test_{}", uuid::Uuid::new_v4().simple()),
+    };
+    let server = Server::scale_out_in(&schema.url, &url("WEIR_REDIS_URL"), &schema.name, &schema.name)
+        .await
+        .unwrap()
+        .graph("chain", graph::chain());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(server.serve_on(listener, std::future::pending()));
+    Client {
+        addr,
+        _keep: Arc::new(schema),
+    }
+}
+
+/// A PostgreSQL schema, dropped with everything in it when this is dropped.
+struct Schema {
+    url: String,
+    name: String,
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        // On a runtime of its own: this may drop while a test's runtime shuts down.
+        let (url, name) = (self.url.clone(), self.name.clone());
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(connection);
+                let drop = format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE");
+                client.batch_execute(&drop).await.unwrap();
+            });
+        })
+        .join();
     }
 }
