@@ -1,7 +1,8 @@
 //! Every field of the bodies the API takes, given values of the wrong kind or out of range, one
 //! field at a time, on a real server (embedded, and scaled out): each answer is a success or a
 //! 4xx whose `detail` says what is wrong, never a 500 or a dropped connection, and the server goes
-//! on answering. And URLs holding NUL, which no database takes.
+//! on answering. The same for every query parameter of the reads, and for `Last-Event-ID`. And
+//! URLs holding NUL, which no database takes.
 
 mod api_support;
 
@@ -95,6 +96,19 @@ fn fault(reply: &Reply) -> Option<String> {
         400..=499 if !detail.is_empty() => None,
         status => Some(format!("{status} {}", reply.body)),
     }
+}
+
+/// Fails listing `faults` if there are any (or if fewer than `least` requests were `sent`: the
+/// test would test less than it says); checks the server still answers.
+async fn judge(client: &Client, faults: &[String], sent: usize, least: usize) {
+    assert!(sent >= least, "only {sent} requests");
+    assert!(
+        faults.is_empty(),
+        "{} of {sent} requests:\n{}",
+        faults.len(),
+        faults.join("\n")
+    );
+    assert_eq!(client.get("/ok").await.status, 200, "the server still answers");
 }
 
 async fn send(client: &Client, method: &str, path: &str, body: &Value) -> Reply {
@@ -295,13 +309,7 @@ async fn odd_requests(client: &Client) {
             }
         }
     }
-    assert!(
-        faults.is_empty(),
-        "{} of {sent} requests:\n{}",
-        faults.len(),
-        faults.join("\n")
-    );
-    assert_eq!(client.get("/ok").await.status, 200, "the server still answers");
+    judge(client, &faults, sent, 3_000).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -342,4 +350,155 @@ async fn a_url_holding_nul_is_a_422_that_says_where() {
         reply.body["detail"],
         r"body field `input.topic`: holds the NUL character (\u0000), which the server does not store"
     );
+}
+
+/// The values each query parameter is given in turn, as they go in a URL.
+const ODD_PARAMS: [&str; 13] = [
+    "",
+    "-1",
+    "0",
+    "1e300",
+    "18446744073709551616",
+    "x",
+    "true",
+    "%5B%5D",
+    "%7B%22a%22%3A1%7D",
+    "a%20b",
+    "%FF%FE",
+    "..",
+    "%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9%C3%A9",
+];
+
+/// A read: its method, path, and query parameters with valid values.
+type Read = (&'static str, String, Vec<(&'static str, String)>);
+
+async fn odd_queries(client: &Client) {
+    let (tid, cid, aid) = setup(client).await;
+    let runs = client.get(&format!("/threads/{tid}/runs")).await;
+    let rid = runs.body[0]["run_id"].as_str().unwrap().to_owned();
+    let reads: Vec<Read> = vec![
+        ("GET", format!("/assistants/{aid}/graph"), vec![("xray", "1".into())]),
+        (
+            "GET",
+            format!("/assistants/{aid}/subgraphs"),
+            vec![("recurse", "true".into()), ("namespace", "x".into())],
+        ),
+        (
+            "GET",
+            format!("/threads/{tid}/state"),
+            vec![("subgraphs", "true".into())],
+        ),
+        (
+            "GET",
+            format!("/threads/{tid}/history"),
+            vec![("limit", "5".into()), ("before", cid.clone())],
+        ),
+        (
+            "GET",
+            format!("/threads/{tid}/runs"),
+            vec![
+                ("limit", "5".into()),
+                ("offset", "0".into()),
+                ("status", "success".into()),
+                ("select", "run_id".into()),
+            ],
+        ),
+        ("GET", format!("/threads/{tid}/runs/{rid}/join"), vec![]),
+        (
+            "GET",
+            format!("/threads/{tid}/runs/{rid}/stream"),
+            vec![
+                ("stream_mode", "values".into()),
+                ("cancel_on_disconnect", "false".into()),
+            ],
+        ),
+        (
+            "POST",
+            format!("/threads/{tid}/runs/{rid}/cancel"),
+            vec![("wait", "0".into()), ("action", "interrupt".into())],
+        ),
+        (
+            "GET",
+            "/store/items".into(),
+            vec![
+                ("namespace", "a.b".into()),
+                ("key", "k".into()),
+                ("refresh_ttl", "true".into()),
+            ],
+        ),
+        (
+            "GET",
+            format!("/studio/api/threads/{tid}/timeline"),
+            vec![("limit", "5".into()), ("before", cid.clone())],
+        ),
+        (
+            "GET",
+            format!("/studio/api/threads/{tid}/checkpoint"),
+            vec![("checkpoint_id", cid.clone())],
+        ),
+    ];
+    let url = |path: &str, params: &[(&str, String)]| {
+        let query: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("{path}?{}", query.join("&"))
+    };
+    let mut faults = Vec::new();
+    let mut sent = 0;
+    for (method, path, params) in &reads {
+        let mut variants = vec![url(path, params), format!("{}&zzz=1", url(path, params))];
+        for i in 0..params.len() {
+            for odd in ODD_PARAMS {
+                let mut changed = params.clone();
+                changed[i].1 = odd.to_owned();
+                variants.push(url(path, &changed));
+            }
+            // The parameter twice, and alone without a value.
+            variants.push(format!(
+                "{}&{}",
+                url(path, params),
+                url("", &params[i..=i]).trim_start_matches('?')
+            ));
+            variants.push(format!("{path}?{}", params[i].0));
+        }
+        for target in variants {
+            let reply = send(client, method, &target, &Value::Null).await;
+            sent += 1;
+            if let Some(fault) = fault(&reply) {
+                faults.push(format!("{method} {target}: {fault}"));
+            }
+        }
+    }
+    for last in [
+        "",
+        "x",
+        "-1",
+        "-",
+        "1-",
+        "99999999999999999999-0",
+        "1-99999999999999999999",
+        "%00",
+    ] {
+        let path = format!("/threads/{tid}/runs/{rid}/stream");
+        let reply = tokio::time::timeout(
+            Duration::from_secs(60),
+            client.send("GET", &path, &[("last-event-id", last)], Vec::new()),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("Last-Event-ID {last:?} did not answer within a minute"));
+        sent += 1;
+        if let Some(fault) = fault(&reply) {
+            faults.push(format!("GET {path} with Last-Event-ID {last:?}: {fault}"));
+        }
+    }
+    judge(client, &faults, sent, 330).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_query_parameter_given_odd_values_gets_an_answer_or_a_4xx_that_says_why() {
+    odd_queries(&serve(None).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL and Redis: set WEIR_POSTGRES_URL and WEIR_REDIS_URL, run with --include-ignored"]
+async fn scaled_out_every_query_parameter_given_odd_values_gets_an_answer_or_a_4xx_that_says_why() {
+    odd_queries(&serve_scaled_out().await).await;
 }

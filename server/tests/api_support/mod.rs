@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod graph;
+#[path = "../common/pg_schema.rs"]
+mod pg_schema;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -114,17 +116,12 @@ pub async fn serve(body_limit: Option<usize>) -> Client {
 /// with the last clone of the client; the Redis of `WEIR_REDIS_URL` under a prefix of its own)
 /// with the graph `chain`, on a free port of 127.0.0.1.
 pub async fn serve_scaled_out() -> Client {
-    let url = |name: &str| {
-        std::env::var(name)
-            .ok()
-            .filter(|u| !u.is_empty())
-            .unwrap_or_else(|| panic!("{name} is not set: this test needs the server it names"))
-    };
-    let schema = Schema {
-        url: url("WEIR_POSTGRES_URL"),
-        name: format!("weir_api_test_{}", uuid::Uuid::new_v4().simple()),
-    };
-    let server = Server::scale_out_in(&schema.url, &url("WEIR_REDIS_URL"), &schema.name, &schema.name)
+    let schema = pg_schema::Schema::fresh("weir_api_test");
+    let redis = std::env::var("WEIR_REDIS_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .expect("WEIR_REDIS_URL is not set: this test needs a Redis server, e.g. redis://127.0.0.1:6379");
+    let server = Server::scale_out_in(&schema.url, &redis, &schema.name, &schema.name)
         .await
         .unwrap()
         .graph("chain", graph::chain());
@@ -134,31 +131,5 @@ pub async fn serve_scaled_out() -> Client {
     Client {
         addr,
         _keep: Arc::new(schema),
-    }
-}
-
-/// A PostgreSQL schema, dropped with everything in it when this is dropped.
-struct Schema {
-    url: String,
-    name: String,
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        // On a runtime of its own: this may drop while a test's runtime shuts down.
-        let (url, name) = (self.url.clone(), self.name.clone());
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                tokio::spawn(connection);
-                let drop = format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE");
-                client.batch_execute(&drop).await.unwrap();
-            });
-        })
-        .join();
     }
 }

@@ -39,10 +39,7 @@ pub fn env_url(name: &str, example: &str) -> String {
 }
 
 pub async fn postgres() -> Db {
-    let schema = Schema {
-        url: env_url("WEIR_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test"),
-        name: format!("weir_server_test_{}", uuid::Uuid::new_v4().simple()),
-    };
+    let schema = crate::pg_schema::Schema::fresh("weir_server_test");
     let options = PoolOptions::new()
         .schema(&schema.name)
         .size(4)
@@ -53,34 +50,6 @@ pub async fn postgres() -> Db {
         queue: Arc::new(db),
         app: schema.name.clone(),
         _cleanup: Box::new(schema),
-    }
-}
-
-/// A PostgreSQL schema, dropped with everything in it when this is dropped.
-struct Schema {
-    url: String,
-    name: String,
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        // Drop also runs while a test panics: clean up on a runtime of our own.
-        let (url, name) = (self.url.clone(), self.name.clone());
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                tokio::spawn(connection);
-                client
-                    .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE"))
-                    .await
-                    .unwrap();
-            });
-        })
-        .join();
     }
 }
 
