@@ -25,7 +25,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
 
 /// Reads `bytes` as a `T`: an error names the body field (`input.topic`) and what was wrong. A
 /// string (or key) holding the NUL character is refused here, in either mode: PostgreSQL cannot
-/// store it, and a request that works on one backend fails on none.
+/// store it, and a request taken embedded must not be refused once scaled out.
 pub(crate) fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
         b"{}"

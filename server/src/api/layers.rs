@@ -1,9 +1,8 @@
 //! What wraps every route: CORS as `langgraph dev` answers a preflight (any origin, the methods
 //! of the API, `Access-Control-Allow-Private-Network: true` for Studio's https page calling a
 //! local server), the request body limit (413), a 422 for a URL holding NUL, a 500 for a handler
-//! that panicked, and the
-//! rewriting of axum's own plain-text refusals (405, 413, a bad query string) into `{"detail": …}`
-//! with the status LangGraph uses.
+//! that panicked, and the rewriting of axum's own plain-text refusals (405, 413, a bad query
+//! string) into `{"detail": …}` with the status LangGraph uses.
 
 use super::ApiError;
 #[cfg(test)]
