@@ -111,12 +111,16 @@ async fn judge(client: &Client, faults: &[String], sent: usize, least: usize) {
     assert_eq!(client.get("/ok").await.status, 200, "the server still answers");
 }
 
-async fn send(client: &Client, method: &str, path: &str, body: &Value) -> Reply {
+/// Sends `body` as JSON, with `headers` besides; a request that hangs fails the test.
+async fn send(client: &Client, method: &str, path: &str, headers: &[(&str, &str)], body: &Value) -> Reply {
     let bytes = body.to_string().into_bytes();
-    let headers = [("content-type", "application/json")];
+    let headers: Vec<(&str, &str)> = [("content-type", "application/json")]
+        .into_iter()
+        .chain(headers.iter().copied())
+        .collect();
     tokio::time::timeout(Duration::from_secs(60), client.send(method, path, &headers, bytes))
         .await
-        .unwrap_or_else(|_| panic!("{method} {path} with {body} did not answer within a minute"))
+        .unwrap_or_else(|_| panic!("{method} {path} with {headers:?} and {body} did not answer within a minute"))
 }
 
 /// A thread that has run once, its head checkpoint, and an assistant of its own.
@@ -288,7 +292,7 @@ async fn odd_requests(client: &Client) {
     let mut faults = Vec::new();
     let mut sent = 0;
     for (method, path, body) in requests(&tid, &cid, &aid) {
-        let valid = send(client, method, &path, &body).await;
+        let valid = send(client, method, &path, &[], &body).await;
         // A valid body is taken (a cancel of runs that do not exist is LangGraph's 404).
         assert!(
             (200..300).contains(&valid.status) || valid.status == 404,
@@ -300,7 +304,7 @@ async fn odd_requests(client: &Client) {
         paths(&body, &mut Vec::new(), &mut all);
         for at in &all {
             for odd in odd_values() {
-                let reply = send(client, method, &path, &replaced(&body, at, &odd)).await;
+                let reply = send(client, method, &path, &[], &replaced(&body, at, &odd)).await;
                 sent += 1;
                 if let Some(fault) = fault(&reply) {
                     let odd: String = odd.to_string().chars().take(40).collect();
@@ -460,7 +464,7 @@ async fn odd_queries(client: &Client) {
             variants.push(format!("{path}?{}", params[i].0));
         }
         for target in variants {
-            let reply = send(client, method, &target, &Value::Null).await;
+            let reply = send(client, method, &target, &[], &Value::Null).await;
             sent += 1;
             if let Some(fault) = fault(&reply) {
                 faults.push(format!("{method} {target}: {fault}"));
@@ -478,12 +482,7 @@ async fn odd_queries(client: &Client) {
         "%00",
     ] {
         let path = format!("/threads/{tid}/runs/{rid}/stream");
-        let reply = tokio::time::timeout(
-            Duration::from_secs(60),
-            client.send("GET", &path, &[("last-event-id", last)], Vec::new()),
-        )
-        .await
-        .unwrap_or_else(|_| panic!("Last-Event-ID {last:?} did not answer within a minute"));
+        let reply = send(client, "GET", &path, &[("last-event-id", last)], &Value::Null).await;
         sent += 1;
         if let Some(fault) = fault(&reply) {
             faults.push(format!("GET {path} with Last-Event-ID {last:?}: {fault}"));
