@@ -213,6 +213,7 @@ impl Server {
             .map_err(ServeError::Saver)?;
         let db = PostgresDb::connect_with(postgres_url, tables).await;
         let db = Arc::new(db.map_err(ServeError::Db)?);
+        db.fence_checkpoints().await.map_err(ServeError::Db)?;
         let bus = RedisBus::options()
             .prefix(prefix)
             .connect(redis_url)

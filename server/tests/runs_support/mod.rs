@@ -141,11 +141,15 @@ fn gated(gate: Arc<Gate>) -> CompiledGraph<S> {
     g.compile().unwrap()
 }
 
+/// The server's tables: SQLite's, as embedded mode keeps them, or PostgreSQL's.
+pub trait Tables: weir_server::db::Catalog + weir_server::db::RunQueue + 'static {}
+impl<T: weir_server::db::Catalog + weir_server::db::RunQueue + 'static> Tables for T {}
+
 /// A server's parts: what the tests look into beside the HTTP API.
-pub struct App {
+pub struct App<D = SqliteDb> {
     pub router: axum::Router,
     pub manager: Manager,
-    pub db: Arc<SqliteDb>,
+    pub db: Arc<D>,
     pub graphs: Arc<BTreeMap<String, Arc<dyn ServedGraph>>>,
     pub gate: Arc<Gate>,
     pub bus: Arc<dyn Bus>,
@@ -193,17 +197,17 @@ fn graphs_with(
 }
 
 /// A started server on `db` and `saver` with the test graphs.
-pub async fn app_on(db: Arc<SqliteDb>, saver: Arc<dyn Checkpointer>, config: ManagerConfig) -> App {
+pub async fn app_on<D: Tables>(db: Arc<D>, saver: Arc<dyn Checkpointer>, config: ManagerConfig) -> App<D> {
     app_on_with(db, saver, config, |_| BTreeMap::new()).await
 }
 
 /// [`app_on`], serving besides the graphs `extra` makes on the server's saver.
-pub async fn app_on_with(
-    db: Arc<SqliteDb>,
+pub async fn app_on_with<D: Tables>(
+    db: Arc<D>,
     saver: Arc<dyn Checkpointer>,
     config: ManagerConfig,
     extra: impl FnOnce(&Arc<dyn Checkpointer>) -> BTreeMap<String, Arc<dyn ServedGraph>>,
-) -> App {
+) -> App<D> {
     app_on_bus(db, saver, config, extra, Arc::new(LocalBus::default())).await
 }
 
@@ -214,13 +218,13 @@ pub async fn app_with_bus(config: ManagerConfig, bus: Arc<dyn Bus>) -> (tempfile
     (dir, app_on_bus(db, saver, config, |_| BTreeMap::new(), bus).await)
 }
 
-async fn app_on_bus(
-    db: Arc<SqliteDb>,
+async fn app_on_bus<D: Tables>(
+    db: Arc<D>,
     saver: Arc<dyn Checkpointer>,
     config: ManagerConfig,
     extra: impl FnOnce(&Arc<dyn Checkpointer>) -> BTreeMap<String, Arc<dyn ServedGraph>>,
     bus: Arc<dyn Bus>,
-) -> App {
+) -> App<D> {
     let gate = Arc::new(Gate::default());
     let graphs = graphs_with(&saver, &gate, extra(&saver));
     for graph_id in graphs.keys() {
@@ -286,7 +290,7 @@ impl Reply {
     }
 }
 
-impl App {
+impl<D: Tables> App<D> {
     /// Sends a request and reads the whole body.
     pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Reply {
         let res = self.open(method, path, body, &[]).await;
@@ -354,7 +358,7 @@ impl App {
     }
 }
 
-impl App {
+impl<D: Tables> App<D> {
     /// Waits until the thread has at least `n` checkpoints. The runtime writes checkpoints in the
     /// background (async durability) and offers no event for "written", so this polls, bounded.
     pub async fn until_checkpoints(&self, tid: &str, n: usize) {

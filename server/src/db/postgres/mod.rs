@@ -124,6 +124,30 @@ macro_rules! op {
     };
 }
 
+impl PostgresDb {
+    /// Fences the checkpointer's tables in this schema (a [`PostgresSaver`] connected to it
+    /// made them): from now on PostgreSQL refuses a checkpoint of a run's attempt that no longer
+    /// holds the run, so that a worker that was only slow, whose run the sweeper put back in the
+    /// queue, cannot move the thread's head under the next attempt; its run ends in error
+    /// instead, and its end is refused by the claim as before. Made once per schema (a trigger
+    /// on `checkpoints`); [`Server::scale_out`](crate::Server::scale_out) calls it.
+    ///
+    /// # Errors
+    ///
+    /// [`DbError::Backend`] when the schema has no checkpoints table, or PostgreSQL fails.
+    ///
+    /// [`PostgresSaver`]: weir_runtime::checkpoint::PostgresSaver
+    pub async fn fence_checkpoints(&self) -> Result<(), DbError> {
+        let schema = self.pool.schema().unwrap_or("weir").to_owned();
+        let schema = &schema;
+        let run: BoxFuture<'_, Result<(), DbError>> = op!(self, "fencing the checkpoints", Yes, |c| schema::fence(
+            &mut c.client,
+            schema
+        ));
+        run.await
+    }
+}
+
 // Which operations run again after a lost connection (see `Pool::with_retry`): reads; upserts
 // (`put_*`, a TTL, a thread update that merges); `create_thread`, `enqueue`, `claim` and
 // `end_run`, which on a second run find what a first run committed before its reply was lost

@@ -104,3 +104,73 @@ pub(super) async fn migrate(client: &mut Client, schema: &str) -> Result<(), Fai
     tx.commit().await?;
     Ok(())
 }
+
+/// The fence's trigger function and trigger on the checkpointer's `checkpoints` table in
+/// `{schema}`; `_v1` names this version of them, so that a later one is made beside it.
+///
+/// A checkpoint whose metadata names a run of this thread (`run_id`, which a server run records
+/// with its attempt as `run_attempt`) is refused unless that run is running under that attempt:
+/// once the sweeper put the run back in the queue, or another claim made a newer attempt, the
+/// worker of the old attempt can no longer move the thread's head. Reading the run takes a
+/// share lock on its row, which the sweeper's requeue waits for: either the checkpoint commits
+/// first (and the next attempt, claimed after the requeue, runs on from it) or it is refused.
+/// A copied thread's checkpoints name runs of the thread they came from, and pass; so do the
+/// checkpoints of anything but a run (`update_state`'s), which name none.
+const FENCE: &str = r#"
+CREATE OR REPLACE FUNCTION "{schema}".server_fence_v1() RETURNS trigger LANGUAGE plpgsql AS $fence$
+DECLARE
+    meta jsonb := NEW.metadata::jsonb;
+    claim record;
+    wrote_as bigint;
+BEGIN
+    IF meta->>'run_id' IS NULL THEN
+        RETURN NEW;
+    END IF;
+    SELECT r.status, r.attempt INTO claim FROM "{schema}".server_runs r
+        WHERE r.run_id = meta->>'run_id' AND r.thread_id = NEW.thread_id FOR SHARE;
+    IF NOT FOUND THEN
+        RETURN NEW;
+    END IF;
+    -- A run of the server: its non-text metadata, `run_attempt` among it, is the server's JSON.
+    wrote_as := ((meta->>'__json_metadata__')::jsonb->>'run_attempt')::bigint;
+    IF wrote_as IS NOT NULL AND (claim.status = 'pending' OR claim.attempt <> wrote_as) THEN
+        RAISE EXCEPTION 'checkpoint `%` of thread `%` is refused: attempt % of run `%` no longer holds the run (its worker was taken for dead and the run put back in the queue; it is now %, attempt %)',
+            NEW.id, NEW.thread_id, wrote_as, meta->>'run_id', claim.status, claim.attempt
+            USING ERRCODE = 'WF001';
+    END IF;
+    RETURN NEW;
+END
+$fence$;
+CREATE TRIGGER server_fence_v1 BEFORE INSERT ON "{schema}".checkpoints
+    FOR EACH ROW EXECUTE FUNCTION "{schema}".server_fence_v1();"#;
+
+/// Makes the fence (see [`FENCE`]) on the checkpointer's tables in `schema`, unless it is
+/// there; under the migrations' lock, so that processes starting together make it once.
+pub(super) async fn fence(client: &mut Client, schema: &str) -> Result<(), Fail> {
+    let tx = client.transaction().await?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtext($1)::bigint)",
+        &[&format!("weir-server:{schema}")],
+    )
+    .await?;
+    let table = format!("\"{schema}\".checkpoints");
+    let found = tx
+        .query_one(
+            "SELECT to_regclass($1) IS NOT NULL, EXISTS (SELECT 1 FROM pg_trigger \
+             WHERE tgname = 'server_fence_v1' AND tgrelid = to_regclass($1))",
+            &[&table],
+        )
+        .await?;
+    let (has_table, fenced): (bool, bool) = (found.get(0), found.get(1));
+    if !has_table {
+        return Err(Fail::Db(DbError::Backend(format!(
+            "PostgreSQL schema `{schema}` has no checkpoints table to fence: connect the checkpointer \
+             (PostgresSaver) to this schema first"
+        ))));
+    }
+    if !fenced {
+        tx.batch_execute(&FENCE.replace("{schema}", schema)).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}

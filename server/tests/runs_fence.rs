@@ -1,0 +1,120 @@
+//! The fence scaled out: on PostgreSQL, a worker that was only slow, whose run the sweeper put
+//! back in the queue and another worker claimed again, cannot write a checkpoint under the new
+//! attempt (before, its checkpoint could land first, and the new attempt's next one then met a
+//! moved head and the run ended in error). Needs `WEIR_POSTGRES_URL`: ignored unless asked for
+//! with `-- --include-ignored`, as `.ci/run` does.
+
+#[path = "common/pg_schema.rs"]
+mod pg_schema;
+mod runs_support;
+
+use axum::http::StatusCode;
+use runs_support::{app_on, config, App};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use weir::checkpoint::{Checkpointer, PostgresSaver};
+use weir_runtime::postgres::PoolOptions;
+use weir_server::db::postgres::PostgresDb;
+use weir_server::db::RunQueue;
+use weir_server::model::RunStatus;
+use weir_server::runs::ManagerConfig;
+
+/// Long enough that a test waiting on it is a hung test, not a slow one.
+const HUNG: Duration = Duration::from_secs(120);
+
+/// The server's tables and checkpoints in a schema of the test's own, fenced as
+/// `Server::scale_out` fences them.
+async fn backends(schema: &pg_schema::Schema) -> (Arc<PostgresDb>, Arc<dyn Checkpointer>) {
+    let saver = PostgresSaver::connect_with_schema(&schema.url, &schema.name)
+        .await
+        .unwrap();
+    let options = PoolOptions::new().size(4).schema(&schema.name);
+    let db = PostgresDb::connect_with(&schema.url, options).await.unwrap();
+    db.fence_checkpoints().await.unwrap();
+    // Made once: a second process starting on the schema finds the fence there.
+    db.fence_checkpoints().await.unwrap();
+    (Arc::new(db), Arc::new(saver))
+}
+
+async fn history(app: &App<PostgresDb>, tid: &str) -> Vec<Value> {
+    let reply = app.call("GET", &format!("/threads/{tid}/history"), None).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    reply.body.as_array().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (WEIR_POSTGRES_URL)"]
+async fn a_slow_workers_checkpoint_after_its_run_was_taken_back_is_refused_and_the_next_attempt_ends_well() {
+    let schema = pg_schema::Schema::fresh("weir_fence_test");
+    let (db, saver) = backends(&schema).await;
+
+    // Worker A, one slot, a beat that comes once (it never stops its run itself), stuck in the
+    // gated node after the graph's first three checkpoints (its input, `__start__`'s, `a`'s).
+    let slow = ManagerConfig {
+        workers: 1,
+        heartbeat: Duration::from_secs(3600),
+        grace: HUNG,
+        ..config()
+    };
+    let a = app_on(db.clone(), saver.clone(), slow).await;
+    let tid = a.thread().await;
+    let created = a
+        .call(
+            "POST",
+            &format!("/threads/{tid}/runs"),
+            Some(json!({"input": {"topic": "x"}, "assistant_id": "gated"})),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.body);
+    let rid = created.body["run_id"].as_str().unwrap().to_owned();
+    tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
+    a.until_checkpoints(&tid, 3).await;
+
+    // Another worker's sweeper takes A for dead; worker B (another bus: A's beats do not reach
+    // it) claims the run again and, from the thread's head, reaches the gated node too.
+    assert_eq!(db.requeue(None).await.unwrap(), vec![rid.clone()]);
+    let b = app_on(
+        db.clone(),
+        saver.clone(),
+        ManagerConfig {
+            requeue_on_start: false,
+            ..config()
+        },
+    )
+    .await;
+    tokio::time::timeout(HUNG, b.gate.entered.notified()).await.unwrap();
+    let run = db.get_run(&tid, &rid).await.unwrap().unwrap();
+    assert_eq!((run.status, run.attempt), (RunStatus::Running, 2));
+
+    // A's node finishes first: its checkpoint is refused (its run ends in error, which its
+    // claim keeps off the run's row).
+    a.gate.release();
+    a.manager.shutdown().await;
+    assert_eq!(
+        history(&b, &tid).await.len(),
+        3,
+        "the first attempt wrote after losing its run"
+    );
+    let run = db.get_run(&tid, &rid).await.unwrap().unwrap();
+    assert_eq!((run.status, run.attempt), (RunStatus::Running, 2));
+
+    // B's checkpoint finds the head where B read it: the run ends well under attempt 2.
+    b.gate.release();
+    let joined = tokio::time::timeout(HUNG, b.call("GET", &format!("/threads/{tid}/runs/{rid}/join"), None))
+        .await
+        .unwrap();
+    assert_eq!(joined.body, json!({"topic": "x", "log": ["a:x", "slow:x"]}));
+    let run = db.get_run(&tid, &rid).await.unwrap().unwrap();
+    assert_eq!((run.status, run.attempt), (RunStatus::Success, 2));
+    let checkpoints = history(&b, &tid).await;
+    let attempts: Vec<&Value> = checkpoints.iter().map(|c| &c["metadata"]["run_attempt"]).collect();
+    assert_eq!(attempts, [&json!(2), &json!(1), &json!(1), &json!(1)]);
+
+    // A copy holds checkpoints naming the run, of another thread: the fence lets them through.
+    let copied = b.call("POST", &format!("/threads/{tid}/copy"), None).await;
+    assert_eq!(copied.status, StatusCode::OK, "{}", copied.body);
+    let copy = copied.body["thread_id"].as_str().unwrap();
+    assert_eq!(history(&b, copy).await.len(), 4);
+    b.manager.shutdown().await;
+}
