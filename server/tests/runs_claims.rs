@@ -10,7 +10,7 @@ mod runs_support;
 use axum::http::StatusCode;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use runs_support::{app_on, app_with, app_with_bus, config, graphs, open, App, Gate};
+use runs_support::{app_on, app_with, app_with_bus, config, graphs, open, stuck_worker_beating, App, Gate, HUNG};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,9 +22,6 @@ use weir_server::db::{Catalog, DbError, Enqueued, RunFate, RunQueue, ThreadUpdat
 use weir_server::model::RunStatus;
 use weir_server::model::{Object, Run};
 use weir_server::runs::{Manager, ManagerConfig};
-
-/// Long enough that a test waiting on it is a hung test, not a slow one.
-const HUNG: Duration = Duration::from_secs(120);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delayed_run_waits_for_its_time_and_the_timer_starts_it_without_a_poll() {
@@ -81,39 +78,10 @@ async fn after_seconds_must_be_a_number_of_seconds_from_zero_to_a_century() {
     assert!(app.runs(&tid).await.is_empty());
 }
 
-/// Worker A on `db`, stuck in a run of `gated` it started: `slots` slots (with one, it cannot
-/// claim the run back while stuck in it), a beat that comes once (so it never sweeps B, nor looks
-/// at its own claims again), and time to finish its run on shutdown. Returns it, the thread and
-/// the run.
+/// Worker A on `db`, stuck in a run of `gated` it started, with a beat that comes once (see
+/// [`stuck_worker_beating`]).
 async fn stuck_worker(db: &Arc<SqliteDb>, saver: &Arc<dyn Checkpointer>, slots: usize) -> (App, String, String) {
     stuck_worker_beating(db, saver, slots, Duration::from_secs(3600)).await
-}
-
-/// [`stuck_worker`], beating every `heartbeat`.
-async fn stuck_worker_beating(
-    db: &Arc<SqliteDb>,
-    saver: &Arc<dyn Checkpointer>,
-    slots: usize,
-    heartbeat: Duration,
-) -> (App, String, String) {
-    let slow = ManagerConfig {
-        workers: slots,
-        heartbeat,
-        grace: HUNG,
-        ..config()
-    };
-    let a = app_on(db.clone(), saver.clone(), slow).await;
-    let tid = a.thread().await;
-    let created = a
-        .call(
-            "POST",
-            &format!("/threads/{tid}/runs"),
-            Some(json!({"input": {"topic": "x"}, "assistant_id": "gated"})),
-        )
-        .await;
-    let rid = created.body["run_id"].as_str().unwrap().to_owned();
-    tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
-    (a, tid, rid)
 }
 
 /// Worker B: the same tables, another bus, so not A's heartbeats: to B, A is dead. Its sweeper

@@ -9,7 +9,7 @@ mod pg_schema;
 mod runs_support;
 
 use axum::http::StatusCode;
-use runs_support::{app_on, config, App};
+use runs_support::{app_on, config, stuck_worker_beating, App, HUNG};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,9 +19,6 @@ use weir_server::db::postgres::PostgresDb;
 use weir_server::db::RunQueue;
 use weir_server::model::RunStatus;
 use weir_server::runs::ManagerConfig;
-
-/// Long enough that a test waiting on it is a hung test, not a slow one.
-const HUNG: Duration = Duration::from_secs(120);
 
 /// The server's tables and checkpoints in a schema of the test's own, fenced as
 /// `Server::scale_out` fences them.
@@ -50,26 +47,8 @@ async fn a_slow_workers_checkpoint_after_its_run_was_taken_back_is_refused_and_t
     let (db, saver) = backends(&schema).await;
 
     // Worker A, one slot, a beat that comes once (it never stops its run itself), stuck in the
-    // gated node after the graph's first three checkpoints (its input, `__start__`'s, `a`'s).
-    let slow = ManagerConfig {
-        workers: 1,
-        heartbeat: Duration::from_secs(3600),
-        grace: HUNG,
-        ..config()
-    };
-    let a = app_on(db.clone(), saver.clone(), slow).await;
-    let tid = a.thread().await;
-    let created = a
-        .call(
-            "POST",
-            &format!("/threads/{tid}/runs"),
-            Some(json!({"input": {"topic": "x"}, "assistant_id": "gated"})),
-        )
-        .await;
-    assert_eq!(created.status, StatusCode::OK, "{}", created.body);
-    let rid = created.body["run_id"].as_str().unwrap().to_owned();
-    tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
-    a.until_checkpoints(&tid, 3).await;
+    // gated node after the graph's first three checkpoints.
+    let (a, tid, rid) = stuck_worker_beating(&db, &saver, 1, Duration::from_secs(3600)).await;
 
     // Another worker's sweeper takes A for dead; worker B (another bus: A's beats do not reach
     // it) claims the run again and, from the thread's head, reaches the gated node too.

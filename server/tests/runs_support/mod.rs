@@ -155,6 +155,42 @@ pub struct App<D = SqliteDb> {
     pub bus: Arc<dyn Bus>,
 }
 
+/// Long enough that a test waiting on it is a hung test, not a slow one.
+pub const HUNG: Duration = Duration::from_secs(120);
+
+/// A worker on `db` stuck in a run of `gated` it started on a new thread, after the graph's first
+/// three checkpoints (its input's, `__start__`'s, `a`'s): `slots` slots (with one, it cannot claim
+/// the run back while stuck in it), beating every `heartbeat` (once an hour: a beat that comes
+/// once, so it never sweeps another worker, nor looks at its own claims again), and time to
+/// finish its run on shutdown. Returns it, the thread and the run.
+pub async fn stuck_worker_beating<D: Tables>(
+    db: &Arc<D>,
+    saver: &Arc<dyn Checkpointer>,
+    slots: usize,
+    heartbeat: Duration,
+) -> (App<D>, String, String) {
+    let slow = ManagerConfig {
+        workers: slots,
+        heartbeat,
+        grace: HUNG,
+        ..config()
+    };
+    let a = app_on(db.clone(), saver.clone(), slow).await;
+    let tid = a.thread().await;
+    let created = a
+        .call(
+            "POST",
+            &format!("/threads/{tid}/runs"),
+            Some(json!({"input": {"topic": "x"}, "assistant_id": "gated"})),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.body);
+    let rid = created.body["run_id"].as_str().unwrap().to_owned();
+    tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
+    a.until_checkpoints(&tid, 3).await;
+    (a, tid, rid)
+}
+
 /// The server's tables and the checkpointer on one SQLite file.
 pub async fn open(path: &std::path::Path) -> (Arc<SqliteDb>, Arc<dyn Checkpointer>) {
     let db = Arc::new(SqliteDb::open(path).await.unwrap());

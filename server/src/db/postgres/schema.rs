@@ -4,7 +4,7 @@
 
 use super::pool::Fail;
 use crate::db::DbError;
-use tokio_postgres::Client;
+use tokio_postgres::{Client, Transaction};
 
 /// The steps from version `i` to `i + 1`; the current version is `MIGRATIONS.len()`. A later
 /// release appends and never edits an entry. Ids and timestamps are `COLLATE "C"`, so they sort
@@ -72,15 +72,22 @@ const MIGRATIONS: &[&str] = &[
 /// The version this weir writes.
 const VERSION: i64 = MIGRATIONS.len() as i64;
 
-/// Creates the schema and tables, or migrates older ones; refuses a schema whose server tables
-/// a newer weir wrote (nothing is changed then).
-pub(super) async fn migrate(client: &mut Client, schema: &str) -> Result<(), Fail> {
+/// A transaction holding the lock of the server's tables in `schema`: processes starting
+/// together migrate, and fence, once.
+async fn locked<'c>(client: &'c mut Client, schema: &str) -> Result<Transaction<'c>, Fail> {
     let tx = client.transaction().await?;
     tx.execute(
         "SELECT pg_advisory_xact_lock(hashtext($1)::bigint)",
         &[&format!("weir-server:{schema}")],
     )
     .await?;
+    Ok(tx)
+}
+
+/// Creates the schema and tables, or migrates older ones; refuses a schema whose server tables
+/// a newer weir wrote (nothing is changed then).
+pub(super) async fn migrate(client: &mut Client, schema: &str) -> Result<(), Fail> {
+    let tx = locked(client, schema).await?;
     tx.batch_execute(&format!(
         "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET LOCAL search_path TO \"{schema}\";
          CREATE TABLE IF NOT EXISTS server_schema (version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now());"
@@ -147,12 +154,7 @@ CREATE TRIGGER server_fence_v1 BEFORE INSERT ON "{schema}".checkpoints
 /// Makes the fence (see [`FENCE`]) on the checkpointer's tables in `schema`, unless it is
 /// there; under the migrations' lock, so that processes starting together make it once.
 pub(super) async fn fence(client: &mut Client, schema: &str) -> Result<(), Fail> {
-    let tx = client.transaction().await?;
-    tx.execute(
-        "SELECT pg_advisory_xact_lock(hashtext($1)::bigint)",
-        &[&format!("weir-server:{schema}")],
-    )
-    .await?;
+    let tx = locked(client, schema).await?;
     let table = format!("\"{schema}\".checkpoints");
     let found = tx
         .query_one(
