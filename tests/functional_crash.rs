@@ -171,12 +171,11 @@ async fn a_pause_on_sqlite_resumes_through_a_checkpointer_opened_anew() {
 }
 
 #[cfg(feature = "postgres")]
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn a_pause_on_postgres_resumes_through_a_checkpointer_opened_anew() {
-    let url = std::env::var("WEIR_POSTGRES_URL").expect("WEIR_POSTGRES_URL names the test database");
-    let schema = format!("weir_func_{}", &new_checkpoint_id()[12..].replace('-', "_"));
-    let (url, schema) = (&url, &schema);
+    let schema = weir_test_support::Schema::fresh("weir_func");
+    let (url, schema) = (&schema.url, &schema.name);
     paused_then_resumed_on(
         async || -> Arc<dyn Checkpointer> {
             let saver = weir::checkpoint::PostgresSaver::connect_with_schema(url, schema).await;

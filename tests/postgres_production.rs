@@ -30,49 +30,11 @@ use weir::prelude::*;
 use weir::{NodeId, NodeRef};
 use weir_runtime::postgres::{Pool, PoolOptions, TlsRoots};
 use weir_runtime::store::{PostgresStore, Store, StoreConfig};
-
-fn url() -> String {
-    match std::env::var("WEIR_POSTGRES_URL") {
-        Ok(url) if !url.is_empty() => url,
-        _ => panic!(
-            "WEIR_POSTGRES_URL is not set: the PostgreSQL tests need a database, \
-             e.g. postgres://postgres@127.0.0.1:5432/test"
-        ),
-    }
-}
+use weir_test_support::{postgres_url as url, Schema};
 
 /// A fresh name: for a schema, a thread, an `application_name`.
 fn unique(prefix: &str) -> String {
     format!("{prefix}_{}", &new_checkpoint_id()[8..]).to_lowercase()
-}
-
-/// A schema of its own for a test, dropped with everything in it afterwards.
-struct Schema(String);
-
-impl Schema {
-    fn new() -> Self {
-        Schema(unique("weir_prod"))
-    }
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        let name = self.0.clone();
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                let admin = admin().await;
-                admin
-                    .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE"))
-                    .await
-                    .unwrap();
-            });
-        })
-        .join();
-    }
 }
 
 /// A plain connection of the test's own (its `application_name` is not the pools').
@@ -173,10 +135,10 @@ async fn steps(saver: &dyn Checkpointer, thread: &str) -> Vec<i64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn a_200_step_run_goes_on_while_its_connections_are_killed_five_times() {
-    let schema = Schema::new();
+    let schema = Schema::fresh("weir_prod");
     let app = unique("weir_kill_run");
     let saver = PostgresSaver::options()
-        .schema(&schema.0)
+        .schema(&schema.name)
         .pool(PoolOptions::new().size(2).application_name(&app))
         .connect(&url())
         .await
@@ -236,10 +198,10 @@ async fn a_200_step_run_goes_on_while_its_connections_are_killed_five_times() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn a_put_killed_while_it_waits_on_a_lock_runs_again_on_a_fresh_connection() {
-    let schema = Schema::new();
+    let schema = Schema::fresh("weir_prod");
     let app = unique("weir_kill_put");
     let saver = PostgresSaver::options()
-        .schema(&schema.0)
+        .schema(&schema.name)
         .pool(PoolOptions::new().size(2).application_name(&app))
         .connect(&url())
         .await
@@ -256,7 +218,10 @@ async fn a_put_killed_while_it_waits_on_a_lock_runs_again_on_a_fresh_connection(
     let mut admin = admin().await;
     let tx = admin.transaction().await.unwrap();
     tx.execute(
-        &format!("SELECT 1 FROM \"{}\".heads WHERE thread_id = $1 FOR UPDATE", schema.0),
+        &format!(
+            "SELECT 1 FROM \"{}\".heads WHERE thread_id = $1 FOR UPDATE",
+            schema.name
+        ),
         &[&thread],
     )
     .await
@@ -289,10 +254,10 @@ async fn a_put_killed_while_it_waits_on_a_lock_runs_again_on_a_fresh_connection(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn a_copy_killed_mid_statement_is_not_repeated_and_says_the_connection_was_lost() {
-    let schema = Schema::new();
+    let schema = Schema::fresh("weir_prod");
     let app = unique("weir_kill_copy");
     let saver = PostgresSaver::options()
-        .schema(&schema.0)
+        .schema(&schema.name)
         .pool(PoolOptions::new().size(2).application_name(&app))
         .connect(&url())
         .await
@@ -311,7 +276,7 @@ async fn a_copy_killed_mid_statement_is_not_repeated_and_says_the_connection_was
     tx.execute(
         &format!(
             "INSERT INTO \"{}\".heads (thread_id, ns, head) VALUES ($1, '', 'x')",
-            schema.0
+            schema.name
         ),
         &[&to],
     )
@@ -337,7 +302,7 @@ async fn a_copy_killed_mid_statement_is_not_repeated_and_says_the_connection_was
         )),
         "{message}"
     );
-    assert!(message.contains(&format!("schema `{}`", schema.0)), "{message}");
+    assert!(message.contains(&format!("schema `{}`", schema.name)), "{message}");
     // The copy's transaction was rolled back with its backend: nothing of it is there.
     assert!(saver.list(&to, "", None, None).await.unwrap().is_empty());
 }
@@ -345,13 +310,13 @@ async fn a_copy_killed_mid_statement_is_not_repeated_and_says_the_connection_was
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn store_puts_and_gets_go_on_while_the_connections_are_killed() {
-    let schema = Schema::new();
+    let schema = Schema::fresh("weir_prod");
     let app = unique("weir_kill_store");
     let pool = Pool::new(
         &url(),
         PoolOptions::new()
             .size(2)
-            .schema(&schema.0)
+            .schema(&schema.name)
             .then_public()
             .application_name(&app),
     );
@@ -496,9 +461,9 @@ async fn saves_and_reads(saver: PostgresSaver) {
 async fn a_saver_through_tls_with_the_servers_ca_saves_and_reads_under_require_and_verify_full() {
     let proxy = TlsProxy::start().await;
     for sslmode in ["require", "verify-ca", "verify-full"] {
-        let schema = Schema::new();
+        let schema = Schema::fresh("weir_prod");
         let saver = PostgresSaver::options()
-            .schema(&schema.0)
+            .schema(&schema.name)
             .pool(PoolOptions::new().tls_roots(TlsRoots::pem(proxy.ca.clone())))
             .connect(&proxy.url(sslmode))
             .await
@@ -526,9 +491,9 @@ fn chain(e: &dyn std::error::Error) -> String {
 async fn a_wrong_ca_fails_naming_tls_and_the_certificate() {
     let proxy = TlsProxy::start().await;
     let (other, _) = ca("some other CA");
-    let schema = Schema::new();
+    let schema = Schema::fresh("weir_prod");
     let e = PostgresSaver::options()
-        .schema(&schema.0)
+        .schema(&schema.name)
         .pool(PoolOptions::new().tls_roots(TlsRoots::pem(other.pem())))
         .connect(&proxy.url("require"))
         .await
@@ -540,7 +505,7 @@ async fn a_wrong_ca_fails_naming_tls_and_the_certificate() {
     );
     // The default roots (webpki's) do not know the test CA either.
     let e = PostgresSaver::options()
-        .schema(&schema.0)
+        .schema(&schema.name)
         .connect(&proxy.url("verify-full"))
         .await
         .expect_err("webpki's roots do not hold the test CA");
@@ -555,9 +520,9 @@ async fn a_wrong_ca_fails_naming_tls_and_the_certificate() {
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn sslmode_disable_never_asks_for_tls_and_prefer_takes_what_the_server_offers() {
     let proxy = TlsProxy::start().await;
-    let schema = Schema::new();
+    let schema = Schema::fresh("weir_prod");
     let saver = PostgresSaver::options()
-        .schema(&schema.0)
+        .schema(&schema.name)
         .connect(&proxy.url("disable"))
         .await
         .unwrap();
@@ -571,9 +536,9 @@ async fn sslmode_disable_never_asks_for_tls_and_prefer_takes_what_the_server_off
 
     // `prefer` (as libpq's) encrypts when the server offers TLS, checking no chain unless
     // roots were given.
-    let schema = Schema::new();
+    let schema = Schema::fresh("weir_prod");
     let saver = PostgresSaver::options()
-        .schema(&schema.0)
+        .schema(&schema.name)
         .connect(&proxy.url("prefer"))
         .await
         .unwrap();

@@ -460,42 +460,13 @@ async fn sqlite_harness() -> Harness {
 #[cfg(feature = "sqlite")]
 suite!(sqlite: super::sqlite_harness);
 
-/// A fresh PostgreSQL schema, dropped with everything in it when this is dropped.
-#[cfg(feature = "postgres")]
-struct Schema(String, String);
-
-#[cfg(feature = "postgres")]
-impl Drop for Schema {
-    fn drop(&mut self) {
-        let (url, name) = (self.0.clone(), self.1.clone());
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                tokio::spawn(connection);
-                let _ = client
-                    .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE"))
-                    .await;
-            });
-        })
-        .join();
-    }
-}
-
 #[cfg(feature = "postgres")]
 async fn postgres_harness() -> Harness {
-    let url = match std::env::var("WEIR_POSTGRES_URL") {
-        Ok(url) if !url.is_empty() => url,
-        _ => panic!("WEIR_POSTGRES_URL is not set: the PostgreSQL tests need a database"),
-    };
-    let name = format!("weir_retention_{}", &new_checkpoint_id()[8..]);
-    let saver = weir_runtime::checkpoint::PostgresSaver::connect_with_schema(&url, &name)
+    let schema = weir_test_support::Schema::fresh("weir_retention");
+    let saver = weir_runtime::checkpoint::PostgresSaver::connect_with_schema(&schema.url, &schema.name)
         .await
         .unwrap();
-    Harness(Arc::new(saver), Some(Box::new(Schema(url, name))))
+    Harness(Arc::new(saver), Some(Box::new(schema)))
 }
 
 #[cfg(feature = "postgres")]

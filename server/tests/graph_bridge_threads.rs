@@ -109,12 +109,11 @@ async fn rollback_deletes_a_runs_checkpoints_on_memory_and_sqlite() {
     rollback_on(saver, "r-sqlite").await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn rollback_deletes_a_runs_checkpoints_on_postgres() {
-    let url = std::env::var("WEIR_POSTGRES_URL").expect("WEIR_POSTGRES_URL");
-    let schema = format!("bridge_{}", std::process::id());
-    let saver = weir::checkpoint::PostgresSaver::connect_with_schema(&url, &schema)
+    let schema = weir_test_support::Schema::fresh("weir_bridge");
+    let saver = weir::checkpoint::PostgresSaver::connect_with_schema(&schema.url, &schema.name)
         .await
         .unwrap();
     rollback_on(Arc::new(saver), "r-pg").await;

@@ -4,8 +4,6 @@
 //! moved head and the run ended in error). Needs `WEIR_POSTGRES_URL`: ignored unless asked for
 //! with `-- --include-ignored`, as `.ci/run` does.
 
-#[path = "common/pg_schema.rs"]
-mod pg_schema;
 mod runs_support;
 
 use axum::http::StatusCode;
@@ -19,10 +17,11 @@ use weir_server::db::postgres::PostgresDb;
 use weir_server::db::RunQueue;
 use weir_server::model::RunStatus;
 use weir_server::runs::ManagerConfig;
+use weir_test_support::Schema;
 
 /// The server's tables and checkpoints in a schema of the test's own, fenced as
 /// `Server::scale_out` fences them.
-async fn backends(schema: &pg_schema::Schema) -> (Arc<PostgresDb>, Arc<dyn Checkpointer>) {
+async fn backends(schema: &Schema) -> (Arc<PostgresDb>, Arc<dyn Checkpointer>) {
     let saver = PostgresSaver::connect_with_schema(&schema.url, &schema.name)
         .await
         .unwrap();
@@ -43,7 +42,7 @@ async fn history(app: &App<PostgresDb>, tid: &str) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL (WEIR_POSTGRES_URL)"]
 async fn a_slow_workers_checkpoint_after_its_run_was_taken_back_is_refused_and_the_next_attempt_ends_well() {
-    let schema = pg_schema::Schema::fresh("weir_fence_test");
+    let schema = Schema::fresh("weir_fence_test");
     let (db, saver) = backends(&schema).await;
 
     // Worker A, one slot, a beat that comes once (it never stops its run itself), stuck in the

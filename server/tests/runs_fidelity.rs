@@ -268,12 +268,11 @@ async fn a_rollback_waits_for_the_cancelled_runs_checkpoint_writes_so_none_lands
 
 /// The same on a PostgreSQL checkpointer, which stores nothing in place: with async durability
 /// `a`'s checkpoint is in the run's background writer when the node reaches the gate.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn a_rollback_on_postgres_waits_for_the_cancelled_runs_background_writes() {
-    let url = std::env::var("WEIR_POSTGRES_URL").expect("WEIR_POSTGRES_URL");
-    let schema = format!("runs_fidelity_{}", std::process::id());
-    let saver = weir::checkpoint::PostgresSaver::connect_with_schema(&url, &schema)
+    let schema = weir_test_support::Schema::fresh("weir_runs_fidelity");
+    let saver = weir::checkpoint::PostgresSaver::connect_with_schema(&schema.url, &schema.name)
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();

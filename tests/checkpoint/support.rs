@@ -31,25 +31,13 @@ pub async fn sqlite() -> Harness {
 
 #[cfg(feature = "postgres")]
 pub async fn postgres() -> Harness {
-    let schema = Schema::new(postgres_url());
+    let schema = Schema::fresh("weir_test");
     let saver = weir::checkpoint::PostgresSaver::connect_with_schema(&schema.url, &schema.name)
         .await
         .unwrap();
     Harness {
         saver: Arc::new(saver),
         _cleanup: Some(Box::new(schema)),
-    }
-}
-
-/// The database named by `WEIR_POSTGRES_URL`. The PostgreSQL tests are ignored unless asked
-/// for: asked for without a database, they fail rather than pass having tested nothing.
-pub fn postgres_url() -> String {
-    match std::env::var("WEIR_POSTGRES_URL") {
-        Ok(url) if !url.is_empty() => url,
-        _ => panic!(
-            "WEIR_POSTGRES_URL is not set: the PostgreSQL tests need a database, \
-             e.g. postgres://postgres@127.0.0.1:5432/test"
-        ),
     }
 }
 
@@ -78,39 +66,4 @@ impl Drop for TempDir {
     }
 }
 
-/// A fresh PostgreSQL schema name, dropped (with everything in it) when this is dropped.
-pub struct Schema {
-    pub url: String,
-    pub name: String,
-}
-
-impl Schema {
-    pub fn new(url: String) -> Self {
-        Schema {
-            url,
-            name: format!("weir_test_{}", &new_checkpoint_id()[8..]),
-        }
-    }
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        // Drop also runs while a test panics: clean up on a runtime of our own.
-        let (url, name) = (self.url.clone(), self.name.clone());
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                tokio::spawn(connection);
-                client
-                    .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE"))
-                    .await
-                    .unwrap();
-            });
-        })
-        .join();
-    }
-}
+pub use weir_test_support::Schema;

@@ -115,7 +115,7 @@ async fn the_sweeper_deletes_expired_items_on_its_interval() {
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn postgres_index_without_pgvector_is_refused_naming_it() {
     use weir::store::{FakeEmbeddings, IndexConfig, PostgresStore};
-    let schema = crate::support::Schema::new(crate::support::postgres_url());
+    let schema = crate::support::Schema::fresh("weir_store");
     let (client, connection) = tokio_postgres::connect(&schema.url, tokio_postgres::NoTls)
         .await
         .unwrap();
@@ -144,7 +144,7 @@ async fn postgres_index_without_pgvector_is_refused_naming_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn postgres_reads_rows_written_in_langgraphs_schema() {
-    let schema = crate::support::Schema::new(crate::support::postgres_url());
+    let schema = crate::support::Schema::fresh("weir_store");
     let store = weir::store::PostgresStore::connect_with_schema(&schema.url, &schema.name, StoreConfig::default())
         .await
         .unwrap();

@@ -38,7 +38,7 @@ pub fn sqlite(config: StoreConfig) -> futures::future::BoxFuture<'static, Harnes
 #[cfg(feature = "postgres")]
 pub fn postgres(config: StoreConfig) -> futures::future::BoxFuture<'static, Harness> {
     Box::pin(async move {
-        let schema = Schema::new(postgres_url());
+        let schema = Schema::fresh("weir_store");
         let store = weir::store::PostgresStore::connect_with_schema(&schema.url, &schema.name, config)
             .await
             .unwrap();
@@ -49,58 +49,8 @@ pub fn postgres(config: StoreConfig) -> futures::future::BoxFuture<'static, Harn
     })
 }
 
-/// The database named by `WEIR_POSTGRES_URL`. The PostgreSQL tests are ignored unless asked
-/// for: asked for without a database, they fail rather than pass having tested nothing.
 #[cfg(feature = "postgres")]
-pub fn postgres_url() -> String {
-    match std::env::var("WEIR_POSTGRES_URL") {
-        Ok(url) if !url.is_empty() => url,
-        _ => panic!(
-            "WEIR_POSTGRES_URL is not set: the PostgreSQL tests need a database, \
-             e.g. postgres://postgres@127.0.0.1:5432/test"
-        ),
-    }
-}
-
-/// A fresh PostgreSQL schema, dropped (with everything in it) when this is dropped.
-#[cfg(feature = "postgres")]
-pub struct Schema {
-    pub url: String,
-    pub name: String,
-}
-
-#[cfg(feature = "postgres")]
-impl Schema {
-    pub fn new(url: String) -> Self {
-        let id = &weir::checkpoint::new_checkpoint_id()[8..];
-        Schema {
-            url,
-            name: format!("weir_store_{}", id.replace('-', "_")),
-        }
-    }
-}
-
-#[cfg(feature = "postgres")]
-impl Drop for Schema {
-    fn drop(&mut self) {
-        // Drop also runs while a test panics: clean up on a runtime of our own.
-        let (url, name) = (self.url.clone(), self.name.clone());
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                tokio::spawn(connection);
-                let _ = client
-                    .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE"))
-                    .await;
-            });
-        })
-        .join();
-    }
-}
+pub use weir_test_support::Schema;
 
 /// A clock the test moves: starts at a fixed time, moves only when told.
 #[derive(Clone)]

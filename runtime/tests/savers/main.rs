@@ -186,62 +186,8 @@ mod sqlite_file;
 // PostgreSQL
 
 #[cfg(feature = "postgres")]
-mod postgres_support {
-    use weir_runtime::checkpoint::new_checkpoint_id;
-
-    /// The database to test against. These tests are ignored unless asked for: asked for
-    /// without a database, they fail rather than pass having tested nothing.
-    pub(crate) fn url() -> String {
-        match std::env::var("WEIR_POSTGRES_URL") {
-            Ok(url) if !url.is_empty() => url,
-            _ => panic!(
-                "WEIR_POSTGRES_URL is not set: the PostgreSQL tests need a database, \
-                 e.g. postgres://postgres@127.0.0.1:5432/test"
-            ),
-        }
-    }
-
-    /// A fresh schema name, dropped (with everything in it) when this is dropped.
-    pub(crate) struct Schema {
-        pub(crate) url: String,
-        pub(crate) name: String,
-    }
-
-    impl Schema {
-        pub(crate) fn new(url: String) -> Self {
-            Schema {
-                url,
-                name: format!("weir_test_{}", &new_checkpoint_id()[8..]),
-            }
-        }
-    }
-
-    impl Drop for Schema {
-        fn drop(&mut self) {
-            // Drop also runs while a test panics: clean up on a runtime of our own.
-            let (url, name) = (self.url.clone(), self.name.clone());
-            let _ = std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                rt.block_on(async {
-                    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                    tokio::spawn(connection);
-                    client
-                        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE"))
-                        .await
-                        .unwrap();
-                });
-            })
-            .join();
-        }
-    }
-}
-
-#[cfg(feature = "postgres")]
 async fn postgres_harness() -> Harness {
-    let schema = postgres_support::Schema::new(postgres_support::url());
+    let schema = weir_test_support::Schema::fresh("weir_test");
     let saver = weir_runtime::checkpoint::PostgresSaver::options()
         .schema(schema.name.clone())
         .connections(8)

@@ -1,14 +1,13 @@
 //! The PostgreSQL saver's own behaviours: its schema.
 
-use super::postgres_support::{url, Schema};
 use super::*;
 use weir_runtime::checkpoint::PostgresSaver;
+use weir_test_support::{postgres_url as url, Schema};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn schema_is_created_on_first_use_and_reconnecting_sees_the_data() {
-    let url = url();
-    let schema = Schema::new(url);
+    let schema = Schema::fresh("weir_test");
     let saver = PostgresSaver::connect_with_schema(&schema.url, &schema.name)
         .await
         .unwrap();
@@ -39,8 +38,7 @@ async fn schema_is_created_on_first_use_and_reconnecting_sees_the_data() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn a_schema_with_a_newer_version_is_refused_and_left_untouched() {
-    let url = url();
-    let schema = Schema::new(url);
+    let schema = Schema::fresh("weir_test");
     let (client, connection) = tokio_postgres::connect(&schema.url, tokio_postgres::NoTls)
         .await
         .unwrap();

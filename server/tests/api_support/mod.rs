@@ -4,8 +4,6 @@
 #![allow(dead_code)]
 
 pub mod graph;
-#[path = "../common/pg_schema.rs"]
-mod pg_schema;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -116,7 +114,7 @@ pub async fn serve(body_limit: Option<usize>) -> Client {
 /// with the last clone of the client; the Redis of `WEIR_REDIS_URL` under a prefix of its own)
 /// with the graph `chain`, on a free port of 127.0.0.1.
 pub async fn serve_scaled_out() -> Client {
-    let schema = pg_schema::Schema::fresh("weir_api_test");
+    let schema = weir_test_support::Schema::fresh("weir_api_test");
     let redis = std::env::var("WEIR_REDIS_URL")
         .ok()
         .filter(|u| !u.is_empty())

@@ -8,8 +8,6 @@
 mod catalog;
 mod file;
 mod narrow;
-#[path = "../common/pg_schema.rs"]
-mod pg_schema;
 mod queue;
 mod reconnect;
 mod redis;

@@ -39,7 +39,7 @@ pub fn env_url(name: &str, example: &str) -> String {
 }
 
 pub async fn postgres() -> Db {
-    let schema = crate::pg_schema::Schema::fresh("weir_server_test");
+    let schema = weir_test_support::Schema::fresh("weir_server_test");
     let options = PoolOptions::new()
         .schema(&schema.name)
         .size(4)
