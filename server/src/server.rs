@@ -129,7 +129,9 @@ impl std::error::Error for ServeError {
 impl Server {
     /// An embedded server: threads, runs and checkpoints in the one SQLite file at `path` (made
     /// when missing), streams and signals in process. Runs left running by a previous process on
-    /// the file are put back in the queue when the workers start.
+    /// the file are put back in the queue when the workers start. The file's server tables
+    /// belong to this server while it lives: another process opening them is refused, naming
+    /// this one (see [`SqliteDb::open`](crate::db::sqlite::SqliteDb::open)).
     pub async fn embedded(path: impl AsRef<std::path::Path>) -> Result<Self, ServeError> {
         Self::embedded_with(path, StoreConfig::default()).await
     }

@@ -172,9 +172,10 @@ async fn joining_the_stream_of_a_run_whose_replay_expired_ends_at_once() {
     let body = json!({"input": {"topic": "e"}, "assistant_id": "chain"});
     let r = app.call("POST", &format!("/threads/{tid}/runs/wait"), Some(body)).await;
     let loc = r.header("content-location").to_owned();
-    // Another process on the same file: its bus never held the run's stream.
-    let (db, saver) = open(&dir.path().join("weir.db")).await;
-    let other = app_on(db, saver, config()).await;
+    // Another server on the same tables (a scaled-out API process, say): its bus never held the
+    // run's stream.
+    let saver = weir::checkpoint::SqliteSaver::open(dir.path().join("weir.db")).unwrap();
+    let other = app_on(app.db.clone(), std::sync::Arc::new(saver), config()).await;
     let res = other
         .open("GET", &format!("{loc}/stream"), None, &[("last-event-id", "-1")])
         .await;

@@ -157,3 +157,23 @@ fn max_queued_runs_bounds_a_threads_queue() {
         "{second}"
     );
 }
+
+#[test]
+fn a_second_weir_serve_on_the_same_file_is_refused_and_the_first_serves_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut first, addr) = serve(dir.path(), &[]);
+    let (code, err) = weir(dir.path(), &["serve", "--port", "0"]);
+    let reply = request(&addr, "POST", "/assistants/search", "{}");
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert_eq!(code, 1, "{err}");
+    let holder = format!("`weir.db` is served by another process (process {})", first.id());
+    assert!(err.contains(&holder), "{err}");
+    assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
+    // The lock went with the process that held it, however it ended.
+    let (mut again, addr) = serve(dir.path(), &[]);
+    let reply = request(&addr, "POST", "/assistants/search", "{}");
+    again.kill().unwrap();
+    again.wait().unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
+}

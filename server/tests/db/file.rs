@@ -162,3 +162,33 @@ async fn setting_a_status_does_not_read_the_values() {
     let e = db.update_thread("t1", &update).await.unwrap_err().to_string();
     assert!(e.contains("t1"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_files_server_tables_belong_to_one_opener_until_it_lets_go() {
+    // A second server on the file would take the first one's running runs back as it starts.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.db");
+    let first = SqliteDb::open(&path).await.unwrap();
+    let second = first.clone();
+    let err = SqliteDb::open(&path).await.unwrap_err();
+    assert_eq!(
+        err,
+        weir_server::db::DbError::Backend(format!(
+            "`{}` is served by another process (process {}): an embedded server's tables belong to one \
+             process at a time. Stop that one, or use another file; to serve one deployment from \
+             several processes, scale out on PostgreSQL and Redis",
+            path.display(),
+            std::process::id()
+        ))
+    );
+    // The refused opener changed nothing: the first still works, and holds on through its clones.
+    let t = thread("t1", 1, ThreadStatus::Idle, json!({}), json!(null));
+    first.create_thread(&t, IfExists::Raise).await.unwrap();
+    drop(first);
+    assert!(SqliteDb::open(&path).await.is_err());
+    drop(second);
+    let again = SqliteDb::open(&path).await.unwrap();
+    assert_eq!(again.get_thread("t1").await.unwrap(), Some(t));
+    // The checkpointer on the same file is not the server's: it opens beside them.
+    SqliteSaver::open(&path).unwrap();
+}

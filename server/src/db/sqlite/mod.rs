@@ -4,10 +4,11 @@
 //! and reads that stand alone on read-only connections beside it. Each write is atomic there
 //! (its own transaction, or a savepoint of the transaction the operations queued with it share,
 //! which holds the file's write lock), which makes `enqueue`'s check of in-flight runs and
-//! `claim`'s pick-and-update atomic.
+//! `claim`'s pick-and-update atomic. The tables belong to one process at a time (`owner`).
 
 mod catalog;
 mod conn;
+mod owner;
 mod queue;
 mod schema;
 
@@ -19,6 +20,7 @@ use conn::{Conn, Fail};
 use futures::future::BoxFuture;
 use rusqlite::Connection;
 use std::path::Path;
+use std::sync::Arc;
 
 /// The server's tables in a SQLite file: a [`Catalog`] and a [`RunQueue`].
 ///
@@ -38,6 +40,8 @@ use std::path::Path;
 #[derive(Clone)]
 pub struct SqliteDb {
     conn: Conn,
+    /// This process's claim on the file's tables, dropped with the last clone.
+    _owner: Arc<owner::Owner>,
 }
 
 impl std::fmt::Debug for SqliteDb {
@@ -47,14 +51,18 @@ impl std::fmt::Debug for SqliteDb {
 }
 
 impl SqliteDb {
-    /// Opens (or creates) the file at `path` and its server tables, migrating older ones.
+    /// Opens (or creates) the file at `path` and its server tables, migrating older ones. The
+    /// tables belong to this process until the last clone is dropped (or the process ends): a
+    /// lock on `<path>.lock`, beside the file, keeps another process from opening them.
     ///
     /// # Errors
     ///
-    /// [`DbError::Backend`] naming the file when it cannot be opened, or when its server
-    /// tables were written by a newer weir (the file is then left as it was).
+    /// [`DbError::Backend`] naming the file when it cannot be opened, when another process
+    /// holds its tables (naming that process), or when its server tables were written by a
+    /// newer weir (the file is then left as it was).
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, DbError> {
         let path = path.as_ref().to_path_buf();
+        let owner = Arc::new(owner::Owner::take(&path)?);
         let opened = path.clone();
         let conn = tokio::task::spawn_blocking(move || {
             let mut conn = Connection::open(&opened).map_err(Fail::from)?;
@@ -78,6 +86,7 @@ impl SqliteDb {
         };
         Ok(SqliteDb {
             conn: Conn::start(conn, readers, path)?,
+            _owner: owner,
         })
     }
 }
