@@ -96,3 +96,20 @@ async fn a_slow_workers_checkpoint_after_its_run_was_taken_back_is_refused_and_t
     assert_eq!(history(&b, copy).await.len(), 4);
     b.manager.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (WEIR_POSTGRES_URL)"]
+async fn the_fence_needs_the_checkpointers_tables_in_its_schema() {
+    let schema = Schema::fresh("weir_fence_test");
+    let options = PoolOptions::new().size(1).schema(&schema.name);
+    let db = PostgresDb::connect_with(&schema.url, options).await.unwrap();
+    let err = db.fence_checkpoints().await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "PostgreSQL schema `{}` has no checkpoints table to fence: connect the checkpointer \
+             (PostgresSaver) to this schema first",
+            schema.name
+        )
+    );
+}

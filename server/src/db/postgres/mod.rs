@@ -138,13 +138,12 @@ impl PostgresDb {
     ///
     /// [`PostgresSaver`]: weir_runtime::checkpoint::PostgresSaver
     pub async fn fence_checkpoints(&self) -> Result<(), DbError> {
-        let schema = self.pool.schema().unwrap_or("weir").to_owned();
-        let schema = &schema;
-        let run: BoxFuture<'_, Result<(), DbError>> = op!(self, "fencing the checkpoints", Yes, |c| schema::fence(
+        let schema = &self.pool.schema().unwrap_or("weir").to_owned();
+        let fence: BoxFuture<'_, Result<(), DbError>> = op!(self, "fencing the checkpoints", Yes, |c| schema::fence(
             &mut c.client,
             schema
         ));
-        run.await
+        fence.await
     }
 }
 
