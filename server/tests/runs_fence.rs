@@ -1,8 +1,9 @@
 //! The fence scaled out: on PostgreSQL, a worker that was only slow, whose run the sweeper put
 //! back in the queue and another worker claimed again, cannot write a checkpoint under the new
 //! attempt (before, its checkpoint could land first, and the new attempt's next one then met a
-//! moved head and the run ended in error). Needs `WEIR_POSTGRES_URL`: ignored unless asked for
-//! with `-- --include-ignored`, as `.ci/run` does.
+//! moved head and the run ended in error); and the fence asks for the checkpointer's tables in
+//! its schema. Needs `WEIR_POSTGRES_URL`: ignored unless asked for with `-- --include-ignored`,
+//! as `.ci/run` does.
 
 mod runs_support;
 
@@ -28,7 +29,7 @@ async fn backends(schema: &Schema) -> (Arc<PostgresDb>, Arc<dyn Checkpointer>) {
     let options = PoolOptions::new().size(4).schema(&schema.name);
     let db = PostgresDb::connect_with(&schema.url, options).await.unwrap();
     db.fence_checkpoints().await.unwrap();
-    // Made once: a second process starting on the schema finds the fence there.
+    // As a second process starting on the schema does: it finds the fence there.
     db.fence_checkpoints().await.unwrap();
     (Arc::new(db), Arc::new(saver))
 }

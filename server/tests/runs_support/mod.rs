@@ -1,7 +1,8 @@
 //! What the runs tests share: the captures' graphs (chain, hitl, failing) plus a `gated` graph
 //! whose node waits on a [`Gate`] the test opens, and a `panics` graph; a manager and router on
 //! one SQLite file in a temporary directory (the server's tables and the checkpoints, as embedded
-//! mode keeps them); requests through the real router.
+//! mode keeps them), or on the tables and checkpointer a test gives (PostgreSQL's); requests
+//! through the real router; a worker stuck in a run.
 
 #![allow(dead_code)]
 
