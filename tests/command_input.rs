@@ -355,12 +355,13 @@ async fn a_command_saved_before_a_crash_is_applied_once_on_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn a_command_saved_before_a_crash_is_applied_once_on_postgres() {
-    let url = std::env::var("WEIR_POSTGRES_URL").expect("WEIR_POSTGRES_URL names the test database");
+    let schema = weir_test_support::Schema::fresh("weir_command");
     let thread = format!("crash-postgres-{}", weir::checkpoint::new_checkpoint_id());
     // The run before the crash and the thread read again after it: two connections.
     let mut savers: Vec<Arc<dyn Checkpointer>> = Vec::new();
     for _ in 0..2 {
-        savers.push(Arc::new(weir::checkpoint::PostgresSaver::connect(&url).await.unwrap()));
+        let saver = weir::checkpoint::PostgresSaver::connect_with_schema(&schema.url, &schema.name).await;
+        savers.push(Arc::new(saver.unwrap()));
     }
     let opened = AtomicUsize::new(0);
     let open = || savers[opened.fetch_add(1, Ordering::SeqCst).min(1)].clone();

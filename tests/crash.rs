@@ -187,6 +187,6 @@ async fn a_run_killed_again_and_again_on_sqlite_loses_no_step_and_runs_no_commit
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn a_run_killed_again_and_again_on_postgres_loses_no_step_and_runs_no_committed_step_twice() {
-    let url = std::env::var("WEIR_POSTGRES_URL").expect("WEIR_POSTGRES_URL names the test database");
-    killed_again_and_again(&format!("postgres:{url}")).await;
+    let schema = weir_test_support::Schema::fresh("weir_crash");
+    killed_again_and_again(&format!("postgres:{}:{}", schema.name, schema.url)).await;
 }

@@ -69,12 +69,20 @@ pub fn still_running(child: &mut Child, who: &str) {
     panic!("{who} ended before it was killed ({status}); its stderr:\n{stderr}");
 }
 
-/// The checkpointer a child or the parent opens, by name: `sqlite:<path>` or `postgres:<url>`.
+/// The checkpointer a child or the parent opens, by name: `sqlite:<path>` or
+/// `postgres:<schema>:<url>`.
 pub async fn open_saver(saver: &str) -> Arc<dyn Checkpointer> {
     match saver.split_once(':') {
         Some(("sqlite", path)) => Arc::new(SqliteSaver::open(path).unwrap()),
         #[cfg(feature = "postgres")]
-        Some(("postgres", url)) => Arc::new(weir::checkpoint::PostgresSaver::connect(url).await.unwrap()),
+        Some(("postgres", at)) => {
+            let (schema, url) = at.split_once(':').expect("`postgres:<schema>:<url>`");
+            Arc::new(
+                weir::checkpoint::PostgresSaver::connect_with_schema(url, schema)
+                    .await
+                    .unwrap(),
+            )
+        }
         _ => panic!("unknown checkpointer `{saver}`"),
     }
 }
