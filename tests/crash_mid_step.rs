@@ -151,8 +151,9 @@ async fn an_async_run_killed_mid_step_on_sqlite_reruns_only_the_unfinished_task(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn a_sync_run_killed_mid_step_on_postgres_reruns_only_the_unfinished_task() {
-    let url = std::env::var("WEIR_POSTGRES_URL").expect("WEIR_POSTGRES_URL names the test database");
-    killed_mid_step_resumes_only_the_unfinished_task(&format!("postgres:{url}"), "sync").await;
+    let schema = weir_test_support::Schema::fresh("weir_mid_step");
+    let saver = format!("postgres:{}:{}", schema.name, schema.url);
+    killed_mid_step_resumes_only_the_unfinished_task(&saver, "sync").await;
 }
 
 /// A task's writes saved as it ended are saved before its routers run: when its sibling fails
