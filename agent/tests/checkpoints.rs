@@ -396,24 +396,26 @@ macro_rules! on_saver {
     };
 }
 
-async fn memory() -> (Arc<dyn Checkpointer>, Option<tempfile::TempDir>) {
+/// What a saver's test keeps alive beside it: a SQLite file's directory, a PostgreSQL schema.
+type Keep = Option<Box<dyn std::any::Any>>;
+
+async fn memory() -> (Arc<dyn Checkpointer>, Keep) {
     (Arc::new(MemorySaver::new()), None)
 }
 
-async fn sqlite() -> (Arc<dyn Checkpointer>, Option<tempfile::TempDir>) {
+async fn sqlite() -> (Arc<dyn Checkpointer>, Keep) {
     let dir = tempfile::tempdir().unwrap();
     let saver = SqliteSaver::open(dir.path().join("chat.db")).unwrap();
-    (Arc::new(saver), Some(dir))
+    (Arc::new(saver), Some(Box::new(dir)))
 }
 
 #[cfg(feature = "postgres")]
-async fn postgres() -> (Arc<dyn Checkpointer>, Option<tempfile::TempDir>) {
-    let url = match std::env::var("WEIR_POSTGRES_URL") {
-        Ok(url) if !url.is_empty() => url,
-        _ => panic!("WEIR_POSTGRES_URL is not set: the PostgreSQL tests need a database, e.g. postgres://postgres@127.0.0.1:5432/test"),
-    };
-    let saver = weir::checkpoint::PostgresSaver::connect(&url).await.unwrap();
-    (Arc::new(saver), None)
+async fn postgres() -> (Arc<dyn Checkpointer>, Keep) {
+    let schema = weir_test_support::Schema::fresh("weir_agent");
+    let saver = weir::checkpoint::PostgresSaver::connect_with_schema(&schema.url, &schema.name)
+        .await
+        .unwrap();
+    (Arc::new(saver), Some(Box::new(schema)))
 }
 
 on_saver!(memory_saver, memory());

@@ -8,20 +8,17 @@
 use std::time::Duration;
 use weir_runtime::postgres::{Pool, PoolError, PoolOptions};
 
-fn url() -> String {
-    std::env::var("WEIR_POSTGRES_URL").expect("WEIR_POSTGRES_URL names the test database")
-}
-
 #[tokio::test]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn a_full_pool_times_out_and_a_returned_connection_is_reused() {
-    let schema = format!("pool_{}", std::process::id());
+    let guard = weir_test_support::Schema::fresh("weir_pool");
+    let schema = &guard.name;
     let pool = Pool::new(
-        &url(),
+        &guard.url,
         PoolOptions::new()
             .size(1)
             .acquire_timeout(Duration::from_millis(50))
-            .schema(&schema),
+            .schema(schema),
     );
     let setup = pool.open().await.unwrap();
     setup
@@ -31,7 +28,7 @@ async fn a_full_pool_times_out_and_a_returned_connection_is_reused() {
         .unwrap();
     let mut held = pool.get().await.unwrap();
     let path: String = held.client.query_one("SHOW search_path", &[]).await.unwrap().get(0);
-    assert_eq!(path, schema);
+    assert_eq!(&path, schema);
     let pid: i32 = held
         .client
         .query_one("SELECT pg_backend_pid()", &[])
@@ -59,10 +56,4 @@ async fn a_full_pool_times_out_and_a_returned_connection_is_reused() {
     // The statement prepared on it still runs there.
     let sum: i64 = again.client.query_one(&statement, &[&41i64]).await.unwrap().get(0);
     assert_eq!(sum, 42);
-    drop(again);
-    setup
-        .client
-        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
-        .await
-        .unwrap();
 }

@@ -255,10 +255,7 @@ fn weir_run_streams_json_events_and_exits_3_on_a_choice() {
 #[test]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 fn an_output_choice_round_trips_across_two_processes_through_postgres() {
-    let url = std::env::var("WEIR_POSTGRES_URL")
-        .ok()
-        .filter(|url| !url.is_empty())
-        .expect("WEIR_POSTGRES_URL is not set: the PostgreSQL tests need a database, e.g. postgres://postgres@127.0.0.1:5432/test");
+    let url = weir_test_support::postgres_url();
     let thread = format!(
         "pg-ticket-{}-{}",
         std::process::id(),

@@ -268,7 +268,6 @@ async fn thousand_runs_on_two_apis_and_three_workers_survive_a_killed_worker() {
     assert!(lines.iter().any(|l| l.2 == killed), "the killed worker had run nodes");
     println!("node executions repeated after the kill: {repeated}");
     drop((workers, apis));
-    cluster.drop_schema().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -346,7 +345,6 @@ async fn sigterm_requeues_a_workers_runs_and_another_resumes_them_from_their_che
         );
     }
     drop(api);
-    cluster.drop_schema().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -372,6 +370,5 @@ async fn runs_per_second_with_one_two_and_three_workers() {
         assert_eq!(statuses, BTreeMap::from([("success".to_owned(), runs)]));
         check_effects(&cluster.effects(), &[], runs);
         drop((workers_up, apis));
-        cluster.drop_schema().await;
     }
 }

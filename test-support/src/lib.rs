@@ -35,14 +35,9 @@ pub struct Schema {
 }
 
 impl Schema {
-    /// A fresh schema named after `prefix` on the server of [`postgres_url`].
-    pub fn fresh(prefix: &str) -> Self {
-        Self::on(postgres_url(), prefix)
-    }
-
     /// A fresh schema named after `prefix` (lower-case letters, digits and `_`) on the server
-    /// at `url`: unique across the processes and tests that share the server.
-    pub fn on(url: String, prefix: &str) -> Self {
+    /// of [`postgres_url`]: unique across the processes and tests that share the server.
+    pub fn fresh(prefix: &str) -> Self {
         static MADE: AtomicU64 = AtomicU64::new(0);
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -50,7 +45,10 @@ impl Schema {
             .as_nanos();
         let made = MADE.fetch_add(1, Ordering::Relaxed);
         let name = format!("{prefix}_{:x}_{nanos:x}_{made}", std::process::id());
-        Self { url, name }
+        Self {
+            url: postgres_url(),
+            name,
+        }
     }
 }
 

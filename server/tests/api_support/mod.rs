@@ -101,13 +101,7 @@ pub async fn serve(body_limit: Option<usize>) -> Client {
     if let Some(limit) = body_limit {
         server = server.body_limit(limit);
     }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(server.serve_on(listener, std::future::pending()));
-    Client {
-        addr,
-        _keep: Arc::new(dir),
-    }
+    serving(server, Arc::new(dir)).await
 }
 
 /// A scaled-out server (the PostgreSQL of `WEIR_POSTGRES_URL` in a schema of its own, dropped
@@ -123,11 +117,14 @@ pub async fn serve_scaled_out() -> Client {
         .await
         .unwrap()
         .graph("chain", graph::chain());
+    serving(server, Arc::new(schema)).await
+}
+
+/// A client of `server`, served on a free port of 127.0.0.1 until the test ends, keeping `keep`
+/// (where the server's data lives) as long as a clone of it.
+async fn serving(server: Server, keep: Arc<dyn std::any::Any + Send + Sync>) -> Client {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(server.serve_on(listener, std::future::pending()));
-    Client {
-        addr,
-        _keep: Arc::new(schema),
-    }
+    Client { addr, _keep: keep }
 }

@@ -40,12 +40,13 @@ impl Drop for Process {
     }
 }
 
-/// A deployment: where its processes keep their data, and how they are started.
+/// A deployment: where its processes keep their data, and how they are started. Its schema is
+/// dropped with it (drop its processes first).
 pub struct Cluster {
     binary: PathBuf,
-    postgres: String,
+    /// The schema of its tables and checkpoints, whose name is also its Redis prefix.
+    schema: weir_test_support::Schema,
     redis: String,
-    pub namespace: String,
     pub effects: PathBuf,
     _dir: tempfile::TempDir,
     /// Extra flags for every process (`--node-ms`, `--heartbeat-ms`, …).
@@ -55,16 +56,13 @@ pub struct Cluster {
 impl Cluster {
     /// A deployment on `WEIR_POSTGRES_URL` and `WEIR_REDIS_URL`, in a fresh schema and prefix.
     pub fn new(flags: &[&str]) -> Self {
-        let postgres = std::env::var("WEIR_POSTGRES_URL").expect("WEIR_POSTGRES_URL");
         let redis = std::env::var("WEIR_REDIS_URL").expect("WEIR_REDIS_URL");
         let dir = tempfile::tempdir().expect("a temp dir");
-        let namespace = format!("scale_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         Self {
             binary: crate::served::example_binary("scale"),
-            postgres,
+            schema: weir_test_support::Schema::fresh("scale"),
             redis,
             effects: dir.path().join("effects.log"),
-            namespace,
             _dir: dir,
             flags: flags.iter().map(|f| (*f).to_owned()).collect(),
         }
@@ -73,8 +71,15 @@ impl Cluster {
     /// Starts a process with `role`; returns once it listens (API) or works (worker).
     pub fn start(&self, role: &str) -> Process {
         let mut child = Command::new(&self.binary)
-            .args(["--postgres", &self.postgres, "--redis", &self.redis])
-            .args(["--schema", &self.namespace, "--prefix", &self.namespace, "--role", role])
+            .args(["--postgres", &self.schema.url, "--redis", &self.redis])
+            .args([
+                "--schema",
+                &self.schema.name,
+                "--prefix",
+                &self.schema.name,
+                "--role",
+                role,
+            ])
             .arg("--effects")
             .arg(&self.effects)
             .args(&self.flags)
@@ -93,16 +98,6 @@ impl Cluster {
             "unexpected first line `{line}`"
         );
         Process { child, url }
-    }
-
-    /// Drops the deployment's PostgreSQL schema (its Redis keys expire on their own).
-    pub async fn drop_schema(&self) {
-        let (client, conn) = tokio_postgres::connect(&self.postgres, tokio_postgres::NoTls)
-            .await
-            .expect("PostgreSQL accepts");
-        tokio::spawn(conn);
-        let sql = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.namespace);
-        client.batch_execute(&sql).await.expect("the schema is dropped");
     }
 
     /// The effects file's lines: `(topic, node, pid, "start"|"end")`.
