@@ -248,52 +248,99 @@ fn weir_run_streams_json_events_and_exits_3_on_a_choice() {
     );
 }
 
-/// The same round trip with the threads on the PostgreSQL server of `WEIR_POSTGRES_URL`.
+/// The same round trip with the threads on the PostgreSQL server of `WEIR_POSTGRES_URL`, in a
+/// schema of the test's own (`--schema`).
 ///
 /// Ignored unless asked for (`-- --include-ignored`); asked for without a database, it fails
 /// rather than pass having tested nothing.
 #[test]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 fn an_output_choice_round_trips_across_two_processes_through_postgres() {
-    let url = weir_test_support::postgres_url();
-    let thread = format!(
-        "pg-ticket-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
+    let schema = weir_test_support::Schema::fresh("weir_cli");
+    let on = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--postgres", &schema.url, "--schema", &schema.name]);
+        weir(&all)
+    };
+    let thread = "pg-ticket";
+    let flow = example("support_triage.json");
+    let input = r#"{"customer":"Ana","subject":"Refund please","body":"b","amount":120}"#;
+    let (code, _, stderr) = on(&["run", flow.to_str().unwrap(), "--thread", thread, "--input", input]);
+    assert_eq!(code, 3, "{stderr}");
+    let (code, _, stderr) = weir(&["resume", "--thread", thread, "--postgres", &schema.url]);
+    assert_eq!(code, 2, "the thread is in the test's schema, not in `weir`: {stderr}");
+    assert!(stderr.contains("no thread `pg-ticket` in this database"), "{stderr}");
+    let (code, stdout, stderr) = on(&["resume", "--thread", thread, "--choice", "approve", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["state"]["status"], "refunded");
+    let (code, stdout, _) = on(&["history", "--thread", thread]);
+    assert_eq!((code, stdout.lines().count()), (0, 10));
+    let (code, _, stderr) = on(&["state", "--thread", thread, "--db", "x.db"]);
+    assert_eq!(code, 2, "`--db` and `--postgres` exclude each other: {stderr}");
+    let (code, _, stderr) = weir(&[
+        "state",
+        "--thread",
+        thread,
+        "--postgres",
+        &schema.url,
+        "--schema",
+        "Bad\"; x",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("`Bad\"; x` cannot name a PostgreSQL schema"),
+        "{stderr}"
     );
+}
+
+/// Before `--schema`, the record of which flow a thread runs lived in the database's `public`
+/// schema, beside checkpoints in `weir`: such a thread still resumes. Its own database, for the
+/// test touches `public` and the default schema.
+#[test]
+#[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
+fn a_thread_recorded_before_schemas_resumes() {
+    let db = weir_test_support::Database::fresh("weir_cli_older");
     let flow = example("support_triage.json");
     let input = r#"{"customer":"Ana","subject":"Refund please","body":"b","amount":120}"#;
     let (code, _, stderr) = weir(&[
         "run",
         flow.to_str().unwrap(),
         "--thread",
-        &thread,
+        "t1",
         "--postgres",
-        &url,
+        &db.url,
         "--input",
         input,
     ]);
     assert_eq!(code, 3, "{stderr}");
-    let (code, stdout, stderr) = weir(&[
+    // Where an older `weir` left the record.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(conn);
+        client
+            .batch_execute("ALTER TABLE weir.weir_flow_threads SET SCHEMA public")
+            .await
+            .unwrap();
+    });
+    let resume = [
         "resume",
         "--thread",
-        &thread,
+        "t1",
         "--postgres",
-        &url,
+        &db.url,
         "--choice",
         "approve",
         "--json",
-    ]);
+    ];
+    let (code, stdout, stderr) = weir(&resume);
     assert_eq!(code, 0, "{stderr}");
     let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(last["state"]["status"], "refunded");
-    let (code, stdout, _) = weir(&["history", "--thread", &thread, "--postgres", &url]);
-    assert_eq!((code, stdout.lines().count()), (0, 10));
-    let (code, _, stderr) = weir(&["state", "--thread", &thread, "--db", "x.db", "--postgres", &url]);
-    assert_eq!(code, 2, "`--db` and `--postgres` exclude each other: {stderr}");
+    let (code, stdout, stderr) = weir(&["state", "--thread", "t1", "--postgres", &db.url]);
+    assert_eq!(code, 0, "once copied, the record is read from `weir`: {stderr}");
+    assert!(stdout.contains("refunded"), "{stdout}");
 }
 
 #[test]

@@ -35,6 +35,33 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_postgres::{Client, Statement};
 
+/// Checks that `name` can name a schema as weir writes it into SQL (quoted, unescaped): lower-case
+/// ASCII letters, digits and `_`, not starting with a digit, at most 63 bytes.
+///
+/// # Errors
+///
+/// A message naming `name` and what a schema name may hold.
+///
+/// ```
+/// assert!(weir_runtime::postgres::check_schema("tenant_7").is_ok());
+/// assert!(weir_runtime::postgres::check_schema("Robert'); DROP").is_err());
+/// ```
+pub fn check_schema(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && name.len() <= 63
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{name}` cannot name a PostgreSQL schema; use lower-case ASCII letters, digits and `_`"
+        ))
+    }
+}
+
 /// How a [`Pool`] connects: its size, how long [`Pool::get`] waits, the connect and statement
 /// timeouts, the connections' `application_name`, the TLS roots, and the schema.
 #[derive(Debug, Clone)]

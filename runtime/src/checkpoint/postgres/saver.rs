@@ -71,19 +71,7 @@ impl PostgresOptions {
     /// modified); [`SaverError::is_invalid`] for a bad schema name; a database error when the
     /// server cannot be reached.
     pub async fn connect(self, url: &str) -> Result<PostgresSaver, SaverError> {
-        let valid = !self.schema.is_empty()
-            && self.schema.len() <= 63
-            && !self.schema.starts_with(|c: char| c.is_ascii_digit())
-            && self
-                .schema
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-        if !valid {
-            return Err(SaverError::config(format!(
-                "`{}` cannot name a PostgreSQL schema; use lower-case ASCII letters, digits and `_`",
-                self.schema
-            )));
-        }
+        crate::postgres::check_schema(&self.schema).map_err(SaverError::config)?;
         let inner = Inner {
             pool: Pool::new(url, self.pool.schema(self.schema.clone())),
             schema: self.schema,

@@ -48,6 +48,15 @@ struct Thread {
     #[cfg(feature = "postgres")]
     #[arg(long, conflicts_with = "db")]
     postgres: Option<String>,
+    /// The PostgreSQL schema holding the threads' checkpoints and the record of their flows.
+    #[cfg(feature = "postgres")]
+    #[arg(long, default_value = "weir", requires = "postgres", value_parser = schema_name)]
+    schema: String,
+}
+
+/// `--schema`'s parser: a name weir can write into SQL, checked before anything connects.
+fn schema_name(name: &str) -> Result<String, String> {
+    weir_runtime::postgres::check_schema(name).map(|()| name.to_owned())
 }
 
 impl Thread {
@@ -62,6 +71,9 @@ impl Thread {
     /// Where the threads are, for messages.
     fn store(&self) -> String {
         match self.postgres() {
+            #[cfg(feature = "postgres")]
+            Some(url) => format!("schema `{}` of PostgreSQL server `{url}`", self.schema),
+            #[cfg(not(feature = "postgres"))]
             Some(url) => format!("PostgreSQL server `{url}`"),
             None => format!("`{}`", self.db.display()),
         }
@@ -271,8 +283,12 @@ impl Threads {
                 .block_on(tokio_postgres::connect(url, tokio_postgres::NoTls))
                 .map_err(|e| usage(format!("cannot connect to {}: {e}", t.store())))?;
             rt.spawn(conn);
-            rt.block_on(client.batch_execute(THREADS_TABLE))
-                .map_err(|e| usage(format!("cannot prepare {}: {e}", t.store())))?;
+            rt.block_on(Self::prepare_schema(&client, &t.schema)).map_err(|e| {
+                let why = e
+                    .as_db_error()
+                    .map_or_else(|| e.to_string(), |d| d.message().to_owned());
+                usage(format!("cannot prepare {}: {why}", t.store()))
+            })?;
             return Ok(Self::Postgres(client));
         }
         let _ = rt;
@@ -281,6 +297,38 @@ impl Threads {
         c.execute_batch(THREADS_TABLE)
             .map_err(|e| usage(format!("cannot prepare {}: {e}", t.store())))?;
         Ok(Self::Sqlite(c))
+    }
+    /// Points the session at `schema` (a name the saver has checked, and made) and makes the
+    /// record there. The record lived in the connection's default schema (`public`) before the
+    /// command line had `--schema`, beside checkpoints in `weir`: the first time `weir` is
+    /// opened, what that older record holds is copied over, so its threads still resume.
+    #[cfg(feature = "postgres")]
+    async fn prepare_schema(client: &tokio_postgres::Client, schema: &str) -> Result<(), tokio_postgres::Error> {
+        let made: Option<String> = client
+            .query_one(
+                &format!("SELECT to_regclass('\"{schema}\".weir_flow_threads')::text"),
+                &[],
+            )
+            .await?
+            .get(0);
+        let older: Option<String> = client
+            .query_one("SELECT to_regclass('public.weir_flow_threads')::text", &[])
+            .await?
+            .get(0);
+        client
+            .batch_execute(&format!(
+                "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET search_path TO \"{schema}\"; {THREADS_TABLE}"
+            ))
+            .await?;
+        if made.is_none() && older.is_some() && schema == "weir" {
+            client
+                .batch_execute(
+                    "INSERT INTO weir_flow_threads SELECT thread_id, flow, max_steps FROM public.weir_flow_threads
+                     ON CONFLICT (thread_id) DO NOTHING",
+                )
+                .await?;
+        }
+        Ok(())
     }
     fn record(&self, rt: &tokio::runtime::Runtime, thread: &str, flow: &str, max_steps: u32) -> Result<(), ExitCode> {
         let failed = |e: &dyn std::fmt::Display| usage(format!("cannot record thread `{thread}`: {e}"));
@@ -353,7 +401,9 @@ fn saved_flow(
     #[cfg(feature = "postgres")]
     if let Some(url) = t.postgres() {
         let saver = rt
-            .block_on(weir_runtime::checkpoint::PostgresSaver::connect(url))
+            .block_on(weir_runtime::checkpoint::PostgresSaver::connect_with_schema(
+                url, &t.schema,
+            ))
             .map_err(|e| cannot(&e))?;
         return load(
             text,

@@ -17,7 +17,7 @@ pub(crate) struct PruneArgs {
     #[arg(long)]
     postgres: Option<String>,
     /// The PostgreSQL schema holding the checkpoints.
-    #[arg(long, default_value = "weir", requires = "postgres")]
+    #[arg(long, default_value = "weir", requires = "postgres", value_parser = crate::schema_name)]
     schema: String,
     /// Keep the last N checkpoints of each thread (the newest always stays).
     #[arg(long, value_name = "N")]

@@ -42,7 +42,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, requires = "postgres")]
     redis: Option<String>,
     /// Scale-out mode: the PostgreSQL schema holding the tables and checkpoints.
-    #[arg(long, requires = "postgres", default_value = "weir")]
+    #[arg(long, requires = "postgres", default_value = "weir", value_parser = crate::schema_name)]
     schema: String,
     /// Scale-out mode: the prefix of every Redis key and channel.
     #[arg(long, requires = "redis", default_value = "weir")]

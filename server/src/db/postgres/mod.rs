@@ -26,17 +26,7 @@ async fn open(url: &str, options: PoolOptions) -> Result<PostgresDb, DbError> {
         None => options.schema("weir"),
     };
     let schema = options.schema_name().unwrap_or("weir").to_owned();
-    let valid = !schema.is_empty()
-        && schema.len() <= 63
-        && !schema.starts_with(|c: char| c.is_ascii_digit())
-        && schema
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-    if !valid {
-        return Err(DbError::Backend(format!(
-            "`{schema}` cannot name a PostgreSQL schema; use lower-case ASCII letters, digits and `_`"
-        )));
-    }
+    weir_runtime::postgres::check_schema(&schema).map_err(DbError::Backend)?;
     let pool = Pool::new(url, options);
     let opened = async {
         let mut first = pool.open().await?;
