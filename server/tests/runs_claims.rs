@@ -9,14 +9,14 @@ mod runs_support;
 
 use axum::http::StatusCode;
 use futures::future::BoxFuture;
-use futures::stream::BoxStream;
-use runs_support::{app_on, app_with, app_with_bus, config, graphs, open, stuck_worker_beating, App, Gate, HUNG};
+use runs_support::{
+    app_on, app_with, app_with_bus, config, graphs, open, stuck_worker_beating, App, Faulty, Gate, HUNG,
+};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 use weir::checkpoint::Checkpointer;
 use weir_server::bus::local::LocalBus;
-use weir_server::bus::{Bus, BusError, CancelAction, StreamItem};
 use weir_server::db::sqlite::SqliteDb;
 use weir_server::db::{Catalog, DbError, Enqueued, RunFate, RunQueue, ThreadUpdate};
 use weir_server::model::RunStatus;
@@ -153,7 +153,7 @@ async fn a_worker_that_claims_its_own_requeued_run_again_stops_the_first_attempt
     let dir = tempfile::tempdir().unwrap();
     let (db, saver) = open(&dir.path().join("weir.db")).await;
     let (a, tid, rid) = stuck_worker(&db, &saver, 2).await;
-    assert_eq!(db.requeue(None).await.unwrap(), vec![rid.clone()]);
+    assert_eq!(db.requeue(None).await.unwrap(), vec![(rid.clone(), 1)]);
     // The second attempt reaches the gated node and the first, stopped, leaves it (the gate
     // lets its waiters through first come, first served); let the second through.
     tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
@@ -178,7 +178,7 @@ async fn a_worker_stops_a_run_the_sweeper_took_back_at_its_next_beat() {
     let dir = tempfile::tempdir().unwrap();
     let (db, saver) = open(&dir.path().join("weir.db")).await;
     let (a, tid, rid) = stuck_worker_beating(&db, &saver, 1, Duration::from_millis(100)).await;
-    assert_eq!(db.requeue(None).await.unwrap(), vec![rid.clone()]);
+    assert_eq!(db.requeue(None).await.unwrap(), vec![(rid.clone(), 1)]);
 
     tokio::time::timeout(HUNG, a.gate.entered.notified())
         .await
@@ -224,40 +224,6 @@ async fn a_join_and_a_stream_end_when_their_run_ends_without_its_end_reaching_th
     b.shutdown().await;
 }
 
-/// A bus whose wakes fail (Redis gone for longer than a retry); the rest is a [`LocalBus`].
-struct NoWakes(LocalBus);
-
-impl Bus for NoWakes {
-    fn wake(&self) -> BoxFuture<'_, Result<(), BusError>> {
-        Box::pin(async { Err(BusError("redis bus: waking a worker failed: broken pipe".into())) })
-    }
-    fn wait_wake(&self, timeout: Duration) -> BoxFuture<'_, ()> {
-        self.0.wait_wake(timeout)
-    }
-    fn cancel<'a>(&'a self, run_id: &'a str, action: CancelAction) -> BoxFuture<'a, Result<(), BusError>> {
-        self.0.cancel(run_id, action)
-    }
-    fn cancellations(&self) -> BoxFuture<'_, Result<BoxStream<'static, (String, CancelAction)>, BusError>> {
-        self.0.cancellations()
-    }
-    fn publish<'a>(&'a self, run_id: &'a str, item: StreamItem) -> BoxFuture<'a, Result<(), BusError>> {
-        self.0.publish(run_id, item)
-    }
-    fn subscribe<'a>(
-        &'a self,
-        run_id: &'a str,
-        last_id: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<BoxStream<'static, StreamItem>, BusError>> {
-        self.0.subscribe(run_id, last_id)
-    }
-    fn beat<'a>(&'a self, worker: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), BusError>> {
-        self.0.beat(worker, ttl)
-    }
-    fn is_alive<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<bool, BusError>> {
-        self.0.is_alive(worker)
-    }
-}
-
 /// The run is stored before its wake: a wake that fails delays it to a worker's poll, and the
 /// client gets its run (it used to get a 500 for a run that was queued and later ran).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,7 +232,7 @@ async fn a_run_whose_wake_fails_is_created_and_a_poll_runs_it() {
         poll: Duration::from_millis(20),
         ..config()
     };
-    let (_dir, app) = app_with_bus(polling, Arc::new(NoWakes(LocalBus::default()))).await;
+    let (_dir, app) = app_with_bus(polling, Arc::new(Faulty::wakes_fail(LocalBus::default()))).await;
     let tid = app.thread().await;
     let r = app
         .call(
@@ -345,7 +311,7 @@ impl RunQueue for ClaimThenHang {
     fn delete_run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>> {
         self.db.delete_run(run_id)
     }
-    fn requeue<'a>(&'a self, worker: Option<&'a str>) -> BoxFuture<'a, Result<Vec<String>, DbError>> {
+    fn requeue<'a>(&'a self, worker: Option<&'a str>) -> BoxFuture<'a, Result<Vec<(String, u32)>, DbError>> {
         self.db.requeue(worker)
     }
     fn busy_workers(&self) -> BoxFuture<'_, Result<Vec<String>, DbError>> {

@@ -8,12 +8,16 @@
 mod runs_support;
 
 use axum::http::StatusCode;
-use runs_support::{app_on, config, stuck_worker_beating, App, HUNG};
+use futures::StreamExt;
+use runs_support::{app_on_bus, config, stuck_worker_on, App, Faulty, HUNG};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use weir::checkpoint::{Checkpointer, PostgresSaver};
 use weir_runtime::postgres::PoolOptions;
+use weir_server::bus::local::LocalBus;
+use weir_server::bus::{Bus, StreamItem};
 use weir_server::db::postgres::PostgresDb;
 use weir_server::db::RunQueue;
 use weir_server::model::RunStatus;
@@ -46,20 +50,24 @@ async fn a_slow_workers_checkpoint_after_its_run_was_taken_back_is_refused_and_t
     let schema = Schema::fresh("weir_fence_test");
     let (db, saver) = backends(&schema).await;
 
-    // Worker A, one slot, a beat that comes once (it never stops its run itself), stuck in the
-    // gated node after the graph's first three checkpoints.
-    let (a, tid, rid) = stuck_worker_beating(&db, &saver, 1, Duration::from_secs(3600)).await;
+    // Worker A, one slot, whose beats never reach the bus it shares with B (it never stops its
+    // run itself: it looks at its claims once an hour), stuck in the gated node after the
+    // graph's first three checkpoints.
+    let bus: Arc<dyn Bus> = Arc::new(LocalBus::default());
+    let unheard = Arc::new(Faulty::beats_lost(bus.clone()));
+    let (a, tid, rid) = stuck_worker_on(&db, &saver, 1, Duration::from_secs(3600), unheard).await;
 
-    // Another worker's sweeper takes A for dead; worker B (another bus: A's beats do not reach
-    // it) claims the run again and, from the thread's head, reaches the gated node too.
-    assert_eq!(db.requeue(None).await.unwrap(), vec![rid.clone()]);
-    let b = app_on(
+    // Worker B's sweeper takes A for dead: it puts the run back in the queue and fences A off
+    // its stream; B claims the run again and, from the thread's head, reaches the gated node too.
+    let b = app_on_bus(
         db.clone(),
         saver.clone(),
         ManagerConfig {
             requeue_on_start: false,
             ..config()
         },
+        |_| BTreeMap::new(),
+        bus.clone(),
     )
     .await;
     tokio::time::timeout(HUNG, b.gate.entered.notified()).await.unwrap();
@@ -67,7 +75,7 @@ async fn a_slow_workers_checkpoint_after_its_run_was_taken_back_is_refused_and_t
     assert_eq!((run.status, run.attempt), (RunStatus::Running, 2));
 
     // A's node finishes first: its checkpoint is refused (its run ends in error, which its
-    // claim keeps off the run's row).
+    // claim keeps off the run's row), and so is its step's `values` event.
     a.gate.release();
     a.manager.shutdown().await;
     assert_eq!(
@@ -89,6 +97,41 @@ async fn a_slow_workers_checkpoint_after_its_run_was_taken_back_is_refused_and_t
     let checkpoints = history(&b, &tid).await;
     let attempts: Vec<&Value> = checkpoints.iter().map(|c| &c["metadata"]["run_attempt"]).collect();
     assert_eq!(attempts, [&json!(2), &json!(1), &json!(1), &json!(1)]);
+
+    // The run's stream: A's events up to the gate, then B's from the checkpoint it resumed
+    // from; nothing of A's after its run was taken back.
+    let stream: Vec<(String, Value)> = bus
+        .subscribe(&rid, Some("-1"))
+        .await
+        .unwrap()
+        .filter_map(|item| async move {
+            match item {
+                StreamItem::Event { event, data, .. } => Some((event, serde_json::from_str(&data).unwrap())),
+                StreamItem::Done => None,
+            }
+        })
+        .collect()
+        .await;
+    let logs: Vec<String> = stream
+        .iter()
+        .map(|(event, data)| match event.as_str() {
+            "metadata" => format!("metadata {}", data["attempt"]),
+            _ => format!("{event} {}", data["log"]),
+        })
+        .collect();
+    assert_eq!(
+        logs,
+        [
+            "metadata 1",
+            "values []",
+            "values [\"a:x\"]",
+            "metadata 2",
+            "values [\"a:x\"]",
+            "values [\"a:x\",\"slow:x\"]",
+            "__outcome__ [\"a:x\",\"slow:x\"]"
+        ],
+        "{stream:?}"
+    );
 
     // A copy holds checkpoints naming the run, of another thread: the fence lets them through.
     let copied = b.call("POST", &format!("/threads/{tid}/copy"), None).await;

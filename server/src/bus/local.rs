@@ -7,7 +7,7 @@
 //! subscriber that falls more than [`LocalBusConfig::live`] items behind is not queued for: it
 //! catches up from the kept items, and misses only what is no longer kept.
 
-use super::{Bus, BusError, CancelAction, StreamItem};
+use super::{Bus, BusError, CancelAction, Publisher, StreamItem};
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 use std::collections::{HashMap, VecDeque};
@@ -57,6 +57,8 @@ struct RunStream {
     /// When the stream ended, or when it was last touched while open.
     touched: Instant,
     done: bool,
+    /// The first attempt of the run that may still publish ([`Bus::supersede`]); 0 for any.
+    fence: u32,
 }
 
 /// The runs' streams, and when they were last swept of expired ones.
@@ -177,15 +179,19 @@ impl Inner {
             live: None,
             touched: Instant::now(),
             done: false,
+            fence: 0,
         })
     }
 
-    fn publish(&self, run_id: &str, item: StreamItem) {
+    fn publish(&self, run_id: &str, by: Publisher, item: StreamItem) -> bool {
         let mut streams = lock(&self.streams);
         self.expire(&mut streams, false);
         let s = self.stream(&mut streams, run_id);
+        if matches!(by, Publisher::Attempt(n) if n < s.fence) {
+            return false;
+        }
         if s.done {
-            return; // a stream is over once Done is published; later items have no reader
+            return true; // a stream is over once Done is published; later items have no reader
         }
         s.done = item == StreamItem::Done;
         s.touched = Instant::now();
@@ -202,6 +208,13 @@ impl Inner {
             s.live = None;
             self.end(&mut streams, run_id);
         }
+        true
+    }
+
+    fn supersede(&self, run_id: &str, attempt: u32) {
+        let mut streams = lock(&self.streams);
+        let s = self.stream(&mut streams, run_id);
+        s.fence = s.fence.max(attempt.saturating_add(1));
     }
 
     /// The kept items after `last_id` and a receiver of the later ones, taken under one lock so
@@ -325,8 +338,18 @@ impl Bus for LocalBus {
         Box::pin(async move { Ok(BroadcastStream::new(rx).filter_map(|r| async move { r.ok() }).boxed()) })
     }
 
-    fn publish<'a>(&'a self, run_id: &'a str, item: StreamItem) -> BoxFuture<'a, Result<(), BusError>> {
-        self.inner.publish(run_id, item);
+    fn publish<'a>(
+        &'a self,
+        run_id: &'a str,
+        by: Publisher,
+        item: StreamItem,
+    ) -> BoxFuture<'a, Result<bool, BusError>> {
+        let published = self.inner.publish(run_id, by, item);
+        Box::pin(async move { Ok(published) })
+    }
+
+    fn supersede<'a>(&'a self, run_id: &'a str, attempt: u32) -> BoxFuture<'a, Result<(), BusError>> {
+        self.inner.supersede(run_id, attempt);
         Box::pin(async { Ok(()) })
     }
 

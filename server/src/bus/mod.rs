@@ -1,9 +1,10 @@
 //! What the server's processes tell each other, and nothing they must keep: waking the workers when
 //! a run is queued, cancelling a run wherever it runs, fanning a run's stream events out to every
 //! API process that serves its stream (with the short replay that resumable streams and
-//! `Last-Event-ID` need), and the workers' heartbeats. [`local`] is the in-process bus of embedded
-//! mode; [`redis`] carries the same over Redis for scale-out mode. The durable side (runs, threads)
-//! is [`crate::db`]'s.
+//! `Last-Event-ID` need, and closed to an attempt of a run that was taken back from its worker),
+//! and the workers' heartbeats. [`local`] is the in-process bus of embedded mode; [`redis`]
+//! carries the same over Redis for scale-out mode. The durable side (runs, threads) is
+//! [`crate::db`]'s.
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -52,6 +53,17 @@ pub enum StreamItem {
     Done,
 }
 
+/// Who publishes an item of a run's stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Publisher {
+    /// Attempt `n` of the run, run by the worker that claimed it: refused once the run was taken
+    /// back from that attempt ([`Bus::supersede`]).
+    Attempt(u32),
+    /// The server itself, closing the stream of a run that never started (a pending run
+    /// cancelled): never refused.
+    Server,
+}
+
 /// The signals and streams shared by the server's processes.
 pub trait Bus: Send + Sync + 'static {
     /// Wakes a waiting worker: a run was queued.
@@ -71,8 +83,16 @@ pub trait Bus: Send + Sync + 'static {
         let _ = run_id;
         Box::pin(async { Ok(None) })
     }
-    /// Publishes one item of `run_id`'s stream, and keeps it for replay for a while.
-    fn publish<'a>(&'a self, run_id: &'a str, item: StreamItem) -> BoxFuture<'a, Result<(), BusError>>;
+    /// Publishes one item of `run_id`'s stream, and keeps it for replay for a while; whether it
+    /// was published: `false` when `by` is an attempt the run was taken back from
+    /// ([`supersede`](Self::supersede)), which publishes nothing more.
+    fn publish<'a>(&'a self, run_id: &'a str, by: Publisher, item: StreamItem)
+        -> BoxFuture<'a, Result<bool, BusError>>;
+    /// Hands `run_id`'s stream over to the attempts after `attempt`: from now on, attempt
+    /// `attempt` and those before it publish nothing ([`publish`](Self::publish) refuses them).
+    /// Called as a run is put back in the queue, taken from a worker whose heartbeat lapsed: if
+    /// that worker was only slow, its events would otherwise go on beside the next attempt's.
+    fn supersede<'a>(&'a self, run_id: &'a str, attempt: u32) -> BoxFuture<'a, Result<(), BusError>>;
     /// `run_id`'s stream: the kept items after `last_id` (all kept ones for `Some("-1")`, none for
     /// `None`), then the live ones, until [`StreamItem::Done`]. A subscriber that falls too far
     /// behind misses items rather than growing memory.

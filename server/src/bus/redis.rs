@@ -5,13 +5,16 @@
 //!   that expires after a while, for a worker that claims the run later ([`Bus::cancelled`]);
 //! - streams: a Redis stream per run, `XADD`ed with `MAXLEN ~` and an expiry, read with `XREAD`
 //!   (bounded reads, so a slow subscriber skips what was trimmed rather than growing memory);
-//! - heartbeats: a key per worker set with the beat's time to live.
+//! - heartbeats: a key per worker set with the beat's time to live;
+//! - fences: a key per run taken back from a worker ([`Bus::supersede`]), holding the first
+//!   attempt that may still publish on the run's stream; a script publishes an event and checks
+//!   the fence in one step.
 //!
 //! Commands that return at once share a connection manager (which reconnects); the blocking
 //! ones (`BLPOP`, `XREAD BLOCK`) take a connection of their own from a small pool, so they hold
 //! up nothing else.
 
-use super::{Bus, BusError, CancelAction, StreamItem};
+use super::{Bus, BusError, CancelAction, Publisher, StreamItem};
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
 use redis::aio::{ConnectionManager, MultiplexedConnection, PubSubStream};
@@ -29,6 +32,29 @@ const READ_BLOCK: Duration = Duration::from_secs(1);
 
 /// How many wakes wait at most, when no worker is waiting.
 const WAKES: isize = 64;
+
+/// How long a run's fence is kept ([`Bus::supersede`]): long past the heartbeat within which the
+/// worker that lost the run learns it from the queue and stops it.
+const FENCE_TTL: Duration = Duration::from_secs(3600);
+
+/// Publishes a stream entry unless its publisher's attempt is fenced off. KEYS: the run's stream,
+/// its fence. ARGV: the attempt (0 for the server), the stream's `MAXLEN`, its time to live in
+/// ms, then the entry's fields and values. Returns 1 when published, 0 when fenced off.
+const PUBLISH: &str = r"
+local fence = redis.call('GET', KEYS[2])
+local by = tonumber(ARGV[1])
+if fence and by > 0 and by < tonumber(fence) then return 0 end
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 4))
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+";
+
+/// Raises a run's fence to ARGV[1] (never lowers it), for ARGV[2] ms. KEYS: the fence.
+const SUPERSEDE: &str = r"
+local fence = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tonumber(ARGV[1]) > fence then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+return 1
+";
 
 /// How many idle blocking connections are kept.
 const IDLE_BLOCKING: usize = 16;
@@ -94,6 +120,8 @@ impl RedisOptions {
                 manager,
                 blocking: Mutex::new(Vec::new()),
                 options: self,
+                publish: redis::Script::new(PUBLISH),
+                supersede: redis::Script::new(SUPERSEDE),
             }),
         })
     }
@@ -105,6 +133,8 @@ struct Shared {
     manager: ConnectionManager,
     blocking: Mutex<Vec<MultiplexedConnection>>,
     options: RedisOptions,
+    publish: redis::Script,
+    supersede: redis::Script,
 }
 
 /// The [`Bus`] over Redis.
@@ -132,6 +162,11 @@ impl std::fmt::Debug for RedisBus {
             .field("options", &self.shared.options)
             .finish_non_exhaustive()
     }
+}
+
+/// `d` in whole milliseconds, at least 1 (Redis refuses an expiry of 0).
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
 fn failed(what: &str) -> impl Fn(redis::RedisError) -> BusError + '_ {
@@ -181,6 +216,28 @@ impl Shared {
     async fn cmd<T: redis::FromRedisValue>(&self, what: &str, cmd: &redis::Cmd) -> Result<T, BusError> {
         self.query(what, |mut conn| async move { cmd.query_async(&mut conn).await })
             .await
+    }
+
+    /// Runs `script` (by its hash, sending it first if Redis does not have it) with `keys` and
+    /// `args`, as [`query`](Self::query) does.
+    async fn script<T: redis::FromRedisValue>(
+        &self,
+        what: &str,
+        script: &redis::Script,
+        keys: &[&str],
+        args: &[&[u8]],
+    ) -> Result<T, BusError> {
+        self.query(what, |mut conn| {
+            let mut invocation = script.prepare_invoke();
+            for key in keys {
+                invocation.key(*key);
+            }
+            for arg in args {
+                invocation.arg(*arg);
+            }
+            async move { invocation.invoke_async(&mut conn).await }
+        })
+        .await
     }
 
     /// Sends `pipe` as [`query`](Self::query) does.
@@ -267,7 +324,7 @@ impl Bus for RedisBus {
                 .arg(self.shared.key("cancel", run_id))
                 .arg(name)
                 .arg("PX")
-                .arg(self.shared.options.cancel_ttl.as_millis().max(1) as u64)
+                .arg(millis(self.shared.options.cancel_ttl))
                 .ignore()
                 .publish(self.shared.key("channel", "cancel"), format!("{name}:{run_id}"))
                 .ignore();
@@ -297,30 +354,52 @@ impl Bus for RedisBus {
         })
     }
 
-    fn publish<'a>(&'a self, run_id: &'a str, item: StreamItem) -> BoxFuture<'a, Result<(), BusError>> {
+    fn publish<'a>(
+        &'a self,
+        run_id: &'a str,
+        by: Publisher,
+        item: StreamItem,
+    ) -> BoxFuture<'a, Result<bool, BusError>> {
         Box::pin(async move {
-            let key = self.shared.key("stream", run_id);
-            let mut add = redis::cmd("XADD");
-            add.arg(&key)
-                .arg("MAXLEN")
-                .arg("~")
-                .arg(self.shared.options.stream_len)
-                .arg("*");
+            let options = &self.shared.options;
+            let (stream, fence) = (self.shared.key("stream", run_id), self.shared.key("fence", run_id));
+            let attempt = match by {
+                Publisher::Attempt(n) => n.max(1),
+                Publisher::Server => 0,
+            }
+            .to_string();
+            let (len, ttl) = (options.stream_len.to_string(), millis(options.stream_ttl).to_string());
+            let mut args: Vec<&[u8]> = vec![attempt.as_bytes(), len.as_bytes(), ttl.as_bytes()];
             match &item {
-                StreamItem::Event { id, event, data } => {
-                    add.arg("id").arg(id).arg("event").arg(event).arg("data").arg(&**data)
-                }
-                StreamItem::Done => add.arg("done").arg(1),
-            };
-            let ttl = self.shared.options.stream_ttl.as_millis().max(1) as u64;
-            let mut publish = redis::pipe();
-            publish
-                .atomic()
-                .add_command(add)
-                .ignore()
-                .pexpire(&key, ttl as i64)
-                .ignore();
-            self.shared.pipe("publishing a stream event", &publish).await
+                StreamItem::Event { id, event, data } => args.extend([
+                    &b"id"[..],
+                    id.as_bytes(),
+                    b"event",
+                    event.as_bytes(),
+                    b"data",
+                    data.as_bytes(),
+                ]),
+                StreamItem::Done => args.extend([&b"done"[..], b"1"]),
+            }
+            let shared = &self.shared;
+            let published: i64 = shared
+                .script("publishing a stream event", &shared.publish, &[&stream, &fence], &args)
+                .await?;
+            Ok(published == 1)
+        })
+    }
+
+    fn supersede<'a>(&'a self, run_id: &'a str, attempt: u32) -> BoxFuture<'a, Result<(), BusError>> {
+        Box::pin(async move {
+            let fence = self.shared.key("fence", run_id);
+            let first = attempt.saturating_add(1).to_string();
+            let ttl = millis(FENCE_TTL).to_string();
+            let shared = &self.shared;
+            let args: [&[u8]; 2] = [first.as_bytes(), ttl.as_bytes()];
+            let _: i64 = shared
+                .script("fencing a run's stream", &shared.supersede, &[&fence], &args)
+                .await?;
+            Ok(())
         })
     }
 
@@ -362,7 +441,7 @@ impl Bus for RedisBus {
             set.arg(self.shared.key("worker", worker))
                 .arg(1)
                 .arg("PX")
-                .arg(ttl.as_millis().max(1) as u64);
+                .arg(millis(ttl));
             self.shared.cmd("recording a heartbeat", &set).await
         })
     }

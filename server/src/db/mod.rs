@@ -408,8 +408,9 @@ pub trait RunQueue: Send + Sync + 'static {
     /// Deletes a run; whether it existed.
     fn delete_run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>>;
     /// Puts the running runs of `worker` back to pending (a dead worker's, or a worker shutting
-    /// down); returns their ids. `None` puts back every running run (an embedded server starting).
-    fn requeue<'a>(&'a self, worker: Option<&'a str>) -> BoxFuture<'a, Result<Vec<String>, DbError>>;
+    /// down); returns their ids, each with the attempt that lost it, in the ids' order. `None`
+    /// puts back every running run (an embedded server starting).
+    fn requeue<'a>(&'a self, worker: Option<&'a str>) -> BoxFuture<'a, Result<Vec<(String, u32)>, DbError>>;
     /// The workers that have running runs (for the sweeper to check their heartbeats).
     fn busy_workers(&self) -> BoxFuture<'_, Result<Vec<String>, DbError>>;
 }

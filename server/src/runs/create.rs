@@ -3,7 +3,7 @@
 //! stored [`Run`], and the multitask strategy applied to the thread's runs already in flight.
 
 use super::{non_null, now, Manager, RunError};
-use crate::bus::{CancelAction, StreamItem};
+use crate::bus::{CancelAction, Publisher, StreamItem};
 use crate::db::{Enqueued, IfExists, RunFate, ThreadUpdate};
 use crate::graph::Mode;
 use crate::model::{
@@ -358,7 +358,10 @@ impl Manager {
             // waits, in one transaction; a worker that claimed it meanwhile heard the cancel.
             let idle = ThreadUpdate::status(ThreadStatus::Idle, None);
             if inner.queue.end_run(run, fate, &idle).await? {
-                inner.bus.publish(&run.run_id, StreamItem::Done).await?;
+                inner
+                    .bus
+                    .publish(&run.run_id, Publisher::Server, StreamItem::Done)
+                    .await?;
             }
         }
         Ok(())

@@ -5,7 +5,7 @@
 //! and a stateless run's temporary thread deleted.
 
 use super::{non_null, Manager, RunError, OUTCOME_EVENT};
-use crate::bus::{CancelAction, StreamItem};
+use crate::bus::{CancelAction, Publisher, StreamItem};
 use crate::db::{RunFate, ThreadUpdate};
 use crate::graph::{GraphError, Head, InterruptView, Mode, RunEnd, RunEvent, RunRequest, ServedGraph};
 use crate::model::{Run, RunStatus, ThreadStatus};
@@ -24,6 +24,9 @@ enum Ending {
     End(RunEnd),
     /// A cancellation stopped it.
     Cancelled(CancelAction),
+    /// The run was taken back from this attempt (its stream refused an event,
+    /// [`crate::bus::Bus::supersede`]): it stops, and records and publishes nothing more.
+    Superseded,
 }
 
 /// The `<ms>-<seq>` ids of one run's events, increasing even if the clock steps back.
@@ -198,7 +201,9 @@ impl Manager {
         let resumed = head.as_ref().is_some_and(|h| wrote(run, h, requeued));
         let head_id = head.map(|h| h.checkpoint_id);
         let metadata = json!({ "run_id": run.run_id, "attempt": run.attempt.max(1) });
-        self.publish(run, ids, "metadata", metadata).await?;
+        if !self.publish(run, ids, "metadata", metadata).await? {
+            return Ok((Ending::Superseded, head_id));
+        }
         // A cancel that came before the claim: this process's (the watch) or another's (the bus).
         let watched = *cancel.borrow_and_update();
         let early = match watched {
@@ -227,7 +232,11 @@ impl Manager {
                     }
                 }
                 next = AssertUnwindSafe(stream.next()).catch_unwind() => match next {
-                    Ok(Some(RunEvent::Stream { event, data })) => self.publish(run, ids, &event, data).await?,
+                    Ok(Some(RunEvent::Stream { event, data })) => {
+                        if !self.publish(run, ids, &event, data).await? {
+                            return Ok((Ending::Superseded, head_id));
+                        }
+                    }
                     Ok(Some(RunEvent::End(end))) => return Ok((Ending::End(end), head_id)),
                     Ok(None) => {
                         let end = error_end("InternalError", "the graph's stream ended without saying how the run ended");
@@ -239,13 +248,19 @@ impl Manager {
         }
     }
 
-    async fn publish(&self, run: &Run, ids: &mut EventIds, event: &str, data: Value) -> Result<(), RunError> {
+    /// Publishes one event of this attempt of `run`; whether it was published (`false`: the
+    /// run was taken back from this attempt).
+    async fn publish(&self, run: &Run, ids: &mut EventIds, event: &str, data: Value) -> Result<bool, RunError> {
         let item = StreamItem::Event {
             id: ids.next(),
             event: event.to_owned(),
             data: data.to_string().into(),
         };
-        Ok(self.inner.bus.publish(&run.run_id, item).await?)
+        Ok(self
+            .inner
+            .bus
+            .publish(&run.run_id, Publisher::Attempt(run.attempt), item)
+            .await?)
     }
 
     /// Ends the run: records it (and claims this worker's next run in the same trip), deletes
@@ -300,7 +315,11 @@ impl Manager {
         if let Ok(outcome) = outcome {
             let _ = self.publish(run, ids, OUTCOME_EVENT, outcome).await;
         }
-        let _ = self.inner.bus.publish(&run.run_id, StreamItem::Done).await;
+        let _ = self
+            .inner
+            .bus
+            .publish(&run.run_id, Publisher::Attempt(run.attempt), StreamItem::Done)
+            .await;
         if let (Some(url), Some(ended)) = (run.kwargs.webhook.as_str(), ended) {
             tokio::spawn(super::webhook::notify(url.to_owned(), ended));
         }
@@ -332,7 +351,7 @@ impl Manager {
             run_id = %run.run_id,
             attempt = run.attempt,
             worker = %self.inner.worker_id,
-            "refused to settle a run this worker no longer holds (it was requeued and claimed again)"
+            "refused to settle a run this worker no longer holds (it was put back in the queue)"
         );
     }
 
@@ -376,7 +395,10 @@ impl Manager {
             }
             Ending::End(RunEnd::Error { error, message }) => {
                 let error = json!({ "error": error, "message": message });
-                self.publish(run, ids, "error", error.clone()).await?;
+                if !self.publish(run, ids, "error", error.clone()).await? {
+                    self.refused(run);
+                    return Ok(None);
+                }
                 let settled = Settled {
                     status: ThreadStatus::Error,
                     values: current().await?,
@@ -400,6 +422,10 @@ impl Manager {
                 }
                 let values = current().await?;
                 (RunFate::Deleted, Settled::idle(values.clone()), values)
+            }
+            Ending::Superseded => {
+                self.refused(run);
+                return Ok(None);
             }
         };
         // The run and its thread in one transaction: whoever sees the run final (a join, the

@@ -29,7 +29,7 @@ impl Manager {
             if !back.is_empty() {
                 tracing::info!(runs = back.len(), "requeued the runs left running");
             }
-            super::lock(&inner.requeued).extend(back);
+            super::lock(&inner.requeued).extend(back.into_iter().map(|(run_id, _)| run_id));
         }
         let cancels = inner.bus.cancellations().await?;
         let mut tasks = super::lock(&inner.tasks);
@@ -68,7 +68,7 @@ impl Manager {
             Ok(back) if back.is_empty() => {}
             Ok(back) => {
                 tracing::info!(runs = back.len(), "requeued the runs still running at shutdown");
-                super::lock(&inner.requeued).extend(back);
+                super::lock(&inner.requeued).extend(back.into_iter().map(|(run_id, _)| run_id));
             }
             Err(e) => tracing::error!(error = %e, "could not requeue the runs still running at shutdown"),
         }
@@ -238,7 +238,14 @@ impl Manager {
                 if let Ok(false) = inner.bus.is_alive(worker).await {
                     if let Ok(back) = inner.queue.requeue(Some(worker)).await {
                         tracing::warn!(worker, runs = back.len(), "requeued the runs of a dead worker");
-                        super::lock(&inner.requeued).extend(back);
+                        // If it was only slow, its events stop here (its checkpoints and end
+                        // are fenced by the queue, and it stops its run within a heartbeat).
+                        for (run_id, attempt) in &back {
+                            if let Err(e) = inner.bus.supersede(run_id, *attempt).await {
+                                tracing::warn!(run_id, attempt, error = %e, "could not fence the stream of a requeued run");
+                            }
+                        }
+                        super::lock(&inner.requeued).extend(back.into_iter().map(|(run_id, _)| run_id));
                         let _ = inner.bus.wake().await;
                     }
                 }

@@ -264,7 +264,7 @@ pub async fn requeue_puts_running_runs_back_and_busy_workers_names_their_workers
     let by_w2 = db.queue.claim("w2").await.unwrap().unwrap();
     let also_w1 = db.queue.claim("w1").await.unwrap().unwrap();
     assert_eq!(db.queue.busy_workers().await.unwrap(), ["w1", "w2"]);
-    let mut w1_runs = vec![by_w1.run_id.clone(), also_w1.run_id.clone()];
+    let mut w1_runs = vec![(by_w1.run_id.clone(), 1), (also_w1.run_id.clone(), 1)];
     w1_runs.sort();
     assert_eq!(db.queue.requeue(Some("w1")).await.unwrap(), w1_runs);
     assert_eq!(db.queue.busy_workers().await.unwrap(), ["w2"]);
@@ -277,11 +277,12 @@ pub async fn requeue_puts_running_runs_back_and_busy_workers_names_their_workers
     assert_eq!(back.status, RunStatus::Pending);
     // A requeued run is claimed again, first (it is the oldest).
     assert_eq!(db.queue.claim("w3").await.unwrap().unwrap().run_id, by_w1.run_id);
-    let mut rest = vec![by_w1.run_id.clone(), by_w2.run_id.clone()];
+    // Each with the attempt that lost it: by_w1's second.
+    let mut rest = vec![(by_w1.run_id.clone(), 2), (by_w2.run_id.clone(), 1)];
     rest.sort();
     assert_eq!(db.queue.requeue(None).await.unwrap(), rest);
     assert_eq!(db.queue.busy_workers().await.unwrap(), Vec::<String>::new());
-    assert_eq!(db.queue.requeue(None).await.unwrap(), Vec::<String>::new());
+    assert_eq!(db.queue.requeue(None).await.unwrap(), []);
 }
 
 pub async fn a_worker_claims_the_run_it_queues_only_when_it_could_start_at_once(db: &Db) {
@@ -440,10 +441,7 @@ pub async fn a_stale_claim_can_neither_hold_nor_end_a_run_claimed_again(db: &Db)
     assert_eq!(first.attempt, 1);
     assert!(db.queue.holds(&r.run_id, 1).await.unwrap());
     // w1's heartbeat lapsed: the sweeper puts its run back, w2 claims it.
-    assert_eq!(
-        db.queue.requeue(Some("w1")).await.unwrap(),
-        std::slice::from_ref(&r.run_id)
-    );
+    assert_eq!(db.queue.requeue(Some("w1")).await.unwrap(), [(r.run_id.clone(), 1)]);
     assert!(!db.queue.holds(&r.run_id, 1).await.unwrap());
     let second = db.queue.claim("w2").await.unwrap().unwrap();
     assert_eq!((second.run_id.as_str(), second.attempt), (r.run_id.as_str(), 2));

@@ -8,6 +8,8 @@
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
 use http_body_util::BodyExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -20,7 +22,7 @@ use weir::checkpoint::{Checkpointer, SqliteSaver};
 use weir::prelude::*;
 use weir_server::api::{router, AppState};
 use weir_server::bus::local::LocalBus;
-use weir_server::bus::Bus;
+use weir_server::bus::{Bus, BusError, CancelAction, Publisher, StreamItem};
 use weir_server::db::sqlite::SqliteDb;
 use weir_server::graph::{Serve, ServedGraph};
 use weir_server::model::{system_assistant_id, Assistant, Object};
@@ -170,13 +172,24 @@ pub async fn stuck_worker_beating<D: Tables>(
     slots: usize,
     heartbeat: Duration,
 ) -> (App<D>, String, String) {
+    stuck_worker_on(db, saver, slots, heartbeat, Arc::new(LocalBus::default())).await
+}
+
+/// [`stuck_worker_beating`] on `bus`.
+pub async fn stuck_worker_on<D: Tables>(
+    db: &Arc<D>,
+    saver: &Arc<dyn Checkpointer>,
+    slots: usize,
+    heartbeat: Duration,
+    bus: Arc<dyn Bus>,
+) -> (App<D>, String, String) {
     let slow = ManagerConfig {
         workers: slots,
         heartbeat,
         grace: HUNG,
         ..config()
     };
-    let a = app_on(db.clone(), saver.clone(), slow).await;
+    let a = app_on_bus(db.clone(), saver.clone(), slow, |_| BTreeMap::new(), bus).await;
     let tid = a.thread().await;
     let created = a
         .call(
@@ -190,6 +203,78 @@ pub async fn stuck_worker_beating<D: Tables>(
     tokio::time::timeout(HUNG, a.gate.entered.notified()).await.unwrap();
     a.until_checkpoints(&tid, 3).await;
     (a, tid, rid)
+}
+
+/// A [`LocalBus`] with a fault: its wakes fail (Redis gone for longer than a retry), or its
+/// beats never arrive (a worker that others, on the same bus, take for dead).
+pub struct Faulty {
+    bus: Arc<dyn Bus>,
+    wakes_fail: bool,
+    beats_lost: bool,
+}
+
+impl Faulty {
+    /// `bus`, whose wakes fail.
+    pub fn wakes_fail(bus: impl Bus) -> Self {
+        Self {
+            bus: Arc::new(bus),
+            wakes_fail: true,
+            beats_lost: false,
+        }
+    }
+    /// `bus`, whose beats are lost.
+    pub fn beats_lost(bus: Arc<dyn Bus>) -> Self {
+        Self {
+            bus,
+            wakes_fail: false,
+            beats_lost: true,
+        }
+    }
+}
+
+impl Bus for Faulty {
+    fn wake(&self) -> BoxFuture<'_, Result<(), BusError>> {
+        if self.wakes_fail {
+            return Box::pin(async { Err(BusError("redis bus: waking a worker failed: broken pipe".into())) });
+        }
+        self.bus.wake()
+    }
+    fn wait_wake(&self, timeout: Duration) -> BoxFuture<'_, ()> {
+        self.bus.wait_wake(timeout)
+    }
+    fn cancel<'a>(&'a self, run_id: &'a str, action: CancelAction) -> BoxFuture<'a, Result<(), BusError>> {
+        self.bus.cancel(run_id, action)
+    }
+    fn cancellations(&self) -> BoxFuture<'_, Result<BoxStream<'static, (String, CancelAction)>, BusError>> {
+        self.bus.cancellations()
+    }
+    fn publish<'a>(
+        &'a self,
+        run_id: &'a str,
+        by: Publisher,
+        item: StreamItem,
+    ) -> BoxFuture<'a, Result<bool, BusError>> {
+        self.bus.publish(run_id, by, item)
+    }
+    fn supersede<'a>(&'a self, run_id: &'a str, attempt: u32) -> BoxFuture<'a, Result<(), BusError>> {
+        self.bus.supersede(run_id, attempt)
+    }
+    fn subscribe<'a>(
+        &'a self,
+        run_id: &'a str,
+        last_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<BoxStream<'static, StreamItem>, BusError>> {
+        self.bus.subscribe(run_id, last_id)
+    }
+    fn beat<'a>(&'a self, worker: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), BusError>> {
+        if self.beats_lost {
+            return Box::pin(async { Ok(()) });
+        }
+        self.bus.beat(worker, ttl)
+    }
+    fn is_alive<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<bool, BusError>> {
+        self.bus.is_alive(worker)
+    }
 }
 
 /// The server's tables and the checkpointer on one SQLite file.
@@ -255,7 +340,8 @@ pub async fn app_with_bus(config: ManagerConfig, bus: Arc<dyn Bus>) -> (tempfile
     (dir, app_on_bus(db, saver, config, |_| BTreeMap::new(), bus).await)
 }
 
-async fn app_on_bus<D: Tables>(
+/// [`app_on_with`] over `bus` in place of a [`LocalBus`] of its own.
+pub async fn app_on_bus<D: Tables>(
     db: Arc<D>,
     saver: Arc<dyn Checkpointer>,
     config: ManagerConfig,

@@ -29,9 +29,9 @@ async fn collect(bus: &LocalBus, run: &str, last: Option<&str>) -> Vec<StreamIte
 async fn replay_starts_after_the_last_event_id_and_minus_one_replays_all() {
     let bus = LocalBus::default();
     for id in ["5-0", "5-1", "6-0"] {
-        bus.publish("r", event(id)).await.unwrap();
+        bus.publish("r", Publisher::Attempt(1), event(id)).await.unwrap();
     }
-    bus.publish("r", StreamItem::Done).await.unwrap();
+    bus.publish("r", Publisher::Attempt(1), StreamItem::Done).await.unwrap();
     assert_eq!(
         ids(&collect(&bus, "r", Some("-1")).await),
         ["5-0", "5-1", "6-0", "done"]
@@ -42,13 +42,31 @@ async fn replay_starts_after_the_last_event_id_and_minus_one_replays_all() {
 }
 
 #[tokio::test]
+async fn an_attempt_the_run_was_taken_back_from_publishes_nothing_more() {
+    let bus = LocalBus::default();
+    let sub = bus.subscribe("r", None).await.unwrap();
+    assert!(bus.publish("r", Publisher::Attempt(1), event("1-0")).await.unwrap());
+    bus.supersede("r", 1).await.unwrap();
+    assert!(!bus.publish("r", Publisher::Attempt(1), event("2-0")).await.unwrap());
+    assert!(bus.publish("r", Publisher::Attempt(2), event("3-0")).await.unwrap());
+    // A late sweeper's older fence does not lower it.
+    bus.supersede("r", 0).await.unwrap();
+    assert!(!bus.publish("r", Publisher::Attempt(1), StreamItem::Done).await.unwrap());
+    assert!(bus.publish("r", Publisher::Server, StreamItem::Done).await.unwrap());
+    assert_eq!(ids(&sub.collect::<Vec<_>>().await), ["1-0", "3-0", "done"]);
+    assert_eq!(ids(&collect(&bus, "r", Some("-1")).await), ["1-0", "3-0", "done"]);
+    // Another run's stream is not fenced.
+    assert!(bus.publish("other", Publisher::Attempt(1), event("1-0")).await.unwrap());
+}
+
+#[tokio::test]
 async fn a_live_subscriber_gets_the_items_published_after_it_subscribed_then_done() {
     let bus = LocalBus::default();
-    bus.publish("r", event("1-0")).await.unwrap();
+    bus.publish("r", Publisher::Attempt(1), event("1-0")).await.unwrap();
     let sub = bus.subscribe("r", None).await.unwrap();
-    bus.publish("r", event("2-0")).await.unwrap();
-    bus.publish("r", StreamItem::Done).await.unwrap();
-    bus.publish("r", event("3-0")).await.unwrap(); // after Done: dropped
+    bus.publish("r", Publisher::Attempt(1), event("2-0")).await.unwrap();
+    bus.publish("r", Publisher::Attempt(1), StreamItem::Done).await.unwrap();
+    bus.publish("r", Publisher::Attempt(1), event("3-0")).await.unwrap(); // after Done: dropped
     assert_eq!(ids(&sub.collect::<Vec<_>>().await), ["2-0", "done"]);
 }
 
@@ -56,12 +74,12 @@ async fn a_live_subscriber_gets_the_items_published_after_it_subscribed_then_don
 async fn a_live_channel_exists_only_while_a_subscriber_can_listen() {
     let bus = LocalBus::default();
     let has_live = |run: &str| lock(&bus.inner.streams).by_run[run].live.is_some();
-    bus.publish("quiet", event("1-0")).await.unwrap();
+    bus.publish("quiet", Publisher::Attempt(1), event("1-0")).await.unwrap();
     assert!(!has_live("quiet"), "nobody subscribed: no channel");
     let sub = bus.subscribe("r", None).await.unwrap();
     assert!(has_live("r"));
-    bus.publish("r", event("1-0")).await.unwrap();
-    bus.publish("r", StreamItem::Done).await.unwrap();
+    bus.publish("r", Publisher::Attempt(1), event("1-0")).await.unwrap();
+    bus.publish("r", Publisher::Attempt(1), StreamItem::Done).await.unwrap();
     assert!(
         !has_live("r"),
         "a finished stream keeps its items for replay, not its channel"
@@ -80,9 +98,11 @@ async fn a_slow_subscriber_catches_up_from_the_kept_items_and_memory_stays_bound
     });
     let sub = bus.subscribe("r", Some("-1")).await.unwrap();
     for ms in 0..100 {
-        bus.publish("r", event(&format!("{ms}-0"))).await.unwrap();
+        bus.publish("r", Publisher::Attempt(1), event(&format!("{ms}-0")))
+            .await
+            .unwrap();
     }
-    bus.publish("r", StreamItem::Done).await.unwrap();
+    bus.publish("r", Publisher::Attempt(1), StreamItem::Done).await.unwrap();
     // The subscriber read nothing while 101 items went out: it gets what is still kept, the
     // last `kept` items; the rest it missed.
     assert_eq!(ids(&sub.collect::<Vec<_>>().await), ["97-0", "98-0", "99-0", "done"]);
@@ -102,18 +122,18 @@ async fn a_subscriber_behind_by_more_than_live_but_less_than_kept_misses_nothing
         ended: 10,
     });
     let all: Vec<String> = (0..40).map(|ms| format!("{ms}-0")).collect();
-    bus.publish("r", event(&all[0])).await.unwrap();
+    bus.publish("r", Publisher::Attempt(1), event(&all[0])).await.unwrap();
     let mut sub = bus.subscribe("r", Some("-1")).await.unwrap();
     // It reads one, falls behind while the run goes on, then reads at its own pace.
     assert_eq!(ids(&[sub.next().await.unwrap()]), ["0-0"]);
     for id in &all[1..20] {
-        bus.publish("r", event(id)).await.unwrap();
+        bus.publish("r", Publisher::Attempt(1), event(id)).await.unwrap();
     }
     assert_eq!(ids(&[sub.next().await.unwrap()]), ["1-0"]);
     for id in &all[20..] {
-        bus.publish("r", event(id)).await.unwrap();
+        bus.publish("r", Publisher::Attempt(1), event(id)).await.unwrap();
     }
-    bus.publish("r", StreamItem::Done).await.unwrap();
+    bus.publish("r", Publisher::Attempt(1), StreamItem::Done).await.unwrap();
     let rest = sub.collect::<Vec<_>>().await;
     let mut expected: Vec<String> = all[2..].to_vec();
     expected.push("done".into());
@@ -126,10 +146,10 @@ async fn at_most_ended_finished_streams_are_kept_the_first_finished_going_first(
         ended: 3,
         ..LocalBusConfig::default()
     });
-    bus.publish("open", event("1-0")).await.unwrap();
+    bus.publish("open", Publisher::Attempt(1), event("1-0")).await.unwrap();
     for run in ["a", "b", "c", "d", "e"] {
-        bus.publish(run, event("1-0")).await.unwrap();
-        bus.publish(run, StreamItem::Done).await.unwrap();
+        bus.publish(run, Publisher::Attempt(1), event("1-0")).await.unwrap();
+        bus.publish(run, Publisher::Attempt(1), StreamItem::Done).await.unwrap();
     }
     let held = |run: &str| lock(&bus.inner.streams).by_run.contains_key(run);
     assert!(!held("a") && !held("b"), "the first two finished went");
@@ -144,8 +164,8 @@ async fn a_finished_stream_is_kept_for_retain_then_dropped() {
         retain: Duration::from_secs(10),
         ..LocalBusConfig::default()
     });
-    bus.publish("r", event("1-0")).await.unwrap();
-    bus.publish("r", StreamItem::Done).await.unwrap();
+    bus.publish("r", Publisher::Attempt(1), event("1-0")).await.unwrap();
+    bus.publish("r", Publisher::Attempt(1), StreamItem::Done).await.unwrap();
     tokio::time::advance(Duration::from_secs(9)).await;
     assert_eq!(bus.streams_held(), 1);
     assert_eq!(ids(&collect(&bus, "r", Some("-1")).await), ["1-0", "done"]);
@@ -160,18 +180,18 @@ async fn publishing_sweeps_expired_streams_once_an_eighth_of_retain_has_passed()
         ..LocalBusConfig::default()
     });
     let holds = |run: &str| lock(&bus.inner.streams).by_run.contains_key(run);
-    bus.publish("a", StreamItem::Done).await.unwrap();
+    bus.publish("a", Publisher::Attempt(1), StreamItem::Done).await.unwrap();
     tokio::time::advance(Duration::from_millis(7_500)).await;
-    bus.publish("x", event("1-0")).await.unwrap();
+    bus.publish("x", Publisher::Attempt(1), event("1-0")).await.unwrap();
     assert!(holds("a"), "not yet expired at the sweep of 7.5 s");
     tokio::time::advance(Duration::from_millis(800)).await;
-    bus.publish("x", event("2-0")).await.unwrap();
+    bus.publish("x", Publisher::Attempt(1), event("2-0")).await.unwrap();
     assert!(
         holds("a"),
         "expired, but the last sweep is 0.8 s old (sweeps every 1 s)"
     );
     tokio::time::advance(Duration::from_millis(300)).await;
-    bus.publish("x", event("3-0")).await.unwrap();
+    bus.publish("x", Publisher::Attempt(1), event("3-0")).await.unwrap();
     assert!(!holds("a"), "swept at 8.6 s");
     assert!(holds("x"));
 }

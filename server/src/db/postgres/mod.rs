@@ -313,7 +313,7 @@ impl RunQueue for PostgresDb {
     fn delete_run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>> {
         op!(self, "deleting a run", No, |c| queue::delete_run(c, run_id))
     }
-    fn requeue<'a>(&'a self, worker: Option<&'a str>) -> BoxFuture<'a, Result<Vec<String>, DbError>> {
+    fn requeue<'a>(&'a self, worker: Option<&'a str>) -> BoxFuture<'a, Result<Vec<(String, u32)>, DbError>> {
         op!(self, "requeueing runs", Yes, |c| queue::requeue(c, worker))
     }
     fn busy_workers(&self) -> BoxFuture<'_, Result<Vec<String>, DbError>> {

@@ -328,14 +328,17 @@ pub(super) async fn delete_run(conn: &mut Conn, run_id: &str) -> Result<bool, Fa
 }
 
 const REQUEUE: &str = "UPDATE server_runs SET status = 'pending', worker = NULL, updated_at = $2
-    WHERE status = 'running' AND ($1::text IS NULL OR worker = $1) RETURNING run_id";
+    WHERE status = 'running' AND ($1::text IS NULL OR worker = $1) RETURNING run_id, attempt";
 
-pub(super) async fn requeue(conn: &mut Conn, worker: Option<&str>) -> Result<Vec<String>, Fail> {
+pub(super) async fn requeue(conn: &mut Conn, worker: Option<&str>) -> Result<Vec<(String, u32)>, Fail> {
     let statement = conn.prepare(REQUEUE).await?;
     let found = conn.client.query(&statement, &[&worker, &rows::now()]).await?;
-    let mut ids: Vec<String> = found.iter().map(|r| r.get(0)).collect();
-    ids.sort();
-    Ok(ids)
+    let mut back: Vec<(String, u32)> = found
+        .iter()
+        .map(|r| (r.get(0), u32::try_from(r.get::<_, i64>(1)).unwrap_or(u32::MAX)))
+        .collect();
+    back.sort();
+    Ok(back)
 }
 
 const BUSY: &str =

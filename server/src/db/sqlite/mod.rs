@@ -336,7 +336,7 @@ impl RunQueue for SqliteDb {
         let run_id = run_id.to_owned();
         Box::pin(self.conn.call("deleting a run", move |c| queue::delete_run(c, &run_id)))
     }
-    fn requeue<'a>(&'a self, worker: Option<&'a str>) -> BoxFuture<'a, Result<Vec<String>, DbError>> {
+    fn requeue<'a>(&'a self, worker: Option<&'a str>) -> BoxFuture<'a, Result<Vec<(String, u32)>, DbError>> {
         let worker = worker.map(str::to_owned);
         Box::pin(
             self.conn

@@ -250,19 +250,18 @@ pub(super) fn delete_run(conn: &mut Connection, run_id: &str) -> Result<bool, Fa
         > 0)
 }
 
-pub(super) fn requeue(conn: &mut Connection, worker: Option<&str>) -> Result<Vec<String>, Fail> {
+pub(super) fn requeue(conn: &mut Connection, worker: Option<&str>) -> Result<Vec<(String, u32)>, Fail> {
     let tx = begin(conn)?;
-    let ids = tx
+    let mut back = tx
         .prepare_cached(
             "UPDATE server_runs SET status = 'pending', worker = NULL, updated_at = ?2
-             WHERE status = 'running' AND (?1 IS NULL OR worker = ?1) RETURNING run_id",
+             WHERE status = 'running' AND (?1 IS NULL OR worker = ?1) RETURNING run_id, attempt",
         )?
-        .query_map(params![worker, rows::now()], |r| r.get(0))?
-        .collect::<Result<Vec<String>, _>>()?;
+        .query_map(params![worker, rows::now()], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<Vec<(String, u32)>, _>>()?;
     tx.commit()?;
-    let mut ids = ids;
-    ids.sort();
-    Ok(ids)
+    back.sort();
+    Ok(back)
 }
 
 pub(super) fn busy_workers(conn: &mut Connection) -> Result<Vec<String>, Fail> {
