@@ -17,6 +17,19 @@ struct TestBus {
     prefix: String,
 }
 
+impl TestBus {
+    /// Publishes `item` on `run`'s stream as the run's first attempt.
+    async fn publish(&self, run: &str, item: StreamItem) {
+        publish_first(&self.bus, run, item).await;
+    }
+}
+
+/// Publishes `item` on `run`'s stream of `bus` as the run's first attempt, which nothing fences.
+async fn publish_first(bus: &RedisBus, run: &str, item: StreamItem) {
+    let published = bus.publish(run, Publisher::Attempt(1), item).await.unwrap();
+    assert!(published, "nothing fences the first attempt");
+}
+
 impl Drop for TestBus {
     fn drop(&mut self) {
         let Ok(client) = redis::Client::open(self.url.as_str()) else {
@@ -93,22 +106,13 @@ async fn collect(stream: futures::stream::BoxStream<'static, StreamItem>) -> Vec
 async fn a_subscriber_replays_after_its_last_id_then_follows_live_until_done() {
     let t = bus(|o| o).await;
     for (i, id) in ["100-0", "100-1", "101-0"].iter().enumerate() {
-        t.bus
-            .publish("run", Publisher::Attempt(1), event(id, i as i64))
-            .await
-            .unwrap();
+        t.publish("run", event(id, i as i64)).await;
     }
     let all = t.bus.subscribe("run", Some("-1")).await.unwrap();
     let after = t.bus.subscribe("run", Some("100-1")).await.unwrap();
     let live = t.bus.subscribe("run", None).await.unwrap();
-    t.bus
-        .publish("run", Publisher::Attempt(1), event("102-0", 3))
-        .await
-        .unwrap();
-    t.bus
-        .publish("run", Publisher::Attempt(1), StreamItem::Done)
-        .await
-        .unwrap();
+    t.publish("run", event("102-0", 3)).await;
+    t.publish("run", StreamItem::Done).await;
     assert_eq!(
         collect(all).await,
         [
@@ -125,10 +129,7 @@ async fn a_subscriber_replays_after_its_last_id_then_follows_live_until_done() {
     );
     assert_eq!(collect(live).await, [event("102-0", 3), StreamItem::Done]);
     // Another run's stream is apart.
-    t.bus
-        .publish("other", Publisher::Attempt(1), StreamItem::Done)
-        .await
-        .unwrap();
+    t.publish("other", StreamItem::Done).await;
     assert_eq!(
         collect(t.bus.subscribe("other", Some("-1")).await.unwrap()).await,
         [StreamItem::Done]
@@ -141,15 +142,9 @@ async fn a_subscriber_that_falls_behind_misses_trimmed_events_not_the_end() {
     let t = bus(|o| o.stream_len(10)).await;
     const SENT: i64 = 1000;
     for n in 0..SENT {
-        t.bus
-            .publish("run", Publisher::Attempt(1), event(&format!("{n}-0"), n))
-            .await
-            .unwrap();
+        t.publish("run", event(&format!("{n}-0"), n)).await;
     }
-    t.bus
-        .publish("run", Publisher::Attempt(1), StreamItem::Done)
-        .await
-        .unwrap();
+    t.publish("run", StreamItem::Done).await;
     let got = collect(t.bus.subscribe("run", Some("-1")).await.unwrap()).await;
     // `MAXLEN ~` trims whole nodes (100 entries by default): about the last 10 are kept, and
     // never anywhere near all.
@@ -207,14 +202,8 @@ async fn two_processes_on_one_prefix_share_wakes_cancels_streams_and_beats() {
     let got = timeout(Duration::from_secs(5), watching.next()).await.unwrap();
     assert_eq!(got, Some(("r1".to_owned(), CancelAction::Interrupt)));
     let following = api.bus.subscribe("r1", Some("-1")).await.unwrap();
-    worker
-        .publish("r1", Publisher::Attempt(1), event("5-0", 5))
-        .await
-        .unwrap();
-    worker
-        .publish("r1", Publisher::Attempt(1), StreamItem::Done)
-        .await
-        .unwrap();
+    publish_first(&worker, "r1", event("5-0", 5)).await;
+    publish_first(&worker, "r1", StreamItem::Done).await;
     assert_eq!(collect(following).await, [event("5-0", 5), StreamItem::Done]);
     worker.beat("w1", Duration::from_secs(30)).await.unwrap();
     assert!(api.bus.is_alive("w1").await.unwrap());
@@ -236,12 +225,9 @@ async fn an_event_published_twice_is_read_once() {
         event("100-1", 1),
         event("100-1", 1),
     ] {
-        t.bus.publish("run", Publisher::Attempt(1), item).await.unwrap();
+        t.publish("run", item).await;
     }
-    t.bus
-        .publish("run", Publisher::Attempt(1), StreamItem::Done)
-        .await
-        .unwrap();
+    t.publish("run", StreamItem::Done).await;
     let once = [event("100-0", 0), event("100-1", 1), StreamItem::Done];
     assert_eq!(collect(live).await, once);
     assert_eq!(collect(t.bus.subscribe("run", Some("-1")).await.unwrap()).await, once);
@@ -258,45 +244,22 @@ async fn an_attempt_the_run_was_taken_back_from_publishes_nothing_more() {
     // only slow, whose run a sweeper put back in the queue, publishes nothing once fenced.
     let t = bus(|o| o).await;
     let live = t.bus.subscribe("run", None).await.unwrap();
-    assert!(t
-        .bus
-        .publish("run", Publisher::Attempt(1), event("1-0", 1))
-        .await
-        .unwrap());
+    let publish = |by, item| t.bus.publish("run", by, item);
+    assert!(publish(Publisher::Attempt(1), event("1-0", 1)).await.unwrap());
     t.bus.supersede("run", 1).await.unwrap();
-    assert!(!t
-        .bus
-        .publish("run", Publisher::Attempt(1), event("2-0", 2))
-        .await
-        .unwrap());
-    assert!(t
-        .bus
-        .publish("run", Publisher::Attempt(2), event("3-0", 3))
-        .await
-        .unwrap());
+    assert!(!publish(Publisher::Attempt(1), event("2-0", 2)).await.unwrap());
+    assert!(publish(Publisher::Attempt(2), event("3-0", 3)).await.unwrap());
     // A late sweeper's older fence does not lower it.
     t.bus.supersede("run", 0).await.unwrap();
-    assert!(!t
-        .bus
-        .publish("run", Publisher::Attempt(1), StreamItem::Done)
-        .await
-        .unwrap());
-    assert!(t.bus.publish("run", Publisher::Server, StreamItem::Done).await.unwrap());
+    assert!(!publish(Publisher::Attempt(1), StreamItem::Done).await.unwrap());
+    assert!(publish(Publisher::Server, StreamItem::Done).await.unwrap());
     let kept = [event("1-0", 1), event("3-0", 3), StreamItem::Done];
     assert_eq!(collect(live).await, kept);
     assert_eq!(collect(t.bus.subscribe("run", Some("-1")).await.unwrap()).await, kept);
     // Another run's stream, and another prefix's run of the same id, are not fenced.
-    assert!(t
-        .bus
-        .publish("other", Publisher::Attempt(1), event("1-0", 1))
-        .await
-        .unwrap());
+    t.publish("other", event("1-0", 1)).await;
     let apart = bus(|o| o).await;
-    assert!(apart
-        .bus
-        .publish("run", Publisher::Attempt(1), event("1-0", 1))
-        .await
-        .unwrap());
+    apart.publish("run", event("1-0", 1)).await;
 }
 
 /// A TCP proxy in front of Redis whose connections can be cut, as a Redis restart or a load
@@ -346,14 +309,10 @@ async fn a_lost_connection_costs_a_retry_not_a_failed_call() {
     let t = bus(|o| o).await;
     let proxy = Cutter::start(&t.url).await;
     let bus = RedisBus::options().prefix(&t.prefix).connect(&proxy.url).await.unwrap();
-    bus.publish("run", Publisher::Attempt(1), event("100-0", 0))
-        .await
-        .unwrap();
+    publish_first(&bus, "run", event("100-0", 0)).await;
     // Each call finds the connection it would use gone, and answers on a new one.
     proxy.cut();
-    bus.publish("run", Publisher::Attempt(1), event("100-1", 1))
-        .await
-        .unwrap();
+    publish_first(&bus, "run", event("100-1", 1)).await;
     proxy.cut();
     bus.wake().await.unwrap();
     proxy.cut();
@@ -365,9 +324,7 @@ async fn a_lost_connection_costs_a_retry_not_a_failed_call() {
     proxy.cut();
     assert!(bus.is_alive("w1").await.unwrap());
     proxy.cut();
-    bus.publish("run", Publisher::Attempt(1), StreamItem::Done)
-        .await
-        .unwrap();
+    publish_first(&bus, "run", StreamItem::Done).await;
     assert_eq!(
         collect(t.bus.subscribe("run", Some("-1")).await.unwrap()).await,
         [event("100-0", 0), event("100-1", 1), StreamItem::Done]
