@@ -298,10 +298,11 @@ impl Threads {
             .map_err(|e| usage(format!("cannot prepare {}: {e}", t.store())))?;
         Ok(Self::Sqlite(c))
     }
-    /// Points the session at `schema` (a name the saver has checked, and made) and makes the
-    /// record there. The record lived in the connection's default schema (`public`) before the
-    /// command line had `--schema`, beside checkpoints in `weir`: the first time `weir` is
-    /// opened, what that older record holds is copied over, so its threads still resume.
+    /// Makes `schema` (a name checked as the arguments were read) and the record in it, and
+    /// points the session there. The record lived in the connection's default schema (`public`)
+    /// before the command line had `--schema`, beside checkpoints in `weir`: the first time
+    /// `weir` is opened, what that older record holds is copied over, so its threads still
+    /// resume.
     #[cfg(feature = "postgres")]
     async fn prepare_schema(client: &tokio_postgres::Client, schema: &str) -> Result<(), tokio_postgres::Error> {
         let made: Option<String> = client
