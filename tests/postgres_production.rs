@@ -1,11 +1,10 @@
 //! PostgreSQL in production (feature `postgres`; ignored unless asked for with
 //! `--include-ignored`, and then `WEIR_POSTGRES_URL` must name a database).
 //!
-//! TLS, for real: PostgreSQL here has no TLS, so [`TlsProxy`] terminates it in process — it
-//! reads the 8-byte `SSLRequest`, answers `S`, does a rustls handshake with a certificate signed
-//! by a CA `rcgen` made, and pipes the plaintext to the database (or pipes a plaintext startup
-//! as it came, counting it). A saver through it with `sslmode=require` and that CA saves and
-//! reads; a wrong CA fails naming TLS and the certificate; `sslmode=disable` never asks for TLS.
+//! TLS, for real: PostgreSQL here has no TLS, so `weir_test_support::TlsProxy` terminates it in
+//! process, with a certificate a CA of its own signed. A saver through it with `sslmode=require`
+//! and that CA (given to the pool, or named by the URL's `sslrootcert`) saves and reads; a wrong
+//! CA fails naming TLS and the certificate; `sslmode=disable` never asks for TLS.
 //!
 //! Reconnect and retry, for real: the pools' connections carry the test's own
 //! `application_name`, and `pg_terminate_backend` ends them in the middle of a 200-step run, of
@@ -16,21 +15,17 @@
 
 #![cfg(feature = "postgres")]
 
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 use weir::checkpoint::{new_checkpoint_id, Checkpointer, MemorySaver, PostgresSaver};
 use weir::prelude::*;
 use weir::{NodeId, NodeRef};
 use weir_runtime::postgres::{Pool, PoolOptions, TlsRoots};
 use weir_runtime::store::{PostgresStore, Store, StoreConfig};
-use weir_test_support::{postgres_url as url, Schema};
+use weir_test_support::{ca_pem, postgres_url as url, Schema, TlsProxy};
 
 /// A fresh name: for a schema, a thread, an `application_name`.
 fn unique(prefix: &str) -> String {
@@ -344,103 +339,6 @@ async fn store_puts_and_gets_go_on_while_the_connections_are_killed() {
     }
 }
 
-/// A TLS-terminating proxy in front of the test database, with a certificate for `127.0.0.1`
-/// signed by its own CA.
-struct TlsProxy {
-    addr: SocketAddr,
-    /// The CA's certificate, PEM.
-    ca: String,
-    /// How many connections asked for TLS, and how many started in plaintext.
-    ssl_requests: Arc<AtomicUsize>,
-    plaintext: Arc<AtomicUsize>,
-}
-
-/// A CA certificate (PEM) and its key.
-fn ca(name: &str) -> (rcgen::Certificate, KeyPair) {
-    let key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.distinguished_name.push(DnType::CommonName, name);
-    (params.self_signed(&key).unwrap(), key)
-}
-
-impl TlsProxy {
-    async fn start() -> Self {
-        let (ca, ca_key) = ca("weir test CA");
-        let leaf_key = KeyPair::generate().unwrap();
-        let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
-            .unwrap()
-            .signed_by(&leaf_key, &ca, &ca_key)
-            .unwrap();
-        let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![leaf.der().clone()],
-                rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
-            )
-            .unwrap();
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let upstream = upstream();
-        let (ssl_requests, plaintext) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let counts = (ssl_requests.clone(), plaintext.clone());
-        tokio::spawn(async move {
-            loop {
-                let (mut client, _) = listener.accept().await.unwrap();
-                let (acceptor, upstream, counts) = (acceptor.clone(), upstream.clone(), counts.clone());
-                tokio::spawn(async move {
-                    let mut first = [0u8; 8];
-                    client.read_exact(&mut first).await?;
-                    let mut server = TcpStream::connect(&upstream).await?;
-                    // SSLRequest: length 8, code 80877103.
-                    if first == [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f] {
-                        counts.0.fetch_add(1, Ordering::SeqCst);
-                        client.write_all(b"S").await?;
-                        let mut tls = acceptor.accept(client).await?;
-                        tokio::io::copy_bidirectional(&mut tls, &mut server).await?;
-                    } else {
-                        counts.1.fetch_add(1, Ordering::SeqCst);
-                        server.write_all(&first).await?;
-                        tokio::io::copy_bidirectional(&mut client, &mut server).await?;
-                    }
-                    Ok::<_, std::io::Error>(())
-                });
-            }
-        });
-        TlsProxy {
-            addr,
-            ca: ca.pem(),
-            ssl_requests,
-            plaintext,
-        }
-    }
-
-    /// The test database's URL through the proxy, with `sslmode`.
-    fn url(&self, sslmode: &str) -> String {
-        let config: tokio_postgres::Config = url().parse().unwrap();
-        let user = config.get_user().unwrap_or("postgres");
-        let db = config.get_dbname().unwrap_or("postgres");
-        format!(
-            "postgres://{user}@127.0.0.1:{}/{db}?sslmode={sslmode}",
-            self.addr.port()
-        )
-    }
-}
-
-/// The host and port of the test database.
-fn upstream() -> String {
-    let config: tokio_postgres::Config = url().parse().unwrap();
-    let host = match &config.get_hosts()[0] {
-        tokio_postgres::config::Host::Tcp(host) => host.clone(),
-        #[allow(unreachable_patterns)]
-        _ => "127.0.0.1".to_owned(),
-    };
-    format!("{host}:{}", config.get_ports().first().copied().unwrap_or(5432))
-}
-
 /// Saves two checkpoints through `saver` and reads them back.
 async fn saves_and_reads(saver: PostgresSaver) {
     let saver: Arc<dyn Checkpointer> = Arc::new(saver);
@@ -470,8 +368,39 @@ async fn a_saver_through_tls_with_the_servers_ca_saves_and_reads_under_require_a
             .unwrap_or_else(|e| panic!("{sslmode}: {e}: {:?}", std::error::Error::source(&e)));
         saves_and_reads(saver).await;
     }
-    assert!(proxy.ssl_requests.load(Ordering::SeqCst) >= 3);
-    assert_eq!(proxy.plaintext.load(Ordering::SeqCst), 0, "every connection was TLS");
+    assert!(proxy.ssl_requests() >= 3);
+    assert_eq!(proxy.plaintext(), 0, "every connection was TLS");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
+async fn the_urls_sslrootcert_names_the_ca_file_when_the_pool_names_none() {
+    // libpq's way, which a managed database's instructions give: the URL names the CA file.
+    let proxy = TlsProxy::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("server ca.pem");
+    std::fs::write(&file, &proxy.ca).unwrap();
+    let escaped = file.display().to_string().replace(' ', "%20");
+    let schema = Schema::fresh("weir_prod");
+    let saver = PostgresSaver::options()
+        .schema(&schema.name)
+        .connect(&format!("{}&sslrootcert={escaped}", proxy.url("verify-full")))
+        .await
+        .unwrap_or_else(|e| panic!("{}", chain(&e)));
+    saves_and_reads(saver).await;
+    assert_eq!(proxy.plaintext(), 0, "every connection was TLS");
+    // A file that is not there is named.
+    let missing = dir.path().join("gone.pem");
+    let e = PostgresSaver::options()
+        .schema(&schema.name)
+        .connect(&format!("{}&sslrootcert={}", proxy.url("require"), missing.display()))
+        .await
+        .expect_err("no CA file");
+    assert!(
+        chain(&e).contains(&format!("the CA file `{}` cannot be read", missing.display())),
+        "{}",
+        chain(&e)
+    );
 }
 
 /// An error and its sources, joined.
@@ -490,11 +419,11 @@ fn chain(e: &dyn std::error::Error) -> String {
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn a_wrong_ca_fails_naming_tls_and_the_certificate() {
     let proxy = TlsProxy::start().await;
-    let (other, _) = ca("some other CA");
+    let other = ca_pem("some other CA");
     let schema = Schema::fresh("weir_prod");
     let e = PostgresSaver::options()
         .schema(&schema.name)
-        .pool(PoolOptions::new().tls_roots(TlsRoots::pem(other.pem())))
+        .pool(PoolOptions::new().tls_roots(TlsRoots::pem(other)))
         .connect(&proxy.url("require"))
         .await
         .expect_err("the server's certificate is not signed by that CA");
@@ -527,12 +456,8 @@ async fn sslmode_disable_never_asks_for_tls_and_prefer_takes_what_the_server_off
         .await
         .unwrap();
     saves_and_reads(saver).await;
-    assert_eq!(
-        proxy.ssl_requests.load(Ordering::SeqCst),
-        0,
-        "no SSLRequest under disable"
-    );
-    assert!(proxy.plaintext.load(Ordering::SeqCst) >= 1);
+    assert_eq!(proxy.ssl_requests(), 0, "no SSLRequest under disable");
+    assert!(proxy.plaintext() >= 1);
 
     // `prefer` (as libpq's) encrypts when the server offers TLS, checking no chain unless
     // roots were given.
@@ -543,5 +468,5 @@ async fn sslmode_disable_never_asks_for_tls_and_prefer_takes_what_the_server_off
         .await
         .unwrap();
     saves_and_reads(saver).await;
-    assert!(proxy.ssl_requests.load(Ordering::SeqCst) >= 1);
+    assert!(proxy.ssl_requests() >= 1);
 }

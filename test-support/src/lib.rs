@@ -3,13 +3,18 @@
 //! of a test's own on it (or a database, for what a schema cannot keep apart), dropped with
 //! everything in it when the test lets go of it, also when the test panics (the drop blocks its
 //! thread: on a current-thread runtime, a connection of the test's left in a transaction cannot
-//! end it, and is ended after a few seconds). Not published.
+//! end it, and is ended after a few seconds); and a TLS-terminating proxy in front of that server
+//! ([`TlsProxy`]). Not published.
 //!
 //! ```no_run
 //! let schema = weir_test_support::Schema::fresh("weir_example");
 //! // … connect to `schema.url` with everything in `schema.name` …
 //! drop(schema); // DROP SCHEMA … CASCADE
 //! ```
+
+mod tls;
+
+pub use tls::{ca_pem, TlsProxy};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -135,7 +135,8 @@ impl PoolOptions {
 
     /// The certificates a server's is checked against when the URL's `sslmode` asks for TLS
     /// (default [`TlsRoots::Webpki`]); a managed database's private CA is
-    /// [`TlsRoots::pem_file`] or [`TlsRoots::Pem`].
+    /// [`TlsRoots::pem_file`] or [`TlsRoots::Pem`]. Without them, the URL's libpq
+    /// `sslrootcert=FILE` names the file (`postgres://…?sslmode=verify-full&sslrootcert=ca.pem`).
     pub fn tls_roots(mut self, roots: TlsRoots) -> Self {
         self.roots = roots;
         self
@@ -164,10 +165,16 @@ impl PoolOptions {
         self.schema.as_deref()
     }
 
-    /// The URL's settings, with this pool's timeouts and `application_name` over them, and the
-    /// certificate checks its `sslmode` asks for.
-    fn config(&self, url: &str) -> Result<(tokio_postgres::Config, tls::Checks), PoolError> {
+    /// The URL's settings, with this pool's timeouts and `application_name` over them, the
+    /// certificate checks its `sslmode` asks for, and the roots to check against: this pool's,
+    /// else the URL's `sslrootcert` file, else webpki's.
+    fn config(&self, url: &str) -> Result<(tokio_postgres::Config, tls::Checks, TlsRoots), PoolError> {
         let (url, checks) = tls::sslmode(url);
+        let (url, file) = tls::sslrootcert(&url);
+        let roots = match (&self.roots, file) {
+            (TlsRoots::Webpki, Some(file)) => TlsRoots::PemFile(file),
+            (roots, _) => roots.clone(),
+        };
         let mut config: tokio_postgres::Config = url.parse()?;
         if let Some(name) = &self.application_name {
             config.application_name(name);
@@ -181,7 +188,7 @@ impl PoolOptions {
             let options = config.get_options().unwrap_or("").to_owned();
             config.options(format!("{options} -c statement_timeout={}", timeout.as_millis()).trim_start());
         }
-        Ok((config, checks))
+        Ok((config, checks, roots))
     }
 }
 
@@ -336,8 +343,8 @@ impl Pool {
     /// # Errors
     /// When the server cannot be reached.
     pub async fn open(&self) -> Result<Conn, PoolError> {
-        let (config, checks) = self.0.options.config(&self.0.url)?;
-        let tls = tls::Connector::new(&self.0.options.roots, checks)?;
+        let (config, checks, roots) = self.0.options.config(&self.0.url)?;
+        let tls = tls::Connector::new(&roots, checks)?;
         let (client, connection) = config.connect(tls).await?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {

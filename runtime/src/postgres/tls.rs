@@ -120,6 +120,63 @@ pub(super) fn sslmode(url: &str) -> (Cow<'_, str>, Checks) {
     (Cow::Owned(format!("{}require{}", &url[..at], &url[end..])), checks)
 }
 
+/// The URL without libpq's `sslrootcert` (tokio-postgres does not know it), and the file it
+/// names: the roots a connection checks the server against when the pool was given none
+/// ([`TlsRoots::Webpki`]). Works on URLs (whose value is percent-decoded) and on `key=value`
+/// strings.
+pub(super) fn sslrootcert(url: &str) -> (Cow<'_, str>, Option<PathBuf>) {
+    const KEY: &str = "sslrootcert=";
+    let Some(key) = url
+        .match_indices(KEY)
+        .map(|(i, _)| i)
+        .find(|&i| i == 0 || url[..i].ends_with(['?', '&', ' ', '\t', '\n']))
+    else {
+        return (Cow::Borrowed(url), None);
+    };
+    let at = key + KEY.len();
+    let end = url[at..]
+        .find(|c: char| c == '&' || c.is_whitespace())
+        .map_or(url.len(), |i| at + i);
+    let uri = url.starts_with("postgres://") || url.starts_with("postgresql://");
+    let value = &url[at..end];
+    let path = match uri {
+        true => percent_decoded(value),
+        false => value.to_owned(),
+    };
+    // The parameter goes with one separator: the one after it, or, when it is the last, the
+    // one before it (`?` too, when it was the only one).
+    let (from, to) = match url[end..].chars().next() {
+        Some(c) => (key, end + c.len_utf8()),
+        None if key > 0 => (key - 1, end),
+        None => (key, end),
+    };
+    (
+        Cow::Owned(format!("{}{}", &url[..from], &url[to..])),
+        Some(PathBuf::from(path)),
+    )
+}
+
+/// `text` with its `%XX` escapes decoded (as bytes, then as UTF-8, lossily).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// The rustls connector of one new connection.
 #[derive(Clone)]
 pub(super) struct Connector {
@@ -280,7 +337,40 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Stream<S> {
 
 #[cfg(test)]
 mod tests {
-    use super::{sslmode, Checks};
+    use super::{sslmode, sslrootcert, Checks};
+    use std::path::PathBuf;
+
+    #[test]
+    fn sslrootcert_is_taken_out_of_the_url_and_names_the_roots_file() {
+        let cases = [
+            (
+                "postgres://h/db?sslmode=verify-full&sslrootcert=/etc/ca.pem",
+                "postgres://h/db?sslmode=verify-full",
+                Some("/etc/ca.pem"),
+            ),
+            (
+                "postgres://h/db?sslrootcert=%2Fmy%20certs%2Fca.pem&sslmode=require",
+                "postgres://h/db?sslmode=require",
+                Some("/my certs/ca.pem"),
+            ),
+            ("postgres://h/db?sslrootcert=ca.pem", "postgres://h/db", Some("ca.pem")),
+            (
+                "host=h sslrootcert=/etc/ca.pem sslmode=verify-ca",
+                "host=h sslmode=verify-ca",
+                Some("/etc/ca.pem"),
+            ),
+            (
+                "postgres://h/db?application_name=no_sslrootcert=x",
+                "postgres://h/db?application_name=no_sslrootcert=x",
+                None,
+            ),
+            ("postgres://h/db", "postgres://h/db", None),
+        ];
+        for (url, rest, file) in cases {
+            let (left, found) = sslrootcert(url);
+            assert_eq!((&*left, found), (rest, file.map(PathBuf::from)), "{url}");
+        }
+    }
 
     #[test]
     fn verify_modes_are_handed_on_as_require_and_others_are_left_alone() {
