@@ -294,6 +294,35 @@ fn an_output_choice_round_trips_across_two_processes_through_postgres() {
     );
 }
 
+/// The command line over TLS: the URL's `sslmode` and libpq's `sslrootcert` reach every
+/// connection it makes, the record of which flow a thread runs included (that one connected in
+/// plaintext, whatever the URL said).
+#[test]
+#[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
+fn the_command_line_reaches_postgresql_over_tls_with_the_urls_ca_file() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let proxy = rt.block_on(weir_test_support::TlsProxy::start());
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &proxy.ca).unwrap();
+    let url = format!("{}&sslrootcert={}", proxy.url("verify-full"), ca.display());
+    let schema = weir_test_support::Schema::fresh("weir_cli_tls");
+    let on = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--postgres", &url, "--schema", &schema.name]);
+        weir(&all)
+    };
+    let flow = example("support_triage.json");
+    let input = r#"{"customer":"Ana","subject":"Refund please","body":"b","amount":120}"#;
+    let (code, _, stderr) = on(&["run", flow.to_str().unwrap(), "--thread", "t1", "--input", input]);
+    assert_eq!(code, 3, "{stderr}");
+    let (code, stdout, stderr) = on(&["state", "--thread", "t1"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("\"customer\": \"Ana\""), "{stdout}");
+    assert!(proxy.ssl_requests() >= 4, "the saver's and the record's, twice");
+    assert_eq!(proxy.plaintext(), 0, "every connection was TLS");
+}
+
 /// Before `--schema`, the record of which flow a thread runs lived in the database's `public`
 /// schema, beside checkpoints in `weir`: such a thread still resumes. Its own database, for the
 /// test touches `public` and the default schema.

@@ -268,8 +268,9 @@ fn load(text: &str, name: &str, options: LoadOptions) -> Result<Flow, ExitCode> 
 /// The database's record of which flow each thread runs, beside the saver's own tables.
 enum Threads {
     Sqlite(rusqlite::Connection),
+    /// One connection of weir's pool (TLS as the URL's `sslmode` says, as the saver's).
     #[cfg(feature = "postgres")]
-    Postgres(tokio_postgres::Client),
+    Postgres(weir_runtime::postgres::Pool),
 }
 
 const THREADS_TABLE: &str = "CREATE TABLE IF NOT EXISTS weir_flow_threads (
@@ -279,17 +280,15 @@ impl Threads {
     fn open(t: &Thread, rt: &tokio::runtime::Runtime) -> Result<Self, ExitCode> {
         #[cfg(feature = "postgres")]
         if let Some(url) = t.postgres() {
-            let (client, conn) = rt
-                .block_on(tokio_postgres::connect(url, tokio_postgres::NoTls))
-                .map_err(|e| usage(format!("cannot connect to {}: {e}", t.store())))?;
-            rt.spawn(conn);
-            rt.block_on(Self::prepare_schema(&client, &t.schema)).map_err(|e| {
-                let why = e
-                    .as_db_error()
-                    .map_or_else(|| e.to_string(), |d| d.message().to_owned());
-                usage(format!("cannot prepare {}: {why}", t.store()))
-            })?;
-            return Ok(Self::Postgres(client));
+            use weir_runtime::postgres::{Pool, PoolOptions};
+            let pool = Pool::new(url, PoolOptions::new().size(1).schema(&t.schema));
+            rt.block_on(async {
+                let conn = pool.get().await?;
+                Self::prepare_schema(&conn.client, &t.schema).await?;
+                Ok::<_, weir_runtime::postgres::PoolError>(())
+            })
+            .map_err(|e| usage(format!("cannot prepare {}: {e}", t.store())))?;
+            return Ok(Self::Postgres(pool));
         }
         let _ = rt;
         let c = rusqlite::Connection::open(&t.db).map_err(|e| usage(format!("cannot open {}: {e}", t.store())))?;
@@ -298,8 +297,8 @@ impl Threads {
             .map_err(|e| usage(format!("cannot prepare {}: {e}", t.store())))?;
         Ok(Self::Sqlite(c))
     }
-    /// Makes `schema` (a name checked as the arguments were read) and the record in it, and
-    /// points the session there. The record lived in the connection's default schema (`public`)
+    /// Makes `schema` (a name checked as the arguments were read) and the record in it. The
+    /// record lived in the connection's default schema (`public`)
     /// before the command line had `--schema`, beside checkpoints in `weir`: the first time
     /// `weir` is opened, what that older record holds is copied over, so its threads still
     /// resume.
@@ -342,13 +341,18 @@ impl Threads {
                 .map(|_| ())
                 .map_err(|e| failed(&e)),
             #[cfg(feature = "postgres")]
-            Self::Postgres(c) => rt
-                .block_on(c.execute(
-                    "INSERT INTO weir_flow_threads (thread_id, flow, max_steps) VALUES ($1, $2, $3)
-                     ON CONFLICT (thread_id) DO UPDATE SET flow = EXCLUDED.flow, max_steps = EXCLUDED.max_steps",
-                    &[&thread, &flow, &i64::from(max_steps)],
-                ))
-                .map(|_| ())
+            Self::Postgres(pool) => rt
+                .block_on(async {
+                    let conn = pool.get().await?;
+                    conn.client
+                        .execute(
+                            "INSERT INTO weir_flow_threads (thread_id, flow, max_steps) VALUES ($1, $2, $3)
+                             ON CONFLICT (thread_id) DO UPDATE SET flow = EXCLUDED.flow, max_steps = EXCLUDED.max_steps",
+                            &[&thread, &flow, &i64::from(max_steps)],
+                        )
+                        .await?;
+                    Ok::<_, weir_runtime::postgres::PoolError>(())
+                })
                 .map_err(|e| failed(&e)),
         }
     }
@@ -367,13 +371,14 @@ impl Threads {
                 )
                 .map_err(|_| missing()),
             #[cfg(feature = "postgres")]
-            Self::Postgres(c) => {
+            Self::Postgres(pool) => {
                 let row = rt
-                    .block_on(c.query_opt(
-                        "SELECT flow, max_steps FROM weir_flow_threads WHERE thread_id = $1",
-                        &[&thread],
-                    ))
-                    .map_err(|_| missing())?
+                    .block_on(async {
+                        let conn = pool.get().await?;
+                        let sql = "SELECT flow, max_steps FROM weir_flow_threads WHERE thread_id = $1";
+                        Ok::<_, weir_runtime::postgres::PoolError>(conn.client.query_opt(sql, &[&thread]).await?)
+                    })
+                    .map_err(|e| usage(format!("cannot read thread `{thread}`: {e}")))?
                     .ok_or_else(missing)?;
                 let steps: i64 = row.get(1);
                 Ok((row.get(0), u32::try_from(steps).unwrap_or(u32::MAX)))
