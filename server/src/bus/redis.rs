@@ -105,14 +105,19 @@ impl RedisOptions {
         self
     }
 
-    /// Connects to the Redis at `url` (e.g. `redis://127.0.0.1:6379`).
+    /// Connects to the Redis at `url` (e.g. `redis://127.0.0.1:6379`). A `rediss://` URL
+    /// connects over TLS, checking the server's certificate against the system's roots and
+    /// webpki's, or, with redis-py's `ssl_ca_certs=FILE` parameter
+    /// (`rediss://host:6380/0?ssl_ca_certs=/etc/weir/redis-ca.pem`), against the CA
+    /// certificates in that PEM file (a managed Redis's private CA).
     ///
     /// # Errors
     ///
-    /// A [`BusError`] naming the URL when it is malformed or the server cannot be reached.
+    /// A [`BusError`] naming the URL when it is malformed, names a CA file that cannot be read
+    /// (or one without a `rediss://` scheme), or the server cannot be reached.
     pub async fn connect(self, url: &str) -> Result<RedisBus, BusError> {
         let fail = |e: redis::RedisError| BusError(format!("cannot connect to Redis at `{url}`: {e}"));
-        let client = Client::open(url).map_err(fail)?;
+        let client = client(url).map_err(|e| BusError(format!("cannot connect to Redis at `{url}`: {e}")))?;
         let manager = client.get_connection_manager().await.map_err(fail)?;
         Ok(RedisBus {
             shared: Arc::new(Shared {
@@ -125,6 +130,34 @@ impl RedisOptions {
             }),
         })
     }
+}
+
+/// The client of `url`, taking its `ssl_ca_certs` parameter out (Redis does not know it) and
+/// using the file as the roots of a `rediss://` connection.
+fn client(url: &str) -> Result<Client, String> {
+    let mut parsed = url::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
+    let (ca, rest): (Vec<_>, Vec<_>) = parsed
+        .query_pairs()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .partition(|(k, _)| k == "ssl_ca_certs");
+    let Some((_, file)) = ca.into_iter().next_back() else {
+        return Client::open(url).map_err(|e| e.to_string());
+    };
+    if parsed.scheme() != "rediss" {
+        return Err("`ssl_ca_certs` is for TLS: the URL's scheme must be `rediss://`".to_owned());
+    }
+    let pem = std::fs::read(&file).map_err(|e| format!("the CA file `{file}` cannot be read: {e}"))?;
+    match rest.is_empty() {
+        true => parsed.set_query(None),
+        false => {
+            parsed.query_pairs_mut().clear().extend_pairs(rest);
+        }
+    }
+    let certificates = redis::TlsCertificates {
+        client_tls: None,
+        root_cert: Some(pem),
+    };
+    Client::build_with_tls(parsed.as_str(), certificates).map_err(|e| e.to_string())
 }
 
 /// What the clones of a bus share.

@@ -262,6 +262,47 @@ async fn an_attempt_the_run_was_taken_back_from_publishes_nothing_more() {
     apart.publish("run", event("1-0", 1)).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
+async fn a_rediss_url_with_the_servers_ca_carries_the_bus_over_tls() {
+    // A managed Redis that asks for TLS, its certificate signed by a CA of its own, named as
+    // redis-py names it (`ssl_ca_certs`).
+    let t = bus(|o| o).await;
+    let proxy = weir_test_support::TlsProxy::redis(&t.url).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("redis ca.pem");
+    std::fs::write(&ca, &proxy.ca).unwrap();
+    let file = ca.display().to_string().replace(' ', "%20");
+    let url = format!("{}?ssl_ca_certs={file}", proxy.redis_url());
+    let over_tls = RedisBus::options().prefix(&t.prefix).connect(&url).await.unwrap();
+    let following = t.bus.subscribe("run", Some("-1")).await.unwrap();
+    publish_first(&over_tls, "run", event("1-0", 1)).await;
+    publish_first(&over_tls, "run", StreamItem::Done).await;
+    assert_eq!(collect(following).await, [event("1-0", 1), StreamItem::Done]);
+    over_tls.beat("w1", Duration::from_secs(30)).await.unwrap();
+    assert!(t.bus.is_alive("w1").await.unwrap());
+    assert!(proxy.ssl_requests() >= 1);
+
+    // Webpki's roots and the system's do not know the test CA; a missing CA file is named; a
+    // CA file for a plaintext URL is refused.
+    let e = RedisBus::options().connect(&proxy.redis_url()).await.unwrap_err();
+    assert!(e.0.contains("UnknownIssuer"), "{e}");
+    let missing = dir.path().join("gone.pem");
+    let e = RedisBus::options()
+        .connect(&format!("{}?ssl_ca_certs={}", proxy.redis_url(), missing.display()))
+        .await
+        .unwrap_err();
+    assert!(
+        e.0.contains(&format!("the CA file `{}` cannot be read", missing.display())),
+        "{e}"
+    );
+    let e = RedisBus::options()
+        .connect(&format!("{}?ssl_ca_certs={file}", t.url))
+        .await
+        .unwrap_err();
+    assert!(e.0.contains("the URL's scheme must be `rediss://`"), "{e}");
+}
+
 /// A TCP proxy in front of Redis whose connections can be cut, as a Redis restart or a load
 /// balancer's idle timeout cuts them; connections made after a cut pass.
 struct Cutter {
