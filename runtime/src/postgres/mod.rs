@@ -35,6 +35,30 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_postgres::{Client, Statement};
 
+/// `url` as messages and logs show it: its password, if any, replaced by `***` (a URL from a
+/// command line or a config often carries one). Any `scheme://user:password@host…` URL: a
+/// PostgreSQL one, a Redis one; other strings (`key=value` settings) are returned whole.
+///
+/// ```
+/// use weir_runtime::postgres::without_password;
+/// assert_eq!(without_password("postgres://app:s3cret@db/prod"), "postgres://app:***@db/prod");
+/// assert_eq!(without_password("rediss://:s3cret@redis:6380/0"), "rediss://:***@redis:6380/0");
+/// assert_eq!(without_password("postgres://app@db/prod?application_name=a@b"), "postgres://app@db/prod?application_name=a@b");
+/// ```
+pub fn without_password(url: &str) -> String {
+    let Some(scheme) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let authority = url[scheme..].find(['/', '?', '#']).map_or(url.len(), |i| scheme + i);
+    let Some(at) = url[scheme..authority].rfind('@').map(|i| scheme + i) else {
+        return url.to_owned();
+    };
+    match url[scheme..at].find(':').map(|i| scheme + i) {
+        Some(colon) => format!("{}:***{}", &url[..colon], &url[at..]),
+        None => url.to_owned(),
+    }
+}
+
 /// Checks that `name` can name a schema as weir writes it into SQL (quoted, unescaped): lower-case
 /// ASCII letters, digits and `_`, not starting with a digit, at most 63 bytes.
 ///

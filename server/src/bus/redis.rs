@@ -116,9 +116,14 @@ impl RedisOptions {
     /// A [`BusError`] naming the URL when it is malformed, names a CA file that cannot be read
     /// (or one without a `rediss://` scheme), or the server cannot be reached.
     pub async fn connect(self, url: &str) -> Result<RedisBus, BusError> {
-        let fail = |e: redis::RedisError| BusError(format!("cannot connect to Redis at `{url}`: {e}"));
-        let client = client(url).map_err(|e| BusError(format!("cannot connect to Redis at `{url}`: {e}")))?;
-        let manager = client.get_connection_manager().await.map_err(fail)?;
+        let failed = |e: &dyn std::fmt::Display| {
+            BusError(format!(
+                "cannot connect to Redis at `{}`: {e}",
+                weir_runtime::postgres::without_password(url)
+            ))
+        };
+        let client = client(url).map_err(|e| failed(&e))?;
+        let manager = client.get_connection_manager().await.map_err(|e| failed(&e))?;
         Ok(RedisBus {
             shared: Arc::new(Shared {
                 client,

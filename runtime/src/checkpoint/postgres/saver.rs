@@ -2,7 +2,7 @@
 
 use super::pool::{Failure, Inner};
 use super::read::{read_row, select_checkpoint, select_list, SELECT_HEAD};
-use super::schema::{migrate, redact};
+use super::schema::migrate;
 use crate::checkpoint::sql;
 use crate::checkpoint::{
     CheckpointRecord, Checkpointer, Held, Loaded, MadeByRun, PendingWrite, Pruned, Retention, SaverError, TaskWrites,
@@ -109,7 +109,7 @@ pub struct PostgresSaver {
 impl fmt::Debug for PostgresSaver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PostgresSaver")
-            .field("url", &redact(self.inner.pool.url()))
+            .field("url", &crate::postgres::without_password(self.inner.pool.url()))
             .field("schema", &self.inner.schema)
             .finish_non_exhaustive()
     }

@@ -76,26 +76,16 @@ impl OpenError {
     pub(super) fn into_saver_error(self, inner: &Inner) -> SaverError {
         match self {
             OpenError::TooNew(found) => SaverError::schema_too_new(
-                format!("PostgreSQL schema `{}` at {}", inner.schema, redact(inner.pool.url())),
+                format!(
+                    "PostgreSQL schema `{}` at {}",
+                    inner.schema,
+                    crate::postgres::without_password(inner.pool.url())
+                ),
                 found,
                 VERSION,
             ),
             OpenError::Postgres(e) => inner.fail(e),
         }
-    }
-}
-
-/// The URL without its password, for messages.
-pub(super) fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.find(':') {
-                Some(colon) => format!("{}{}:***{}", &url[..scheme + 3], &userinfo[..colon], &url[at..]),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
     }
 }
 

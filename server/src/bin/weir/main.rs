@@ -72,9 +72,13 @@ impl Thread {
     fn store(&self) -> String {
         match self.postgres() {
             #[cfg(feature = "postgres")]
-            Some(url) => format!("schema `{}` of PostgreSQL server `{url}`", self.schema),
+            Some(url) => format!(
+                "schema `{}` of PostgreSQL server `{}`",
+                self.schema,
+                weir_runtime::postgres::without_password(url)
+            ),
             #[cfg(not(feature = "postgres"))]
-            Some(url) => format!("PostgreSQL server `{url}`"),
+            Some(url) => format!("PostgreSQL server `{}`", weir_runtime::postgres::without_password(url)),
             None => format!("`{}`", self.db.display()),
         }
     }
