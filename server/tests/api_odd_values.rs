@@ -201,6 +201,12 @@ fn requests(tid: &str, cid: &str, aid: &str) -> Vec<(&'static str, String, Value
             json!({"metadata": {"k": "v"}, "status": "idle"}),
         ),
         (
+            // No thread of the others': an id no thread has.
+            "POST",
+            "/threads/prune".into(),
+            json!({"thread_ids": ["6f1e0b7a-5d1e-4a43-9a4e-7c1d2f3a4b5c"], "strategy": "keep_latest"}),
+        ),
+        (
             "PATCH",
             format!("/threads/{tid}"),
             json!({"metadata": {"k": "v"}, "ttl": 5}),

@@ -1,7 +1,7 @@
 //! Threads' time-to-live (LangGraph's `ttl` on threads.create and threads.update, and the
 //! config's `checkpointer.ttl`): the `ttl` body field checked, and the workers' sweeper
 //! deleting (`delete`) or pruning to the latest checkpoint (`keep_latest`) the threads left
-//! unchanged longer than their TTL, never a busy one. The catalog's query is in the db suite,
+//! unchanged longer than their TTL (one no run touched too), never a busy one. The catalog's query is in the db suite,
 //! on SQLite and PostgreSQL.
 
 mod runs_support;
@@ -61,6 +61,25 @@ async fn a_thread_whose_ttl_ran_out_is_deleted_with_its_runs_and_checkpoints() {
     );
     assert_eq!(app.checkpoints(&kept).await, 4);
     assert_eq!(app.manager.sweep_thread_ttls().await.unwrap(), Swept::default());
+}
+
+#[tokio::test]
+async fn a_thread_no_run_touched_is_deleted_by_its_ttl_too() {
+    // It has no graph and no checkpoints; the sweeper used to leave it, warning that its graph
+    // was not served.
+    let (_dir, app) = app().await;
+    let made = app.call("POST", "/threads", Some(json!({"ttl": SHORT}))).await;
+    assert_eq!(made.status, StatusCode::OK, "{}", made.body);
+    let tid = made.body["thread_id"].as_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        app.manager.sweep_thread_ttls().await.unwrap(),
+        Swept { deleted: 1, pruned: 0 }
+    );
+    assert_eq!(
+        app.call("GET", &format!("/threads/{tid}"), None).await.status,
+        StatusCode::NOT_FOUND
+    );
 }
 
 #[tokio::test]

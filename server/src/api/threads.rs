@@ -1,6 +1,6 @@
-//! The threads routes' catalog side (`/threads`, `/threads/{tid}`, search, count, copy): the rows
-//! of [`Catalog`](crate::db::Catalog), and the checkpoints a delete or a copy must follow through
-//! the thread's graph. The state routes (`/state`, `/history`) are [`super::state`]'s.
+//! The threads routes' catalog side (`/threads`, `/threads/{tid}`, search, count, copy, prune):
+//! the rows of [`Catalog`](crate::db::Catalog), and the checkpoints a delete or a copy must
+//! follow through the thread's graph. The state routes (`/state`, `/history`) are [`super::state`]'s.
 
 use super::assistants::IfExistsBody;
 use super::params::thread_id;
@@ -8,7 +8,7 @@ use super::select::select_fields;
 use super::{state, ApiError, AppState, Json};
 use crate::db::{ThreadQuery, ThreadUpdate};
 use crate::graph::{ServedGraph, StateUpdate};
-use crate::model::{Object, Thread, ThreadStatus, ThreadTtl};
+use crate::model::{Object, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -22,6 +22,7 @@ pub(super) fn router() -> axum::Router<AppState> {
         .route("/threads", post(create))
         .route("/threads/search", post(search))
         .route("/threads/count", post(count))
+        .route("/threads/prune", post(prune))
         .route("/threads/{tid}", get(read).patch(patch).delete(delete))
         .route("/threads/{tid}/copy", post(copy))
         .merge(state::router())
@@ -211,6 +212,41 @@ async fn delete(State(state): State<AppState>, Path(tid): Path<String>) -> Resul
     }
     state.catalog.delete_thread(&thread.thread_id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /threads/prune`.
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct PruneBody {
+    thread_ids: Vec<String>,
+    strategy: Option<TtlStrategy>,
+}
+
+/// `POST /threads/prune`: deletes the threads named (`strategy` `delete`, the default), or prunes
+/// each to its latest checkpoint (`keep_latest`), as their TTL would; `{"pruned_count": n}`, the
+/// threads found and pruned (an id no thread has is passed over, as LangGraph's server does).
+async fn prune(State(state): State<AppState>, Json(body): Json<PruneBody>) -> Result<axum::Json<Value>, ApiError> {
+    let ids = body
+        .thread_ids
+        .iter()
+        .enumerate()
+        .map(|(i, tid)| {
+            uuid::Uuid::parse_str(tid)
+                .map(|u| u.to_string())
+                .map_err(|_| ApiError::invalid(format!("body field `thread_ids[{i}]`: `{tid}` is not a UUID")))
+        })
+        .collect::<Result<std::collections::BTreeSet<_>, _>>()?;
+    let strategy = body.strategy.unwrap_or(TtlStrategy::Delete);
+    let mut pruned = 0;
+    for tid in ids {
+        let Some(thread) = state.catalog.get_thread_without_values(&tid).await? else {
+            continue;
+        };
+        if state.runs.prune_thread(&thread, strategy).await? {
+            pruned += 1;
+        }
+    }
+    Ok(axum::Json(serde_json::json!({ "pruned_count": pruned })))
 }
 
 /// The filters of `POST /threads/search` and `/count`.

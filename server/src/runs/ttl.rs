@@ -3,10 +3,11 @@
 //! the threads unchanged for longer than their TTL and not busy, then deletes each (`delete`:
 //! its row, runs and checkpoints, as `DELETE /threads/{id}` does) or prunes it to its latest
 //! checkpoint (`keep_latest`). Sweeps on several workers may meet on one thread: deleting a
-//! thread twice, or pruning it twice, is harmless.
+//! thread twice, or pruning it twice, is harmless. `POST /threads/prune` does the same to the
+//! threads it names ([`Manager::prune_thread`]).
 
 use super::{Manager, RunError};
-use crate::model::{ThreadStatus, TtlStrategy};
+use crate::model::{Thread, ThreadStatus, TtlStrategy};
 use std::time::Duration;
 
 /// How many expired threads one sweep handles at most (the rest wait for the next sweep).
@@ -47,25 +48,43 @@ impl Manager {
     /// Deletes or prunes one expired thread; `false` when it was left (gone already, busy again,
     /// or its graph not served here).
     async fn expire(&self, thread_id: &str, strategy: TtlStrategy) -> Result<bool, RunError> {
-        let Some(thread) = self.inner.catalog.get_thread(thread_id).await? else {
+        let Some(thread) = self.inner.catalog.get_thread_without_values(thread_id).await? else {
             return Ok(false);
         };
         // A run may have been created since the catalog listed the thread.
         if thread.status == ThreadStatus::Busy || self.inner.queue.has_inflight(thread_id, None).await? {
             return Ok(false);
         }
-        let graph_id = thread.metadata.get("graph_id").and_then(|g| g.as_str());
-        let Some(graph) = graph_id.and_then(|g| self.graph(g).ok()) else {
-            tracing::warn!(thread = %thread_id, "the TTL sweeper left a thread whose graph is not served here");
-            return Ok(false);
+        self.prune_thread(&thread, strategy).await
+    }
+
+    /// Deletes `thread` whole (its row, runs and checkpoints, as `DELETE /threads/{id}` does) or
+    /// prunes it to its latest checkpoint; `false` when it was left because its graph is not
+    /// served here (its checkpoints could not be reached; a warning says so). A thread no run
+    /// has touched has no checkpoints: it is deleted, or left as it is.
+    pub async fn prune_thread(&self, thread: &Thread, strategy: TtlStrategy) -> Result<bool, RunError> {
+        let thread_id = thread.thread_id.as_str();
+        let graph = match thread.metadata.get("graph_id") {
+            None => None,
+            Some(graph_id) => match self.graph(graph_id.as_str().unwrap_or_default()) {
+                Ok(graph) => Some(graph),
+                Err(_) => {
+                    tracing::warn!(thread = %thread_id, %graph_id, "left a thread whose graph is not served here");
+                    return Ok(false);
+                }
+            },
         };
         match strategy {
             TtlStrategy::Delete => {
-                graph.delete_thread(thread_id).await?;
+                if let Some(graph) = graph {
+                    graph.delete_thread(thread_id).await?;
+                }
                 self.inner.catalog.delete_thread(thread_id).await?;
             }
             TtlStrategy::KeepLatest => {
-                graph.keep_latest(thread_id).await?;
+                if let Some(graph) = graph {
+                    graph.keep_latest(thread_id).await?;
+                }
             }
         }
         Ok(true)

@@ -72,6 +72,38 @@ async def test_update_metadata_and_delete(client):
         await client.threads.get(t["thread_id"])
 
 
+async def test_prune_deletes_the_threads_named_and_passes_over_unknown_ones(client):
+    ran = await client.threads.create()
+    await client.runs.wait(ran["thread_id"], "chain", input={"topic": "p"})
+    never_ran = await client.threads.create()
+    kept = await client.threads.create()
+    unknown = str(uuid.uuid4())
+    out = await client.threads.prune([ran["thread_id"], never_ran["thread_id"], unknown])
+    assert out == {"pruned_count": 2}
+    for t in (ran, never_ran):
+        with pytest.raises(NotFoundError):
+            await client.threads.get(t["thread_id"])
+    assert (await client.threads.get(kept["thread_id"]))["thread_id"] == kept["thread_id"]
+    assert await client.threads.prune([]) == {"pruned_count": 0}
+    with pytest.raises(UnprocessableEntityError):
+        await client.threads.prune(["not-a-uuid"])
+
+
+@pytest.mark.weir_only  # langgraph dev's in-memory runtime refuses keep_latest with a 422
+async def test_prune_keep_latest_keeps_the_state_and_drops_the_history(client, thread):
+    tid = thread["thread_id"]
+    await client.runs.wait(tid, "chain", input={"topic": "x"})
+    await client.runs.wait(tid, "chain", input={"topic": "y"})
+    before = await client.threads.get_state(tid)
+    assert len(await client.threads.get_history(tid)) > 1
+    assert await client.threads.prune([tid], strategy="keep_latest") == {"pruned_count": 1}
+    history = await client.threads.get_history(tid)
+    assert [h["checkpoint"]["checkpoint_id"] for h in history] == [before["checkpoint"]["checkpoint_id"]]
+    assert (await client.threads.get_state(tid))["values"] == before["values"]
+    out = await client.runs.wait(tid, "chain", input={"topic": "z"})
+    assert out["log"] == ["a:x", "b", "a:y", "b", "a:z", "b"]
+
+
 async def test_thread_after_a_run_carries_values_and_graph(client, thread):
     tid = thread["thread_id"]
     out = await client.runs.wait(tid, "chain", input={"topic": "x", "log": []})
