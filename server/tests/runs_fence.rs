@@ -1,8 +1,9 @@
 //! The fence scaled out: on PostgreSQL, a worker that was only slow, whose run the sweeper put
 //! back in the queue and another worker claimed again, cannot write a checkpoint under the new
 //! attempt (before, its checkpoint could land first, and the new attempt's next one then met a
-//! moved head and the run ended in error); and the fence asks for the checkpointer's tables in
-//! its schema. Needs `WEIR_POSTGRES_URL`: ignored unless asked for with `-- --include-ignored`,
+//! moved head and the run ended in error), nor publish on the run's stream once the sweeper
+//! fenced it off (before, a client saw its last step beside the new attempt's); and the fence
+//! asks for the checkpointer's tables in its schema. Needs `WEIR_POSTGRES_URL`: ignored unless asked for with `-- --include-ignored`,
 //! as `.ci/run` does.
 
 mod runs_support;
