@@ -269,9 +269,7 @@ async fn create(
         )));
     }
     let id = match &body.assistant_id {
-        Some(id) => uuid::Uuid::parse_str(id)
-            .map_err(|_| ApiError::invalid(format!("body field `assistant_id`: `{id}` is not a UUID")))?
-            .to_string(),
+        Some(id) => super::params::checked_uuid("body field `assistant_id`", id)?,
         None => uuid::Uuid::new_v4().to_string(),
     };
     if let Some(existing) = state.catalog.get_assistant(&id).await? {

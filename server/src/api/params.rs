@@ -1,6 +1,6 @@
 //! What handlers read from the URL: [`Query`] (a query string refused with a 422 that names the
-//! parameter), and the checks of the ids in paths ([`thread_id`], [`assistant_id`]), which LangGraph
-//! types as UUIDs.
+//! parameter), and the checks of ids, which LangGraph types as UUIDs ([`checked_uuid`]; in paths,
+//! [`thread_id`] and [`assistant_id`]).
 
 use super::{ApiError, AppState};
 use axum::extract::FromRequestParts;
@@ -21,11 +21,16 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
     }
 }
 
+/// `id` as a UUID's text if it is one, else a 422 naming `place` (``body field `thread_id` ``).
+pub(crate) fn checked_uuid(place: &str, id: &str) -> Result<String, ApiError> {
+    uuid::Uuid::parse_str(id)
+        .map(|u| u.to_string())
+        .map_err(|_| ApiError::invalid(format!("{place}: `{id}` is not a UUID")))
+}
+
 /// `tid` if it is a UUID, else a 422 naming the parameter.
 pub(crate) fn thread_id(tid: &str) -> Result<String, ApiError> {
-    uuid::Uuid::parse_str(tid)
-        .map(|u| u.to_string())
-        .map_err(|_| ApiError::invalid(format!("path parameter `thread_id`: `{tid}` is not a UUID")))
+    checked_uuid("path parameter `thread_id`", tid)
 }
 
 /// The assistant id `id` stands for: a UUID as is, a served graph's name as its system

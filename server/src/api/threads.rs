@@ -3,7 +3,7 @@
 //! follow through the thread's graph. The state routes (`/state`, `/history`) are [`super::state`]'s.
 
 use super::assistants::IfExistsBody;
-use super::params::thread_id;
+use super::params::{checked_uuid, thread_id};
 use super::select::select_fields;
 use super::{state, ApiError, AppState, Json};
 use crate::db::{ThreadQuery, ThreadUpdate};
@@ -107,9 +107,7 @@ pub(super) fn thread_json(t: &Thread) -> Value {
 
 async fn create(State(state): State<AppState>, Json(body): Json<CreateBody>) -> Result<axum::Json<Value>, ApiError> {
     let tid = match &body.thread_id {
-        Some(tid) => uuid::Uuid::parse_str(tid)
-            .map_err(|_| ApiError::invalid(format!("body field `thread_id`: `{tid}` is not a UUID")))?
-            .to_string(),
+        Some(tid) => checked_uuid("body field `thread_id`", tid)?,
         None => uuid::Uuid::now_v7().to_string(),
     };
     let ttl = ttl_of(&state, body.ttl.as_ref())?;
@@ -230,11 +228,7 @@ async fn prune(State(state): State<AppState>, Json(body): Json<PruneBody>) -> Re
         .thread_ids
         .iter()
         .enumerate()
-        .map(|(i, tid)| {
-            uuid::Uuid::parse_str(tid)
-                .map(|u| u.to_string())
-                .map_err(|_| ApiError::invalid(format!("body field `thread_ids[{i}]`: `{tid}` is not a UUID")))
-        })
+        .map(|(i, tid)| checked_uuid(&format!("body field `thread_ids[{i}]`"), tid))
         .collect::<Result<std::collections::BTreeSet<_>, _>>()?;
     let strategy = body.strategy.unwrap_or(TtlStrategy::Delete);
     let mut pruned = 0;
