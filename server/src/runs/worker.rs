@@ -29,7 +29,7 @@ impl Manager {
             if !back.is_empty() {
                 tracing::info!(runs = back.len(), "requeued the runs left running");
             }
-            super::lock(&inner.requeued).extend(back.into_iter().map(|(run_id, _)| run_id));
+            self.requeued(back);
         }
         let cancels = inner.bus.cancellations().await?;
         let mut tasks = super::lock(&inner.tasks);
@@ -68,7 +68,7 @@ impl Manager {
             Ok(back) if back.is_empty() => {}
             Ok(back) => {
                 tracing::info!(runs = back.len(), "requeued the runs still running at shutdown");
-                super::lock(&inner.requeued).extend(back.into_iter().map(|(run_id, _)| run_id));
+                self.requeued(back);
             }
             Err(e) => tracing::error!(error = %e, "could not requeue the runs still running at shutdown"),
         }
@@ -173,6 +173,12 @@ impl Manager {
         wait.min(poll)
     }
 
+    /// Remembers the runs `back` put back in the queue (each with the attempt that lost it), for
+    /// the attempt that claims each next: it goes on from the run's last checkpoint.
+    fn requeued(&self, back: Vec<(String, u32)>) {
+        super::lock(&self.inner.requeued).extend(back.into_iter().map(|(run_id, _)| run_id));
+    }
+
     /// The cancel signal of attempt `attempt` of a claimed run, set at once if its cancellation
     /// came before the claim. An earlier attempt of the same run still here loses its signal's
     /// sender, and so stops (its end is refused: the claim is no longer its).
@@ -245,7 +251,7 @@ impl Manager {
                                 tracing::warn!(run_id, attempt, error = %e, "could not fence the stream of a requeued run");
                             }
                         }
-                        super::lock(&inner.requeued).extend(back.into_iter().map(|(run_id, _)| run_id));
+                        self.requeued(back);
                         let _ = inner.bus.wake().await;
                     }
                 }
