@@ -7,7 +7,7 @@
 //! subscriber that falls more than [`LocalBusConfig::live`] items behind is not queued for: it
 //! catches up from the kept items, and misses only what is no longer kept.
 
-use super::{Bus, BusError, CancelAction, Publisher, StreamItem};
+use super::{parse_event_id, Bus, BusError, CancelAction, Publisher, StreamItem};
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 use std::collections::{HashMap, VecDeque};
@@ -129,12 +129,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// An event id `<ms>-<seq>` as a pair that orders like the ids; `None` for another shape.
-fn parse_id(id: &str) -> Option<(u64, u64)> {
-    let (ms, seq) = id.split_once('-')?;
-    Some((ms.parse().ok()?, seq.parse().ok()?))
-}
-
 impl Inner {
     /// Drops the finished streams older than `retain`, and open ones nobody has touched or
     /// listened to for that long (a subscription to a run that never ran): `always`, or when
@@ -231,11 +225,11 @@ impl Inner {
             None => Vec::new(),
             Some("-1") => s.kept.iter().cloned().collect(),
             Some(last) => {
-                let after = parse_id(last);
+                let after = parse_event_id(last);
                 s.kept
                     .iter()
                     .filter(|item| match item {
-                        StreamItem::Event { id, .. } => match (parse_id(id), after) {
+                        StreamItem::Event { id, .. } => match (parse_event_id(id), after) {
                             (Some(mine), Some(after)) => mine > after,
                             _ => true,
                         },

@@ -53,6 +53,13 @@ pub enum StreamItem {
     Done,
 }
 
+/// An event id `<ms>-<seq>` as a pair that orders like the ids; `None` for any other text (`-1`
+/// among them: a `Last-Event-ID` that asks to replay everything).
+fn parse_event_id(id: &str) -> Option<(u64, u64)> {
+    let (ms, seq) = id.split_once('-')?;
+    Some((ms.parse().ok()?, seq.parse().ok()?))
+}
+
 /// Who publishes an item of a run's stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Publisher {

@@ -4,7 +4,8 @@
 //! - cancellations: a pub/sub channel for the workers running now, plus a key per cancelled run
 //!   that expires after a while, for a worker that claims the run later ([`Bus::cancelled`]);
 //! - streams: a Redis stream per run, `XADD`ed with `MAXLEN ~` and an expiry, read with `XREAD`
-//!   (bounded reads, so a slow subscriber skips what was trimmed rather than growing memory);
+//!   (bounded reads, so a slow subscriber skips what was trimmed rather than growing memory):
+//!   `stream` has their entries' format, written by the publish script and read back;
 //! - heartbeats: a key per worker set with the beat's time to live;
 //! - fences: a key per run taken back from a worker ([`Bus::supersede`]), holding the first
 //!   attempt that may still publish on the run's stream; a script publishes an event and checks
@@ -14,21 +15,16 @@
 //! ones (`BLPOP`, `XREAD BLOCK`) take a connection of their own from a small pool, so they hold
 //! up nothing else.
 
-use super::{Bus, BusError, CancelAction, Publisher, StreamItem};
+mod stream;
+
+use super::{parse_event_id, Bus, BusError, CancelAction, Publisher, StreamItem};
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
 use redis::aio::{ConnectionManager, MultiplexedConnection, PubSubStream};
-use redis::streams::{StreamId, StreamRangeReply, StreamReadReply};
+use redis::streams::StreamRangeReply;
 use redis::{AsyncConnectionConfig, Client};
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// How many entries a subscriber reads at once.
-const READ_COUNT: usize = 64;
-
-/// How long one `XREAD` blocks, so a subscriber that is gone frees its connection soon.
-const READ_BLOCK: Duration = Duration::from_secs(1);
 
 /// How many wakes wait at most, when no worker is waiting.
 const WAKES: isize = 64;
@@ -36,18 +32,6 @@ const WAKES: isize = 64;
 /// How long a run's fence is kept ([`Bus::supersede`]): long past the heartbeat within which the
 /// worker that lost the run learns it from the queue and stops it.
 const FENCE_TTL: Duration = Duration::from_secs(3600);
-
-/// Publishes a stream entry unless its publisher's attempt is fenced off. KEYS: the run's stream,
-/// its fence. ARGV: the attempt (0 for the server), the stream's `MAXLEN`, its time to live in
-/// ms, then the entry's fields and values. Returns 1 when published, 0 when fenced off.
-const PUBLISH: &str = r"
-local fence = redis.call('GET', KEYS[2])
-local by = tonumber(ARGV[1])
-if fence and by > 0 and by < tonumber(fence) then return 0 end
-redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 4))
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1
-";
 
 /// Raises a run's fence to ARGV[1] (never lowers it), for ARGV[2] ms. KEYS: the fence.
 const SUPERSEDE: &str = r"
@@ -130,7 +114,7 @@ impl RedisOptions {
                 manager,
                 blocking: Mutex::new(Vec::new()),
                 options: self,
-                publish: redis::Script::new(PUBLISH),
+                publish: redis::Script::new(stream::PUBLISH),
                 supersede: redis::Script::new(SUPERSEDE),
             }),
         })
@@ -408,17 +392,7 @@ impl Bus for RedisBus {
             .to_string();
             let (len, ttl) = (options.stream_len.to_string(), millis(options.stream_ttl).to_string());
             let mut args: Vec<&[u8]> = vec![attempt.as_bytes(), len.as_bytes(), ttl.as_bytes()];
-            match &item {
-                StreamItem::Event { id, event, data } => args.extend([
-                    &b"id"[..],
-                    id.as_bytes(),
-                    b"event",
-                    event.as_bytes(),
-                    b"data",
-                    data.as_bytes(),
-                ]),
-                StreamItem::Done => args.extend([&b"done"[..], b"1"]),
-            }
+            args.extend(stream::fields(&item));
             let shared = &self.shared;
             let published: i64 = shared
                 .script("publishing a stream event", &shared.publish, &[&stream, &fence], &args)
@@ -460,16 +434,8 @@ impl Bus for RedisBus {
                 // Everything kept, less what the client has seen.
                 Some(last) => ("0-0".to_owned(), parse_event_id(last)),
             };
-            let reader = Reader {
-                shared: self.shared.clone(),
-                key,
-                cursor,
-                after,
-                last: None,
-                buffer: VecDeque::new(),
-                done: false,
-            };
-            Ok(futures::stream::unfold(reader, Reader::next).boxed())
+            let reader = stream::Reader::new(self.shared.clone(), key, cursor, after);
+            Ok(futures::stream::unfold(reader, stream::Reader::next).boxed())
         })
     }
 
@@ -536,97 +502,5 @@ async fn next_cancel(
                 watching = None;
             }
         }
-    }
-}
-
-/// An event id `<ms>-<seq>` as numbers, `None` for any other text (`-1` among them: replay all).
-fn parse_event_id(id: &str) -> Option<(u64, u64)> {
-    let (ms, seq) = id.split_once('-')?;
-    Some((ms.parse().ok()?, seq.parse().ok()?))
-}
-
-/// A subscriber's position in a run's Redis stream, read a bounded batch at a time.
-struct Reader {
-    shared: Arc<Shared>,
-    key: String,
-    /// The last Redis entry id read.
-    cursor: String,
-    /// Items whose event id is at or before this are skipped (the client has them).
-    after: Option<(u64, u64)>,
-    /// The id of the last event handed out: an entry with it again is a publish sent twice
-    /// ([`Shared::query`] retries one whose connection was lost), skipped.
-    last: Option<String>,
-    buffer: VecDeque<StreamItem>,
-    done: bool,
-}
-
-impl Reader {
-    /// The next item, reading (and blocking in Redis) when none is buffered.
-    async fn next(mut self) -> Option<(StreamItem, Self)> {
-        let mut backoff = Duration::from_millis(50);
-        loop {
-            if let Some(item) = self.buffer.pop_front() {
-                return Some((item, self));
-            }
-            if self.done {
-                return None;
-            }
-            let mut read = redis::cmd("XREAD");
-            read.arg("COUNT")
-                .arg(READ_COUNT)
-                .arg("BLOCK")
-                .arg(READ_BLOCK.as_millis() as u64)
-                .arg("STREAMS")
-                .arg(&self.key)
-                .arg(&self.cursor);
-            match self.shared.blocking::<Option<StreamReadReply>>(&read).await {
-                Ok(reply) => {
-                    backoff = Duration::from_millis(50);
-                    for entry in reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids) {
-                        self.take(entry);
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, key = %self.key, "redis bus: reading a stream failed; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
-                }
-            }
-        }
-    }
-
-    /// Buffers one Redis entry, unless the client has it already.
-    fn take(&mut self, entry: StreamId) {
-        self.cursor.clone_from(&entry.id);
-        if self.done {
-            return;
-        }
-        if entry.contains_key("done") {
-            self.done = true;
-            self.buffer.push_back(StreamItem::Done);
-            return;
-        }
-        let (Some(id), Some(event), Some(data)) = (
-            entry.get::<String>("id"),
-            entry.get::<String>("event"),
-            entry.get::<String>("data"),
-        ) else {
-            tracing::warn!(key = %self.key, entry = %entry.id, "redis bus: a stream entry lacks a field; skipped");
-            return;
-        };
-        if let (Some(after), Some(this)) = (self.after, parse_event_id(&id)) {
-            if this <= after {
-                return;
-            }
-        }
-        if self.last.as_ref() == Some(&id) {
-            return;
-        }
-        self.last = Some(id.clone());
-        self.buffer.push_back(StreamItem::Event {
-            id,
-            event,
-            data: data.into(),
-        });
     }
 }
