@@ -321,7 +321,7 @@ impl Threads {
             .get(0);
         client
             .batch_execute(&format!(
-                "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET search_path TO \"{schema}\"; {THREADS_TABLE}"
+                "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; {THREADS_TABLE}"
             ))
             .await?;
         if made.is_none() && older.is_some() && schema == "weir" {
