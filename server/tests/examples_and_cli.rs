@@ -25,6 +25,13 @@ fn weir(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// [`weir`] with the threads on the PostgreSQL server at `url`, in `schema`.
+fn weir_on(url: &str, schema: &str, args: &[&str]) -> (i32, String, String) {
+    let mut all = args.to_vec();
+    all.extend(["--postgres", url, "--schema", schema]);
+    weir(&all)
+}
+
 #[tokio::test]
 async fn triage_refunds_small_amounts_and_asks_about_large_ones() {
     let flow = load("support_triage.json");
@@ -257,11 +264,7 @@ fn weir_run_streams_json_events_and_exits_3_on_a_choice() {
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 fn an_output_choice_round_trips_across_two_processes_through_postgres() {
     let schema = weir_test_support::Schema::fresh("weir_cli");
-    let on = |args: &[&str]| {
-        let mut all = args.to_vec();
-        all.extend(["--postgres", &schema.url, "--schema", &schema.name]);
-        weir(&all)
-    };
+    let on = |args: &[&str]| weir_on(&schema.url, &schema.name, args);
     let thread = "pg-ticket";
     let flow = example("support_triage.json");
     let input = r#"{"customer":"Ana","subject":"Refund please","body":"b","amount":120}"#;
@@ -307,11 +310,7 @@ fn the_command_line_reaches_postgresql_over_tls_with_the_urls_ca_file() {
     std::fs::write(&ca, &proxy.ca).unwrap();
     let url = format!("{}&sslrootcert={}", proxy.url("verify-full"), ca.display());
     let schema = weir_test_support::Schema::fresh("weir_cli_tls");
-    let on = |args: &[&str]| {
-        let mut all = args.to_vec();
-        all.extend(["--postgres", &url, "--schema", &schema.name]);
-        weir(&all)
-    };
+    let on = |args: &[&str]| weir_on(&url, &schema.name, args);
     let flow = example("support_triage.json");
     let input = r#"{"customer":"Ana","subject":"Refund please","body":"b","amount":120}"#;
     let (code, _, stderr) = on(&["run", flow.to_str().unwrap(), "--thread", "t1", "--input", input]);

@@ -320,9 +320,7 @@ impl Threads {
             .await?
             .get(0);
         client
-            .batch_execute(&format!(
-                "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; {THREADS_TABLE}"
-            ))
+            .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"; {THREADS_TABLE}"))
             .await?;
         if made.is_none() && older.is_some() && schema == "weir" {
             client
