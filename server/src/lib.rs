@@ -3,7 +3,8 @@
 //! unchanged. The contract is `../shared/langgraph/server/README.md`, observed on the real server.
 //!
 //! The crate is in layers, each using only those above it:
-//! - [`model`]: the API's objects (assistants, threads, runs) as they cross the wire;
+//! - [`cron`]: cron schedules (croniter's syntax) and when they next fire in a time zone;
+//! - [`model`]: the API's objects (assistants, threads, runs, crons) as they cross the wire;
 //! - [`graph`]: the JSON bridge, [`ServedGraph`](graph::ServedGraph): what the server asks of a
 //!   graph (run from JSON with LangGraph-shaped events, state, history, drawing, schemas);
 //! - [`db`]: the server's tables (assistants, threads, runs as the queue), SQLite or PostgreSQL;
@@ -57,6 +58,7 @@
 pub mod api;
 pub mod bus;
 pub mod config;
+pub mod cron;
 pub mod db;
 pub mod graph;
 pub mod model;

@@ -320,3 +320,90 @@ pub struct RunKwargs {
     /// For a stateless run: `delete` (the default) or `keep` the temporary thread afterwards.
     pub on_completion: Option<String>,
 }
+
+/// What a stateless run does with its temporary thread when it ends (`on_completion` of a run,
+/// `on_run_completed` of a cron).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnCompletion {
+    /// Delete the temporary thread after the run.
+    #[default]
+    Delete,
+    /// Keep it.
+    Keep,
+}
+
+/// A cron: a run made on a schedule, each time on its thread, or (a stateless cron, no
+/// `thread_id`) on a new thread. The shape of LangGraph's `Cron`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cron {
+    /// Its id (a UUID v7).
+    pub cron_id: String,
+    /// The assistant its runs run.
+    pub assistant_id: String,
+    /// The thread its runs run on; `None` for a new thread each time.
+    pub thread_id: Option<String>,
+    /// Who made it (`""`: weir has no authentication).
+    pub user_id: String,
+    /// When it stops firing (RFC 3339), `None` for never.
+    pub end_time: Option<String>,
+    /// Its schedule ([`crate::cron::Schedule`]'s syntax).
+    pub schedule: String,
+    /// The IANA time zone its schedule reads the wall clock of; `None` for UTC.
+    pub timezone: Option<String>,
+    /// The body of the runs it makes (as `POST /threads/{id}/runs` takes it), with
+    /// `config.configurable.cron_id`.
+    pub payload: Object,
+    /// When it fires next (RFC 3339, whole seconds), `None` when its schedule has no time left.
+    pub next_run_date: Option<String>,
+    /// Its metadata, which its runs' metadata starts from.
+    pub metadata: Object,
+    /// A stateless cron's `delete` (the default) or `keep` of each run's thread; `None` for a
+    /// thread's cron.
+    pub on_run_completed: Option<OnCompletion>,
+    /// Whether it fires.
+    pub enabled: bool,
+    /// When it was made (RFC 3339).
+    pub created_at: String,
+    /// When it last changed (RFC 3339).
+    pub updated_at: String,
+}
+
+impl Cron {
+    /// The time zone its schedule reads.
+    ///
+    /// # Errors
+    /// When [`Cron::timezone`] is not a zone this system or weir's bundled database knows.
+    pub fn zone(&self) -> Result<jiff::tz::TimeZone, String> {
+        zone(self.timezone.as_deref())
+    }
+
+    /// When it fires next after `after`, in the wire's form; `None` when its schedule has no
+    /// time left (or cannot be read: it was checked when stored).
+    pub fn following(&self, after: jiff::Timestamp) -> Option<String> {
+        let schedule = crate::cron::Schedule::parse(&self.schedule).ok()?;
+        schedule.next_after(after, &self.zone().ok()?).map(cron_time)
+    }
+}
+
+/// The zone of an IANA name, UTC for none.
+///
+/// # Errors
+/// Names the zone nobody knows, with the form expected.
+pub(crate) fn zone(name: Option<&str>) -> Result<jiff::tz::TimeZone, String> {
+    match name {
+        None => Ok(jiff::tz::TimeZone::UTC),
+        Some(name) => jiff::tz::TimeZone::get(name)
+            .map_err(|_| format!("`{name}` is not a time zone; use an IANA name, such as `America/New_York`")),
+    }
+}
+
+/// `at` as a cron's times are written: RFC 3339 in UTC with `+00:00`, whole seconds and finer
+/// only when there is a fraction (LangGraph's `next_run_date`).
+pub(crate) fn cron_time(at: jiff::Timestamp) -> String {
+    let text = at.to_string();
+    match text.strip_suffix('Z') {
+        Some(stem) => format!("{stem}+00:00"),
+        None => text,
+    }
+}

@@ -305,6 +305,12 @@ impl Server {
         self
     }
 
+    /// How often the workers fire the crons that are due (default every second).
+    pub fn cron_poll(mut self, every: Duration) -> Self {
+        self.manager.cron_poll = Some(every);
+        self
+    }
+
     /// How many runs this process runs at once (default 10, LangGraph's).
     pub fn workers(mut self, workers: usize) -> Self {
         self.manager.workers = workers;

@@ -234,6 +234,37 @@ fn requests(tid: &str, cid: &str, aid: &str) -> Vec<(&'static str, String, Value
         ("POST", "/runs/stream".into(), stateless),
         (
             "POST",
+            "/runs/crons".into(),
+            json!({"assistant_id": "chain", "schedule": "0 9 * * *", "timezone": "Europe/Paris",
+                   "end_time": "2030-01-01T00:00:00+00:00", "enabled": true, "on_run_completed": "keep",
+                   "input": {"topic": "x"}, "metadata": {"k": "v"}, "stream_mode": "values"}),
+        ),
+        (
+            "POST",
+            format!("/threads/{tid}/runs/crons"),
+            json!({"assistant_id": "chain", "schedule": "0 9 * * * 30", "input": {"topic": "x"},
+                   "multitask_strategy": "enqueue", "interrupt_before": ["b"]}),
+        ),
+        (
+            "PATCH",
+            "/runs/crons/0b7f1e70-5d1e-4a43-9a4e-7c1d2f3a4b5c".into(),
+            json!({"schedule": "0 10 * * *", "timezone": "UTC", "end_time": null, "enabled": false,
+                   "metadata": {"k": "v"}, "input": {"topic": "y"}, "webhook": null}),
+        ),
+        (
+            "POST",
+            "/runs/crons/search".into(),
+            json!({"assistant_id": "chain", "thread_id": tid, "enabled": true, "metadata": {"k": "v"},
+                   "limit": 10, "offset": 0, "sort_by": "next_run_date", "sort_order": "asc",
+                   "select": ["cron_id"]}),
+        ),
+        (
+            "POST",
+            "/runs/crons/count".into(),
+            json!({"assistant_id": "chain", "thread_id": tid, "metadata": {"k": "v"}}),
+        ),
+        (
+            "POST",
             "/runs/cancel".into(),
             json!({"thread_id": tid, "run_ids": ["0b7f1e70-5d1e-4a43-9a4e-7c1d2f3a4b5c"], "status": "pending"}),
         ),

@@ -3,6 +3,7 @@
 //! background through both APIs) while one worker is SIGKILLed; and a worker stopped by SIGTERM
 //! hands its runs to another, which resumes them from their last checkpoint. Ignored unless
 //! asked for (`-- --include-ignored`); then `WEIR_POSTGRES_URL` and `WEIR_REDIS_URL` must be set.
+//! Also: a cron made through an API process fires once a time across two workers.
 //! `WEIR_SCALE_RUNS` / `WEIR_SCALE_THREADS` / `WEIR_SCALE_WORKERS` change the numbers.
 
 #[path = "scale_out/cluster.rs"]
@@ -371,4 +372,57 @@ async fn runs_per_second_with_one_two_and_three_workers() {
         check_effects(&cluster.effects(), &[], runs);
         drop((workers_up, apis));
     }
+}
+
+/// Crons scaled out: a cron made through an API process is fired by the workers, each time by
+/// one of them. With two workers each polling every second, an every-second cron makes one run
+/// a second on its thread, never two for one time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL and Redis: set WEIR_POSTGRES_URL and WEIR_REDIS_URL, run with --include-ignored"]
+async fn a_cron_made_on_an_api_fires_once_a_time_across_two_workers() {
+    let _alone = ONE_DEPLOYMENT.lock().await;
+    let cluster = Cluster::new(&["--node-ms", "5"]);
+    let api = cluster.start("api");
+    let _workers = [cluster.start("worker"), cluster.start("worker")];
+    let tid = thread(&api.url).await;
+    let body = json!({"assistant_id": "steps", "schedule": "* * * * * *", "input": {"topic": "cron"}});
+    let made = call(&api.url, "POST", &format!("/threads/{tid}/runs/crons"), Some(&body)).await;
+    assert_eq!(made.status, 200, "{}", String::from_utf8_lossy(&made.body));
+    let cron_id = made.json()["cron_id"].as_str().expect("a cron id").to_owned();
+    tokio::time::sleep(std::time::Duration::from_millis(4500)).await;
+    let deleted = call(&api.url, "DELETE", &format!("/runs/crons/{cron_id}"), None).await;
+    assert_eq!(deleted.status, 204);
+    let deadline = Instant::now() + std::time::Duration::from_secs(30);
+    let runs = loop {
+        let runs = call(&api.url, "GET", &format!("/threads/{tid}/runs?limit=100"), None)
+            .await
+            .json();
+        let runs = runs.as_array().expect("a list of runs").clone();
+        if runs.iter().all(|r| r["status"] == "success") {
+            break runs;
+        }
+        assert!(Instant::now() < deadline, "the cron's runs did not finish: {runs:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert!(
+        (3..=6).contains(&runs.len()),
+        "{} runs in 4.5 s of an every-second cron",
+        runs.len()
+    );
+    let mut times: Vec<jiff::Timestamp> = runs
+        .iter()
+        .map(|r| r["created_at"].as_str().expect("a time").parse().expect("RFC 3339"))
+        .collect();
+    times.sort();
+    for pair in times.windows(2) {
+        assert!(
+            pair[1].duration_since(pair[0]) >= jiff::SignedDuration::from_millis(500),
+            "two runs for one firing: {times:?}"
+        );
+    }
+    let effects = cluster.effects();
+    assert_eq!(
+        effects.iter().filter(|e| e.1 == "s1" && e.3 == "end").count(),
+        runs.len()
+    );
 }

@@ -36,7 +36,7 @@ async fn info() -> axum::Json<Value> {
     axum::Json(json!({
         "version": "0.16.7",
         "weir_version": env!("CARGO_PKG_VERSION"),
-        "flags": {"assistants": true, "crons": false, "langsmith": false, "langsmith_tracing_replicas": false},
+        "flags": {"assistants": true, "crons": true, "langsmith": false, "langsmith_tracing_replicas": false},
         "host": {"kind": "self-hosted", "project_id": null, "host_revision_id": null, "revision_id": null, "tenant_id": null},
     }))
 }

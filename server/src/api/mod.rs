@@ -1,4 +1,4 @@
-//! The HTTP API: axum routers for assistants, threads, runs and the store (plus the studio's
+//! The HTTP API: axum routers for assistants, threads, runs, crons and the store (plus the studio's
 //! page and its own routes under `/studio/api/`), the `{"detail": …}` errors, JSON bodies sent
 //! as `text/plain`, CORS and body limits. Handlers only translate between HTTP and the layers below ([`crate::db`],
 //! [`crate::graph`], [`crate::runs`]); no run logic lives here.
@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 mod assistants;
 mod body;
+mod crons;
 mod error;
 mod layers;
 mod params;
@@ -65,6 +66,7 @@ pub fn router_with(state: AppState, options: &ApiOptions) -> axum::Router {
         .merge(assistants::router())
         .merge(threads::router())
         .merge(runs::router())
+        .merge(crons::router())
         .merge(store::router())
         .merge(studio::router())
         .merge(crate::studio::router())

@@ -21,6 +21,7 @@ mod sse;
 impl From<RunError> for ApiError {
     fn from(e: RunError) -> Self {
         match e {
+            RunError::BadRequest(m) => Self::bad_request(m),
             RunError::Invalid(m) => Self::invalid(m),
             RunError::NotFound(m) => Self::not_found(m),
             RunError::Conflict(m) => Self::conflict(m),

@@ -1,12 +1,12 @@
-//! The server's own tables — assistants, threads and runs — beside the checkpointer's. Two traits
-//! split them by who uses them: [`Catalog`] (assistants and threads: the API's CRUD) and
+//! The server's own tables — assistants, threads, runs and crons — beside the checkpointer's. Two traits
+//! split them by who uses them: [`Catalog`] (assistants, threads and crons: the API's CRUD) and
 //! [`RunQueue`] (runs: the queue the workers claim from). Each has two backends, one per mode:
 //! [`sqlite`] (embedded: one SQLite file, beside the checkpoints) and [`postgres`] (scale-out:
 //! the runs table is the queue, claimed with `FOR UPDATE SKIP LOCKED`). Nothing here knows HTTP
 //! or graphs; the tables hold the API objects of [`crate::model`] as JSON where the API never
 //! filters on a field, and as columns where it does.
 
-use crate::model::{Assistant, Object, Run, RunStatus, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
+use crate::model::{Assistant, Cron, Object, Run, RunStatus, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use std::fmt;
@@ -90,6 +90,28 @@ pub struct ThreadQuery {
     /// Leave the threads' values out (read as `null`): a caller that shows the rows without
     /// them does not read and parse what may be megabytes of state per thread.
     pub without_values: bool,
+}
+
+/// `POST /runs/crons/search` and `/runs/crons/count`.
+#[derive(Debug, Clone, Default)]
+pub struct CronQuery {
+    /// Only this assistant's.
+    pub assistant_id: Option<String>,
+    /// Only this thread's.
+    pub thread_id: Option<String>,
+    /// Only those enabled (`true`) or disabled (`false`).
+    pub enabled: Option<bool>,
+    /// Only those whose metadata contains these pairs.
+    pub metadata: Option<Object>,
+    /// Page size; 0 for no limit.
+    pub limit: usize,
+    /// Rows to skip.
+    pub offset: usize,
+    /// Sort field (`cron_id`, `assistant_id`, `thread_id`, `next_run_date`, `end_time`, `created_at`,
+    /// `updated_at`), default `created_at`.
+    pub sort_by: Option<String>,
+    /// `asc` or `desc` (the default).
+    pub sort_order: Option<String>,
 }
 
 /// `POST /assistants/{id}/versions`: which of an assistant's versions to list, newest first.
@@ -178,6 +200,17 @@ pub const ASSISTANT_SORT_FIELDS: &[&str] = &["assistant_id", "graph_id", "name",
 /// The fields [`ThreadQuery::sort_by`] accepts.
 pub const THREAD_SORT_FIELDS: &[&str] = &["thread_id", "status", "created_at", "updated_at", "state_updated_at"];
 
+/// The fields [`CronQuery::sort_by`] accepts (LangGraph's).
+pub const CRON_SORT_FIELDS: &[&str] = &[
+    "cron_id",
+    "assistant_id",
+    "thread_id",
+    "next_run_date",
+    "end_time",
+    "created_at",
+    "updated_at",
+];
+
 impl AssistantQuery {
     /// Checks the sort field and order: the message names the bad value and the allowed ones
     /// (the API answers it with a 422; a backend given a bad query fails with it).
@@ -197,7 +230,14 @@ impl ThreadQuery {
     }
 }
 
-/// Assistants and threads.
+impl CronQuery {
+    /// Checks the sort field and order, as [`AssistantQuery::check`] does.
+    pub fn check(&self) -> Result<(), String> {
+        query::check_sort(self.sort_by.as_deref(), self.sort_order.as_deref(), CRON_SORT_FIELDS)
+    }
+}
+
+/// Assistants, threads and crons.
 pub trait Catalog: Send + Sync + 'static {
     /// Makes or replaces an assistant (by `assistant_id`) and records it as its version
     /// `assistant.version` (replacing a version of that number).
@@ -280,6 +320,22 @@ pub trait Catalog: Send + Sync + 'static {
         now: &'a str,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<(String, TtlStrategy)>, DbError>>;
+
+    /// Stores a cron, over the one with its id.
+    fn put_cron<'a>(&'a self, cron: &'a Cron) -> BoxFuture<'a, Result<(), DbError>>;
+    /// A cron by id.
+    fn get_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<Option<Cron>, DbError>>;
+    /// Deletes a cron; whether it existed. A thread's deletion deletes its crons.
+    fn delete_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>>;
+    /// The crons that match, sorted and paged.
+    fn search_crons<'a>(&'a self, query: &'a CronQuery) -> BoxFuture<'a, Result<Vec<Cron>, DbError>>;
+    /// How many crons match (the page is ignored).
+    fn count_crons<'a>(&'a self, query: &'a CronQuery) -> BoxFuture<'a, Result<u64, DbError>>;
+    /// Takes up to `limit` crons due at `now`: enabled, their next run at or before `now`, their
+    /// end time not passed. In the same transaction each one's next run moves to its next time
+    /// after `now` ([`Cron::following`]), so that of several schedulers only one takes each
+    /// firing (the others skip the rows it holds). Returns them as they were, earliest first.
+    fn take_due_crons(&self, now: jiff::Timestamp, limit: usize) -> BoxFuture<'_, Result<Vec<Cron>, DbError>>;
 }
 
 /// What [`RunQueue::enqueue`] did.

@@ -1,7 +1,7 @@
 //! The searches' SQL, shared by both backends: the `WHERE` clause of a filter, the `ORDER BY` of
 //! a sort, the page; each in the dialect of its backend, with the arguments to bind in order.
 
-use super::{AssistantQuery, ThreadQuery, VersionQuery};
+use super::{AssistantQuery, CronQuery, ThreadQuery, VersionQuery};
 use crate::model::Object;
 
 /// Which database the SQL is for: they differ in placeholders, JSON and arrays.
@@ -116,6 +116,42 @@ pub(crate) fn thread_filter(dialect: Dialect, query: &ThreadQuery) -> Filter {
         filter.contains(dialect, "\"values\"", values);
     }
     filter
+}
+
+/// The filter of a cron search.
+pub(crate) fn cron_filter(dialect: Dialect, query: &CronQuery) -> Filter {
+    let mut filter = Filter::default();
+    if let Some(assistant_id) = &query.assistant_id {
+        filter.equals(dialect, "assistant_id", assistant_id);
+    }
+    if let Some(thread_id) = &query.thread_id {
+        filter.equals(dialect, "thread_id", thread_id);
+    }
+    if let Some(enabled) = query.enabled {
+        filter.push(match (dialect, enabled) {
+            (Dialect::Sqlite, true) => "enabled = 1",
+            (Dialect::Sqlite, false) => "enabled = 0",
+            (Dialect::Postgres, true) => "enabled",
+            (Dialect::Postgres, false) => "NOT enabled",
+        });
+    }
+    if let Some(metadata) = &query.metadata {
+        filter.contains(dialect, "metadata", metadata);
+    }
+    filter
+}
+
+/// ` ORDER BY … LIMIT … OFFSET …` of a cron search (its sort checked by the caller).
+pub(crate) fn cron_order(dialect: Dialect, query: &CronQuery) -> String {
+    let by = query.sort_by.as_deref().map(super::rows::cron_sort_column);
+    order_and_page(
+        dialect,
+        by,
+        query.sort_order.as_deref(),
+        "cron_id",
+        query.limit,
+        query.offset,
+    )
 }
 
 /// Checks a sort: the field is one of `fields`, the order `asc` or `desc` (any case). The

@@ -2,7 +2,7 @@
 //! and the rest of the object as one JSON document; and back. Also the wire timestamp of "now".
 
 use super::DbError;
-use crate::model::{Assistant, Run, RunStatus, Thread};
+use crate::model::{Assistant, Cron, Run, RunStatus, Thread};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -111,6 +111,49 @@ pub(crate) fn run(doc: &str, (status, updated_at, not_before, attempt): RunColum
     run.attempt =
         u32::try_from(attempt).map_err(|_| DbError::Backend(format!("a stored run has the attempt {attempt}")))?;
     Ok(run)
+}
+
+/// A cron's row: the columns searched, sorted and claimed on (times as Unix milliseconds, 0 for
+/// none), and the cron as one JSON document.
+pub(crate) struct CronRow {
+    pub(crate) enabled: bool,
+    /// When it fires next; 0 when never.
+    pub(crate) due_ms: i64,
+    /// When it stops firing; 0 when never.
+    pub(crate) end_ms: i64,
+    pub(crate) metadata: String,
+    pub(crate) doc: String,
+}
+
+impl CronRow {
+    pub(crate) fn new(cron: &Cron) -> Self {
+        let ms = |at: &Option<String>| {
+            at.as_deref()
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                .map_or(0, |t| t.as_millisecond())
+        };
+        CronRow {
+            enabled: cron.enabled,
+            due_ms: ms(&cron.next_run_date),
+            end_ms: ms(&cron.end_time),
+            metadata: Value::Object(cron.metadata.clone()).to_string(),
+            doc: serde_json::to_string(cron).expect("a cron serializes"),
+        }
+    }
+}
+
+/// The cron stored as `doc`.
+pub(crate) fn cron(id: &str, doc: &str) -> Result<Cron, DbError> {
+    serde_json::from_str(doc).map_err(|e| DbError::Backend(format!("the stored cron `{id}` cannot be read: {e}")))
+}
+
+/// The column a cron search's sort field is kept in.
+pub(crate) fn cron_sort_column(field: &str) -> &str {
+    match field {
+        "next_run_date" => "due_ms",
+        "end_time" => "end_ms",
+        other => other,
+    }
 }
 
 #[cfg(test)]

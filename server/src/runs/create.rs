@@ -7,7 +7,8 @@ use crate::bus::{CancelAction, Publisher, StreamItem};
 use crate::db::{Enqueued, IfExists, RunFate, ThreadUpdate};
 use crate::graph::Mode;
 use crate::model::{
-    system_assistant_id, Assistant, MultitaskStrategy, Object, Run, RunKwargs, RunStatus, Thread, ThreadStatus,
+    system_assistant_id, Assistant, MultitaskStrategy, Object, OnCompletion, Run, RunKwargs, RunStatus, Thread,
+    ThreadStatus,
 };
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -106,17 +107,6 @@ pub enum OnDisconnect {
     Continue,
     /// The run is cancelled (`action=interrupt`).
     Cancel,
-}
-
-/// `on_completion`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnCompletion {
-    /// Delete the temporary thread after the run.
-    #[default]
-    Delete,
-    /// Keep it.
-    Keep,
 }
 
 impl RunCreate {
@@ -229,8 +219,18 @@ fn later(at: &str, delay: Duration) -> String {
     crate::model::wire_time(Timestamp::from_unix_micros(start.unix_micros().saturating_add(micros)))
 }
 
+/// What [`Manager::check`] found in a run's body.
+pub(super) struct Checked {
+    /// The stream modes.
+    pub(super) modes: Vec<String>,
+    /// How long the run waits before it may start.
+    pub(super) delay: Option<Duration>,
+    /// Its assistant.
+    pub(super) assistant: Assistant,
+}
+
 /// `a` with `b`'s pairs over it.
-fn merged(a: &Object, b: Option<&Object>) -> Object {
+pub(super) fn merged(a: &Object, b: Option<&Object>) -> Object {
     let mut out = a.clone();
     if let Some(b) = b {
         out.extend(b.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -244,14 +244,11 @@ impl Manager {
     /// it here when a slot is free and its thread has nothing in flight. The run is answered
     /// `pending`, as LangGraph answers every new run.
     pub async fn create(&self, thread_id: Option<&str>, body: RunCreate) -> Result<Run, RunError> {
-        let modes = body.modes()?;
-        body.check_interrupts()?;
-        body.durability()?;
-        let delay = body.delay()?;
-        let assistant = self.assistant(&body.assistant_id).await?;
-        let graph = self.graph(&assistant.graph_id)?;
-        graph.check_input(non_null(&body.input), non_null(&body.command))?;
-        graph.check_context(&merged(&assistant.context, body.context.as_ref()))?;
+        let Checked {
+            modes,
+            delay,
+            assistant,
+        } = self.check(&body).await?;
         let thread = self.thread_for(thread_id, &body).await?;
         let mut run = build_run(&assistant, &thread, &body, modes, thread_id.is_none());
         if let Some(delay) = delay {
@@ -291,6 +288,24 @@ impl Manager {
             tracing::warn!(run_id = %run.run_id, error = %e, "no worker was woken for a queued run; a worker's poll will find it");
         }
         Ok(run)
+    }
+
+    /// The checks of a run's body that need no thread: its fields, its assistant, and its input
+    /// and context against the assistant's graph. A cron's body is checked so when it is made.
+    pub(super) async fn check(&self, body: &RunCreate) -> Result<Checked, RunError> {
+        let modes = body.modes()?;
+        body.check_interrupts()?;
+        body.durability()?;
+        let delay = body.delay()?;
+        let assistant = self.assistant(&body.assistant_id).await?;
+        let graph = self.graph(&assistant.graph_id)?;
+        graph.check_input(non_null(&body.input), non_null(&body.command))?;
+        graph.check_context(&merged(&assistant.context, body.context.as_ref()))?;
+        Ok(Checked {
+            modes,
+            delay,
+            assistant,
+        })
     }
 
     /// The assistant named by `id`: a UUID, or a graph name standing for its system assistant.

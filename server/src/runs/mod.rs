@@ -26,6 +26,7 @@ use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
 mod create;
+mod crons;
 mod execute;
 mod ttl;
 mod webhook;
@@ -34,7 +35,9 @@ mod worker;
 pub use ttl::Swept;
 pub use webhook::WEBHOOK_TIMEOUT;
 
-pub use create::{IfNotExists, OnCompletion, OnDisconnect, RunCreate, StreamModes, NOT_FOUND_DETAIL, REJECT_DETAIL};
+pub use crate::model::OnCompletion;
+pub use create::{IfNotExists, OnDisconnect, RunCreate, StreamModes, NOT_FOUND_DETAIL, REJECT_DETAIL};
+pub use crons::{CronCreate, CronPatch};
 
 /// The name of the last event of every run's stream on the bus: its data is what `join` answers
 /// (final values, with `__interrupt__` or as `{"__error__"}`). Never sent to SSE clients.
@@ -70,6 +73,9 @@ pub struct ManagerConfig {
     /// (the default) is made on it; that run is then refused with a 429 and not stored
     /// (default 1,000). The other strategies stop the runs ahead or refuse any.
     pub max_queued_runs: usize,
+    /// How often this process's workers fire the crons that are due (default every second, so
+    /// that a schedule with seconds fires on time); `None`: never (another process does).
+    pub cron_poll: Option<Duration>,
 }
 
 impl Default for ManagerConfig {
@@ -84,6 +90,7 @@ impl Default for ManagerConfig {
             thread_ttl: None,
             ttl_sweep: Some(Duration::from_secs(5 * 60)),
             max_queued_runs: 1_000,
+            cron_poll: Some(Duration::from_secs(1)),
         }
     }
 }
@@ -91,6 +98,8 @@ impl Default for ManagerConfig {
 /// Why a run request failed; the API maps each kind to its status code.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunError {
+    /// A request that asks nothing (400), such as an update that changes no field.
+    BadRequest(String),
     /// Bad input (422): the message names the body field at fault.
     Invalid(String),
     /// No such thread, assistant or run (404).
@@ -107,7 +116,8 @@ pub enum RunError {
 impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RunError::Invalid(m)
+            RunError::BadRequest(m)
+            | RunError::Invalid(m)
             | RunError::NotFound(m)
             | RunError::Conflict(m)
             | RunError::Full(m)

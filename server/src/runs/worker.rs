@@ -46,6 +46,10 @@ impl Manager {
             let me = self.clone();
             tasks.spawn(async move { me.sweep_ttls_every(every).await });
         }
+        if let Some(every) = inner.config.cron_poll.filter(|d| !d.is_zero()) {
+            let me = self.clone();
+            tasks.spawn(async move { me.fire_crons_every(every).await });
+        }
         Ok(())
     }
 

@@ -1,11 +1,12 @@
 //! The server's tables and the Redis bus against real backends: one suite ([`catalog`],
-//! [`narrow`], [`queue`]) run on SQLite (a temporary file) and on PostgreSQL (a fresh schema per test;
+//! [`crons`], [`narrow`], [`queue`]) run on SQLite (a temporary file) and on PostgreSQL (a fresh schema per test;
 //! ignored unless asked for with `-- --include-ignored`, and then `WEIR_POSTGRES_URL` must name a
 //! database); the PostgreSQL tables across killed connections ([`reconnect`]); the SQLite file
 //! shared with the checkpointer ([`file`]); and the Redis bus
 //! ([`redis`]; likewise with `WEIR_REDIS_URL`, a key prefix per test).
 
 mod catalog;
+mod crons;
 mod file;
 mod narrow;
 mod queue;
@@ -31,6 +32,11 @@ macro_rules! suite {
                 a_thread_is_read_without_its_values_when_asked
                 deleting_a_thread_deletes_its_runs
                 threads_expire_by_their_ttl_unless_busy
+            );
+            suite!(@tests $open $(, $why)?; crons:
+                a_cron_is_stored_read_searched_counted_and_deleted
+                due_crons_are_taken_once_and_move_to_their_next_time
+                concurrent_schedulers_take_each_firing_once
             );
             suite!(@tests $open $(, $why)?; narrow:
                 assistant_versions_are_recorded_listed_picked_and_deleted

@@ -296,6 +296,7 @@ pub fn config() -> ManagerConfig {
         thread_ttl: None,
         ttl_sweep: None,
         max_queued_runs: 1_000,
+        cron_poll: None,
     }
 }
 

@@ -10,7 +10,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Statement, Transaction};
 
 /// The arguments of a search, as PostgreSQL binds them.
-fn bind(args: &[Arg]) -> Vec<&(dyn ToSql + Sync)> {
+pub(super) fn bind(args: &[Arg]) -> Vec<&(dyn ToSql + Sync)> {
     args.iter()
         .map(|arg| match arg {
             Arg::Text(text) | Arg::Json(text) => text as &(dyn ToSql + Sync),
@@ -357,6 +357,8 @@ pub(super) async fn delete_thread(conn: &mut Conn, id: &str) -> Result<bool, Fai
     tx.execute("DELETE FROM server_runs WHERE thread_id = $1", &[&id])
         .await?;
     tx.execute("DELETE FROM server_thread_ttl WHERE thread_id = $1", &[&id])
+        .await?;
+    tx.execute("DELETE FROM server_crons WHERE thread_id = $1", &[&id])
         .await?;
     let existed = tx
         .execute("DELETE FROM server_threads WHERE thread_id = $1", &[&id])

@@ -7,14 +7,16 @@
 //! lost runs again where that is safe (see the list above `impl Catalog`).
 
 mod catalog;
+mod crons;
 mod pool;
 mod queue;
 mod schema;
 
 use crate::db::{
-    AssistantQuery, Catalog, DbError, Enqueued, IfExists, RunFate, RunQueue, ThreadQuery, ThreadUpdate, VersionQuery,
+    AssistantQuery, Catalog, CronQuery, DbError, Enqueued, IfExists, RunFate, RunQueue, ThreadQuery, ThreadUpdate,
+    VersionQuery,
 };
-use crate::model::{Assistant, Object, Run, RunStatus, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
+use crate::model::{Assistant, Cron, Object, Run, RunStatus, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
 use futures::future::BoxFuture;
 use pool::{fail, Conn, Fail};
 use weir_runtime::postgres::{Idempotent, Pool, PoolOptions};
@@ -239,6 +241,27 @@ impl Catalog for PostgresDb {
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<(String, TtlStrategy)>, DbError>> {
         op!(self, "finding expired threads", Yes, |c| catalog::expired_threads(
+            c, now, limit
+        ))
+    }
+    fn put_cron<'a>(&'a self, cron: &'a Cron) -> BoxFuture<'a, Result<(), DbError>> {
+        op!(self, "storing a cron", Yes, |c| crons::put_cron(c, cron))
+    }
+    fn get_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<Option<Cron>, DbError>> {
+        op!(self, "reading a cron", Yes, |c| crons::get_cron(c, cron_id))
+    }
+    fn delete_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>> {
+        op!(self, "deleting a cron", No, |c| crons::delete_cron(c, cron_id))
+    }
+    fn search_crons<'a>(&'a self, query: &'a CronQuery) -> BoxFuture<'a, Result<Vec<Cron>, DbError>> {
+        op!(self, "searching crons", Yes, |c| crons::search_crons(c, query))
+    }
+    fn count_crons<'a>(&'a self, query: &'a CronQuery) -> BoxFuture<'a, Result<u64, DbError>> {
+        op!(self, "counting crons", Yes, |c| crons::count_crons(c, query))
+    }
+    // Not run again: a first run whose commit's answer was lost took its crons' firings.
+    fn take_due_crons(&self, now: jiff::Timestamp, limit: usize) -> BoxFuture<'_, Result<Vec<Cron>, DbError>> {
+        op!(self, "taking the due crons", No, |c| crons::take_due_crons(
             c, now, limit
         ))
     }

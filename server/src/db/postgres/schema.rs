@@ -67,6 +67,21 @@ const MIGRATIONS: &[&str] = &[
         strategy TEXT COLLATE "C" NOT NULL,
         minutes DOUBLE PRECISION NOT NULL
     );"#,
+    // 5: crons. Their times are Unix milliseconds (0 for none), which the scheduler compares.
+    r#"CREATE TABLE server_crons (
+        cron_id TEXT COLLATE "C" PRIMARY KEY,
+        assistant_id TEXT COLLATE "C" NOT NULL,
+        thread_id TEXT COLLATE "C",
+        enabled BOOLEAN NOT NULL,
+        due_ms BIGINT NOT NULL,
+        end_ms BIGINT NOT NULL,
+        created_at TEXT COLLATE "C" NOT NULL,
+        updated_at TEXT COLLATE "C" NOT NULL,
+        metadata JSONB NOT NULL,
+        doc JSONB NOT NULL
+    );
+    CREATE INDEX server_crons_due ON server_crons (due_ms) WHERE enabled AND due_ms > 0;
+    CREATE INDEX server_crons_by_thread ON server_crons (thread_id);"#,
 ];
 
 /// The version this weir writes.

@@ -326,6 +326,8 @@ pub(super) fn delete_thread(conn: &mut Connection, id: &str) -> Result<bool, Fai
         .execute([id])?;
     tx.prepare_cached("DELETE FROM server_thread_ttl WHERE thread_id = ?1")?
         .execute([id])?;
+    tx.prepare_cached("DELETE FROM server_crons WHERE thread_id = ?1")?
+        .execute([id])?;
     let existed = tx
         .prepare_cached("DELETE FROM server_threads WHERE thread_id = ?1")?
         .execute([id])?

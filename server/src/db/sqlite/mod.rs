@@ -8,14 +8,16 @@
 
 mod catalog;
 mod conn;
+mod crons;
 mod owner;
 mod queue;
 mod schema;
 
 use crate::db::{
-    AssistantQuery, Catalog, DbError, Enqueued, IfExists, RunFate, RunQueue, ThreadQuery, ThreadUpdate, VersionQuery,
+    AssistantQuery, Catalog, CronQuery, DbError, Enqueued, IfExists, RunFate, RunQueue, ThreadQuery, ThreadUpdate,
+    VersionQuery,
 };
-use crate::model::{Assistant, Object, Run, RunStatus, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
+use crate::model::{Assistant, Cron, Object, Run, RunStatus, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
 use conn::{Conn, Fail};
 use futures::future::BoxFuture;
 use rusqlite::Connection;
@@ -230,6 +232,32 @@ impl Catalog for SqliteDb {
         Box::pin(self.conn.call("finding expired threads", move |c| {
             catalog::expired_threads(c, &now, limit)
         }))
+    }
+    fn put_cron<'a>(&'a self, cron: &'a Cron) -> BoxFuture<'a, Result<(), DbError>> {
+        let cron = cron.clone();
+        Box::pin(self.conn.call("storing a cron", move |c| crons::put_cron(c, &cron)))
+    }
+    fn get_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<Option<Cron>, DbError>> {
+        let id = cron_id.to_owned();
+        Box::pin(self.conn.read("reading a cron", move |c| crons::get_cron(c, &id)))
+    }
+    fn delete_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>> {
+        let id = cron_id.to_owned();
+        Box::pin(self.conn.call("deleting a cron", move |c| crons::delete_cron(c, &id)))
+    }
+    fn search_crons<'a>(&'a self, query: &'a CronQuery) -> BoxFuture<'a, Result<Vec<Cron>, DbError>> {
+        let q = query.clone();
+        Box::pin(self.conn.scan("searching crons", move |c| crons::search_crons(c, &q)))
+    }
+    fn count_crons<'a>(&'a self, query: &'a CronQuery) -> BoxFuture<'a, Result<u64, DbError>> {
+        let q = query.clone();
+        Box::pin(self.conn.scan("counting crons", move |c| crons::count_crons(c, &q)))
+    }
+    fn take_due_crons(&self, now: jiff::Timestamp, limit: usize) -> BoxFuture<'_, Result<Vec<Cron>, DbError>> {
+        Box::pin(
+            self.conn
+                .call("taking the due crons", move |c| crons::take_due_crons(c, now, limit)),
+        )
     }
 }
 

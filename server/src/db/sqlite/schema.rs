@@ -68,6 +68,21 @@ const MIGRATIONS: &[&str] = &[
         strategy TEXT NOT NULL,
         minutes REAL NOT NULL
     );"#,
+    // 5: crons. Their times are Unix milliseconds (0 for none), which the scheduler compares.
+    r#"CREATE TABLE server_crons (
+        cron_id TEXT PRIMARY KEY,
+        assistant_id TEXT NOT NULL,
+        thread_id TEXT,
+        enabled INTEGER NOT NULL,
+        due_ms INTEGER NOT NULL,
+        end_ms INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        doc TEXT NOT NULL
+    );
+    CREATE INDEX server_crons_due ON server_crons (due_ms) WHERE enabled = 1 AND due_ms > 0;
+    CREATE INDEX server_crons_by_thread ON server_crons (thread_id);"#,
 ];
 
 /// How long a connection waits for another's lock on the file before it fails.
