@@ -48,7 +48,7 @@ async fn a_file_whose_server_tables_a_newer_weir_wrote_is_refused_and_left_alone
     assert_eq!(
         err,
         weir_server::db::DbError::Backend(format!(
-            "the server tables in `{}` are at schema version 99, newer than this weir's 4: upgrade weir \
+            "the server tables in `{}` are at schema version 99, newer than this weir's 5: upgrade weir \
              (the file is left as it was)",
             path.display()
         ))
@@ -56,7 +56,7 @@ async fn a_file_whose_server_tables_a_newer_weir_wrote_is_refused_and_left_alone
     let versions: i64 = conn
         .query_row("SELECT COUNT(*) FROM server_schema", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(versions, 5);
+    assert_eq!(versions, 6);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,7 +72,7 @@ async fn migration_2_records_the_current_version_of_each_existing_assistant() {
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
         "DROP TABLE server_assistant_versions; ALTER TABLE server_runs DROP COLUMN not_before;
-         ALTER TABLE server_runs DROP COLUMN attempt; DROP TABLE server_thread_ttl;
+         ALTER TABLE server_runs DROP COLUMN attempt; DROP TABLE server_thread_ttl; DROP TABLE server_crons;
          DELETE FROM server_schema WHERE version >= 2",
     )
     .unwrap();
@@ -96,7 +96,7 @@ async fn migration_3_keeps_the_queued_runs_claimable_at_once_from_their_first_at
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
         "ALTER TABLE server_runs DROP COLUMN not_before; ALTER TABLE server_runs DROP COLUMN attempt;
-         DROP TABLE server_thread_ttl; DELETE FROM server_schema WHERE version >= 3",
+         DROP TABLE server_thread_ttl; DROP TABLE server_crons; DELETE FROM server_schema WHERE version >= 3",
     )
     .unwrap();
     let db = SqliteDb::open(&path).await.unwrap();
@@ -118,8 +118,10 @@ async fn migration_4_gives_an_existing_files_threads_no_ttl_until_one_is_set() {
     drop(db);
     // Back to a file as schema version 3 left it.
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("DROP TABLE server_thread_ttl; DELETE FROM server_schema WHERE version = 4")
-        .unwrap();
+    conn.execute_batch(
+        "DROP TABLE server_thread_ttl; DROP TABLE server_crons; DELETE FROM server_schema WHERE version >= 4",
+    )
+    .unwrap();
     let db = SqliteDb::open(&path).await.unwrap();
     let later = "2030-01-01T00:00:00.000000+00:00";
     assert_eq!(db.expired_threads(later, 10).await.unwrap(), []);
