@@ -317,6 +317,9 @@ impl RunQueue for ClaimThenHang {
     fn busy_workers(&self) -> BoxFuture<'_, Result<Vec<String>, DbError>> {
         self.db.busy_workers()
     }
+    fn queue_stats<'a>(&'a self, now: &'a str) -> BoxFuture<'a, Result<weir_server::db::QueueStats, DbError>> {
+        self.db.queue_stats(now)
+    }
 }
 
 /// A shutdown that stops the dispatcher between a claim's commit and its answer puts the run

@@ -22,13 +22,13 @@ pub(super) fn router() -> axum::Router<AppState> {
         .route("/assistants", post(create))
         .route("/assistants/search", post(search))
         .route("/assistants/count", post(count))
-        .route("/assistants/{id}", get(read).patch(patch).delete(delete))
-        .route("/assistants/{id}/graph", get(graph))
-        .route("/assistants/{id}/schemas", get(schemas))
-        .route("/assistants/{id}/subgraphs", get(subgraphs))
-        .route("/assistants/{id}/subgraphs/{namespace}", get(subgraphs_under))
-        .route("/assistants/{id}/versions", post(versions))
-        .route("/assistants/{id}/latest", post(latest))
+        .route("/assistants/{assistant_id}", get(read).patch(patch).delete(delete))
+        .route("/assistants/{assistant_id}/graph", get(graph))
+        .route("/assistants/{assistant_id}/schemas", get(schemas))
+        .route("/assistants/{assistant_id}/subgraphs", get(subgraphs))
+        .route("/assistants/{assistant_id}/subgraphs/{namespace}", get(subgraphs_under))
+        .route("/assistants/{assistant_id}/versions", post(versions))
+        .route("/assistants/{assistant_id}/latest", post(latest))
 }
 
 /// `GET /info`: the API version this server speaks, and what it offers.

@@ -15,6 +15,7 @@ mod body;
 mod crons;
 mod error;
 mod layers;
+mod metrics;
 mod params;
 mod runs;
 mod select;
@@ -70,8 +71,15 @@ pub fn router_with(state: AppState, options: &ApiOptions) -> axum::Router {
         .merge(store::router())
         .merge(studio::router())
         .merge(crate::studio::router())
+        .route("/metrics", axum::routing::get(metrics::serve))
         .fallback(|| async { ApiError::not_found("Not Found") })
         .with_state(state);
+    // Counted inside the layers of `wrap`, where the route's template is known: a request they
+    // refuse (413, a NUL in the URL) is not counted.
+    let http = std::sync::Arc::new(metrics::HttpMetrics::default());
+    let routes = routes
+        .layer(axum::middleware::from_fn(metrics::record))
+        .layer(axum::Extension(http));
     layers::wrap(routes, options)
 }
 

@@ -16,10 +16,10 @@ use std::sync::Arc;
 
 pub(super) fn router() -> axum::Router<AppState> {
     axum::Router::new()
-        .route("/threads/{tid}/state", get(read).post(update))
-        .route("/threads/{tid}/state/checkpoint", post(read_at_body))
-        .route("/threads/{tid}/state/{checkpoint_id}", get(read_at))
-        .route("/threads/{tid}/history", post(history).get(history_get))
+        .route("/threads/{thread_id}/state", get(read).post(update))
+        .route("/threads/{thread_id}/state/checkpoint", post(read_at_body))
+        .route("/threads/{thread_id}/state/{checkpoint_id}", get(read_at))
+        .route("/threads/{thread_id}/history", post(history).get(history_get))
 }
 
 /// The state of a thread without checkpoints.

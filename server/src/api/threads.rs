@@ -23,8 +23,8 @@ pub(super) fn router() -> axum::Router<AppState> {
         .route("/threads/search", post(search))
         .route("/threads/count", post(count))
         .route("/threads/prune", post(prune))
-        .route("/threads/{tid}", get(read).patch(patch).delete(delete))
-        .route("/threads/{tid}/copy", post(copy))
+        .route("/threads/{thread_id}", get(read).patch(patch).delete(delete))
+        .route("/threads/{thread_id}/copy", post(copy))
         .merge(state::router())
 }
 

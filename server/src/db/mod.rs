@@ -338,6 +338,42 @@ pub trait Catalog: Send + Sync + 'static {
     fn take_due_crons(&self, now: jiff::Timestamp, limit: usize) -> BoxFuture<'_, Result<Vec<Cron>, DbError>>;
 }
 
+/// The queue's figures (`GET /metrics`): runs pending and running, and how long the pending ones
+/// have waited.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueueStats {
+    /// Runs pending.
+    pub pending: u64,
+    /// Runs running.
+    pub running: u64,
+    /// How long the pending run that waited longest has waited, in seconds; `None` when none is.
+    pub pending_wait_max_secs: Option<f64>,
+    /// How long the median pending run has waited, in seconds.
+    pub pending_wait_median_secs: Option<f64>,
+    /// How long the pending run whose thread runs nothing that waited longest has waited, in
+    /// seconds: a wait the workers, not its thread's order, cause.
+    pub unblocked_wait_max_secs: Option<f64>,
+}
+
+impl QueueStats {
+    /// The figures from the counts and the `created_at` of the oldest, the median and the oldest
+    /// unblocked pending run, seen at `now` (RFC 3339 each; a run not due yet has waited 0 s).
+    pub(crate) fn new(pending: u64, running: u64, [oldest, median, unblocked]: [Option<String>; 3], now: &str) -> Self {
+        let now = now.parse::<jiff::Timestamp>().ok();
+        let waited = |at: Option<String>| {
+            let at = at?.parse::<jiff::Timestamp>().ok()?;
+            Some(now?.duration_since(at).as_secs_f64().max(0.0))
+        };
+        QueueStats {
+            pending,
+            running,
+            pending_wait_max_secs: waited(oldest),
+            pending_wait_median_secs: waited(median),
+            unblocked_wait_max_secs: waited(unblocked),
+        }
+    }
+}
+
 /// What [`RunQueue::enqueue`] did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Enqueued {
@@ -469,4 +505,6 @@ pub trait RunQueue: Send + Sync + 'static {
     fn requeue<'a>(&'a self, worker: Option<&'a str>) -> BoxFuture<'a, Result<Vec<(String, u32)>, DbError>>;
     /// The workers that have running runs (for the sweeper to check their heartbeats).
     fn busy_workers(&self) -> BoxFuture<'_, Result<Vec<String>, DbError>>;
+    /// The queue's figures at `now` (RFC 3339).
+    fn queue_stats<'a>(&'a self, now: &'a str) -> BoxFuture<'a, Result<QueueStats, DbError>>;
 }

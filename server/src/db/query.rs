@@ -154,6 +154,26 @@ pub(crate) fn cron_order(dialect: Dialect, query: &CronQuery) -> String {
     )
 }
 
+/// The counts of pending and running runs ([`super::QueueStats`]).
+pub(crate) const QUEUE_COUNTS: &str = "SELECT (SELECT COUNT(*) FROM server_runs WHERE status = 'pending'),
+    (SELECT COUNT(*) FROM server_runs WHERE status = 'running')";
+
+/// When the oldest pending run was made.
+pub(crate) const OLDEST_PENDING: &str = "SELECT MIN(created_at) FROM server_runs WHERE status = 'pending'";
+
+/// When the oldest pending run whose thread runs nothing was made.
+pub(crate) const OLDEST_UNBLOCKED: &str = "SELECT MIN(r.created_at) FROM server_runs r WHERE r.status = 'pending'
+    AND NOT EXISTS (SELECT 1 FROM server_runs o WHERE o.thread_id = r.thread_id AND o.status = 'running')";
+
+/// When the pending run at the offset bound first (half their number: the median) was made.
+pub(crate) fn median_pending(dialect: Dialect) -> String {
+    let p = match dialect {
+        Dialect::Sqlite => "?1",
+        Dialect::Postgres => "$1",
+    };
+    format!("SELECT created_at FROM server_runs WHERE status = 'pending' ORDER BY created_at LIMIT 1 OFFSET {p}")
+}
+
 /// Checks a sort: the field is one of `fields`, the order `asc` or `desc` (any case). The
 /// message names the field at fault (`` `sort_by`: … ``), which the API prefixes with where it
 /// was given.

@@ -239,6 +239,17 @@ impl Manager {
         }
     }
 
+    /// This process's workers: how many runs it runs at once and how many it is running; `None`
+    /// when its workers were not started (an API-only process).
+    pub fn worker_stats(&self) -> Option<(usize, usize)> {
+        let inner = &self.inner;
+        if !inner.working.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
+        let max = inner.config.workers.max(1);
+        Some((max, max.saturating_sub(inner.slots.available_permits())))
+    }
+
     /// How this manager was configured.
     pub fn config(&self) -> &ManagerConfig {
         &self.inner.config

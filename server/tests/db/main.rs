@@ -60,6 +60,7 @@ macro_rules! suite {
                 a_thread_is_in_flight_while_another_run_of_it_is_pending_or_running
                 a_worker_claims_the_run_it_queues_only_when_it_could_start_at_once
                 a_run_s_end_claims_the_workers_next_run_in_the_same_trip
+                queue_stats_count_runs_and_age_the_waiting
             );
         }
     };

@@ -663,3 +663,28 @@ pub async fn enqueue_marks_its_thread_busy_in_the_same_transaction(db: &Db) {
     );
     assert_eq!(db.queue.get_run(&lost.thread_id, &lost.run_id).await.unwrap(), None);
 }
+
+/// The queue's figures for `/metrics`: counts of pending and running runs, and how long the
+/// pending ones have waited (the longest, the median, the longest whose thread runs nothing).
+pub async fn queue_stats_count_runs_and_age_the_waiting(db: &Db) {
+    let empty = db.queue.queue_stats("2026-12-01T10:10:00.000000+00:00").await.unwrap();
+    assert_eq!((empty.pending, empty.running), (0, 0));
+    assert_eq!(empty.pending_wait_max_secs, None);
+    let (busy, free) = (id(), id());
+    // On `busy`: one run claimed, two waiting behind it; on `free`: one waiting that could start.
+    let mut made = Vec::new();
+    for (t, second) in [(&busy, 0), (&busy, 10), (&busy, 20), (&free, 30)] {
+        let mut r = run(t, MultitaskStrategy::Enqueue);
+        r.created_at = format!("2026-12-01T10:00:{second:02}.000000+00:00");
+        queued(db, &r).await;
+        made.push(r);
+    }
+    let claimed = db.queue.claim("w1").await.unwrap().expect("a run to claim");
+    assert_eq!(claimed.run_id, made[0].run_id);
+    // 10:01:00: the pending ones waited 50, 40 and 30 s.
+    let stats = db.queue.queue_stats("2026-12-01T10:01:00.000000+00:00").await.unwrap();
+    assert_eq!((stats.pending, stats.running), (3, 1));
+    assert_eq!(stats.pending_wait_max_secs, Some(50.0));
+    assert_eq!(stats.pending_wait_median_secs, Some(40.0));
+    assert_eq!(stats.unblocked_wait_max_secs, Some(30.0));
+}

@@ -13,8 +13,8 @@ mod queue;
 mod schema;
 
 use crate::db::{
-    AssistantQuery, Catalog, CronQuery, DbError, Enqueued, IfExists, RunFate, RunQueue, ThreadQuery, ThreadUpdate,
-    VersionQuery,
+    AssistantQuery, Catalog, CronQuery, DbError, Enqueued, IfExists, QueueStats, RunFate, RunQueue, ThreadQuery,
+    ThreadUpdate, VersionQuery,
 };
 use crate::model::{Assistant, Cron, Object, Run, RunStatus, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
 use futures::future::BoxFuture;
@@ -341,5 +341,8 @@ impl RunQueue for PostgresDb {
     }
     fn busy_workers(&self) -> BoxFuture<'_, Result<Vec<String>, DbError>> {
         op!(self, "listing busy workers", Yes, |c| queue::busy_workers(c))
+    }
+    fn queue_stats<'a>(&'a self, now: &'a str) -> BoxFuture<'a, Result<QueueStats, DbError>> {
+        op!(self, "reading the queue's figures", Yes, |c| queue::queue_stats(c, now))
     }
 }

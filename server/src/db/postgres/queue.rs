@@ -8,8 +8,9 @@
 
 use super::catalog;
 use super::pool::{Conn, Fail};
+use crate::db::query::{self, Dialect};
 use crate::db::rows::{self, name_of};
-use crate::db::{DbError, Enqueued, RunFate, ThreadUpdate};
+use crate::db::{DbError, Enqueued, QueueStats, RunFate, ThreadUpdate};
 use crate::model::{MultitaskStrategy, Object, Run, RunStatus, ThreadStatus};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Row;
@@ -343,6 +344,24 @@ pub(super) async fn requeue(conn: &mut Conn, worker: Option<&str>) -> Result<Vec
 
 const BUSY: &str =
     "SELECT DISTINCT worker FROM server_runs WHERE status = 'running' AND worker IS NOT NULL ORDER BY worker";
+
+pub(super) async fn queue_stats(conn: &mut Conn, now: &str) -> Result<QueueStats, Fail> {
+    let counts = conn.client.query_one(query::QUEUE_COUNTS, &[]).await?;
+    let (pending, running): (i64, i64) = (counts.get(0), counts.get(1));
+    let oldest: Option<String> = conn.client.query_one(query::OLDEST_PENDING, &[]).await?.get(0);
+    let median: Option<String> = conn
+        .client
+        .query_opt(&query::median_pending(Dialect::Postgres), &[&(pending / 2)])
+        .await?
+        .map(|r| r.get(0));
+    let unblocked: Option<String> = conn.client.query_one(query::OLDEST_UNBLOCKED, &[]).await?.get(0);
+    Ok(QueueStats::new(
+        pending as u64,
+        running as u64,
+        [oldest, median, unblocked],
+        now,
+    ))
+}
 
 pub(super) async fn busy_workers(conn: &mut Conn) -> Result<Vec<String>, Fail> {
     let statement = conn.prepare(BUSY).await?;

@@ -14,8 +14,8 @@ mod queue;
 mod schema;
 
 use crate::db::{
-    AssistantQuery, Catalog, CronQuery, DbError, Enqueued, IfExists, RunFate, RunQueue, ThreadQuery, ThreadUpdate,
-    VersionQuery,
+    AssistantQuery, Catalog, CronQuery, DbError, Enqueued, IfExists, QueueStats, RunFate, RunQueue, ThreadQuery,
+    ThreadUpdate, VersionQuery,
 };
 use crate::model::{Assistant, Cron, Object, Run, RunStatus, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
 use conn::{Conn, Fail};
@@ -373,5 +373,12 @@ impl RunQueue for SqliteDb {
     }
     fn busy_workers(&self) -> BoxFuture<'_, Result<Vec<String>, DbError>> {
         Box::pin(self.conn.read("listing busy workers", queue::busy_workers))
+    }
+    fn queue_stats<'a>(&'a self, now: &'a str) -> BoxFuture<'a, Result<QueueStats, DbError>> {
+        let now = now.to_owned();
+        Box::pin(
+            self.conn
+                .scan("reading the queue's figures", move |c| queue::queue_stats(c, &now)),
+        )
     }
 }

@@ -5,8 +5,9 @@
 
 use super::catalog;
 use super::conn::{begin, Fail};
+use crate::db::query::{self, Dialect};
 use crate::db::rows::{self, name_of};
-use crate::db::{DbError, Enqueued, RunFate, ThreadUpdate};
+use crate::db::{DbError, Enqueued, QueueStats, RunFate, ThreadUpdate};
 use crate::model::{MultitaskStrategy, Object, Run, RunStatus, ThreadStatus};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -262,6 +263,28 @@ pub(super) fn requeue(conn: &mut Connection, worker: Option<&str>) -> Result<Vec
     tx.commit()?;
     back.sort();
     Ok(back)
+}
+
+pub(super) fn queue_stats(conn: &mut Connection, now: &str) -> Result<QueueStats, Fail> {
+    let (pending, running): (i64, i64) = conn
+        .prepare_cached(query::QUEUE_COUNTS)?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let oldest: Option<String> = conn
+        .prepare_cached(query::OLDEST_PENDING)?
+        .query_row([], |r| r.get(0))?;
+    let median: Option<String> = conn
+        .prepare_cached(&query::median_pending(Dialect::Sqlite))?
+        .query_row([pending / 2], |r| r.get(0))
+        .optional()?;
+    let unblocked: Option<String> = conn
+        .prepare_cached(query::OLDEST_UNBLOCKED)?
+        .query_row([], |r| r.get(0))?;
+    Ok(QueueStats::new(
+        pending as u64,
+        running as u64,
+        [oldest, median, unblocked],
+        now,
+    ))
 }
 
 pub(super) fn busy_workers(conn: &mut Connection) -> Result<Vec<String>, Fail> {
