@@ -325,7 +325,7 @@ pub trait Catalog: Send + Sync + 'static {
     fn put_cron<'a>(&'a self, cron: &'a Cron) -> BoxFuture<'a, Result<(), DbError>>;
     /// A cron by id.
     fn get_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<Option<Cron>, DbError>>;
-    /// Deletes a cron; whether it existed. A thread's deletion deletes its crons.
+    /// Deletes a cron; whether it existed. A thread's or an assistant's deletion deletes its crons.
     fn delete_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>>;
     /// The crons that match, sorted and paged.
     fn search_crons<'a>(&'a self, query: &'a CronQuery) -> BoxFuture<'a, Result<Vec<Cron>, DbError>>;

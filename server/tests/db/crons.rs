@@ -153,7 +153,13 @@ pub async fn a_cron_is_stored_read_searched_counted_and_deleted(db: &Db) {
     assert!(!c.delete_cron(&b.cron_id).await.unwrap());
     assert!(c.delete_thread(&t).await.unwrap());
     assert_eq!(c.get_cron(&a.cron_id).await.unwrap(), None);
-    assert_eq!(cron_ids(db, all).await, [off.cron_id.as_str()]);
+    assert_eq!(cron_ids(db, all.clone()).await, [off.cron_id.as_str()]);
+    // And an assistant's deletion takes its crons.
+    c.put_assistant(&crate::support::assistant("asst-2", "chain", "n", 1, json!({})))
+        .await
+        .unwrap();
+    assert!(c.delete_assistant("asst-2").await.unwrap());
+    assert!(cron_ids(db, all).await.is_empty());
 }
 
 pub async fn due_crons_are_taken_once_and_move_to_their_next_time(db: &Db) {

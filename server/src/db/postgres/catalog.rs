@@ -133,6 +133,8 @@ pub(super) async fn delete_assistant(conn: &mut Conn, id: &str) -> Result<bool, 
     let tx = conn.client.transaction().await?;
     tx.execute("DELETE FROM server_assistant_versions WHERE assistant_id = $1", &[&id])
         .await?;
+    tx.execute("DELETE FROM server_crons WHERE assistant_id = $1", &[&id])
+        .await?;
     let existed = tx
         .execute("DELETE FROM server_assistants WHERE assistant_id = $1", &[&id])
         .await?

@@ -143,6 +143,8 @@ pub(super) fn delete_assistant(conn: &mut Connection, id: &str) -> Result<bool, 
     let tx = begin(conn)?;
     tx.prepare_cached("DELETE FROM server_assistant_versions WHERE assistant_id = ?1")?
         .execute([id])?;
+    tx.prepare_cached("DELETE FROM server_crons WHERE assistant_id = ?1")?
+        .execute([id])?;
     let existed = tx
         .prepare_cached("DELETE FROM server_assistants WHERE assistant_id = ?1")?
         .execute([id])?
