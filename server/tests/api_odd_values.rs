@@ -234,6 +234,12 @@ fn requests(tid: &str, cid: &str, aid: &str) -> Vec<(&'static str, String, Value
         ("POST", "/runs/stream".into(), stateless),
         (
             "POST",
+            "/runs/batch".into(),
+            json!([{"assistant_id": "chain", "input": {"topic": "x"}, "metadata": {"k": "v"}},
+                   {"assistant_id": "chain", "input": {"topic": "y"}, "thread_id": tid}]),
+        ),
+        (
+            "POST",
             "/runs/crons".into(),
             json!({"assistant_id": "chain", "schedule": "0 9 * * *", "timezone": "Europe/Paris",
                    "end_time": "2030-01-01T00:00:00+00:00", "enabled": true, "on_run_completed": "keep",

@@ -44,6 +44,7 @@ pub(super) fn router() -> axum::Router<AppState> {
         .route("/runs/wait", post(wait_stateless))
         .route("/runs/stream", post(stream_stateless))
         .route("/runs/cancel", post(cancel_many))
+        .route("/runs/batch", post(create_batch))
 }
 
 fn run_path(run: &Run) -> String {
@@ -294,6 +295,32 @@ async fn cancel(
 struct CancelMany {
     thread_id: Option<String>,
     run_ids: Vec<String>,
+}
+
+/// The `thread_id` of a `POST /runs/batch` item (the rest is a run's body).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct BatchThread {
+    thread_id: Option<String>,
+}
+
+/// `POST /runs/batch` (`runs.create_batch`): background runs, each stateless unless its item
+/// names a `thread_id`; the runs, in the items' order.
+async fn create_batch(
+    State(state): State<AppState>,
+    bytes: axum::body::Bytes,
+) -> Result<axum::Json<Vec<Run>>, ApiError> {
+    let bodies: Vec<RunCreate> = super::body::parse(&bytes)?;
+    let threads: Vec<BatchThread> = super::body::parse(&bytes)?;
+    let mut items = Vec::with_capacity(bodies.len());
+    for (i, (body, thread)) in bodies.into_iter().zip(threads).enumerate() {
+        let thread_id = thread
+            .thread_id
+            .map(|id| super::params::checked_uuid(&format!("body field `[{i}].thread_id`"), &id))
+            .transpose()?;
+        items.push((thread_id, body));
+    }
+    Ok(axum::Json(state.runs.create_batch(items).await?))
 }
 
 /// Cancels several runs of one thread (`run_ids`), or all its runs in flight when `run_ids` is

@@ -290,6 +290,25 @@ impl Manager {
         Ok(run)
     }
 
+    /// Makes several runs in the background (`POST /runs/batch`): each on its thread, or stateless
+    /// (`None`). Every body is checked before any run is made, so a batch with a bad body makes
+    /// none; a run refused as it is made (its thread gone, its `reject` strategy) stops the batch
+    /// there, the runs before it made. Errors name the item (`body item [2]: …`).
+    ///
+    /// # Errors
+    /// As [`Manager::create`]'s, for the first item that fails.
+    pub async fn create_batch(&self, items: Vec<(Option<String>, RunCreate)>) -> Result<Vec<Run>, RunError> {
+        let at = |i: usize| move |e: RunError| e.prefixed(&format!("body item [{i}]: "));
+        for (i, (_, body)) in items.iter().enumerate() {
+            self.check(body).await.map_err(at(i))?;
+        }
+        let mut made = Vec::with_capacity(items.len());
+        for (i, (thread_id, body)) in items.into_iter().enumerate() {
+            made.push(self.create(thread_id.as_deref(), body).await.map_err(at(i))?);
+        }
+        Ok(made)
+    }
+
     /// The checks of a run's body that need no thread: its fields, its assistant, and its input
     /// and context against the assistant's graph. A cron's body is checked so when it is made.
     pub(super) async fn check(&self, body: &RunCreate) -> Result<Checked, RunError> {

@@ -128,6 +128,21 @@ impl fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
+impl RunError {
+    /// The same error with `prefix` before its message (which part of the request it concerns).
+    pub fn prefixed(self, prefix: &str) -> Self {
+        let with = |m: String| format!("{prefix}{m}");
+        match self {
+            RunError::BadRequest(m) => RunError::BadRequest(with(m)),
+            RunError::Invalid(m) => RunError::Invalid(with(m)),
+            RunError::NotFound(m) => RunError::NotFound(with(m)),
+            RunError::Conflict(m) => RunError::Conflict(with(m)),
+            RunError::Full(m) => RunError::Full(with(m)),
+            RunError::Internal(m) => RunError::Internal(with(m)),
+        }
+    }
+}
+
 impl From<DbError> for RunError {
     fn from(e: DbError) -> Self {
         match e {

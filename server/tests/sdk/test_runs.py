@@ -1,5 +1,7 @@
 """Runs on a thread and stateless: background create, join, get, list, wait, stream,
-join_stream, and a failing node (README §1.2 rows 15-23)."""
+join_stream, and a failing node (README §1.2 rows 15-23); and `runs.create_batch` (tier C)."""
+
+import uuid
 
 import pytest
 from langgraph_sdk.errors import NotFoundError
@@ -129,3 +131,34 @@ async def test_stateless_background_create_and_keep(client):
     assert out == {"topic": "k", "log": ["a:k", "b"]}
     st = await client.threads.get_state(run["thread_id"])
     assert st["values"] == out
+
+
+# weir only: `langgraph dev` makes every item stateless, passing over a `thread_id` the SDK's
+# `RunCreate` documents ("if not provided, the run is stateless"); weir runs it on that thread.
+@pytest.mark.weir_only
+async def test_create_batch_makes_stateless_and_thread_runs_in_order(client, raw, thread):
+    tag = str(uuid.uuid4())
+    runs = await client.runs.create_batch([
+        {"assistant_id": "chain", "input": {"topic": tag}, "metadata": {"tag": tag}},
+        {"assistant_id": "chain", "input": {"topic": tag}, "thread_id": thread["thread_id"]},
+    ])
+    assert [r["status"] for r in runs] == ["pending", "pending"]
+    assert runs[1]["thread_id"] == thread["thread_id"] and runs[0]["thread_id"] != thread["thread_id"]
+    assert runs[0]["metadata"]["tag"] == tag
+    done = await client.runs.join(thread["thread_id"], runs[1]["run_id"])
+    assert done["log"] == [f"a:{tag}", "b"]
+
+
+@pytest.mark.weir_only
+async def test_a_batch_with_a_bad_item_makes_no_run(client, raw, thread):
+    before = len(await client.runs.list(thread["thread_id"]))
+    r = await raw.post("/runs/batch", json=[
+        {"assistant_id": "chain", "input": {"topic": "ok"}, "thread_id": thread["thread_id"]},
+        {"assistant_id": "chain", "input": {"topic": 7}},
+    ])
+    assert r.status_code == 422 and r.json()["detail"].startswith("body item [1]: "), r.text
+    assert len(await client.runs.list(thread["thread_id"])) == before
+    r = await raw.post("/runs/batch", json=[{"assistant_id": "chain", "thread_id": "nope"}])
+    assert r.status_code == 422 and "[0].thread_id" in r.json()["detail"], r.text
+    r = await raw.post("/runs/batch", json={"assistant_id": "chain"})
+    assert r.status_code == 422, r.text
