@@ -16,7 +16,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -42,57 +42,58 @@ const BUCKETS_MS: [f64; 14] = [
 /// The HTTP requests this process answered: counts by route and status, latencies by route.
 #[derive(Debug, Default)]
 pub(super) struct HttpMetrics {
-    inner: Mutex<Recorded>,
+    /// Route template → method → its figures (looked up without allocating once a route was
+    /// seen: this runs on every request).
+    inner: Mutex<HashMap<String, HashMap<Method, Series>>>,
 }
 
-#[derive(Debug, Default)]
-struct Recorded {
-    /// (method, route) → status → count.
-    counts: BTreeMap<(String, String), BTreeMap<u16, u64>>,
-    /// (method, route) → latency histogram.
-    latency: BTreeMap<(String, String), Histogram>,
-}
-
+/// The figures of one method on one route.
 #[derive(Debug, Default, Clone)]
-struct Histogram {
+struct Series {
+    /// Status → count.
+    statuses: BTreeMap<u16, u64>,
     /// Count per bucket of [`BUCKETS_MS`] (not cumulative).
     buckets: [u64; BUCKETS_MS.len()],
     count: u64,
     sum_ms: f64,
 }
 
+/// What was recorded, by (method, route template), sorted.
+type Recorded = BTreeMap<(String, String), Series>;
+
 impl HttpMetrics {
     fn record(&self, method: &Method, route: &str, status: u16, ms: f64) {
-        let key = (method.as_str().to_owned(), route.to_owned());
-        let mut recorded = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        *recorded
-            .counts
-            .entry(key.clone())
-            .or_default()
-            .entry(status)
-            .or_default() += 1;
-        let h = recorded.latency.entry(key).or_default();
+        let mut routes = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if !routes.contains_key(route) {
+            routes.insert(route.to_owned(), HashMap::new());
+        }
+        let series = routes
+            .get_mut(route)
+            .expect("inserted above")
+            .entry(method.clone())
+            .or_default();
+        *series.statuses.entry(status).or_default() += 1;
         let bucket = BUCKETS_MS.iter().position(|b| ms <= *b).unwrap_or(BUCKETS_MS.len() - 1);
-        h.buckets[bucket] += 1;
-        h.count += 1;
-        h.sum_ms += ms;
+        series.buckets[bucket] += 1;
+        series.count += 1;
+        series.sum_ms += ms;
     }
 
     fn snapshot(&self) -> Recorded {
-        let recorded = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        Recorded {
-            counts: recorded.counts.clone(),
-            latency: recorded.latency.clone(),
-        }
+        let routes = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        routes
+            .iter()
+            .flat_map(|(route, methods)| {
+                methods
+                    .iter()
+                    .map(move |(method, series)| ((method.as_str().to_owned(), route.clone()), series.clone()))
+            })
+            .collect()
     }
 }
 
 /// Counts a request that a route matched, with how long its answer took to start.
-pub(super) async fn record(
-    axum::Extension(metrics): axum::Extension<Arc<HttpMetrics>>,
-    request: Request,
-    next: Next,
-) -> Response {
+pub(super) async fn record(State(metrics): State<Arc<HttpMetrics>>, request: Request, next: Next) -> Response {
     let route = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned());
     let method = request.method().clone();
     let started = Instant::now();
@@ -104,16 +105,30 @@ pub(super) async fn record(
     response
 }
 
+/// The query of `GET /metrics`: `format=json` for LangGraph's JSON snapshot.
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
-pub(super) struct Format {
+struct Format {
     format: Option<String>,
 }
 
+/// What `GET /metrics` reads: the tables and workers, and what [`record`] counted.
+#[derive(Debug, Clone)]
+struct Sources {
+    app: AppState,
+    http: Arc<HttpMetrics>,
+}
+
+/// `GET /metrics`, showing what [`record`] counts in `http`.
+pub(super) fn router<S>(app: AppState, http: Arc<HttpMetrics>) -> axum::Router<S> {
+    axum::Router::new()
+        .route("/metrics", axum::routing::get(serve))
+        .with_state(Sources { app, http })
+}
+
 /// `GET /metrics[?format=prometheus|json]`.
-pub(super) async fn serve(
-    State(state): State<AppState>,
-    axum::Extension(http): axum::Extension<Arc<HttpMetrics>>,
+async fn serve(
+    State(Sources { app: state, http }): State<Sources>,
     Query(format): Query<Format>,
 ) -> Result<Response, ApiError> {
     let queue = state.queue.queue_stats(&crate::model::now()).await?;
@@ -132,10 +147,10 @@ pub(super) async fn serve(
 
 fn as_json(queue: &QueueStats, workers: Option<(usize, usize)>, recorded: &Recorded) -> Value {
     let requests: Vec<Value> = recorded
-        .counts
         .iter()
-        .flat_map(|((method, path), statuses)| {
-            statuses
+        .flat_map(|((method, path), series)| {
+            series
+                .statuses
                 .iter()
                 .map(move |(status, count)| json!({"method": method, "path": path, "status": status, "count": count}))
         })
@@ -243,10 +258,9 @@ fn as_prometheus(queue: &QueueStats, workers: Option<(usize, usize)>, recorded: 
         family(&mut out, name, "gauge", help, &one(secs.unwrap_or(0.0)));
     }
     let counts: Vec<(String, f64)> = recorded
-        .counts
         .iter()
-        .flat_map(|((method, path), statuses)| {
-            statuses.iter().map(move |(status, count)| {
+        .flat_map(|((method, path), series)| {
+            series.statuses.iter().map(move |(status, count)| {
                 (
                     format!(
                         "{{method=\"{}\",path=\"{}\",status=\"{status}\"}}",
@@ -266,7 +280,7 @@ fn as_prometheus(queue: &QueueStats, workers: Option<(usize, usize)>, recorded: 
         &counts,
     );
     let mut latency = Vec::new();
-    for ((method, path), h) in &recorded.latency {
+    for ((method, path), h) in recorded {
         let labels = format!("method=\"{}\",path=\"{}\"", label(method), label(path));
         let mut cumulative = 0;
         for (bound, n) in BUCKETS_MS.iter().zip(h.buckets) {

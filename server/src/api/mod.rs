@@ -63,6 +63,7 @@ pub fn router(state: AppState) -> axum::Router {
 
 /// [`router`] with `options` (the body limit).
 pub fn router_with(state: AppState, options: &ApiOptions) -> axum::Router {
+    let http = std::sync::Arc::new(metrics::HttpMetrics::default());
     let routes = axum::Router::new()
         .merge(assistants::router())
         .merge(threads::router())
@@ -71,15 +72,12 @@ pub fn router_with(state: AppState, options: &ApiOptions) -> axum::Router {
         .merge(store::router())
         .merge(studio::router())
         .merge(crate::studio::router())
-        .route("/metrics", axum::routing::get(metrics::serve))
+        .merge(metrics::router(state.clone(), http.clone()))
         .fallback(|| async { ApiError::not_found("Not Found") })
-        .with_state(state);
-    // Counted inside the layers of `wrap`, where the route's template is known: a request they
-    // refuse (413, a NUL in the URL) is not counted.
-    let http = std::sync::Arc::new(metrics::HttpMetrics::default());
-    let routes = routes
-        .layer(axum::middleware::from_fn(metrics::record))
-        .layer(axum::Extension(http));
+        .with_state(state)
+        // Counted inside the layers of `wrap`, where the route's template is known: a request
+        // they refuse (413, a NUL in the URL) is not counted.
+        .layer(axum::middleware::from_fn_with_state(http, metrics::record));
     layers::wrap(routes, options)
 }
 

@@ -94,7 +94,7 @@ const PAYLOAD_KEYS: &[&str] = &[
 ];
 
 /// A schedule checked: it parses and has a time left; the message names `schedule`.
-fn checked_schedule(text: &str) -> Result<Schedule, RunError> {
+fn checked_schedule(text: &str) -> Result<(), RunError> {
     let schedule =
         Schedule::parse(text).map_err(|e| RunError::Invalid(format!("body field `schedule`: `{text}`: {e}")))?;
     if schedule
@@ -105,7 +105,7 @@ fn checked_schedule(text: &str) -> Result<Schedule, RunError> {
             "body field `schedule`: `{text}` has no time in the next five years"
         )));
     }
-    Ok(schedule)
+    Ok(())
 }
 
 /// A zone name checked (the message names `timezone`).
