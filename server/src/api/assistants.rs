@@ -42,32 +42,18 @@ async fn info() -> axum::Json<Value> {
 }
 
 /// The filters of `POST /assistants/search` and `/count`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct SearchBody {
     graph_id: Option<String>,
     metadata: Option<Object>,
     name: Option<String>,
+    #[serde(default = "super::params::page_size")]
     limit: usize,
     offset: usize,
     sort_by: Option<String>,
     sort_order: Option<String>,
     select: Option<Vec<String>>,
-}
-
-impl Default for SearchBody {
-    fn default() -> Self {
-        Self {
-            graph_id: None,
-            metadata: None,
-            name: None,
-            limit: 10,
-            offset: 0,
-            sort_by: None,
-            sort_order: None,
-            select: None,
-        }
-    }
 }
 
 impl SearchBody {

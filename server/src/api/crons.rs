@@ -107,34 +107,19 @@ async fn delete(State(state): State<AppState>, Path(id): Path<String>) -> Result
 }
 
 /// `POST /runs/crons/search` and `/runs/crons/count`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct SearchBody {
     assistant_id: Option<String>,
     thread_id: Option<String>,
     enabled: Option<bool>,
     metadata: Option<Object>,
+    #[serde(default = "super::params::page_size")]
     limit: usize,
     offset: usize,
     sort_by: Option<String>,
     sort_order: Option<String>,
     select: Option<Vec<String>>,
-}
-
-impl Default for SearchBody {
-    fn default() -> Self {
-        Self {
-            assistant_id: None,
-            thread_id: None,
-            enabled: None,
-            metadata: None,
-            limit: 10,
-            offset: 0,
-            sort_by: None,
-            sort_order: None,
-            select: None,
-        }
-    }
 }
 
 impl SearchBody {

@@ -21,6 +21,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
     }
 }
 
+/// The page size of a search that names none (LangGraph's 10).
+pub(crate) fn page_size() -> usize {
+    10
+}
+
 /// `id` as a UUID's text if it is one, else a 422 naming `place` (``body field `thread_id` ``).
 pub(crate) fn checked_uuid(place: &str, id: &str) -> Result<String, ApiError> {
     uuid::Uuid::parse_str(id)

@@ -243,34 +243,19 @@ async fn prune(State(state): State<AppState>, Json(body): Json<PruneBody>) -> Re
 }
 
 /// The filters of `POST /threads/search` and `/count`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct SearchBody {
     ids: Option<Vec<String>>,
     metadata: Option<Object>,
     values: Option<Object>,
     status: Option<ThreadStatus>,
+    #[serde(default = "super::params::page_size")]
     limit: usize,
     offset: usize,
     sort_by: Option<String>,
     sort_order: Option<String>,
     select: Option<Vec<String>>,
-}
-
-impl Default for SearchBody {
-    fn default() -> Self {
-        Self {
-            ids: None,
-            metadata: None,
-            values: None,
-            status: None,
-            limit: 10,
-            offset: 0,
-            sort_by: None,
-            sort_order: None,
-            select: None,
-        }
-    }
 }
 
 impl SearchBody {

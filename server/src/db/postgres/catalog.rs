@@ -122,11 +122,20 @@ pub(super) async fn search_assistants(conn: &mut Conn, q: &AssistantQuery) -> Re
         .collect::<Result<_, _>>()?)
 }
 
-pub(super) async fn count_assistants(conn: &mut Conn, q: &AssistantQuery) -> Result<u64, Fail> {
-    let filter = query::assistant_filter(Dialect::Postgres, q);
-    let sql = format!("SELECT COUNT(*) FROM server_assistants{}", filter.sql);
+/// How many rows of `table` match `filter` (a search's count).
+pub(super) async fn count(conn: &mut Conn, table: &str, filter: &query::Filter) -> Result<u64, Fail> {
+    let sql = format!("SELECT COUNT(*) FROM {table}{}", filter.sql);
     let n: i64 = conn.client.query_one(&sql, &bind(&filter.args)).await?.get(0);
     Ok(n as u64)
+}
+
+pub(super) async fn count_assistants(conn: &mut Conn, q: &AssistantQuery) -> Result<u64, Fail> {
+    count(
+        conn,
+        "server_assistants",
+        &query::assistant_filter(Dialect::Postgres, q),
+    )
+    .await
 }
 
 pub(super) async fn delete_assistant(conn: &mut Conn, id: &str) -> Result<bool, Fail> {
@@ -348,10 +357,7 @@ pub(super) async fn search_threads(conn: &mut Conn, q: &ThreadQuery) -> Result<V
 }
 
 pub(super) async fn count_threads(conn: &mut Conn, q: &ThreadQuery) -> Result<u64, Fail> {
-    let filter = query::thread_filter(Dialect::Postgres, q);
-    let sql = format!("SELECT COUNT(*) FROM server_threads{}", filter.sql);
-    let n: i64 = conn.client.query_one(&sql, &bind(&filter.args)).await?.get(0);
-    Ok(n as u64)
+    count(conn, "server_threads", &query::thread_filter(Dialect::Postgres, q)).await
 }
 
 pub(super) async fn delete_thread(conn: &mut Conn, id: &str) -> Result<bool, Fail> {

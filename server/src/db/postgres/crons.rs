@@ -73,10 +73,7 @@ pub(super) async fn search_crons(conn: &mut Conn, q: &CronQuery) -> Result<Vec<C
 }
 
 pub(super) async fn count_crons(conn: &mut Conn, q: &CronQuery) -> Result<u64, Fail> {
-    let filter = query::cron_filter(Dialect::Postgres, q);
-    let sql = format!("SELECT COUNT(*) FROM server_crons{}", filter.sql);
-    let n: i64 = conn.client.query_one(&sql, &bind(&filter.args)).await?.get(0);
-    Ok(n as u64)
+    super::catalog::count(conn, "server_crons", &query::cron_filter(Dialect::Postgres, q)).await
 }
 
 pub(super) async fn take_due_crons(conn: &mut Conn, now: jiff::Timestamp, limit: usize) -> Result<Vec<Cron>, Fail> {

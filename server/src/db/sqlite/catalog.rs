@@ -130,13 +130,17 @@ pub(super) fn search_assistants(conn: &mut Connection, q: &AssistantQuery) -> Re
         .collect::<Result<_, _>>()?)
 }
 
-pub(super) fn count_assistants(conn: &mut Connection, q: &AssistantQuery) -> Result<u64, Fail> {
-    let filter = query::assistant_filter(Dialect::Sqlite, q);
-    let sql = format!("SELECT COUNT(*) FROM server_assistants{}", filter.sql);
+/// How many rows of `table` match `filter` (a search's count).
+pub(super) fn count(conn: &Connection, table: &str, filter: &query::Filter) -> Result<u64, Fail> {
+    let sql = format!("SELECT COUNT(*) FROM {table}{}", filter.sql);
     let n: i64 = conn
         .prepare_cached(&sql)?
         .query_row(params_from_iter(&filter.args), |r| r.get(0))?;
     Ok(n as u64)
+}
+
+pub(super) fn count_assistants(conn: &mut Connection, q: &AssistantQuery) -> Result<u64, Fail> {
+    count(conn, "server_assistants", &query::assistant_filter(Dialect::Sqlite, q))
 }
 
 pub(super) fn delete_assistant(conn: &mut Connection, id: &str) -> Result<bool, Fail> {
@@ -314,12 +318,7 @@ pub(super) fn search_threads(conn: &mut Connection, q: &ThreadQuery) -> Result<V
 }
 
 pub(super) fn count_threads(conn: &mut Connection, q: &ThreadQuery) -> Result<u64, Fail> {
-    let filter = query::thread_filter(Dialect::Sqlite, q);
-    let sql = format!("SELECT COUNT(*) FROM server_threads{}", filter.sql);
-    let n: i64 = conn
-        .prepare_cached(&sql)?
-        .query_row(params_from_iter(&filter.args), |r| r.get(0))?;
-    Ok(n as u64)
+    count(conn, "server_threads", &query::thread_filter(Dialect::Sqlite, q))
 }
 
 pub(super) fn delete_thread(conn: &mut Connection, id: &str) -> Result<bool, Fail> {

@@ -71,12 +71,7 @@ pub(super) fn search_crons(conn: &mut Connection, q: &CronQuery) -> Result<Vec<C
 }
 
 pub(super) fn count_crons(conn: &mut Connection, q: &CronQuery) -> Result<u64, Fail> {
-    let filter = query::cron_filter(Dialect::Sqlite, q);
-    let sql = format!("SELECT COUNT(*) FROM server_crons{}", filter.sql);
-    let n: i64 = conn
-        .prepare_cached(&sql)?
-        .query_row(params_from_iter(&filter.args), |r| r.get(0))?;
-    Ok(n as u64)
+    super::catalog::count(conn, "server_crons", &query::cron_filter(Dialect::Sqlite, q))
 }
 
 pub(super) fn take_due_crons(conn: &mut Connection, now: jiff::Timestamp, limit: usize) -> Result<Vec<Cron>, Fail> {
