@@ -198,8 +198,8 @@ impl Manager {
 
     /// Changes the cron `cron_id` by a `PATCH` body (`body`, the body as sent; `patch`, its
     /// typed reading): the cron's own fields, and the fields of its runs' body merged into its
-    /// payload, which is checked again as a run's body. A new schedule or zone, or turning it
-    /// back on, moves its next time to the first after now.
+    /// payload, which is then checked again as a run's body. A new schedule or zone, or turning
+    /// it back on, moves its next time to the first after now.
     ///
     /// # Errors
     /// 400 for a body that changes nothing; 404 for an unknown cron; 422 naming the field at
@@ -248,15 +248,21 @@ impl Manager {
         if let Some(metadata) = patch.metadata {
             cron.metadata.extend(metadata);
         }
-        let mut payload = cron.payload.clone();
-        for (key, value) in body.into_iter().filter(|(k, _)| PAYLOAD_KEYS.contains(&k.as_str())) {
-            payload.insert(key, value);
+        let changes: Vec<(String, Value)> = body
+            .into_iter()
+            .filter(|(k, _)| PAYLOAD_KEYS.contains(&k.as_str()))
+            .collect();
+        // Only a change of the runs' body is checked as one: a cron whose graph has changed
+        // under it can still be turned off, rescheduled or relabelled.
+        if !changes.is_empty() {
+            let mut payload = cron.payload.clone();
+            payload.extend(changes);
+            with_cron_id(&mut payload, &cron.cron_id);
+            let run: RunCreate = serde_json::from_value(Value::Object(payload.clone()))
+                .map_err(|e| RunError::Invalid(format!("body: the cron's runs' body would not be a run's: {e}")))?;
+            self.check(&run).await?;
+            cron.payload = payload;
         }
-        with_cron_id(&mut payload, &cron.cron_id);
-        let run: RunCreate = serde_json::from_value(Value::Object(payload.clone()))
-            .map_err(|e| RunError::Invalid(format!("body: the cron's runs' body would not be a run's: {e}")))?;
-        self.check(&run).await?;
-        cron.payload = payload;
         if reschedule {
             cron.next_run_date = cron.following(jiff::Timestamp::now());
         }
