@@ -77,7 +77,7 @@ pub fn router_with(state: AppState, options: &ApiOptions) -> axum::Router {
         .with_state(state)
         // Counted inside the layers of `wrap`, where the route's template is known: a request
         // they refuse (413, a NUL in the URL) is not counted.
-        .layer(axum::middleware::from_fn_with_state(http, metrics::record));
+        .layer(metrics::Record(http));
     layers::wrap(routes, options)
 }
 
