@@ -256,21 +256,22 @@ fn weir_run_streams_json_events_and_exits_3_on_a_choice() {
 }
 
 /// The same round trip with the threads on the PostgreSQL server of `WEIR_POSTGRES_URL`, in a
-/// schema of the test's own (`--schema`).
+/// database of the test's own, in a schema it names (`--schema`).
 ///
 /// Ignored unless asked for (`-- --include-ignored`); asked for without a database, it fails
 /// rather than pass having tested nothing.
 #[test]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 fn an_output_choice_round_trips_across_two_processes_through_postgres() {
-    let schema = weir_test_support::Schema::fresh("weir_cli");
-    let on = |args: &[&str]| weir_on(&schema.url, &schema.name, args);
+    // A database of its own: the check of the default schema below makes `weir` in it.
+    let db = weir_test_support::Database::fresh("weir_cli");
+    let on = |args: &[&str]| weir_on(&db.url, "cli_threads", args);
     let thread = "pg-ticket";
     let flow = example("support_triage.json");
     let input = r#"{"customer":"Ana","subject":"Refund please","body":"b","amount":120}"#;
     let (code, _, stderr) = on(&["run", flow.to_str().unwrap(), "--thread", thread, "--input", input]);
     assert_eq!(code, 3, "{stderr}");
-    let (code, _, stderr) = weir(&["resume", "--thread", thread, "--postgres", &schema.url]);
+    let (code, _, stderr) = weir(&["resume", "--thread", thread, "--postgres", &db.url]);
     assert_eq!(code, 2, "the thread is in the test's schema, not in `weir`: {stderr}");
     assert!(stderr.contains("no thread `pg-ticket` in this database"), "{stderr}");
     let (code, stdout, stderr) = on(&["resume", "--thread", thread, "--choice", "approve", "--json"]);
@@ -286,7 +287,7 @@ fn an_output_choice_round_trips_across_two_processes_through_postgres() {
         "--thread",
         thread,
         "--postgres",
-        &schema.url,
+        &db.url,
         "--schema",
         "Bad\"; x",
     ]);
