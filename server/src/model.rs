@@ -25,8 +25,9 @@ pub(crate) fn now() -> String {
     wire_time(weir_runtime::checkpoint::Timestamp::now())
 }
 
-/// `at` as the wire writes timestamps (RFC 3339 with `+00:00`).
-pub(crate) fn wire_time(at: weir_runtime::checkpoint::Timestamp) -> String {
+/// `at` (an instant that displays as RFC 3339 in UTC, `Z`: the checkpointer's timestamps, jiff's)
+/// as the wire writes timestamps, with `+00:00`.
+pub(crate) fn wire_time(at: impl std::fmt::Display) -> String {
     let text = at.to_string();
     match text.strip_suffix('Z') {
         Some(stem) => format!("{stem}+00:00"),
@@ -382,7 +383,7 @@ impl Cron {
     /// time left (or cannot be read: it was checked when stored).
     pub fn following(&self, after: jiff::Timestamp) -> Option<String> {
         let schedule = crate::cron::Schedule::parse(&self.schedule).ok()?;
-        schedule.next_after(after, &self.zone().ok()?).map(cron_time)
+        schedule.next_after(after, &self.zone().ok()?).map(wire_time)
     }
 }
 
@@ -395,15 +396,5 @@ pub(crate) fn zone(name: Option<&str>) -> Result<jiff::tz::TimeZone, String> {
         None => Ok(jiff::tz::TimeZone::UTC),
         Some(name) => jiff::tz::TimeZone::get(name)
             .map_err(|_| format!("`{name}` is not a time zone; use an IANA name, such as `America/New_York`")),
-    }
-}
-
-/// `at` as a cron's times are written: RFC 3339 in UTC with `+00:00`, whole seconds and finer
-/// only when there is a fraction (LangGraph's `next_run_date`).
-pub(crate) fn cron_time(at: jiff::Timestamp) -> String {
-    let text = at.to_string();
-    match text.strip_suffix('Z') {
-        Some(stem) => format!("{stem}+00:00"),
-        None => text,
     }
 }

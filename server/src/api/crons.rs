@@ -9,7 +9,7 @@ use super::select::select_fields;
 use super::{ApiError, AppState, Json};
 use crate::db::CronQuery;
 use crate::model::{Cron, Object};
-use crate::runs::{CronCreate, CronPatch, RunCreate};
+use crate::runs::{CronFields, RunCreate};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -53,7 +53,7 @@ fn cron_json(cron: &Cron) -> Value {
 async fn create(state: &AppState, thread_id: Option<&str>, bytes: &Bytes) -> Result<axum::Json<Value>, ApiError> {
     let body: Object = parse(bytes)?;
     let run: RunCreate = parse(bytes)?;
-    let fields: CronCreate = parse(bytes)?;
+    let fields: CronFields = parse(bytes)?;
     let cron = state.runs.create_cron(thread_id, body, run, fields).await?;
     Ok(axum::Json(cron_json(&cron)))
 }
@@ -92,7 +92,7 @@ async fn update(
     if body.is_empty() {
         return Err(ApiError::bad_request("Request body cannot be empty"));
     }
-    let patch: CronPatch = parse(&bytes)?;
+    let patch: CronFields = parse(&bytes)?;
     let cron = state.runs.update_cron(&id, body, patch).await?;
     Ok(axum::Json(cron_json(&cron)))
 }

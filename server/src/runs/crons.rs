@@ -13,7 +13,7 @@
 use super::create::RunCreate;
 use super::{Manager, RunError};
 use crate::cron::Schedule;
-use crate::model::{cron_time, zone, Cron, Object, OnCompletion};
+use crate::model::{wire_time, zone, Cron, Object, OnCompletion};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -21,11 +21,14 @@ use std::time::Duration;
 /// How many due crons one tick fires at most (the rest fire at the next tick).
 const TICK_LIMIT: usize = 100;
 
-/// The fields of `POST /runs/crons` and `POST /threads/{id}/runs/crons` beside a run's.
+/// A cron's own fields, beside its runs' body: those of `POST /runs/crons` and
+/// `POST /threads/{id}/runs/crons` (where `schedule` is required), and those a
+/// `PATCH /runs/crons/{id}` changes (where which keys were given, `end_time: null` clearing the
+/// end time, is read from the body itself: [`Manager::update_cron`]).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
-pub struct CronCreate {
-    /// When it fires ([`Schedule`]'s syntax); required.
+pub struct CronFields {
+    /// When it fires ([`Schedule`]'s syntax).
     pub schedule: Option<String>,
     /// The IANA zone its schedule reads (UTC when absent).
     pub timezone: Option<String>,
@@ -35,50 +38,15 @@ pub struct CronCreate {
     pub enabled: Option<bool>,
     /// For a stateless cron: `delete` (the default) or `keep` each run's thread.
     pub on_run_completed: Option<OnCompletion>,
-    /// The cron's metadata (its runs' metadata starts from it).
+    /// The cron's metadata (its runs' metadata starts from it); in a patch, pairs merged into
+    /// it (and the runs' metadata, replaced).
     pub metadata: Option<Object>,
 }
 
-/// The body of `PATCH /runs/crons/{id}`, typed; which keys were given is read from the body
-/// itself ([`Manager::update_cron`]).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct CronPatch {
-    /// A new schedule.
-    pub schedule: Option<String>,
-    /// A new zone.
-    pub timezone: Option<String>,
-    /// A new end time; `null` clears it.
-    pub end_time: Option<String>,
-    /// Turns it on or off.
-    pub enabled: Option<bool>,
-    /// A stateless cron's new `on_run_completed`.
-    pub on_run_completed: Option<OnCompletion>,
-    /// Pairs merged into its metadata (and the runs' metadata, replaced).
-    pub metadata: Option<Object>,
-}
+/// The keys of a `PATCH /runs/crons/{id}` that are the cron's own (`metadata` is also the runs').
+const OWN_KEYS: &[&str] = &["schedule", "timezone", "end_time", "enabled", "on_run_completed"];
 
-/// The keys a `PATCH /runs/crons/{id}` takes: the cron's own, and the run's it changes.
-const PATCH_KEYS: &[&str] = &[
-    "schedule",
-    "timezone",
-    "end_time",
-    "enabled",
-    "on_run_completed",
-    "metadata",
-    "input",
-    "config",
-    "context",
-    "webhook",
-    "interrupt_before",
-    "interrupt_after",
-    "stream_mode",
-    "stream_subgraphs",
-    "stream_resumable",
-    "durability",
-];
-
-/// The keys of [`PATCH_KEYS`] that are the runs' body, merged into the cron's payload.
+/// The keys of a `PATCH /runs/crons/{id}` that are the runs' body, merged into the cron's payload.
 const PAYLOAD_KEYS: &[&str] = &[
     "metadata",
     "input",
@@ -130,7 +98,7 @@ fn end_time(text: &str) -> Result<String, RunError> {
                 "body field `end_time`: `{text}` is not a date and time (RFC 3339, such as `2027-01-31T09:00:00+00:00`)"
             ))
         })?;
-    Ok(cron_time(at))
+    Ok(wire_time(at))
 }
 
 /// `body` without its `null`s: the keys a client left out.
@@ -151,7 +119,7 @@ impl Manager {
         thread_id: Option<&str>,
         body: Object,
         run: RunCreate,
-        cron: CronCreate,
+        cron: CronFields,
     ) -> Result<Cron, RunError> {
         let Some(schedule) = cron.schedule.as_deref() else {
             return Err(RunError::Invalid(
@@ -204,11 +172,13 @@ impl Manager {
     /// # Errors
     /// 400 for a body that changes nothing; 404 for an unknown cron; 422 naming the field at
     /// fault.
-    pub async fn update_cron(&self, cron_id: &str, body: Object, patch: CronPatch) -> Result<Cron, RunError> {
-        if let Some(key) = body.keys().find(|k| !PATCH_KEYS.contains(&k.as_str())) {
+    pub async fn update_cron(&self, cron_id: &str, body: Object, patch: CronFields) -> Result<Cron, RunError> {
+        let known = |k: &str| OWN_KEYS.contains(&k) || PAYLOAD_KEYS.contains(&k);
+        if let Some(key) = body.keys().find(|k| !known(k)) {
             return Err(RunError::Invalid(format!(
-                "body field `{key}`: a cron's update has no such field; the fields are {}",
-                PATCH_KEYS.join(", ")
+                "body field `{key}`: a cron's update has no such field; the fields are {}, {}",
+                OWN_KEYS.join(", "),
+                PAYLOAD_KEYS.join(", ")
             )));
         }
         let clears_end = body.get("end_time").is_some_and(Value::is_null);

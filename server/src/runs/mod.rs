@@ -37,7 +37,7 @@ pub use webhook::WEBHOOK_TIMEOUT;
 
 pub use crate::model::OnCompletion;
 pub use create::{IfNotExists, OnDisconnect, RunCreate, StreamModes, NOT_FOUND_DETAIL, REJECT_DETAIL};
-pub use crons::{CronCreate, CronPatch};
+pub use crons::CronFields;
 
 /// The name of the last event of every run's stream on the bus: its data is what `join` answers
 /// (final values, with `__interrupt__` or as `{"__error__"}`). Never sent to SSE clients.
