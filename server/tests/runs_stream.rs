@@ -187,3 +187,106 @@ async fn joining_the_stream_of_a_run_whose_replay_expired_ends_at_once() {
     let names: Vec<String> = frames(res.into_body()).await.into_iter().map(|(e, _, _)| e).collect();
     assert_eq!(names, ["metadata", "values", "values", "values"]);
 }
+
+/// Reads a thread stream's events from `body` until `enough` holds of them.
+async fn thread_events(
+    body: &mut axum::body::Body,
+    enough: impl Fn(&[(String, serde_json::Value, Option<String>)]) -> bool,
+) -> Vec<(String, serde_json::Value, Option<String>)> {
+    let mut text = String::new();
+    loop {
+        let events = parse_frames(&text);
+        if enough(&events) {
+            return events;
+        }
+        let chunk = tokio::time::timeout(Duration::from_secs(30), next_chunk(body)).await;
+        text.push_str(
+            &chunk
+                .expect("the thread stream went quiet")
+                .expect("the thread stream ended"),
+        );
+    }
+}
+
+fn run_done(rid: &str) -> (String, serde_json::Value) {
+    ("metadata".to_owned(), json!({"status": "run_done", "run_id": rid}))
+}
+
+#[tokio::test]
+async fn a_thread_stream_follows_the_run_running_as_it_comes_then_those_queued_behind_it() {
+    let (_dir, app) = app().await;
+    let tid = app.thread().await;
+    let make = |graph: &str, topic: &str| json!({"input": {"topic": topic}, "assistant_id": graph});
+    let running = app
+        .call("POST", &format!("/threads/{tid}/runs"), Some(make("gated", "x")))
+        .await;
+    let running = running.body["run_id"].as_str().unwrap().to_owned();
+    app.gate.entered.notified().await;
+    let queued = app
+        .call("POST", &format!("/threads/{tid}/runs"), Some(make("chain", "y")))
+        .await;
+    let queued = queued.body["run_id"].as_str().unwrap().to_owned();
+
+    let res = app.open("GET", &format!("/threads/{tid}/stream"), None, &[]).await;
+    assert_eq!(res.status(), 200);
+    let mut body = res.into_body();
+    // A run made once the client is there.
+    let later = app
+        .call("POST", &format!("/threads/{tid}/runs"), Some(make("chain", "z")))
+        .await;
+    let later = later.body["run_id"].as_str().unwrap().to_owned();
+    app.gate.release();
+    let done = |rid: &str| {
+        let end = run_done(rid);
+        move |events: &[(String, serde_json::Value, Option<String>)]| {
+            events.iter().any(|(e, d, _)| (e, d) == (&end.0, &end.1))
+        }
+    };
+    let events = thread_events(&mut body, done(&later)).await;
+    let seen: Vec<(String, serde_json::Value)> = events.iter().map(|(e, d, _)| (e.clone(), d.clone())).collect();
+
+    // The running run from the client's coming on: its last values, then its end.
+    assert_eq!(seen[0].0, "values");
+    assert_eq!(seen[0].1["log"], json!(["a:x", "slow:x"]));
+    assert_eq!(seen[1], run_done(&running));
+    // The queued one and the later one whole, each after the one before it ended.
+    let start = |rid: &str| ("metadata".to_owned(), json!({"run_id": rid, "attempt": 1}));
+    assert_eq!(seen[2], start(&queued));
+    let at_later = seen.iter().position(|p| *p == start(&later)).unwrap();
+    assert_eq!(seen[at_later - 1], run_done(&queued));
+    assert_eq!(seen.last(), Some(&run_done(&later)));
+    assert_eq!(seen.iter().filter(|(e, _)| e == "metadata").count(), 5, "{seen:?}");
+    assert!(
+        events.iter().all(|(_, _, id)| id.is_some()),
+        "every event carries its id: {events:?}"
+    );
+
+    // The state edited: the stream stays open, and tells `state_update` clients only.
+    let res = app
+        .open(
+            "GET",
+            &format!("/threads/{tid}/stream?stream_mode=state_update"),
+            None,
+            &[],
+        )
+        .await;
+    let mut edits = res.into_body();
+    let edited = app
+        .call(
+            "POST",
+            &format!("/threads/{tid}/state"),
+            Some(json!({"values": {"topic": "w"}})),
+        )
+        .await;
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    let events = thread_events(&mut edits, |events| !events.is_empty()).await;
+    assert_eq!(events[0].0, "state_update");
+    assert_eq!(events[0].1["thread_id"], json!(tid));
+    assert_eq!(events[0].1["state"]["values"]["topic"], json!("w"));
+    assert_eq!(
+        events[0].1["state"]["checkpoint"]["checkpoint_id"],
+        edited.body["checkpoint_id"]
+    );
+    let after = tokio::time::timeout(Duration::from_millis(200), next_chunk(&mut body)).await;
+    assert!(after.is_err(), "the run_modes client got the edit: {after:?}");
+}

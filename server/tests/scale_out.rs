@@ -3,7 +3,8 @@
 //! background through both APIs) while one worker is SIGKILLed; and a worker stopped by SIGTERM
 //! hands its runs to another, which resumes them from their last checkpoint. Ignored unless
 //! asked for (`-- --include-ignored`); then `WEIR_POSTGRES_URL` and `WEIR_REDIS_URL` must be set.
-//! Also: a cron made through an API process fires once a time across two workers.
+//! Also: a cron made through an API process fires once a time across two workers, and a thread's
+//! stream served by one API process follows the runs made through another.
 //! `WEIR_SCALE_RUNS` / `WEIR_SCALE_THREADS` / `WEIR_SCALE_WORKERS` change the numbers.
 
 #[path = "scale_out/cluster.rs"]
@@ -11,7 +12,7 @@ mod cluster;
 #[path = "served/mod.rs"]
 mod served;
 
-use cluster::{call, frames, Cluster, Process};
+use cluster::{call, frames, request, Cluster, Process};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -425,4 +426,60 @@ async fn a_cron_made_on_an_api_fires_once_a_time_across_two_workers() {
         effects.iter().filter(|e| e.1 == "s1" && e.3 == "end").count(),
         runs.len()
     );
+}
+
+/// A thread's stream served by an API process that neither made the runs nor ran them: it learns
+/// of each run over Redis (the other API process's notice) and reads its events from the
+/// worker's stream there; both runs come whole, the second after the first's end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL and Redis: set WEIR_POSTGRES_URL and WEIR_REDIS_URL, run with --include-ignored"]
+async fn a_thread_stream_on_one_api_follows_the_runs_made_on_another() {
+    use http_body_util::BodyExt;
+    let _alone = ONE_DEPLOYMENT.lock().await;
+    let cluster = Cluster::new(&["--node-ms", "5"]);
+    let (watcher, maker) = (cluster.start("api"), cluster.start("api"));
+    let _worker = cluster.start("worker");
+    let tid = thread(&maker.url).await;
+    let res = request(&watcher.url, "GET", &format!("/threads/{tid}/stream"), None).await;
+    assert_eq!(res.status(), 200);
+    let mut body = res.into_body();
+    let mut made = Vec::new();
+    for topic in ["one", "two"] {
+        let run = json!({"assistant_id": "steps", "input": {"topic": topic}});
+        let reply = call(&maker.url, "POST", &format!("/threads/{tid}/runs"), Some(&run)).await;
+        assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+        made.push(reply.json()["run_id"].as_str().expect("a run id").to_owned());
+    }
+    let end = |rid: &str| ("metadata".to_owned(), json!({"status": "run_done", "run_id": rid}));
+    let start = |rid: &str| ("metadata".to_owned(), json!({"run_id": rid, "attempt": 1}));
+    let mut text = Vec::new();
+    let seen: Vec<(String, Value)> = loop {
+        let seen: Vec<(String, Value)> = frames(&text).into_iter().map(|(e, d, _)| (e, d)).collect();
+        if seen.contains(&end(&made[1])) {
+            break seen;
+        }
+        let frame = tokio::time::timeout(std::time::Duration::from_secs(60), body.frame())
+            .await
+            .unwrap_or_else(|_| panic!("the thread stream went quiet: {seen:?}"))
+            .expect("the thread stream goes on")
+            .expect("a frame");
+        if let Ok(data) = frame.into_data() {
+            text.extend_from_slice(&data);
+        }
+    };
+    assert_eq!(seen[0], start(&made[0]), "{seen:?}");
+    let second = seen
+        .iter()
+        .position(|p| *p == start(&made[1]))
+        .expect("the second run's start");
+    assert_eq!(seen[second - 1], end(&made[0]));
+    for (run, topic) in [(&seen[..second], "one"), (&seen[second..], "two")] {
+        let last = run.iter().rev().find(|(e, _)| e == "values").expect("the run's values");
+        assert_eq!(last.1["topic"], json!(topic));
+        assert_eq!(
+            last.1["log"].as_array().map(Vec::len),
+            Some(NODES.len() * if topic == "one" { 1 } else { 2 })
+        );
+    }
+    assert_eq!(seen.last(), Some(&end(&made[1])));
 }

@@ -1,13 +1,14 @@
 //! The runs routes (§1.2 rows 15–23): create a run in the background, wait for it, or stream it,
 //! on a thread or stateless (`/runs/*`, on a temporary thread); read, list, join, rejoin the
-//! stream of (`Last-Event-ID`), cancel and delete a run. The `Location` / `Content-Location`
-//! headers are those of the captures. The run logic is [`crate::runs::Manager`]'s.
+//! stream of (`Last-Event-ID`), cancel and delete a run, and follow a thread's own stream of all
+//! its runs (`GET /threads/{thread_id}/stream`). The `Location` / `Content-Location` headers are
+//! those of the captures. The run logic is [`crate::runs::Manager`]'s.
 
 use super::select::select_fields;
 use super::{ApiError, AppState, Json};
 use crate::bus::CancelAction;
 use crate::model::{Run, RunStatus};
-use crate::runs::{OnDisconnect, RunCreate, RunError};
+use crate::runs::{OnDisconnect, RunCreate, RunError, ThreadModes};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -40,6 +41,7 @@ pub(super) fn router() -> axum::Router<AppState> {
         .route("/threads/{thread_id}/runs/{run_id}/join", get(join))
         .route("/threads/{thread_id}/runs/{run_id}/stream", get(join_stream))
         .route("/threads/{thread_id}/runs/{run_id}/cancel", post(cancel))
+        .route("/threads/{thread_id}/stream", get(thread_stream))
         .route("/runs", post(create_stateless))
         .route("/runs/wait", post(wait_stateless))
         .route("/runs/stream", post(stream_stateless))
@@ -255,6 +257,48 @@ async fn join_stream(
         items
     };
     Ok(sse::response(items, opts, None, Some(run_path(&run))))
+}
+
+/// `GET /threads/{thread_id}/stream`: the thread's own stream ([`crate::runs::Manager::thread_stream`]),
+/// in the modes of `stream_mode` (the SDK's parameter) or `stream_modes` (LangGraph's server's),
+/// each given once per mode or as a comma-separated list; every event carries its `id:`.
+async fn thread_stream(
+    State(state): State<AppState>,
+    Path(thread_id): Path<String>,
+    Query(pairs): Query<Vec<(String, String)>>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let words = pairs
+        .iter()
+        .filter(|(name, _)| name == "stream_mode" || name == "stream_modes")
+        .flat_map(|(_, value)| value.split(','))
+        .map(str::trim)
+        .filter(|word| !word.is_empty());
+    let modes =
+        ThreadModes::parse(words).map_err(|e| ApiError::invalid(format!("query parameter `stream_mode`: {e}")))?;
+    let thread = super::threads::find_without_values(&state, &thread_id).await?;
+    let last = match headers.get("last-event-id") {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .ok()
+                .filter(|id| *id == "-1" || crate::bus::parse_event_id(id).is_some())
+                .ok_or_else(|| {
+                    ApiError::invalid(format!(
+                        "header `Last-Event-ID`: expected `-1` or an event id `<ms>-<seq>`, got {value:?}"
+                    ))
+                })?,
+        ),
+    };
+    let items = state.runs.thread_stream(&thread.thread_id, last, modes).await?;
+    let opts = sse::SseOptions {
+        resumable: true,
+        heartbeat: state.runs.config().sse_heartbeat,
+        modes: None,
+        cancel_on_disconnect: None,
+    };
+    Ok(sse::response(items, opts, None, None))
 }
 
 /// `POST …/cancel` query.

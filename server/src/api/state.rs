@@ -5,14 +5,13 @@
 use super::threads::{find, find_without_values, graph_of};
 use super::{ApiError, AppState, Json};
 use crate::db::ThreadUpdate;
-use crate::graph::{HistoryQuery, ServedGraph, StateUpdate};
+use crate::graph::{HistoryQuery, StateUpdate};
 use crate::model::{Thread, ThreadStatus};
 use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 pub(super) fn router() -> axum::Router<AppState> {
     axum::Router::new()
@@ -136,7 +135,12 @@ async fn update(
     };
     let id = graph.update_state(&thread.thread_id, edit).await?;
     let tid = thread.thread_id.clone();
-    refresh(&state, thread, &graph).await?;
+    let head = graph.state(&tid, None, false).await?;
+    refresh(&state, thread, head.as_ref()).await?;
+    state
+        .runs
+        .state_updated(&tid, head.as_ref().unwrap_or(&empty_state()))
+        .await;
     let configurable = json!({"thread_id": tid, "checkpoint_ns": "", "checkpoint_id": id});
     Ok(axum::Json(json!({
         "checkpoint": configurable,
@@ -156,29 +160,20 @@ pub(super) fn graph_id_pair(thread: &Thread) -> BTreeMap<String, String> {
 }
 
 /// Writes the thread's row after its state changed outside a run: its values and open
-/// interrupts from the head checkpoint, the times, and its status as LangGraph's server sets it
+/// interrupts from `head` (the thread's state now; `None` without checkpoints), the times, and its status as LangGraph's server sets it
 /// then: `interrupted` while the head has tasks to run (an edit `as_node` that leaves a next
 /// node, a thread made with `supersteps`), else `idle`.
 /// A narrow update of the row, so a run's worker writing the status meanwhile is not undone:
 /// a thread a run holds stays busy.
-pub(super) async fn refresh(
-    state: &AppState,
-    thread: Thread,
-    graph: &Arc<dyn ServedGraph>,
-) -> Result<Thread, ApiError> {
-    let head = graph.state(&thread.thread_id, None, false).await?;
+pub(super) async fn refresh(state: &AppState, thread: Thread, head: Option<&Value>) -> Result<Thread, ApiError> {
     let pending = head
         .as_ref()
         .and_then(|h| h.get("next"))
         .and_then(Value::as_array)
         .is_some_and(|next| !next.is_empty());
     let update = ThreadUpdate {
-        values: Some(
-            head.as_ref()
-                .and_then(|h| h.get("values").cloned())
-                .unwrap_or(thread.values),
-        ),
-        interrupts: Some(head.as_ref().map(interrupts_by_task).unwrap_or(thread.interrupts)),
+        values: Some(head.and_then(|h| h.get("values").cloned()).unwrap_or(thread.values)),
+        interrupts: Some(head.map(interrupts_by_task).unwrap_or(thread.interrupts)),
         status_unless_busy: Some(if pending {
             ThreadStatus::Interrupted
         } else {

@@ -148,7 +148,10 @@ async fn create(State(state): State<AppState>, Json(body): Json<CreateBody>) -> 
             .await
             .map_err(|e| ApiError::from(e).prefixed(&format!("body field `supersteps[{step}]`: ")))?;
     }
-    Ok(axum::Json(thread_json(&state::refresh(&state, made, &graph).await?)))
+    let head = graph.state(&made.thread_id, None, false).await?;
+    Ok(axum::Json(thread_json(
+        &state::refresh(&state, made, head.as_ref()).await?,
+    )))
 }
 
 async fn read(State(state): State<AppState>, Path(tid): Path<String>) -> Result<axum::Json<Value>, ApiError> {

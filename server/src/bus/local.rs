@@ -5,9 +5,11 @@
 //! [`LocalBusConfig::kept`] items (the oldest go first), at most [`LocalBusConfig::ended`]
 //! finished runs' streams are kept (the first finished go first, however fast runs end), and a
 //! subscriber that falls more than [`LocalBusConfig::live`] items behind is not queued for: it
-//! catches up from the kept items, and misses only what is no longer kept.
+//! catches up from the kept items, and misses only what is no longer kept. A thread's notices go
+//! straight to its watchers in the process.
 
-use super::{parse_event_id, Bus, BusError, CancelAction, Publisher, StreamItem};
+use super::threads::ThreadWatchers;
+use super::{parse_event_id, Bus, BusError, CancelAction, Publisher, StreamItem, ThreadNotice};
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 use std::collections::{HashMap, VecDeque};
@@ -83,6 +85,7 @@ struct Inner {
     cancels: broadcast::Sender<(String, CancelAction)>,
     streams: Mutex<Streams>,
     beats: Mutex<HashMap<String, Instant>>,
+    threads: ThreadWatchers,
 }
 
 impl Default for LocalBus {
@@ -111,6 +114,7 @@ impl LocalBus {
                     swept: Instant::now(),
                 }),
                 beats: Mutex::new(HashMap::new()),
+                threads: ThreadWatchers::default(),
             }),
         }
     }
@@ -355,6 +359,23 @@ impl Bus for LocalBus {
         let (replay, live) = self.inner.subscribe(run_id, last_id);
         let stream = until_done(self.inner.clone(), run_id.to_owned(), replay, live);
         Box::pin(async move { Ok(stream) })
+    }
+
+    fn notify_thread<'a>(&'a self, thread_id: &'a str, notice: ThreadNotice) -> BoxFuture<'a, Result<(), BusError>> {
+        self.inner.threads.send(thread_id, notice);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn watch_thread<'a>(
+        &'a self,
+        thread_id: &'a str,
+    ) -> BoxFuture<'a, Result<BoxStream<'static, ThreadNotice>, BusError>> {
+        let notices = self.inner.threads.watch(thread_id);
+        Box::pin(async move { Ok(notices) })
+    }
+
+    fn replay_window(&self) -> Duration {
+        self.inner.config.retain
     }
 
     fn beat<'a>(&'a self, worker: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), BusError>> {

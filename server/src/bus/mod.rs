@@ -2,9 +2,10 @@
 //! a run is queued, cancelling a run wherever it runs, fanning a run's stream events out to every
 //! API process that serves its stream (with the short replay that resumable streams and
 //! `Last-Event-ID` need, and closed to an attempt of a run that was taken back from its worker),
-//! and the workers' heartbeats. [`local`] is the in-process bus of embedded mode; [`redis`]
-//! carries the same over Redis for scale-out mode. The durable side (runs, threads) is
-//! [`crate::db`]'s.
+//! the workers' heartbeats, and what happens to a thread outside its runs' streams (a run made on
+//! it, its state edited: [`ThreadNotice`]) for whoever watches the thread. [`local`] is the
+//! in-process bus of embedded mode; [`redis`] carries the same over Redis for scale-out mode.
+//! The durable side (runs, threads) is [`crate::db`]'s.
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 pub mod local;
 pub mod redis;
+mod threads;
 
 /// Why a bus operation failed.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,9 +55,28 @@ pub enum StreamItem {
     Done,
 }
 
+/// What happens to a thread outside its runs' own streams, told to the thread's watchers
+/// (`GET /threads/{thread_id}/stream`) as it happens: nothing of it is kept.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ThreadNotice {
+    /// A run was made on the thread (its events are on its own stream): the run's id.
+    Run(String),
+    /// The thread's state was edited (`POST /threads/{thread_id}/state`): the `state_update`
+    /// event.
+    StateUpdate {
+        /// Its id, `<ms>-<seq>`.
+        id: String,
+        /// Its data, as JSON text: `{"state": <the thread's state>, "thread_id": …}`.
+        data: Arc<str>,
+    },
+    /// Notices may have been missed here (the bus's connection was lost and made again, or the
+    /// watcher fell behind): a watcher reads the thread's runs again. Never told by a caller.
+    Gap,
+}
+
 /// An event id `<ms>-<seq>` as a pair that orders like the ids; `None` for any other text (`-1`
 /// among them: a `Last-Event-ID` that asks to replay everything).
-fn parse_event_id(id: &str) -> Option<(u64, u64)> {
+pub(crate) fn parse_event_id(id: &str) -> Option<(u64, u64)> {
     let (ms, seq) = id.split_once('-')?;
     Some((ms.parse().ok()?, seq.parse().ok()?))
 }
@@ -108,6 +129,18 @@ pub trait Bus: Send + Sync + 'static {
         run_id: &'a str,
         last_id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<BoxStream<'static, StreamItem>, BusError>>;
+    /// Tells the watchers of `thread_id`, in every process, of `notice`. Nothing is kept: a
+    /// notice nobody watches for is gone.
+    fn notify_thread<'a>(&'a self, thread_id: &'a str, notice: ThreadNotice) -> BoxFuture<'a, Result<(), BusError>>;
+    /// The notices of `thread_id` from now on (once this returns, none told later is missed
+    /// without a [`ThreadNotice::Gap`] in its place).
+    fn watch_thread<'a>(
+        &'a self,
+        thread_id: &'a str,
+    ) -> BoxFuture<'a, Result<BoxStream<'static, ThreadNotice>, BusError>>;
+    /// How long a finished run's stream stays for replay ([`subscribe`](Self::subscribe) with a
+    /// `last_id`).
+    fn replay_window(&self) -> Duration;
     /// Records that `worker` is alive, for `ttl`.
     fn beat<'a>(&'a self, worker: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), BusError>>;
     /// Whether `worker` has beaten within its last `ttl`.

@@ -9,7 +9,9 @@
 //! - heartbeats: a key per worker set with the beat's time to live;
 //! - fences: a key per run taken back from a worker ([`Bus::supersede`]), holding the first
 //!   attempt that may still publish on the run's stream; a script publishes an event and checks
-//!   the fence in one step.
+//!   the fence in one step;
+//! - threads' notices: a pub/sub channel per thread; a process that watches any thread holds
+//!   one subscription to all of them (`PSUBSCRIBE`) and hands each notice to its watchers there.
 //!
 //! Commands that return at once share a connection manager (which reconnects); the blocking
 //! ones (`BLPOP`, `XREAD BLOCK`) take a connection of their own from a small pool, so they hold
@@ -17,13 +19,14 @@
 
 mod stream;
 
-use super::{parse_event_id, Bus, BusError, CancelAction, Publisher, StreamItem};
+use super::threads::ThreadWatchers;
+use super::{parse_event_id, Bus, BusError, CancelAction, Publisher, StreamItem, ThreadNotice};
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
 use redis::aio::{ConnectionManager, MultiplexedConnection, PubSubStream};
 use redis::streams::StreamRangeReply;
 use redis::{AsyncConnectionConfig, Client};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 /// How many wakes wait at most, when no worker is waiting.
@@ -116,6 +119,8 @@ impl RedisOptions {
                 options: self,
                 publish: redis::Script::new(stream::PUBLISH),
                 supersede: redis::Script::new(SUPERSEDE),
+                threads: Arc::default(),
+                pumping: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -157,6 +162,10 @@ struct Shared {
     options: RedisOptions,
     publish: redis::Script,
     supersede: redis::Script,
+    /// The watchers of threads in this process.
+    threads: Arc<ThreadWatchers>,
+    /// Set once the subscription to every thread's channel stands ([`pump_threads`]).
+    pumping: tokio::sync::OnceCell<()>,
 }
 
 /// The [`Bus`] over Redis.
@@ -213,6 +222,28 @@ fn parse_action(name: &str) -> Option<CancelAction> {
 impl Shared {
     fn key(&self, kind: &str, name: &str) -> String {
         format!("{}:{kind}:{name}", self.options.prefix)
+    }
+
+    /// The pub/sub channel of `thread_id`'s notices.
+    fn thread_channel(&self, thread_id: &str) -> String {
+        self.key("thread", thread_id)
+    }
+
+    /// Subscribes to every thread's channel and hands their notices to this process's watchers,
+    /// once: the first watch waits for the subscription, so no notice told after it is missed.
+    async fn pump_threads(&self) -> Result<(), BusError> {
+        self.pumping
+            .get_or_try_init(|| async {
+                let prefix = self.thread_channel("");
+                let first = watch_threads(&self.client, &prefix)
+                    .await
+                    .map_err(failed("watching threads"))?;
+                let pump = pump_threads(self.client.clone(), prefix, Arc::downgrade(&self.threads), first);
+                tokio::spawn(pump);
+                Ok(())
+            })
+            .await
+            .map(|_| ())
     }
 
     /// Runs `op` on the shared connection, and once more when the connection was lost (the
@@ -439,6 +470,34 @@ impl Bus for RedisBus {
         })
     }
 
+    fn notify_thread<'a>(&'a self, thread_id: &'a str, notice: ThreadNotice) -> BoxFuture<'a, Result<(), BusError>> {
+        Box::pin(async move {
+            let payload = match notice {
+                ThreadNotice::Run(run_id) => format!("run {run_id}"),
+                ThreadNotice::StateUpdate { id, data } => format!("state {id} {data}"),
+                ThreadNotice::Gap => return Ok(()), // a watcher's own, never told
+            };
+            let mut publish = redis::cmd("PUBLISH");
+            publish.arg(self.shared.thread_channel(thread_id)).arg(payload);
+            let _watchers: i64 = self.shared.cmd("telling a thread's watchers", &publish).await?;
+            Ok(())
+        })
+    }
+
+    fn watch_thread<'a>(
+        &'a self,
+        thread_id: &'a str,
+    ) -> BoxFuture<'a, Result<BoxStream<'static, ThreadNotice>, BusError>> {
+        Box::pin(async move {
+            self.shared.pump_threads().await?;
+            Ok(self.shared.threads.watch(thread_id))
+        })
+    }
+
+    fn replay_window(&self) -> Duration {
+        self.shared.options.stream_ttl
+    }
+
     fn beat<'a>(&'a self, worker: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), BusError>> {
         Box::pin(async move {
             let mut set = redis::cmd("SET");
@@ -456,6 +515,80 @@ impl Bus for RedisBus {
             exists.arg(self.shared.key("worker", worker));
             self.shared.cmd("reading a heartbeat", &exists).await
         })
+    }
+}
+
+/// `text` with the characters a `PSUBSCRIBE` pattern reads as wildcards escaped.
+fn glob_literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A subscription to every channel named `prefix` and a thread's id.
+async fn watch_threads(client: &Client, prefix: &str) -> redis::RedisResult<PubSubStream> {
+    let mut pubsub = client.get_async_pubsub().await?;
+    pubsub.psubscribe(format!("{}*", glob_literal(prefix))).await?;
+    Ok(pubsub.into_on_message())
+}
+
+/// A thread's notice as [`Bus::notify_thread`] publishes it (`run <id>`, `state <id> <data>`).
+fn parse_notice(payload: &str) -> Option<ThreadNotice> {
+    match payload.split_once(' ')? {
+        ("run", run_id) => Some(ThreadNotice::Run(run_id.to_owned())),
+        ("state", rest) => {
+            let (id, data) = rest.split_once(' ')?;
+            Some(ThreadNotice::StateUpdate {
+                id: id.to_owned(),
+                data: data.into(),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Hands the notices arriving on `messages` (the channels named `prefix` and a thread's id) to
+/// `threads`' watchers, subscribing again (after a growing pause) whenever the connection is
+/// lost, and then telling every watcher of the [`ThreadNotice::Gap`]. Ends with the bus.
+async fn pump_threads(client: Client, prefix: String, threads: Weak<ThreadWatchers>, first: PubSubStream) {
+    let mut messages = Some(first);
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let Some(stream) = messages.as_mut() else {
+            match watch_threads(&client, &prefix).await {
+                Ok(stream) => {
+                    messages = Some(stream);
+                    pause = Duration::from_millis(50);
+                    let Some(threads) = threads.upgrade() else { return };
+                    threads.send_all(&ThreadNotice::Gap);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "redis bus: watching threads failed; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+            }
+            continue;
+        };
+        match stream.next().await {
+            Some(message) => {
+                let Some(threads) = threads.upgrade() else { return };
+                let payload: Option<String> = message.get_payload().ok();
+                let thread_id = message.get_channel_name().strip_prefix(prefix.as_str());
+                if let (Some(thread_id), Some(notice)) = (thread_id, payload.as_deref().and_then(parse_notice)) {
+                    threads.send(thread_id, notice);
+                }
+            }
+            None => {
+                tracing::warn!("redis bus: the threads' subscription was lost; subscribing again");
+                messages = None;
+            }
+        }
     }
 }
 

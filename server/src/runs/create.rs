@@ -275,6 +275,9 @@ impl Manager {
                 if let Some(slot) = slot {
                     self.spawn_run(*claimed, slot).await;
                 }
+                if thread_id.is_some() {
+                    self.announce(&run).await;
+                }
                 return Ok(run);
             }
             Enqueued::Queued { inflight } => {
@@ -283,8 +286,15 @@ impl Manager {
             }
         }
         // The run is stored: a wake that fails only delays it until a worker polls (each
-        // does, every `ManagerConfig::poll`), so the client still gets its run.
-        if let Err(e) = self.inner.bus.wake().await {
+        // does, every `ManagerConfig::poll`), so the client still gets its run. A stateless
+        // run's thread is its own: nobody watches it.
+        let announce = async {
+            if thread_id.is_some() {
+                self.announce(&run).await;
+            }
+        };
+        let (woken, ()) = futures::join!(self.inner.bus.wake(), announce);
+        if let Err(e) = woken {
             tracing::warn!(run_id = %run.run_id, error = %e, "no worker was woken for a queued run; a worker's poll will find it");
         }
         Ok(run)

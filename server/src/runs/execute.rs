@@ -31,13 +31,13 @@ enum Ending {
 
 /// The `<ms>-<seq>` ids of one run's events, increasing even if the clock steps back.
 #[derive(Debug, Default)]
-struct EventIds {
+pub(super) struct EventIds {
     ms: u64,
     seq: u64,
 }
 
 impl EventIds {
-    fn next(&mut self) -> String {
+    pub(super) fn next(&mut self) -> String {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));

@@ -28,6 +28,7 @@ use tokio::task::JoinSet;
 mod create;
 mod crons;
 mod execute;
+mod thread_stream;
 mod ttl;
 mod webhook;
 mod worker;
@@ -38,6 +39,7 @@ pub use webhook::WEBHOOK_TIMEOUT;
 pub use crate::model::OnCompletion;
 pub use create::{IfNotExists, OnDisconnect, RunCreate, StreamModes, NOT_FOUND_DETAIL, REJECT_DETAIL};
 pub use crons::CronFields;
+pub use thread_stream::ThreadModes;
 
 /// The name of the last event of every run's stream on the bus: its data is what `join` answers
 /// (final values, with `__interrupt__` or as `{"__error__"}`). Never sent to SSE clients.
@@ -333,6 +335,16 @@ impl Manager {
         run: &Run,
         last_id: Option<&str>,
     ) -> Result<futures::stream::BoxStream<'static, StreamItem>, RunError> {
+        self.follow_ids(&run.thread_id, &run.run_id, last_id).await
+    }
+
+    /// As [`follow`](Self::follow), for the run `run_id` of `thread_id`.
+    async fn follow_ids(
+        &self,
+        thread_id: &str,
+        run_id: &str,
+        last_id: Option<&str>,
+    ) -> Result<futures::stream::BoxStream<'static, StreamItem>, RunError> {
         struct Following {
             items: futures::stream::BoxStream<'static, StreamItem>,
             manager: Manager,
@@ -342,10 +354,10 @@ impl Manager {
             over: bool,
         }
         let start = Following {
-            items: self.inner.bus.subscribe(&run.run_id, last_id).await?,
+            items: self.inner.bus.subscribe(run_id, last_id).await?,
             manager: self.clone(),
-            thread_id: run.thread_id.clone(),
-            run_id: run.run_id.clone(),
+            thread_id: thread_id.to_owned(),
+            run_id: run_id.to_owned(),
             run_ended: false,
             over: false,
         };

@@ -1,4 +1,5 @@
-//! The Redis bus: wakes, cancellations, stream fan-out with replay and trimming, heartbeats.
+//! The Redis bus: wakes, cancellations, stream fan-out with replay and trimming, heartbeats,
+//! threads' notices.
 //! Ignored unless asked for; then `WEIR_REDIS_URL` must name a server. Each test has a key
 //! prefix of its own, whose keys are deleted afterwards.
 
@@ -8,7 +9,7 @@ use serde_json::json;
 use std::time::Duration;
 use tokio::time::timeout;
 use weir_server::bus::redis::{RedisBus, RedisOptions};
-use weir_server::bus::{Bus, CancelAction, Publisher, StreamItem};
+use weir_server::bus::{Bus, CancelAction, Publisher, StreamItem, ThreadNotice};
 
 /// A bus with a prefix of its own, whose keys go when this is dropped.
 struct TestBus {
@@ -370,4 +371,70 @@ async fn a_lost_connection_costs_a_retry_not_a_failed_call() {
         collect(t.bus.subscribe("run", Some("-1")).await.unwrap()).await,
         [event("100-0", 0), event("100-1", 1), StreamItem::Done]
     );
+}
+
+/// The next notice of `notices`, within 5 s.
+async fn next_notice(notices: &mut futures::stream::BoxStream<'static, ThreadNotice>) -> ThreadNotice {
+    timeout(Duration::from_secs(5), notices.next())
+        .await
+        .expect("a notice within 5 s")
+        .expect("the notices go on")
+}
+
+#[tokio::test]
+#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
+async fn a_threads_notices_reach_its_watchers_in_every_process_and_nobody_else() {
+    let api = bus(|o| o).await;
+    let other = RedisBus::options().prefix(&api.prefix).connect(&api.url).await.unwrap();
+    let mut t1 = other.watch_thread("t1").await.unwrap();
+    let mut t1_here = api.bus.watch_thread("t1").await.unwrap();
+    let mut t2 = other.watch_thread("t2").await.unwrap();
+    // A prefix that reads as a pattern must not match the others' channels.
+    let starred = format!("{}*", api.prefix);
+    let wildcard = RedisBus::options().prefix(&starred).connect(&api.url).await.unwrap();
+    let mut t1_apart = wildcard.watch_thread("t1").await.unwrap();
+
+    api.bus
+        .notify_thread("t1", ThreadNotice::Run("r1".into()))
+        .await
+        .unwrap();
+    let edit = ThreadNotice::StateUpdate {
+        id: "7-0".into(),
+        data: r#"{"state":{"values":{"topic":"a b"}},"thread_id":"t1"}"#.into(),
+    };
+    other.notify_thread("t1", edit.clone()).await.unwrap();
+    for notices in [&mut t1, &mut t1_here] {
+        assert_eq!(next_notice(notices).await, ThreadNotice::Run("r1".into()));
+        assert_eq!(next_notice(notices).await, edit);
+    }
+    api.bus
+        .notify_thread("t2", ThreadNotice::Run("r2".into()))
+        .await
+        .unwrap();
+    assert_eq!(next_notice(&mut t2).await, ThreadNotice::Run("r2".into()));
+    wildcard
+        .notify_thread("t1", ThreadNotice::Run("r3".into()))
+        .await
+        .unwrap();
+    assert_eq!(next_notice(&mut t1_apart).await, ThreadNotice::Run("r3".into()));
+    // Each heard its own only: the next notice of each is the one sent last.
+    api.bus
+        .notify_thread("t1", ThreadNotice::Run("r4".into()))
+        .await
+        .unwrap();
+    assert_eq!(next_notice(&mut t1).await, ThreadNotice::Run("r4".into()));
+    assert!(timeout(Duration::from_millis(300), t1_apart.next()).await.is_err());
+}
+
+#[tokio::test]
+#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
+async fn a_watcher_hears_of_a_gap_when_the_threads_subscription_is_made_again() {
+    let t = bus(|o| o).await;
+    let proxy = Cutter::start(&t.url).await;
+    let bus = RedisBus::options().prefix(&t.prefix).connect(&proxy.url).await.unwrap();
+    let mut watching = bus.watch_thread("t1").await.unwrap();
+    proxy.cut();
+    assert_eq!(next_notice(&mut watching).await, ThreadNotice::Gap);
+    t.bus.notify_thread("t1", ThreadNotice::Run("r1".into())).await.unwrap();
+    assert_eq!(next_notice(&mut watching).await, ThreadNotice::Run("r1".into()));
 }

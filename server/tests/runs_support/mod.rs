@@ -22,7 +22,7 @@ use weir::checkpoint::{Checkpointer, SqliteSaver};
 use weir::prelude::*;
 use weir_server::api::{router, AppState};
 use weir_server::bus::local::LocalBus;
-use weir_server::bus::{Bus, BusError, CancelAction, Publisher, StreamItem};
+use weir_server::bus::{Bus, BusError, CancelAction, Publisher, StreamItem, ThreadNotice};
 use weir_server::db::sqlite::SqliteDb;
 use weir_server::graph::{Serve, ServedGraph};
 use weir_server::model::{system_assistant_id, Assistant, Object};
@@ -265,6 +265,18 @@ impl Bus for Faulty {
         last_id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<BoxStream<'static, StreamItem>, BusError>> {
         self.bus.subscribe(run_id, last_id)
+    }
+    fn notify_thread<'a>(&'a self, thread_id: &'a str, notice: ThreadNotice) -> BoxFuture<'a, Result<(), BusError>> {
+        self.bus.notify_thread(thread_id, notice)
+    }
+    fn watch_thread<'a>(
+        &'a self,
+        thread_id: &'a str,
+    ) -> BoxFuture<'a, Result<BoxStream<'static, ThreadNotice>, BusError>> {
+        self.bus.watch_thread(thread_id)
+    }
+    fn replay_window(&self) -> Duration {
+        self.bus.replay_window()
     }
     fn beat<'a>(&'a self, worker: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), BusError>> {
         if self.beats_lost {

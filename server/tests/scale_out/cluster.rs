@@ -142,6 +142,20 @@ pub async fn call(base: &str, method: &str, path: &str, body: Option<&Value>) ->
 
 async fn send(base: &str, method: &str, path: &str, body: Option<&Value>) -> Reply {
     use http_body_util::BodyExt;
+    let res = request(base, method, path, body).await;
+    let status = res.status().as_u16();
+    let body = res.into_body().collect().await.expect("the whole body").to_bytes();
+    Reply { status, body }
+}
+
+/// Sends one request to the API at `base` on a connection of its own; answers as soon as the
+/// head has come, the body to be read as it comes (a stream that never ends).
+pub async fn request(
+    base: &str,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> hyper::Response<hyper::body::Incoming> {
     let authority = base.trim_start_matches("http://");
     let stream = tokio::net::TcpStream::connect(authority)
         .await
@@ -158,10 +172,7 @@ async fn send(base: &str, method: &str, path: &str, body: Option<&Value>) -> Rep
         .header("content-type", "application/json")
         .body(http_body_util::Full::new(Bytes::from(bytes)))
         .expect("a request");
-    let res = sender.send_request(req).await.expect("an answer");
-    let status = res.status().as_u16();
-    let body = res.into_body().collect().await.expect("the whole body").to_bytes();
-    Reply { status, body }
+    sender.send_request(req).await.expect("an answer")
 }
 
 /// The SSE frames of a stream's body: `(event, data, id)`.
