@@ -100,6 +100,34 @@ struct Following {
     news: bool,
 }
 
+/// How many of the runs it followed a thread stream remembers, so that a run announced twice
+/// (a notice sent again after a lost connection) or found again after a gap is followed once: a
+/// stream open for days on a thread a cron runs every second holds this many, not all.
+const SEEN: usize = 4_096;
+
+/// The latest [`SEEN`] runs a thread stream followed or will follow.
+#[derive(Default)]
+struct Seen {
+    set: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+impl Seen {
+    /// Remembers `run_id`; whether it is new.
+    fn insert(&mut self, run_id: String) -> bool {
+        if !self.set.insert(run_id.clone()) {
+            return false;
+        }
+        self.order.push_back(run_id);
+        if self.order.len() > SEEN {
+            if let Some(oldest) = self.order.pop_front() {
+                self.set.remove(&oldest);
+            }
+        }
+        true
+    }
+}
+
 /// What a thread stream's wait brought.
 enum Next {
     Notice(Option<ThreadNotice>),
@@ -115,8 +143,8 @@ struct ThreadStream {
     /// The runs to follow after the current one, oldest first, each with the `last_id` to
     /// follow it from and whether it was made after the client came.
     ahead: VecDeque<(String, Option<String>, bool)>,
-    /// Every run followed or to follow.
-    seen: HashSet<String>,
+    /// The runs followed or to follow (the latest [`SEEN`]).
+    seen: Seen,
     current: Option<Following>,
     /// Events ready to go out.
     out: VecDeque<StreamItem>,
@@ -142,7 +170,7 @@ impl Manager {
             modes,
             notices,
             ahead: VecDeque::new(),
-            seen: HashSet::new(),
+            seen: Seen::default(),
             current: None,
             out: VecDeque::new(),
         };
@@ -231,9 +259,12 @@ impl ThreadStream {
             }
             let following = self.current.is_some();
             let (notices, current) = (&mut self.notices, &mut self.current);
+            // The run's events first: one it published before a notice was told (its end before
+            // the state edit its client made after) goes out before it.
             let next = tokio::select! {
-                notice = notices.next() => Next::Notice(notice),
+                biased;
                 item = async { current.as_mut()?.items.next().await }, if following => Next::Item(item),
+                notice = notices.next() => Next::Notice(notice),
             };
             match next {
                 Next::Notice(notice) => self.take_notice(notice?).await,
@@ -364,5 +395,18 @@ mod tests {
         let state_only = ThreadModes::parse(["state_update"]).unwrap();
         assert!(!state_only.wants_run_event("metadata", r#"{"run_id":"r","attempt":1}"#));
         assert!(ThreadModes::default().wants_run_event("updates", "{}"));
+    }
+
+    #[test]
+    fn a_run_is_new_once_while_it_is_among_the_latest() {
+        let mut seen = Seen::default();
+        assert!(seen.insert("r0".into()));
+        assert!(!seen.insert("r0".into()));
+        for i in 1..=SEEN {
+            assert!(seen.insert(format!("r{i}")));
+        }
+        assert_eq!(seen.set.len(), SEEN);
+        assert!(seen.insert("r0".into()), "the oldest was forgotten");
+        assert!(!seen.insert(format!("r{SEEN}")));
     }
 }
