@@ -2,7 +2,8 @@
 //! field at a time, on a real server (embedded, and scaled out): each answer is a success or a
 //! 4xx whose `detail` says what is wrong, never a 500 or a dropped connection, and the server goes
 //! on answering. The same for every query parameter of the reads, and for `Last-Event-ID`. And
-//! URLs holding NUL, which no database takes.
+//! URLs holding NUL, which no database takes. And every field of `/mcp`'s messages, answered with a
+//! result or a JSON-RPC error that says why.
 
 mod api_support;
 
@@ -543,4 +544,62 @@ async fn every_query_parameter_given_odd_values_gets_an_answer_or_a_4xx_that_say
 #[ignore = "needs PostgreSQL and Redis: set WEIR_POSTGRES_URL and WEIR_REDIS_URL, run with --include-ignored"]
 async fn scaled_out_every_query_parameter_given_odd_values_gets_an_answer_or_a_4xx_that_says_why() {
     odd_queries(&serve_scaled_out().await).await;
+}
+
+/// What is wrong with an answer of `/mcp`, if anything: a 5xx, an HTTP refusal without a JSON-RPC
+/// error's message, or a 200 with neither a result nor an error's message.
+fn mcp_fault(reply: &Reply) -> Option<String> {
+    let message = reply.body["error"]["message"].as_str().unwrap_or_default();
+    match reply.status {
+        200 if reply.body.get("result").is_some() || !message.is_empty() => None,
+        202 => None,
+        400..=499 if !message.is_empty() => None,
+        status => Some(format!("{status} {}", reply.body)),
+    }
+}
+
+/// `/mcp`'s messages with each field given each odd value.
+async fn odd_mcp(client: &Client) {
+    let accept = [("accept", "application/json, text/event-stream")];
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "0"}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "chain", "arguments": {"topic": "x"}, "context": {}}}),
+    ];
+    let mut faults = Vec::new();
+    let mut sent = 0;
+    for message in messages {
+        let valid = send(client, "POST", "/mcp", &accept, &message).await;
+        assert!(
+            valid.body.get("result").is_some(),
+            "the valid {message} is refused: {}",
+            valid.body
+        );
+        let mut all = Vec::new();
+        paths(&message, &mut Vec::new(), &mut all);
+        for at in &all {
+            for odd in odd_values() {
+                let reply = send(client, "POST", "/mcp", &accept, &replaced(&message, at, &odd)).await;
+                sent += 1;
+                if let Some(fault) = mcp_fault(&reply) {
+                    let odd: String = odd.to_string().chars().take(40).collect();
+                    faults.push(format!("POST /mcp {} = {odd}: {fault}", shown(at)));
+                }
+            }
+        }
+    }
+    judge(client, &faults, sent, 300).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_mcp_message_field_given_odd_values_gets_a_result_or_an_error_that_says_why() {
+    odd_mcp(&serve(None).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL and Redis: set WEIR_POSTGRES_URL and WEIR_REDIS_URL, run with --include-ignored"]
+async fn scaled_out_every_mcp_message_field_given_odd_values_gets_a_result_or_an_error_that_says_why() {
+    odd_mcp(&serve_scaled_out().await).await;
 }

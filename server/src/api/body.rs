@@ -62,7 +62,7 @@ pub(crate) fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 }
 
 /// The path (`input.topic`, `ids[0]`) of the first string or key under `value` that holds NUL.
-fn nul_at(value: &serde_json::Value, at: String) -> Option<String> {
+pub(crate) fn nul_at(value: &serde_json::Value, at: String) -> Option<String> {
     use serde_json::Value;
     // A key holding NUL is shown with it escaped.
     let joined = |at: &str, key: &str| {

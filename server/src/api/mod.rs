@@ -1,5 +1,5 @@
 //! The HTTP API: axum routers for assistants, threads, runs, crons and the store (plus the studio's
-//! page and its own routes under `/studio/api/`), the `{"detail": …}` errors, JSON bodies sent
+//! page and its own routes under `/studio/api/`, `/metrics`, and `/mcp`, the assistants as MCP tools), the `{"detail": …}` errors, JSON bodies sent
 //! as `text/plain`, CORS and body limits. Handlers only translate between HTTP and the layers below ([`crate::db`],
 //! [`crate::graph`], [`crate::runs`]); no run logic lives here.
 
@@ -15,6 +15,7 @@ mod body;
 mod crons;
 mod error;
 mod layers;
+mod mcp;
 mod metrics;
 mod params;
 mod runs;
@@ -70,6 +71,7 @@ pub fn router_with(state: AppState, options: &ApiOptions) -> axum::Router {
         .merge(runs::router())
         .merge(crons::router())
         .merge(store::router())
+        .merge(mcp::router())
         .merge(studio::router())
         .merge(crate::studio::router())
         .merge(metrics::router(state.clone(), http.clone()))
