@@ -1,6 +1,6 @@
 //! `weir serve`'s refusals before it serves: a missing or bad config file (the message names the
 //! file and the field), a bad flow, a role without a scaled-out backend; and what it serves:
-//! the config's flows, with the flags' bounds.
+//! the config's flows, with the flags' bounds, and the crons fired as often as asked.
 
 use std::process::Command;
 
@@ -176,4 +176,45 @@ fn a_second_weir_serve_on_the_same_file_is_refused_and_the_first_serves_on() {
     again.kill().unwrap();
     again.wait().unwrap();
     assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
+}
+
+#[test]
+fn cron_poll_sets_how_often_the_due_crons_fire() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, err) = weir(dir.path(), &["serve", "--cron-poll", "0"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--cron-poll") && err.contains("from 0.01 to 86400"),
+        "{err}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .current_dir(dir.path())
+        .arg("serve")
+        .env("CRON_SCHEDULER_SLEEP_TIME", "soon")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        err.contains("CRON_SCHEDULER_SLEEP_TIME: `soon` is not a number of seconds"),
+        "{err}"
+    );
+
+    // An every-second cron: looked for every 0.2 s it fires at once; every minute, not yet.
+    for (poll, tid, fires) in [
+        ("60", "6f0f6c2e-0d3b-4b1e-9a8e-1c1d2e3f4a01", false),
+        ("0.2", "6f0f6c2e-0d3b-4b1e-9a8e-1c1d2e3f4a02", true),
+    ] {
+        let (mut child, addr) = serve(dir.path(), &["--cron-poll", poll]);
+        let made = request(&addr, "POST", "/threads", &format!(r#"{{"thread_id": "{tid}"}}"#));
+        assert!(made.starts_with("HTTP/1.1 200 OK"), "{made}");
+        let cron = r#"{"assistant_id": "refine", "schedule": "* * * * * *", "input": {}}"#;
+        let made = request(&addr, "POST", &format!("/threads/{tid}/runs/crons"), cron);
+        assert!(made.starts_with("HTTP/1.1 200 OK"), "{made}");
+        std::thread::sleep(std::time::Duration::from_millis(2_500));
+        let runs = request(&addr, "GET", &format!("/threads/{tid}/runs"), "");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(runs.contains(r#""run_id""#), fires, "--cron-poll {poll}: {runs}");
+    }
 }

@@ -4,6 +4,7 @@
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 use weir_flow::{Flow, LoadOptions};
 use weir_runtime::store::StoreConfig;
 use weir_server::config::{Config, PostgresConfig, TtlConfig};
@@ -57,6 +58,11 @@ pub(crate) struct ServeArgs {
     /// (multitask strategy `enqueue`, the default); past it a new run is refused with a 429.
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..))]
     max_queued_runs: u32,
+    /// How often, in seconds, the workers fire the crons that are due (decimals allowed): a
+    /// cron fires at most this late. Without it, LangGraph's CRON_SCHEDULER_SLEEP_TIME if set,
+    /// else 1.
+    #[arg(long, value_name = "SECONDS", value_parser = cron_poll)]
+    cron_poll: Option<Duration>,
     /// Export the runs' spans over OTLP/HTTP, to OTEL_EXPORTER_OTLP_ENDPOINT (else
     /// http://localhost:4318) as OTEL_SERVICE_NAME (else `weir`). On too when the config has an
     /// `otel` section or OTEL_EXPORTER_OTLP_ENDPOINT is set. Needs a weir built with feature `otel`.
@@ -79,9 +85,20 @@ impl ServeArgs {
             role: Role::All,
             workers: 10,
             max_queued_runs: 1_000,
+            cron_poll: None,
             otel: false,
         }
     }
+}
+
+/// `--cron-poll`: seconds, from a hundredth to a day.
+fn cron_poll(text: &str) -> Result<Duration, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| (0.01..=86_400.0).contains(s))
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("`{text}` is not a number of seconds from 0.01 to 86400 (such as 1 or 0.5)"))
 }
 
 /// Runs `weir serve`.
@@ -90,6 +107,16 @@ pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, ExitCode> {
         return Err(super::usage(
             "`--role api|worker` splits a scaled-out server: give `--postgres URL --redis URL` too",
         ));
+    }
+    let mut args = args;
+    if args.cron_poll.is_none() {
+        if let Some(seconds) = std::env::var("CRON_SCHEDULER_SLEEP_TIME")
+            .ok()
+            .filter(|s| !s.is_empty())
+        {
+            let every = cron_poll(&seconds).map_err(|e| super::usage(format!("CRON_SCHEDULER_SLEEP_TIME: {e}")))?;
+            args.cron_poll = Some(every);
+        }
     }
     let config = Config::load(&args.config).map_err(super::usage)?;
     let store = match &config.store {
@@ -200,6 +227,9 @@ pub(crate) async fn start(
         .workers(args.workers as usize)
         .max_queued_runs(args.max_queued_runs as usize)
         .role(role);
+    if let Some(every) = args.cron_poll {
+        server = server.cron_poll(every);
+    }
     if let Some(every) = store_sweep {
         server = server.store_sweep(every);
     }
