@@ -1,7 +1,8 @@
 //! weir studio in a real browser: `weir studio examples/flows/support_triage.json` on a fresh
 //! SQLite file, driven by `tests/studio/studio.mjs` (Playwright in Debian's headless Chromium):
 //! run the flow to its interrupt from the launcher, answer it in the form, see the run finish and
-//! the timeline grow, a checkpoint's changes, a fork from step 2, and the threads search. Then,
+//! the timeline grow, a checkpoint's changes, a run made by another client appear live, a fork
+//! from step 2, and the threads search. Then,
 //! against the example server (`examples/serve.rs`, its chatbot streaming a token every 60 ms),
 //! the studio's chat view (`chat.mjs`) and a page on LangGraph's own `useStream` React hook
 //! (`usestream/`, what agent-chat-ui is built on) each send a message and must render the reply

@@ -1,8 +1,9 @@
 // weir studio in a real browser: Debian's headless Chromium, driven by Playwright, against the
 // server that server/tests/studio.rs started. Usage: node studio.mjs BASE_URL SCREENSHOT_DIR
 // Runs the support-triage flow to its interrupt, answers it in the form, watches the run finish
-// and the timeline grow, forks from step 2, and saves a screenshot of each view. Exits non-zero,
-// naming the step, at the first thing that is not as expected.
+// and the timeline grow, sees a run made by another client appear live, forks from step 2, and
+// saves a screenshot of each view. Exits non-zero, naming the step, at the first thing that is
+// not as expected.
 
 import { chromium } from "playwright-core";
 import { mkdirSync } from "node:fs";
@@ -111,6 +112,25 @@ await step("a checkpoint shows its changes from the parent", async () => {
   const diff = await page.textContent('[data-testid="diff"]');
   expect(diff.includes("+ /transcript/0") && diff.includes("Refund 120 EUR"), `the approval's write is not shown: ${diff}`);
   await shot("checkpoint-diff");
+});
+
+await step("a run made elsewhere shows up as it ends, the chosen checkpoint kept", async () => {
+  const tid = decodeURIComponent(page.url().split("#/threads/")[1]);
+  const count = await checkpointCount();
+  // Another client (the SDK, a cron) runs the thread: a small refund, which needs no approval.
+  const res = await fetch(`${base}/threads/${tid}/runs/wait`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ assistant_id: "support_triage",
+      input: { customer: "Bo", subject: "Refund", body: "Small one", amount: 20 } }),
+  });
+  expect(res.ok, `the run was refused: ${res.status} ${await res.text()}`);
+  await page.waitForFunction((n) => Number(document.querySelector(".timeline").dataset.count) > n, count);
+  await page.waitForFunction(() => document.querySelector('[data-testid="thread-status"]').textContent.includes("idle"));
+  await page.waitForTimeout(500);
+  const step = await page.getAttribute('[data-testid="detail"]', "data-step");
+  expect(step === "4", `the chosen checkpoint (step 4) was not kept: step ${step} is shown`);
+  await shot("thread-live");
 });
 
 await step("forking from step 2 runs again from there", async () => {

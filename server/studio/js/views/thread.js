@@ -2,7 +2,9 @@
 // scrolled near its end, only the rows in sight in the page), the chosen checkpoint's state and
 // its changes from its parent (both from the server, abbreviated: a state may be megabytes), the
 // pending interrupt with a form for the answer, and the edits a person makes: update the state
-// as a node, and run again from any checkpoint (a fork).
+// as a node, and run again from any checkpoint (a fork). It stays live: the thread's own stream
+// tells of each run's start and end and of each state edit, whoever made them (another client,
+// a cron), and the view reads the thread again then.
 
 import { badge, fill, h, pretty, status, when } from "../dom.js";
 import { get, post, stream } from "../api.js";
@@ -35,6 +37,9 @@ export async function threadView(tid) {
   let complete = false;
   let loading = null;
   let shown = 0;
+  /** How many of the view's own edits and runs are under way: each reads the thread again when
+   *  done, so the live stream's news of them is not acted on. */
+  let acting = 0;
 
   /** The thread's row without its values (they may be megabytes). */
   async function readThread() {
@@ -158,10 +163,11 @@ export async function threadView(tid) {
     const values = jsonArea({}, 4);
     const asNode = h("input", { placeholder: "as node (optional)", "aria-label": "as node" });
     const update = async () => {
+      acting++;
       try {
         await post(`${path}/state`, { values: values.value(), as_node: asNode.value.trim() || undefined, checkpoint_id: id });
         await refresh();
-      } catch (e) { fill(feedback, h("p.error", {}, e.message)); }
+      } catch (e) { fill(feedback, h("p.error", {}, e.message)); } finally { acting--; }
     };
     return h("div", {},
       h("h2", {}, "Edit"),
@@ -171,6 +177,11 @@ export async function threadView(tid) {
   }
 
   async function runFrom(checkpointId, command) {
+    acting++;
+    try { await runHere(checkpointId, command); } finally { acting--; }
+  }
+
+  async function runHere(checkpointId, command) {
     fill(feedback, h("p.muted", {}, "running…"));
     status("running…");
     let failed = null;
@@ -212,22 +223,28 @@ export async function threadView(tid) {
    *  asked for; then the view paints as soon as the row and the timeline are in, and only then
    *  asks for the head (the slowest: two states compared on the server), which would otherwise
    *  hold the first paint back by sharing the server's time. */
-  async function refresh(first) {
+  async function refresh(first, keep) {
     const heading = first ? null : get(`${studio}/checkpoint`);
     const chosen = shown;
     const [t] = await Promise.all([first ? first.reading : readThread(), more(true), first && first.finding]);
-    thread = t;
-    fill(header, "Thread ", h("span.mono", {}, tid), " ", h("span", { "data-testid": "thread-status" }, badge(t.status)));
-    const showing = (heading || get(`${studio}/checkpoint`)).then((head) => showHead(head, chosen));
+    showThread(t);
+    const showing = (heading || get(`${studio}/checkpoint`)).then((head) => showHead(head, chosen, keep));
     if (first) showing.catch((e) => fill(detail, h("p.error", {}, e.message)));
     else await showing;
   }
 
+  function showThread(t) {
+    thread = t;
+    fill(header, "Thread ", h("span.mono", {}, tid), " ", h("span", { "data-testid": "thread-status" }, badge(t.status)));
+  }
+
   /** The head's interrupts, and its state and changes when it is the newest row (unless a
-   *  checkpoint was chosen since `chosen`). */
-  async function showHead(head, chosen) {
+   *  checkpoint was chosen since `chosen`, or `keep`, an older one still listed, stays chosen). */
+  async function showHead(head, chosen, keep) {
     showPending(head.state);
     if (shown !== chosen) return;
+    const kept = keep ? entries.findIndex((e) => e.checkpoint_id === keep) : -1;
+    if (kept > 0) return choose(kept);
     const newest = entries[0];
     if (newest && head.state && newest.checkpoint_id === head.state.checkpoint_id) {
       headNext = head.state.next.length ? ` → ${head.state.next.join(", ")}` : null;
@@ -243,9 +260,31 @@ export async function threadView(tid) {
     .then((t) => post("/assistants/search", { graph_id: t.metadata && t.metadata.graph_id, limit: 1 }))
     .then((found) => { assistant = found[0] || null; });
   await refresh({ reading, finding });
+
+  // Live: a run's start shows the thread busy; its end, or a state edit, reads the thread again,
+  // keeping an older checkpoint chosen. One read at a time: what comes during one asks for one more.
+  let rereading = null;
+  let again = false;
+  function readAgain() {
+    if (acting) return;
+    if (rereading) { again = true; return; }
+    const keep = selected > 0 ? entries[selected]?.checkpoint_id : null;
+    rereading = refresh(null, keep).catch((e) => fill(feedback, h("p.error", {}, e.message))).finally(() => {
+      rereading = null;
+      if (again) { again = false; readAgain(); }
+    });
+  }
+  const live = new EventSource(`${path}/stream?stream_mode=lifecycle&stream_mode=state_update`);
+  live.addEventListener("metadata", (e) => {
+    const data = JSON.parse(e.data);
+    if (data.status === "run_done") readAgain();
+    else readThread().then(showThread, () => {});
+  });
+  live.addEventListener("state_update", readAgain);
+
   const el = h("div", {}, header,
     h("div.grid", {},
       h("div.panel", {}, pending, feedback, h("h2", {}, "Checkpoints"), timeline, end),
       detail));
-  return { el };
+  return { el, close: () => live.close() };
 }
