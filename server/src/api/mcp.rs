@@ -94,13 +94,24 @@ async fn message(State(state): State<AppState>, headers: HeaderMap, body: Bytes)
         let detail = "body field `jsonrpc`: expected \"2.0\"";
         return rpc_error(StatusCode::BAD_REQUEST, id, INVALID_REQUEST, detail);
     }
-    let method = message.get("method").and_then(Value::as_str);
-    let Some(method) = method.filter(|_| !id.is_null()) else {
-        if method.is_some() || !id.is_null() {
-            return StatusCode::ACCEPTED.into_response();
+    let method = match message.get("method") {
+        None => None,
+        Some(Value::String(method)) => Some(method.as_str()),
+        Some(_) => {
+            let detail = "body field `method`: expected a method's name (a string)";
+            return rpc_error(StatusCode::BAD_REQUEST, id, INVALID_REQUEST, detail);
         }
-        let detail = "body: neither a request, a notification nor a response (no `method`, no `id`)";
-        return rpc_error(StatusCode::BAD_REQUEST, id, INVALID_REQUEST, detail);
+    };
+    let answered = message.contains_key("result") || message.contains_key("error");
+    let method = match method {
+        Some(method) if !id.is_null() => method,
+        // A notification, or the client's answer to a request (this server makes none).
+        Some(_) => return StatusCode::ACCEPTED.into_response(),
+        None if answered && !id.is_null() => return StatusCode::ACCEPTED.into_response(),
+        None => {
+            let detail = "body: neither a request, a notification nor a response (no `method`; no `id` with a `result` or an `error`)";
+            return rpc_error(StatusCode::BAD_REQUEST, id, INVALID_REQUEST, detail);
+        }
     };
     let params = message.get("params").cloned().unwrap_or_else(|| json!({}));
     let answer = match method {

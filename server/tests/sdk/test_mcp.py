@@ -60,6 +60,12 @@ async def test_what_is_not_an_mcp_message_is_refused(raw):
     assert note.status_code == 202
     unknown = await raw.post("/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "resources/list"}, headers=headers)
     assert unknown.json() == {"jsonrpc": "2.0", "id": 0, "error": {"code": -32601, "message": "Method not found: resources/list"}}
+    bad_method = await raw.post("/mcp", json={"jsonrpc": "2.0", "id": 4, "method": 7}, headers=headers)
+    assert bad_method.status_code == 400 and "`method`" in bad_method.json()["error"]["message"]
+    answer = await raw.post("/mcp", json={"jsonrpc": "2.0", "id": 5, "result": {}}, headers=headers)
+    assert answer.status_code == 202
+    neither = await raw.post("/mcp", json={"jsonrpc": "2.0", "id": 6}, headers=headers)
+    assert neither.status_code == 400
     assert (await raw.get("/mcp")).status_code == 405
     html = await raw.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"Accept": "text/html"})
     assert html.status_code == 406
