@@ -235,11 +235,11 @@ impl Shared {
         self.pumping
             .get_or_try_init(|| async {
                 let prefix = self.thread_channel("");
-                let first = watch_threads(&self.client, &prefix)
+                let every_thread = Channel::Pattern(format!("{}*", glob_literal(&prefix)));
+                let heard = Subscription::open(&self.client, every_thread, "threads")
                     .await
                     .map_err(failed("watching threads"))?;
-                let pump = pump_threads(self.client.clone(), prefix, Arc::downgrade(&self.threads), first);
-                tokio::spawn(pump);
+                tokio::spawn(pump_threads(heard, prefix, Arc::downgrade(&self.threads)));
                 Ok(())
             })
             .await
@@ -387,12 +387,21 @@ impl Bus for RedisBus {
 
     fn cancellations(&self) -> BoxFuture<'_, Result<BoxStream<'static, (String, CancelAction)>, BusError>> {
         Box::pin(async move {
-            // The first subscription's failure is the caller's; later ones are retried.
-            let first = watch(&self.shared).await.map_err(failed("watching cancellations"))?;
-            let state = (self.shared.clone(), Some(first));
-            let stream = futures::stream::unfold(state, |(shared, watching)| async move {
-                let (cancel, watching) = next_cancel(&shared, watching).await;
-                Some((cancel, (shared, watching)))
+            // The first subscription's failure is the caller's; later ones are retried. A
+            // cancel published while no subscription stands is missed here, but its key stays
+            // for `Bus::cancelled`.
+            let channel = Channel::Named(self.shared.key("channel", "cancel"));
+            let heard = Subscription::open(&self.shared.client, channel, "cancellations")
+                .await
+                .map_err(failed("watching cancellations"))?;
+            let stream = futures::stream::unfold(heard, |mut heard| async move {
+                loop {
+                    if let Heard::Message(message) = heard.next().await {
+                        if let Some(cancel) = parse_cancel(&message) {
+                            return Some((cancel, heard));
+                        }
+                    }
+                }
             });
             Ok(stream.boxed())
         })
@@ -530,13 +539,6 @@ fn glob_literal(text: &str) -> String {
     out
 }
 
-/// A subscription to every channel named `prefix` and a thread's id.
-async fn watch_threads(client: &Client, prefix: &str) -> redis::RedisResult<PubSubStream> {
-    let mut pubsub = client.get_async_pubsub().await?;
-    pubsub.psubscribe(format!("{}*", glob_literal(prefix))).await?;
-    Ok(pubsub.into_on_message())
-}
-
 /// A thread's notice as [`Bus::notify_thread`] publishes it (`run <id>`, `state <id> <data>`).
 fn parse_notice(payload: &str) -> Option<ThreadNotice> {
     match payload.split_once(' ')? {
@@ -552,87 +554,109 @@ fn parse_notice(payload: &str) -> Option<ThreadNotice> {
     }
 }
 
-/// Hands the notices arriving on `messages` (the channels named `prefix` and a thread's id) to
-/// `threads`' watchers, subscribing again (after a growing pause) whenever the connection is
-/// lost, and then telling every watcher of the [`ThreadNotice::Gap`]. Ends with the bus.
-async fn pump_threads(client: Client, prefix: String, threads: Weak<ThreadWatchers>, first: PubSubStream) {
-    let mut messages = Some(first);
-    let mut pause = Duration::from_millis(50);
+/// Hands the notices `heard` on the channels named `prefix` and a thread's id to `threads`'
+/// watchers, and a [`ThreadNotice::Gap`] to every watcher whenever the subscription was made
+/// again. Ends with the bus.
+async fn pump_threads(mut heard: Subscription, prefix: String, threads: Weak<ThreadWatchers>) {
     loop {
-        let Some(stream) = messages.as_mut() else {
-            match watch_threads(&client, &prefix).await {
-                Ok(stream) => {
-                    messages = Some(stream);
-                    pause = Duration::from_millis(50);
-                    let Some(threads) = threads.upgrade() else { return };
-                    threads.send_all(&ThreadNotice::Gap);
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "redis bus: watching threads failed; retrying");
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(2));
-                }
-            }
-            continue;
-        };
-        match stream.next().await {
-            Some(message) => {
-                let Some(threads) = threads.upgrade() else { return };
+        let next = heard.next().await;
+        let Some(threads) = threads.upgrade() else { return };
+        match next {
+            Heard::Again => threads.send_all(&ThreadNotice::Gap),
+            Heard::Message(message) => {
                 let payload: Option<String> = message.get_payload().ok();
                 let thread_id = message.get_channel_name().strip_prefix(prefix.as_str());
                 if let (Some(thread_id), Some(notice)) = (thread_id, payload.as_deref().and_then(parse_notice)) {
                     threads.send(thread_id, notice);
                 }
             }
-            None => {
-                tracing::warn!("redis bus: the threads' subscription was lost; subscribing again");
-                messages = None;
-            }
         }
     }
 }
 
-/// A subscription to the cancellation channel.
-async fn watch(shared: &Shared) -> redis::RedisResult<PubSubStream> {
-    let mut pubsub = shared.client.get_async_pubsub().await?;
-    pubsub.subscribe(shared.key("channel", "cancel")).await?;
-    Ok(pubsub.into_on_message())
+/// A cancellation as [`Bus::cancel`] publishes it (`<action>:<run id>`).
+fn parse_cancel(message: &redis::Msg) -> Option<(String, CancelAction)> {
+    let payload: String = message.get_payload().ok()?;
+    let (name, run_id) = payload.split_once(':')?;
+    Some((run_id.to_owned(), parse_action(name)?))
 }
 
-/// The next cancellation on `watching`, subscribing again (after a growing pause) whenever the
-/// connection is lost. A cancel published while no subscription stands is missed here, but its
-/// key stays for [`Bus::cancelled`].
-async fn next_cancel(
-    shared: &Shared,
-    mut watching: Option<PubSubStream>,
-) -> ((String, CancelAction), Option<PubSubStream>) {
-    let mut pause = Duration::from_millis(50);
-    loop {
-        let Some(stream) = watching.as_mut() else {
-            match watch(shared).await {
-                Ok(stream) => watching = Some(stream),
-                Err(e) => {
-                    tracing::warn!(error = %e, "redis bus: watching cancellations failed; retrying");
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(2));
-                }
-            }
-            continue;
+/// What a pub/sub subscription is to.
+#[derive(Debug, Clone)]
+enum Channel {
+    /// One channel (`SUBSCRIBE`).
+    Named(String),
+    /// Every channel a glob pattern matches (`PSUBSCRIBE`).
+    Pattern(String),
+}
+
+/// What a [`Subscription`] heard next.
+enum Heard {
+    Message(redis::Msg),
+    /// The subscription was lost and made again: messages published in between were missed.
+    Again,
+}
+
+/// A pub/sub subscription on a connection of its own, made again (after a growing pause, up to
+/// 2 s) whenever its connection is lost.
+struct Subscription {
+    client: Client,
+    to: Channel,
+    /// What it is for, in the logs.
+    what: &'static str,
+    stream: Option<PubSubStream>,
+}
+
+impl Subscription {
+    /// Subscribes to `to` now: a failure is the caller's.
+    async fn open(client: &Client, to: Channel, what: &'static str) -> redis::RedisResult<Self> {
+        let mut heard = Subscription {
+            client: client.clone(),
+            to,
+            what,
+            stream: None,
         };
-        match stream.next().await {
-            Some(message) => {
-                let payload: Option<String> = message.get_payload().ok();
-                let parsed = payload.as_deref().and_then(|p| {
-                    let (name, run_id) = p.split_once(':')?;
-                    Some((run_id.to_owned(), parse_action(name)?))
-                });
-                if let Some(cancel) = parsed {
-                    return (cancel, watching);
+        heard.stream = Some(heard.subscribe().await?);
+        Ok(heard)
+    }
+
+    async fn subscribe(&self) -> redis::RedisResult<PubSubStream> {
+        let mut pubsub = self.client.get_async_pubsub().await?;
+        match &self.to {
+            Channel::Named(name) => pubsub.subscribe(name).await?,
+            Channel::Pattern(pattern) => pubsub.psubscribe(pattern).await?,
+        }
+        Ok(pubsub.into_on_message())
+    }
+
+    /// The next message, or [`Heard::Again`] once the subscription stands again after its
+    /// connection was lost.
+    async fn next(&mut self) -> Heard {
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let Some(stream) = self.stream.as_mut() else {
+                match self.subscribe().await {
+                    Ok(stream) => {
+                        self.stream = Some(stream);
+                        return Heard::Again;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "redis bus: subscribing to {} failed; retrying", self.what);
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(Duration::from_secs(2));
+                    }
                 }
-            }
-            None => {
-                tracing::warn!("redis bus: the cancellation subscription was lost; subscribing again");
-                watching = None;
+                continue;
+            };
+            match stream.next().await {
+                Some(message) => return Heard::Message(message),
+                None => {
+                    tracing::warn!(
+                        "redis bus: the subscription to {} was lost; subscribing again",
+                        self.what
+                    );
+                    self.stream = None;
+                }
             }
         }
     }
