@@ -344,20 +344,37 @@ async fn odd_requests(client: &Client) {
             valid.status,
             valid.body
         );
-        let mut all = Vec::new();
-        paths(&body, &mut Vec::new(), &mut all);
-        for at in &all {
-            for odd in odd_values() {
-                let reply = send(client, method, &path, &[], &replaced(&body, at, &odd)).await;
-                sent += 1;
-                if let Some(fault) = fault(&reply) {
-                    let odd: String = odd.to_string().chars().take(40).collect();
-                    faults.push(format!("{method} {path} {} = {odd}: {fault}", shown(at)));
-                }
+        sent += sweep(client, (method, &path, &[]), &body, fault, &mut faults).await;
+    }
+    judge(client, &faults, sent, 3_000).await;
+}
+
+/// A request: its method, its path and its headers besides the content type.
+type Target<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
+/// Sends `body` to `target` with each of its fields given each odd value; adds what `fault`
+/// finds wrong with the answers to `faults`. Returns how many requests it sent.
+async fn sweep(
+    client: &Client,
+    (method, path, headers): Target<'_>,
+    body: &Value,
+    fault: fn(&Reply) -> Option<String>,
+    faults: &mut Vec<String>,
+) -> usize {
+    let mut all = Vec::new();
+    paths(body, &mut Vec::new(), &mut all);
+    let mut sent = 0;
+    for at in &all {
+        for odd in odd_values() {
+            let reply = send(client, method, path, headers, &replaced(body, at, &odd)).await;
+            sent += 1;
+            if let Some(fault) = fault(&reply) {
+                let odd: String = odd.to_string().chars().take(40).collect();
+                faults.push(format!("{method} {path} {} = {odd}: {fault}", shown(at)));
             }
         }
     }
-    judge(client, &faults, sent, 3_000).await;
+    sent
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -577,18 +594,7 @@ async fn odd_mcp(client: &Client) {
             "the valid {message} is refused: {}",
             valid.body
         );
-        let mut all = Vec::new();
-        paths(&message, &mut Vec::new(), &mut all);
-        for at in &all {
-            for odd in odd_values() {
-                let reply = send(client, "POST", "/mcp", &accept, &replaced(&message, at, &odd)).await;
-                sent += 1;
-                if let Some(fault) = mcp_fault(&reply) {
-                    let odd: String = odd.to_string().chars().take(40).collect();
-                    faults.push(format!("POST /mcp {} = {odd}: {fault}", shown(at)));
-                }
-            }
-        }
+        sent += sweep(client, ("POST", "/mcp", &accept), &message, mcp_fault, &mut faults).await;
     }
     judge(client, &faults, sent, 300).await;
 }
