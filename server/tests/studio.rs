@@ -2,15 +2,15 @@
 //! SQLite file, driven by `tests/studio/studio.mjs` (Playwright in Debian's headless Chromium):
 //! run the flow to its interrupt from the launcher, answer it in the form, see the run finish and
 //! the timeline grow, a checkpoint's changes, a run made by another client appear live, a fork
-//! from step 2, and the threads search. Then,
-//! against the example server (`examples/serve.rs`, its chatbot streaming a token every 60 ms),
-//! the studio's chat view (`chat.mjs`) and a page on LangGraph's own `useStream` React hook
-//! (`usestream/`, what agent-chat-ui is built on) each send a message and must render the reply
-//! growing before it is whole; the `useStream` page must also rejoin a run after a reload,
-//! resume an interrupt and branch from the history. Last, the studio on a thread of 10,000
-//! checkpoints and a state of ~10 MB (`big_thread`, `perf.mjs`) must paint the thread, scroll
-//! its timeline to the bottom and show a checkpoint's changes within generous bounds, printing
-//! the figures it measured. The screenshots land in `target/studio-screenshots/`.
+//! from step 2, and the threads search. Then, against the example server (`examples/serve.rs`,
+//! its chatbot streaming a token every 60 ms), the studio's chat view (`chat.mjs`) and a page on
+//! LangGraph's own `useStream` React hook (`usestream/`, what agent-chat-ui is built on) each send
+//! a message and must render the reply growing before it is whole; the `useStream` page must also
+//! rejoin a run after a reload, resume an interrupt and branch from the history; and LangGraph's
+//! JS client (`thread_stream.mjs`, in node) joins a thread's own stream. Last, the studio on a
+//! thread of 10,000 checkpoints and a state of ~10 MB (`big_thread`, `perf.mjs`) must paint the
+//! thread, scroll its timeline to the bottom and show a checkpoint's changes within generous
+//! bounds, printing the figures it measured. The screenshots land in `target/studio-screenshots/`.
 //!
 //! Needs Chromium (`/usr/bin/chromium`, or `CHROMIUM`) and the script's packages
 //! (`npm ci --prefix server/tests/studio`): `.ci/run` installs both. Ignored by a plain
@@ -81,6 +81,15 @@ fn a_person_runs_answers_and_forks_the_support_triage_flow_in_the_studio() {
         stdout.contains("ok - forking from step 2 runs again from there"),
         "{stdout}"
     );
+}
+
+#[test]
+#[ignore = "needs Chromium and server/tests/studio/node_modules: run .ci/run"]
+fn langgraphs_js_client_joins_a_threads_stream() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let served = Served::start(&dir.path().join("weir.db"), &[]);
+    let stdout = browser("thread_stream.mjs", &[served.url.as_ref()]);
+    assert!(stdout.contains("ok - lastEventId"), "{stdout}");
 }
 
 #[test]
