@@ -1,7 +1,8 @@
 //! The HTTP API: axum routers for assistants, threads, runs, crons and the store (plus the studio's
-//! page and its own routes under `/studio/api/`, `/metrics`, and `/mcp`, the assistants as MCP tools), the `{"detail": …}` errors, JSON bodies sent
-//! as `text/plain`, CORS and body limits. Handlers only translate between HTTP and the layers below ([`crate::db`],
-//! [`crate::graph`], [`crate::runs`]); no run logic lives here.
+//! page and its own routes under `/studio/api/`, `/metrics`, and `/mcp`, the assistants as MCP
+//! tools), the `{"detail": …}` errors, JSON bodies sent as `text/plain`, CORS and body limits.
+//! Handlers only translate between HTTP and the layers below ([`crate::db`], [`crate::graph`],
+//! [`crate::runs`]); no run logic lives here.
 
 use crate::bus::Bus;
 use crate::db::{Catalog, RunQueue};

@@ -160,9 +160,9 @@ pub(super) fn graph_id_pair(thread: &Thread) -> BTreeMap<String, String> {
 }
 
 /// Writes the thread's row after its state changed outside a run: its values and open
-/// interrupts from `head` (the thread's state now; `None` without checkpoints), the times, and its status as LangGraph's server sets it
-/// then: `interrupted` while the head has tasks to run (an edit `as_node` that leaves a next
-/// node, a thread made with `supersteps`), else `idle`.
+/// interrupts from `head` (the thread's state now; `None` without checkpoints), the times, and
+/// its status as LangGraph's server sets it then: `interrupted` while the head has tasks to run
+/// (an edit `as_node` that leaves a next node, a thread made with `supersteps`), else `idle`.
 /// A narrow update of the row, so a run's worker writing the status meanwhile is not undone:
 /// a thread a run holds stays busy.
 pub(super) async fn refresh(state: &AppState, thread: Thread, head: Option<&Value>) -> Result<Thread, ApiError> {
