@@ -195,7 +195,8 @@ impl Manager {
     /// kept on the bus.
     fn replay_since(&self, last_id: &str) -> u64 {
         let window = self.inner.bus.replay_window() + Duration::from_secs(1);
-        let kept_since = Timestamp::now().unix_micros() / 1_000 - u64::try_from(window.as_millis()).unwrap_or(0);
+        let window = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+        let kept_since = (Timestamp::now().unix_micros() / 1_000).saturating_sub(window);
         match parse_event_id(last_id) {
             // The run of that event, and those after it: a second's slack for the clocks of the
             // processes that stamped the ids.
@@ -204,25 +205,36 @@ impl Manager {
         }
     }
 
-    /// The thread's runs pending or running and, with `ended_since`, those that ended since
-    /// then (at most [`REPLAYED_RUNS`]), oldest first.
+    /// The thread's runs pending or running and, with `ended_since`, those of its last
+    /// [`REPLAYED_RUNS`] that ended since then, oldest first (a thread's runs end in the order
+    /// they were queued). Read pending, then running, then ended, so that a run moving on between
+    /// two reads is in one of them at least; one read twice is kept where it was read last.
     async fn runs_to_follow(&self, thread_id: &str, ended_since: Option<u64>) -> Result<Vec<Run>, RunError> {
-        let limit = self.inner.config.max_queued_runs + REPLAYED_RUNS;
-        let mut runs = self.inner.queue.list_runs(thread_id, limit, 0, None).await?;
-        let ended_after = |run: &Run| {
-            let updated = parse_time(&run.updated_at).map_or(0, |t| t.unix_micros() / 1_000);
-            ended_since.is_some_and(|since| updated >= since)
-        };
-        let mut finished = 0;
-        runs.retain(|run| {
-            if !run.status.is_final() {
-                return true;
+        let queue = &self.inner.queue;
+        let pending = queue
+            .list_runs(
+                thread_id,
+                self.inner.config.max_queued_runs,
+                0,
+                Some(RunStatus::Pending),
+            )
+            .await?;
+        let running = queue.list_runs(thread_id, 1, 0, Some(RunStatus::Running)).await?;
+        let ended = match ended_since {
+            None => Vec::new(),
+            Some(since) => {
+                let mut last = queue.list_runs(thread_id, REPLAYED_RUNS, 0, None).await?;
+                last.retain(|run| {
+                    let updated = parse_time(&run.updated_at).map_or(0, |t| t.unix_micros() / 1_000);
+                    run.status.is_final() && updated >= since
+                });
+                last
             }
-            finished += 1;
-            finished <= REPLAYED_RUNS && ended_after(run)
-        });
-        runs.reverse();
-        Ok(runs)
+        };
+        // Each list is newest first: the pending runs are the newest, the ended ones the oldest.
+        let oldest_first = pending.into_iter().chain(running).chain(ended).rev();
+        let mut seen = HashSet::new();
+        Ok(oldest_first.filter(|run| seen.insert(run.run_id.clone())).collect())
     }
 
     /// Tells the thread's watchers of a run made on it.
