@@ -1,5 +1,5 @@
 //! A thread's state routes: `GET /threads/{tid}/state[/{checkpoint_id}]`, `POST …/state/checkpoint`,
-//! `POST …/state` (an edit) and `…/history`, through the [`ServedGraph`] whose checkpoints the
+//! `POST …/state` (an edit) and `…/history`, through the [`ServedGraph`](crate::graph::ServedGraph) whose checkpoints the
 //! thread holds. A thread no graph has touched reads as the empty state, as LangGraph's server.
 
 use super::threads::{find, find_without_values, graph_of};

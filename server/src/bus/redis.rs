@@ -11,22 +11,24 @@
 //!   attempt that may still publish on the run's stream; a script publishes an event and checks
 //!   the fence in one step;
 //! - threads' notices: a pub/sub channel per thread; a process that watches any thread holds
-//!   one subscription to all of them (`PSUBSCRIBE`) and hands each notice to its watchers there.
+//!   one subscription to all of them (`PSUBSCRIBE`) and hands each notice to its watchers there
+//!   (`pubsub` has the subscriptions, made again when lost, and the channels' payloads).
 //!
 //! Commands that return at once share a connection manager (which reconnects); the blocking
 //! ones (`BLPOP`, `XREAD BLOCK`) take a connection of their own from a small pool, so they hold
 //! up nothing else.
 
+mod pubsub;
 mod stream;
 
 use super::threads::ThreadWatchers;
 use super::{parse_event_id, Bus, BusError, CancelAction, Publisher, StreamItem, ThreadNotice};
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
-use redis::aio::{ConnectionManager, MultiplexedConnection, PubSubStream};
+use redis::aio::{ConnectionManager, MultiplexedConnection};
 use redis::streams::StreamRangeReply;
 use redis::{AsyncConnectionConfig, Client};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How many wakes wait at most, when no worker is waiting.
@@ -164,7 +166,7 @@ struct Shared {
     supersede: redis::Script,
     /// The watchers of threads in this process.
     threads: Arc<ThreadWatchers>,
-    /// Set once the subscription to every thread's channel stands ([`pump_threads`]).
+    /// Set once the subscription to every thread's channel stands ([`pubsub::pump_threads`]).
     pumping: tokio::sync::OnceCell<()>,
 }
 
@@ -235,11 +237,11 @@ impl Shared {
         self.pumping
             .get_or_try_init(|| async {
                 let prefix = self.thread_channel("");
-                let every_thread = Channel::Pattern(format!("{}*", glob_literal(&prefix)));
-                let heard = Subscription::open(&self.client, every_thread, "threads")
+                let every_thread = pubsub::Channel::Pattern(format!("{}*", pubsub::glob_literal(&prefix)));
+                let heard = pubsub::Subscription::open(&self.client, every_thread, "threads")
                     .await
                     .map_err(failed("watching threads"))?;
-                tokio::spawn(pump_threads(heard, prefix, Arc::downgrade(&self.threads)));
+                tokio::spawn(pubsub::pump_threads(heard, prefix, Arc::downgrade(&self.threads)));
                 Ok(())
             })
             .await
@@ -379,7 +381,10 @@ impl Bus for RedisBus {
                 .arg("PX")
                 .arg(millis(self.shared.options.cancel_ttl))
                 .ignore()
-                .publish(self.shared.key("channel", "cancel"), format!("{name}:{run_id}"))
+                .publish(
+                    self.shared.key("channel", "cancel"),
+                    pubsub::cancel_payload(action, run_id),
+                )
                 .ignore();
             self.shared.pipe("cancelling a run", &cancel).await
         })
@@ -390,14 +395,14 @@ impl Bus for RedisBus {
             // The first subscription's failure is the caller's; later ones are retried. A
             // cancel published while no subscription stands is missed here, but its key stays
             // for `Bus::cancelled`.
-            let channel = Channel::Named(self.shared.key("channel", "cancel"));
-            let heard = Subscription::open(&self.shared.client, channel, "cancellations")
+            let channel = pubsub::Channel::Named(self.shared.key("channel", "cancel"));
+            let heard = pubsub::Subscription::open(&self.shared.client, channel, "cancellations")
                 .await
                 .map_err(failed("watching cancellations"))?;
             let stream = futures::stream::unfold(heard, |mut heard| async move {
                 loop {
-                    if let Heard::Message(message) = heard.next().await {
-                        if let Some(cancel) = parse_cancel(&message) {
+                    if let pubsub::Heard::Message(message) = heard.next().await {
+                        if let Some(cancel) = pubsub::parse_cancel(&message) {
                             return Some((cancel, heard));
                         }
                     }
@@ -481,10 +486,8 @@ impl Bus for RedisBus {
 
     fn notify_thread<'a>(&'a self, thread_id: &'a str, notice: ThreadNotice) -> BoxFuture<'a, Result<(), BusError>> {
         Box::pin(async move {
-            let payload = match notice {
-                ThreadNotice::Run(run_id) => format!("run {run_id}"),
-                ThreadNotice::StateUpdate { id, data } => format!("state {id} {data}"),
-                ThreadNotice::Gap => return Ok(()), // a watcher's own, never told
+            let Some(payload) = pubsub::notice_payload(notice) else {
+                return Ok(()); // a gap is a watcher's own, never told
             };
             let mut publish = redis::cmd("PUBLISH");
             publish.arg(self.shared.thread_channel(thread_id)).arg(payload);
@@ -524,140 +527,5 @@ impl Bus for RedisBus {
             exists.arg(self.shared.key("worker", worker));
             self.shared.cmd("reading a heartbeat", &exists).await
         })
-    }
-}
-
-/// `text` with the characters a `PSUBSCRIBE` pattern reads as wildcards escaped.
-fn glob_literal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A thread's notice as [`Bus::notify_thread`] publishes it (`run <id>`, `state <id> <data>`).
-fn parse_notice(payload: &str) -> Option<ThreadNotice> {
-    match payload.split_once(' ')? {
-        ("run", run_id) => Some(ThreadNotice::Run(run_id.to_owned())),
-        ("state", rest) => {
-            let (id, data) = rest.split_once(' ')?;
-            Some(ThreadNotice::StateUpdate {
-                id: id.to_owned(),
-                data: data.into(),
-            })
-        }
-        _ => None,
-    }
-}
-
-/// Hands the notices `heard` on the channels named `prefix` and a thread's id to `threads`'
-/// watchers, and a [`ThreadNotice::Gap`] to every watcher whenever the subscription was made
-/// again. Ends with the bus.
-async fn pump_threads(mut heard: Subscription, prefix: String, threads: Weak<ThreadWatchers>) {
-    loop {
-        let next = heard.next().await;
-        let Some(threads) = threads.upgrade() else { return };
-        match next {
-            Heard::Again => threads.send_all(&ThreadNotice::Gap),
-            Heard::Message(message) => {
-                let payload: Option<String> = message.get_payload().ok();
-                let thread_id = message.get_channel_name().strip_prefix(prefix.as_str());
-                if let (Some(thread_id), Some(notice)) = (thread_id, payload.as_deref().and_then(parse_notice)) {
-                    threads.send(thread_id, notice);
-                }
-            }
-        }
-    }
-}
-
-/// A cancellation as [`Bus::cancel`] publishes it (`<action>:<run id>`).
-fn parse_cancel(message: &redis::Msg) -> Option<(String, CancelAction)> {
-    let payload: String = message.get_payload().ok()?;
-    let (name, run_id) = payload.split_once(':')?;
-    Some((run_id.to_owned(), parse_action(name)?))
-}
-
-/// What a pub/sub subscription is to.
-#[derive(Debug, Clone)]
-enum Channel {
-    /// One channel (`SUBSCRIBE`).
-    Named(String),
-    /// Every channel a glob pattern matches (`PSUBSCRIBE`).
-    Pattern(String),
-}
-
-/// What a [`Subscription`] heard next.
-enum Heard {
-    Message(redis::Msg),
-    /// The subscription was lost and made again: messages published in between were missed.
-    Again,
-}
-
-/// A pub/sub subscription on a connection of its own, made again (after a growing pause, up to
-/// 2 s) whenever its connection is lost.
-struct Subscription {
-    client: Client,
-    to: Channel,
-    /// What it is for, in the logs.
-    what: &'static str,
-    stream: Option<PubSubStream>,
-}
-
-impl Subscription {
-    /// Subscribes to `to` now: a failure is the caller's.
-    async fn open(client: &Client, to: Channel, what: &'static str) -> redis::RedisResult<Self> {
-        let mut heard = Subscription {
-            client: client.clone(),
-            to,
-            what,
-            stream: None,
-        };
-        heard.stream = Some(heard.subscribe().await?);
-        Ok(heard)
-    }
-
-    async fn subscribe(&self) -> redis::RedisResult<PubSubStream> {
-        let mut pubsub = self.client.get_async_pubsub().await?;
-        match &self.to {
-            Channel::Named(name) => pubsub.subscribe(name).await?,
-            Channel::Pattern(pattern) => pubsub.psubscribe(pattern).await?,
-        }
-        Ok(pubsub.into_on_message())
-    }
-
-    /// The next message, or [`Heard::Again`] once the subscription stands again after its
-    /// connection was lost.
-    async fn next(&mut self) -> Heard {
-        let mut pause = Duration::from_millis(50);
-        loop {
-            let Some(stream) = self.stream.as_mut() else {
-                match self.subscribe().await {
-                    Ok(stream) => {
-                        self.stream = Some(stream);
-                        return Heard::Again;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "redis bus: subscribing to {} failed; retrying", self.what);
-                        tokio::time::sleep(pause).await;
-                        pause = (pause * 2).min(Duration::from_secs(2));
-                    }
-                }
-                continue;
-            };
-            match stream.next().await {
-                Some(message) => return Heard::Message(message),
-                None => {
-                    tracing::warn!(
-                        "redis bus: the subscription to {} was lost; subscribing again",
-                        self.what
-                    );
-                    self.stream = None;
-                }
-            }
-        }
     }
 }

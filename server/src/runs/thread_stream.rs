@@ -5,8 +5,8 @@
 //! ([`Manager::follow`]), learns of new runs and edits from the thread's notices
 //! ([`Bus::watch_thread`](crate::bus::Bus::watch_thread)), and reads the thread's runs from the
 //! queue when it starts and whenever notices may have been missed. With a `Last-Event-ID`, the
-//! runs' events after it that the bus still keeps are sent first ([`Bus::replay_window`]
-//! (crate::bus::Bus::replay_window)); state edits are live only.
+//! runs' events after it that the bus still keeps are sent first
+//! ([`Bus::replay_window`](crate::bus::Bus::replay_window)); state edits are live only.
 
 use super::execute::{parse_time, EventIds};
 use super::{Manager, RunError, OUTCOME_EVENT};
