@@ -4,7 +4,8 @@
 //! TLS, for real: PostgreSQL here has no TLS, so `weir_test_support::TlsProxy` terminates it in
 //! process, with a certificate a CA of its own signed. A saver through it with `sslmode=require`
 //! and that CA (given to the pool, or named by the URL's `sslrootcert`) saves and reads; a wrong
-//! CA fails naming TLS and the certificate; `sslmode=disable` never asks for TLS.
+//! CA fails naming TLS and the certificate; `sslmode=disable` never asks for TLS; libpq's
+//! `key=value` settings are read with their spacing, quotes and escapes.
 //!
 //! Reconnect and retry, for real: the pools' connections carry the test's own
 //! `application_name`, and `pg_terminate_backend` ends them in the middle of a 200-step run, of
@@ -398,6 +399,50 @@ async fn the_urls_sslrootcert_names_the_ca_file_when_the_pool_names_none() {
         .expect_err("no CA file");
     assert!(
         chain(&e).contains(&format!("the CA file `{}` cannot be read", missing.display())),
+        "{}",
+        chain(&e)
+    );
+}
+
+/// `proxy`'s address, user and database as libpq `key=value` settings, followed by `tls`.
+fn settings(proxy: &TlsProxy, tls: &str) -> String {
+    let config: tokio_postgres::Config = proxy.url("disable").parse().unwrap();
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let user = config.get_user().unwrap_or("postgres");
+    let db = config.get_dbname().unwrap_or("postgres");
+    format!("host=127.0.0.1 port={port} user={user} dbname={db} {tls}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
+async fn key_value_settings_are_read_as_libpq_reads_them() {
+    // libpq allows whitespace around `=`, quoted values, and `\` escapes; the TLS settings are
+    // found in each form, and a quoted file name with a space names the CA.
+    let proxy = TlsProxy::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("o'brien ca.pem");
+    std::fs::write(&file, &proxy.ca).unwrap();
+    let quoted = file.display().to_string().replace('\\', "\\\\").replace('\'', "\\'");
+    let schema = Schema::fresh("weir_prod");
+    let saver = PostgresSaver::options()
+        .schema(&schema.name)
+        .connect(&settings(
+            &proxy,
+            &format!("sslmode = 'verify-full' sslrootcert='{quoted}'"),
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("{}", chain(&e)));
+    saves_and_reads(saver).await;
+    assert_eq!(proxy.plaintext(), 0, "every connection was TLS");
+    // `sslmode = require`, spaced, checks the chain as `sslmode=require` does: webpki's roots
+    // do not know the test CA (read as no `sslmode`, it connected unchecked).
+    let e = PostgresSaver::options()
+        .schema(&schema.name)
+        .connect(&settings(&proxy, "sslmode = require"))
+        .await
+        .expect_err("the chain is checked");
+    assert!(
+        chain(&e).contains("invalid peer certificate: UnknownIssuer"),
         "{}",
         chain(&e)
     );

@@ -4,7 +4,7 @@
 //! schema, handed to one caller at a time. [`PoolOptions`] is the one place for the pool's size,
 //! how long a caller may wait for a connection, the connect and statement timeouts, the
 //! connections' `application_name` and the TLS roots; the URL's `sslmode` says whether TLS is
-//! used, and its `sslrootcert` may name the roots (`tls`). [`Pool::with_retry`] runs an operation
+//! used, and its `sslrootcert` may name the roots (`tls`; `conninfo` reads both as libpq does). [`Pool::with_retry`] runs an operation
 //! and, when its connection was lost and the operation is safe to repeat, runs it once more on a
 //! fresh connection (`retry`). Also here: the checks of a schema's name ([`check_schema`]) and
 //! of how a URL is shown in messages ([`without_password`]).
@@ -24,6 +24,7 @@
 //! # Ok(()) }
 //! ```
 
+mod conninfo;
 mod retry;
 mod tls;
 
@@ -195,13 +196,12 @@ impl PoolOptions {
     /// certificate checks its `sslmode` asks for, and the roots to check against: this pool's,
     /// else the URL's `sslrootcert` file, else webpki's.
     fn config(&self, url: &str) -> Result<(tokio_postgres::Config, tls::Checks, TlsRoots), PoolError> {
-        let (url, checks) = tls::sslmode(url);
-        let (url, file) = tls::sslrootcert(&url);
-        let roots = match (&self.roots, file) {
+        let tls = conninfo::tls_settings(url);
+        let roots = match (&self.roots, tls.root_file) {
             (TlsRoots::Webpki, Some(file)) => TlsRoots::PemFile(file),
             (roots, _) => roots.clone(),
         };
-        let mut config: tokio_postgres::Config = url.parse()?;
+        let mut config: tokio_postgres::Config = tls.conninfo.parse()?;
         if let Some(name) = &self.application_name {
             config.application_name(name);
         } else if config.get_application_name().is_none() {
@@ -214,7 +214,7 @@ impl PoolOptions {
             let options = config.get_options().unwrap_or("").to_owned();
             config.options(format!("{options} -c statement_timeout={}", timeout.as_millis()).trim_start());
         }
-        Ok((config, checks, roots))
+        Ok((config, tls.checks, roots))
     }
 }
 
