@@ -112,6 +112,14 @@ impl RedisOptions {
             ))
         };
         let client = client(url).map_err(|e| failed(&e))?;
+        // The manager retries a failed first connection for about 9 s. A Redis still starting
+        // (refused, timed out, cut) deserves that; a certificate the roots do not know, a wrong
+        // password or a URL that no Redis answers as such fails the same way each time: at once.
+        if let Err(e) = client.get_multiplexed_async_connection().await {
+            if !(e.is_connection_refusal() || e.is_timeout() || e.is_connection_dropped()) {
+                return Err(failed(&e));
+            }
+        }
         let manager = client.get_connection_manager().await.map_err(|e| failed(&e))?;
         Ok(RedisBus {
             shared: Arc::new(Shared {

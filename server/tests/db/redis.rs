@@ -286,8 +286,11 @@ async fn a_rediss_url_with_the_servers_ca_carries_the_bus_over_tls() {
 
     // Webpki's roots and the system's do not know the test CA; a missing CA file is named; a
     // CA file for a plaintext URL is refused.
+    // That is no Redis still starting: it fails at once, not after the connection's retries.
+    let started = std::time::Instant::now();
     let e = RedisBus::options().connect(&proxy.redis_url()).await.unwrap_err();
     assert!(e.0.contains("UnknownIssuer"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     let missing = dir.path().join("gone.pem");
     let e = RedisBus::options()
         .connect(&format!("{}?ssl_ca_certs={}", proxy.redis_url(), missing.display()))
@@ -304,6 +307,13 @@ async fn a_rediss_url_with_the_servers_ca_carries_the_bus_over_tls() {
     assert!(e.0.contains("the URL's scheme must be `rediss://`"), "{e}");
 }
 
+/// The `host:port` of a `redis://` URL.
+fn host_port(url: &str) -> String {
+    let rest = url.trim_start_matches("redis://");
+    let rest = rest.rsplit('@').next().unwrap_or(rest);
+    rest.split('/').next().unwrap_or(rest).to_owned()
+}
+
 /// A TCP proxy in front of Redis whose connections can be cut, as a Redis restart or a load
 /// balancer's idle timeout cuts them; connections made after a cut pass.
 struct Cutter {
@@ -313,13 +323,7 @@ struct Cutter {
 
 impl Cutter {
     async fn start(upstream: &str) -> Self {
-        let target = upstream
-            .trim_start_matches("redis://")
-            .rsplit('@')
-            .next()
-            .and_then(|rest| rest.split('/').next())
-            .unwrap()
-            .to_owned();
+        let target = host_port(upstream);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("redis://{}", listener.local_addr().unwrap());
         let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -371,6 +375,39 @@ async fn a_lost_connection_costs_a_retry_not_a_failed_call() {
         collect(t.bus.subscribe("run", Some("-1")).await.unwrap()).await,
         [event("100-0", 0), event("100-1", 1), StreamItem::Done]
     );
+}
+
+#[tokio::test]
+#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
+async fn a_redis_that_comes_up_a_moment_late_is_waited_for() {
+    // A deployment's processes may start before its Redis answers: a refused connection is
+    // tried again (a wrong CA, above, is not).
+    let t = bus(|o| o).await;
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = free.local_addr().unwrap();
+    drop(free);
+    let late = tokio::spawn({
+        let target = host_port(&t.url);
+        async move {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+            while let Ok((mut client, _)) = listener.accept().await {
+                let target = target.clone();
+                tokio::spawn(async move {
+                    let mut server = tokio::net::TcpStream::connect(&target).await.unwrap();
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                });
+            }
+        }
+    });
+    let bus = RedisBus::options()
+        .prefix(&t.prefix)
+        .connect(&format!("redis://{addr}"))
+        .await
+        .expect("connected once the port answered");
+    bus.beat("w1", Duration::from_secs(30)).await.unwrap();
+    assert!(t.bus.is_alive("w1").await.unwrap());
+    late.abort();
 }
 
 /// The next notice of `notices`, within 5 s.
