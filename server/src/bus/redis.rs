@@ -38,7 +38,7 @@ const WAKES: isize = 64;
 /// worker that lost the run learns it from the queue and stops it.
 const FENCE_TTL: Duration = Duration::from_secs(3600);
 
-/// Raises a run's fence to ARGV[1] (never lowers it), for ARGV[2] ms. KEYS: the fence.
+/// Raises a run's fence to `ARGV[1]` (never lowers it), for `ARGV[2]` ms. KEYS: the fence.
 const SUPERSEDE: &str = r"
 local fence = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tonumber(ARGV[1]) > fence then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
@@ -260,7 +260,7 @@ impl Shared {
     /// manager reconnects in between): a blip — Redis restarted, a proxy cut the connection —
     /// costs a retry, not a failed request or a failed run. Every command sent here may run
     /// twice: wakes, cancellations and heartbeats set the same thing again, reads read again,
-    /// and a stream event sent twice is dropped by its readers ([`Reader::take`]).
+    /// and a stream event sent twice is dropped by its readers ([`stream::Reader::take`]).
     async fn query<T, F, Fut>(&self, what: &str, op: F) -> Result<T, BusError>
     where
         F: Fn(ConnectionManager) -> Fut,

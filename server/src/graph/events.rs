@@ -1,10 +1,10 @@
-//! weir's stream [`Event`]s as LangGraph's SSE payloads (§1.4 of the server contract): which
-//! runtime modes a request needs, and one [`Translate`] per run that turns each event into the
-//! `values`, `updates`, `custom`, `tasks`, `checkpoints`, `debug`, `events` (see [`super::chain`])
-//! and `messages` (see [`super::messages`]) events asked for, a
-//! subgraph's under `<name>|<node>:<task key>`. It remembers the last values (for the run's end
-//! and the checkpoints' values), the last checkpoint (for parent links) and each task's update
-//! (for its `tasks` result).
+//! weir's stream events ([`SubgraphEvent`]s) as LangGraph's SSE payloads (§1.4 of the server
+//! contract): which runtime modes a request needs, and one [`Translate`] per run that turns each
+//! event into the `values`, `updates`, `custom`, `tasks`, `checkpoints`, `debug`, `events` (see
+//! [`super::chain`]) and `messages` (see [`super::messages`]) events asked for, a subgraph's
+//! under `<name>|<node>:<task key>`. It remembers the last values (for the run's end and the
+//! checkpoints' values), the last checkpoint (for parent links) and each task's update (for its
+//! `tasks` result).
 
 use super::chain::Chains;
 use super::messages::Messages;

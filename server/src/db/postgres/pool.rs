@@ -1,4 +1,4 @@
-//! The backend's side of the runtime's shared [`Pool`](weir_runtime::postgres::Pool): the
+//! The backend's side of the runtime's shared [`weir_runtime::postgres::Pool`]: the
 //! errors of PostgreSQL named with the operation and the schema.
 
 use crate::db::DbError;
