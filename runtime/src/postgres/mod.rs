@@ -4,10 +4,10 @@
 //! schema, handed to one caller at a time. [`PoolOptions`] is the one place for the pool's size,
 //! how long a caller may wait for a connection, the connect and statement timeouts, the
 //! connections' `application_name` and the TLS roots; the URL's `sslmode` says whether TLS is
-//! used, and its `sslrootcert` may name the roots (`tls`; `conninfo` reads both as libpq does). [`Pool::with_retry`] runs an operation
-//! and, when its connection was lost and the operation is safe to repeat, runs it once more on a
-//! fresh connection (`retry`). Also here: the checks of a schema's name ([`check_schema`]) and
-//! of how a URL is shown in messages ([`without_password`]).
+//! used, and its `sslrootcert` may name the roots (`tls`; `conninfo` reads both as libpq does).
+//! [`Pool::with_retry`] runs an operation and, when its connection was lost and the operation is
+//! safe to repeat, runs it once more on a fresh connection (`retry`). Also here: the checks of a
+//! schema's name ([`check_schema`]) and of how a URL is shown in messages ([`without_password`]).
 //!
 //! # Examples
 //!

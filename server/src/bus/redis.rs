@@ -112,11 +112,10 @@ impl RedisOptions {
             ))
         };
         let client = client(url).map_err(|e| failed(&e))?;
-        // The manager retries a failed first connection for about 9 s. A Redis still starting
-        // (refused, timed out, cut) deserves that; a certificate the roots do not know, a wrong
-        // password or a URL that no Redis answers as such fails the same way each time: at once.
+        // The manager retries a failed first connection for about 9 s, which a Redis still
+        // starting deserves; what retries cannot mend fails at once.
         if let Err(e) = client.get_multiplexed_async_connection().await {
-            if !(e.is_connection_refusal() || e.is_timeout() || e.is_connection_dropped()) {
+            if refused_for_good(&e) {
                 return Err(failed(&e));
             }
         }
@@ -134,6 +133,23 @@ impl RedisOptions {
             }),
         })
     }
+}
+
+/// Whether a first connection failed in a way that trying again cannot mend: a certificate or
+/// TLS handshake the client refuses (rustls's errors come as I/O errors of invalid data), a
+/// password Redis refuses, a client setting it cannot use. A connection refused, unreachable,
+/// unresolved or timed out (a Redis, or its name, not up yet) is not, nor is an error this
+/// cannot read.
+fn refused_for_good(e: &redis::RedisError) -> bool {
+    // redis keeps an I/O error shared, as its source.
+    let io_kind = std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<Arc<dyn std::error::Error + Send + Sync>>())
+        .and_then(|shared| shared.downcast_ref::<std::io::Error>())
+        .map(std::io::Error::kind);
+    matches!(
+        e.kind(),
+        redis::ErrorKind::AuthenticationFailed | redis::ErrorKind::InvalidClientConfig
+    ) || io_kind == Some(std::io::ErrorKind::InvalidData)
 }
 
 /// The client of `url`, taking its `ssl_ca_certs` parameter out (Redis does not know it) and

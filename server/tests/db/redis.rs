@@ -379,10 +379,17 @@ async fn a_lost_connection_costs_a_retry_not_a_failed_call() {
 
 #[tokio::test]
 #[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
-async fn a_redis_that_comes_up_a_moment_late_is_waited_for() {
+async fn a_redis_not_up_yet_is_waited_for_and_a_refused_password_is_not() {
     // A deployment's processes may start before its Redis answers: a refused connection is
-    // tried again (a wrong CA, above, is not).
+    // tried again. A password Redis refuses (as a wrong CA, above) fails at once.
     let t = bus(|o| o).await;
+    let started = std::time::Instant::now();
+    let e = RedisBus::options()
+        .connect(&format!("redis://:wrong@{}", host_port(&t.url)))
+        .await
+        .unwrap_err();
+    assert!(e.0.contains("redis://:***@") && e.0.contains("uthentication"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = free.local_addr().unwrap();
     drop(free);
