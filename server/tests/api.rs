@@ -1,4 +1,4 @@
-//! The assistants routes, `/ok` and `/info`, and the API's edges (CORS, body limit, JSON errors)
+//! The assistants routes, `/ok` (with `check_db`) and `/info`, and the API's edges (CORS, body limit, JSON errors)
 //! over a real HTTP connection to an embedded server, with the shapes of `sdk_trace.txt`; the
 //! threads and state routes are `api_threads.rs`'.
 
@@ -6,6 +6,7 @@ mod api_support;
 
 use api_support::serve;
 use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
 
 const CHAIN_ID: &str = "608f7b9c-04e5-5cf2-a3f7-ba75a3719808";
 
@@ -24,6 +25,83 @@ async fn ok_and_info_answer_as_the_real_server() {
     assert_eq!(info.status, 200);
     assert_eq!(info.body["version"], "0.16.7");
     assert_eq!(info.body["flags"]["assistants"], true);
+}
+
+#[tokio::test]
+async fn ok_with_check_db_makes_a_round_trip_to_the_database() {
+    let c = serve(None).await;
+    let ok = c.get("/ok?check_db=1").await;
+    assert_eq!(
+        (ok.status, ok.body),
+        (200, json!({"ok": true, "services": {"database": "healthy"}}))
+    );
+    assert_eq!(c.get("/ok?check_db=0").await.body, json!({"ok": true, "services": {}}));
+    let bad = c.get("/ok?check_db=sometimes").await;
+    assert_eq!(bad.status, 422);
+    assert!(
+        bad.body["detail"].as_str().unwrap().contains("`check_db`"),
+        "{}",
+        bad.body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL and Redis: set WEIR_POSTGRES_URL and WEIR_REDIS_URL, run with --include-ignored"]
+async fn scaled_out_ok_with_check_db_says_which_service_is_down() {
+    // The server reaches Redis through a relay this test then stops: Redis is gone for it.
+    let redis = api_support::redis_url();
+    let upstream = redis
+        .trim_start_matches("redis://")
+        .rsplit('@')
+        .next()
+        .unwrap()
+        .to_owned();
+    let upstream = upstream.split('/').next().unwrap().to_owned();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let relay_url = format!("redis://{}", listener.local_addr().unwrap());
+    let relays = Arc::new(Mutex::new(Vec::new()));
+    let accepting = tokio::spawn({
+        let relays = relays.clone();
+        async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let upstream = upstream.clone();
+                let relay = tokio::spawn(async move {
+                    let mut server = tokio::net::TcpStream::connect(&upstream).await.unwrap();
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                });
+                relays.lock().unwrap().push(relay.abort_handle());
+            }
+        }
+    });
+    let c = api_support::serve_scaled_out_with(&relay_url).await;
+    let ok = c.get("/ok?check_db=1").await;
+    assert_eq!(
+        (ok.status, ok.body),
+        (
+            200,
+            json!({"ok": true, "services": {"database": "healthy", "redis": "healthy"}})
+        )
+    );
+    accepting.abort();
+    for relay in relays.lock().unwrap().drain(..) {
+        relay.abort();
+    }
+    let started = std::time::Instant::now();
+    let down = c.get("/ok?check_db=1").await;
+    assert_eq!(
+        (down.status, down.body),
+        (
+            500,
+            json!({"ok": false, "services": {"database": "healthy", "redis": "unhealthy"}})
+        )
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    // Without `check_db` the server answers that it is up, as before.
+    assert_eq!(c.get("/ok").await.status, 200);
 }
 
 #[tokio::test]

@@ -442,6 +442,8 @@ async fn odd_queries(client: &Client) {
     let runs = client.get(&format!("/threads/{tid}/runs")).await;
     let rid = runs.body[0]["run_id"].as_str().unwrap().to_owned();
     let reads: Vec<Read> = vec![
+        ("GET", "/ok".into(), vec![("check_db", "1".into())]),
+        ("GET", format!("/threads/{tid}"), vec![("include", "ttl".into())]),
         ("GET", format!("/assistants/{aid}/graph"), vec![("xray", "1".into())]),
         (
             "GET",

@@ -1,8 +1,9 @@
 //! Threads' time-to-live (LangGraph's `ttl` on threads.create and threads.update, and the
-//! config's `checkpointer.ttl`): the `ttl` body field checked, and the workers' sweeper
-//! deleting (`delete`) or pruning to the latest checkpoint (`keep_latest`) the threads left
-//! unchanged longer than their TTL (one no run touched too), never a busy one. The catalog's query is in the db suite,
-//! on SQLite and PostgreSQL.
+//! config's `checkpointer.ttl`): the `ttl` body field checked, read back with `include=ttl`, and
+//! the workers' sweeper deleting (`delete`) or pruning to the latest checkpoint (`keep_latest`)
+//! the threads left unchanged longer than their TTL (one no run touched too), never a busy one.
+//! Also the other way a thread goes with what made it: an assistant's deletion with
+//! `delete_threads`. The catalog's queries are in the db suite, on SQLite and PostgreSQL.
 
 mod runs_support;
 
@@ -195,4 +196,145 @@ async fn a_bad_ttl_is_refused_naming_the_field_and_makes_no_thread() {
     }
     let count = app.call("POST", "/threads/count", Some(json!({}))).await;
     assert_eq!(count.body, json!(0));
+}
+
+#[tokio::test]
+async fn a_thread_read_with_include_ttl_shows_its_ttl_and_when_it_expires() {
+    let (_dir, app) = app().await;
+    let tid = ran_thread(&app, json!({"ttl": 90, "strategy": "keep_latest"})).await;
+    let read = app.call("GET", &format!("/threads/{tid}?include=ttl"), None).await;
+    assert_eq!(read.status, StatusCode::OK, "{}", read.body);
+    let ttl = &read.body["ttl"];
+    assert_eq!(
+        (&ttl["strategy"], &ttl["ttl_minutes"]),
+        (&json!("keep_latest"), &json!(90.0))
+    );
+    // 90 minutes after the thread's last change.
+    let updated: jiff::Timestamp = read.body["updated_at"].as_str().unwrap().parse().unwrap();
+    let expires: jiff::Timestamp = ttl["expires_at"].as_str().unwrap().parse().unwrap();
+    assert_eq!(expires.duration_since(updated), jiff::SignedDuration::from_mins(90));
+    // Not asked for, or no TTL: no `ttl` field.
+    let plain = app.call("GET", &format!("/threads/{tid}"), None).await;
+    assert!(plain.body.get("ttl").is_none(), "{}", plain.body);
+    let made = app.call("POST", "/threads", Some(json!({}))).await;
+    let none = made.body["thread_id"].as_str().unwrap();
+    let read = app.call("GET", &format!("/threads/{none}?include=ttl"), None).await;
+    assert_eq!(read.status, StatusCode::OK);
+    assert!(read.body.get("ttl").is_none(), "{}", read.body);
+    // A field there is no such thing as is named.
+    let bad = app
+        .call("GET", &format!("/threads/{tid}?include=ttl,colour"), None)
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        bad.body["detail"].as_str().unwrap().contains("`include`: `colour`"),
+        "{}",
+        bad.body
+    );
+}
+
+#[tokio::test]
+async fn deleting_an_assistant_with_delete_threads_deletes_the_threads_its_runs_were_made_on() {
+    let (_dir, app) = app().await;
+    let made = app
+        .call(
+            "POST",
+            "/assistants",
+            Some(json!({"graph_id": "chain", "name": "doomed"})),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::OK, "{}", made.body);
+    let doomed = made.body["assistant_id"].as_str().unwrap().to_owned();
+    let mut its = Vec::new();
+    for _ in 0..3 {
+        let t = app.call("POST", "/threads", Some(json!({}))).await;
+        let tid = t.body["thread_id"].as_str().unwrap().to_owned();
+        let run = app
+            .call(
+                "POST",
+                &format!("/threads/{tid}/runs/wait"),
+                Some(json!({"input": {"topic": "x", "log": []}, "assistant_id": doomed})),
+            )
+            .await;
+        assert_eq!(run.status, StatusCode::OK, "{}", run.body);
+        app.until_checkpoints(&tid, 4).await;
+        its.push(tid);
+    }
+    // More than a page of them (100), some no run touched: metadata alone ties them.
+    for _ in 0..120 {
+        let t = app
+            .call("POST", "/threads", Some(json!({"metadata": {"assistant_id": doomed}})))
+            .await;
+        its.push(t.body["thread_id"].as_str().unwrap().to_owned());
+    }
+    let other = ran_thread(&app, json!(600)).await;
+    // A value that is no boolean is named; nothing is deleted.
+    let bad = app
+        .call("DELETE", &format!("/assistants/{doomed}?delete_threads=yes"), None)
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        bad.body["detail"].as_str().unwrap().contains("`delete_threads`"),
+        "{}",
+        bad.body
+    );
+    let gone = app
+        .call("DELETE", &format!("/assistants/{doomed}?delete_threads=true"), None)
+        .await;
+    assert_eq!(gone.status, StatusCode::NO_CONTENT, "{}", gone.body);
+    assert_eq!(
+        app.call("GET", &format!("/assistants/{doomed}"), None).await.status,
+        StatusCode::NOT_FOUND
+    );
+    for tid in &its {
+        assert_eq!(
+            app.call("GET", &format!("/threads/{tid}"), None).await.status,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(app.checkpoints(tid).await, 0);
+    }
+    let left = app
+        .call(
+            "POST",
+            "/threads/count",
+            Some(json!({"metadata": {"assistant_id": doomed}})),
+        )
+        .await;
+    assert_eq!(left.body, json!(0));
+    // The threads of another assistant stay.
+    assert_eq!(
+        app.call("GET", &format!("/threads/{other}"), None).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(app.checkpoints(&other).await, 4);
+}
+
+#[tokio::test]
+async fn deleting_an_assistant_alone_leaves_its_threads() {
+    let (_dir, app) = app().await;
+    for query in ["", "?delete_threads=false"] {
+        let made = app
+            .call(
+                "POST",
+                "/assistants",
+                Some(json!({"graph_id": "chain", "name": "retired"})),
+            )
+            .await;
+        let retired = made.body["assistant_id"].as_str().unwrap().to_owned();
+        let t = app.call("POST", "/threads", Some(json!({}))).await;
+        let tid = t.body["thread_id"].as_str().unwrap().to_owned();
+        let run = app
+            .call(
+                "POST",
+                &format!("/threads/{tid}/runs/wait"),
+                Some(json!({"input": {"topic": "x", "log": []}, "assistant_id": retired})),
+            )
+            .await;
+        assert_eq!(run.status, StatusCode::OK, "{}", run.body);
+        let gone = app.call("DELETE", &format!("/assistants/{retired}{query}"), None).await;
+        assert_eq!(gone.status, StatusCode::NO_CONTENT, "{query}");
+        let kept = app.call("GET", &format!("/threads/{tid}"), None).await;
+        assert_eq!(kept.status, StatusCode::OK, "{query}");
+        assert_eq!(kept.body["metadata"]["assistant_id"], json!(retired));
+    }
 }

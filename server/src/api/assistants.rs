@@ -1,13 +1,13 @@
-//! The assistants routes (`/assistants/*`) and the server's own `/ok` and `/info`: search, count,
-//! read, the graph drawing, schemas and subgraphs through [`ServedGraph`], and the create, patch,
-//! delete and versions calls of Studio's assistant editor. Shapes as `sdk_trace.txt`.
+//! The assistants routes (`/assistants/*`): search, count, read, the graph drawing, schemas and
+//! subgraphs through [`ServedGraph`], and the create, patch, delete and versions calls of
+//! Studio's assistant editor. Shapes as `sdk_trace.txt`.
 
-use super::params::{assistant_id, Query};
+use super::params::{assistant_id, flag, Query};
 use super::select::select_fields;
 use super::{now, ApiError, AppState, Json};
-use crate::db::{AssistantQuery, IfExists, VersionQuery};
+use crate::db::{AssistantQuery, IfExists, ThreadQuery, VersionQuery};
 use crate::graph::{Schemas, ServedGraph};
-use crate::model::{Assistant, Object};
+use crate::model::{Assistant, Object, TtlStrategy};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -17,8 +17,6 @@ use std::sync::Arc;
 
 pub(super) fn router() -> axum::Router<AppState> {
     axum::Router::new()
-        .route("/ok", get(|| async { axum::Json(json!({"ok": true, "services": {}})) }))
-        .route("/info", get(info))
         .route("/assistants", post(create))
         .route("/assistants/search", post(search))
         .route("/assistants/count", post(count))
@@ -29,16 +27,6 @@ pub(super) fn router() -> axum::Router<AppState> {
         .route("/assistants/{assistant_id}/subgraphs/{namespace}", get(subgraphs_under))
         .route("/assistants/{assistant_id}/versions", post(versions))
         .route("/assistants/{assistant_id}/latest", post(latest))
-}
-
-/// `GET /info`: the API version this server speaks, and what it offers.
-async fn info() -> axum::Json<Value> {
-    axum::Json(json!({
-        "version": "0.16.7",
-        "weir_version": env!("CARGO_PKG_VERSION"),
-        "flags": {"assistants": true, "crons": true, "langsmith": false, "langsmith_tracing_replicas": false},
-        "host": {"kind": "self-hosted", "project_id": null, "host_revision_id": null, "revision_id": null, "tenant_id": null},
-    }))
 }
 
 /// The filters of `POST /assistants/search` and `/count`.
@@ -328,8 +316,45 @@ async fn patch(
     Ok(axum::Json(a))
 }
 
-async fn delete(State(state): State<AppState>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+/// The query of `DELETE /assistants/{id}`: `delete_threads` (the SDK's
+/// `assistants.delete(delete_threads=True)`).
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct DeleteQuery {
+    delete_threads: Option<String>,
+}
+
+/// `DELETE /assistants/{id}`: the assistant and its versions; with `delete_threads=true` first
+/// the threads its runs were made on (their metadata's `assistant_id` is its id), each as
+/// `DELETE /threads/{id}` deletes it.
+async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<DeleteQuery>,
+) -> Result<StatusCode, ApiError> {
+    let delete_threads = flag("delete_threads", q.delete_threads.as_deref())?;
     let a = find(&state, &id).await?;
+    if delete_threads {
+        let mut query = ThreadQuery {
+            metadata: Some(Object::from_iter([("assistant_id".to_owned(), json!(a.assistant_id))])),
+            limit: 100,
+            without_values: true,
+            ..ThreadQuery::default()
+        };
+        loop {
+            let threads = state.catalog.search_threads(&query).await?;
+            for thread in &threads {
+                // A thread whose graph is not served here is left (a warning says so), as the
+                // TTL sweeper leaves it: the next page starts after it.
+                if !state.runs.prune_thread(thread, TtlStrategy::Delete).await? {
+                    query.offset += 1;
+                }
+            }
+            if threads.len() < query.limit {
+                break;
+            }
+        }
+    }
     state.catalog.delete_assistant(&a.assistant_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -17,6 +17,7 @@ mod crons;
 mod error;
 mod layers;
 mod mcp;
+mod meta;
 mod metrics;
 mod params;
 mod runs;
@@ -67,6 +68,7 @@ pub fn router(state: AppState) -> axum::Router {
 pub fn router_with(state: AppState, options: &ApiOptions) -> axum::Router {
     let http = std::sync::Arc::new(metrics::HttpMetrics::default());
     let routes = axum::Router::new()
+        .merge(meta::router())
         .merge(assistants::router())
         .merge(threads::router())
         .merge(runs::router())

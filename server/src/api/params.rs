@@ -1,5 +1,5 @@
 //! What handlers read from the URL: [`Query`] (a query string refused with a 422 that names the
-//! parameter), and the checks of ids, which LangGraph types as UUIDs ([`checked_uuid`]; in paths,
+//! parameter), boolean parameters ([`flag`]), and the checks of ids, which LangGraph types as UUIDs ([`checked_uuid`]; in paths,
 //! [`thread_id`] and [`assistant_id`]).
 
 use super::{ApiError, AppState};
@@ -18,6 +18,17 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
         axum::extract::Query::try_from_uri(&parts.uri)
             .map(|q| Query(q.0))
             .map_err(|e| ApiError::invalid(e.body_text()))
+    }
+}
+
+/// A boolean query parameter (`1`, `0`, `true`, `false`), or a 422 naming it.
+pub(crate) fn flag(name: &str, v: Option<&str>) -> Result<bool, ApiError> {
+    match v.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("0" | "false") => Ok(false),
+        Some("1" | "true") => Ok(true),
+        Some(other) => Err(ApiError::invalid(format!(
+            "query parameter `{name}`: expected true, false, 1 or 0, got `{other}`"
+        ))),
     }
 }
 

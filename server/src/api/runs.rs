@@ -4,6 +4,7 @@
 //! its runs (`GET /threads/{thread_id}/stream`). The `Location` / `Content-Location` headers are
 //! those of the captures. The run logic is [`crate::runs::Manager`]'s.
 
+use super::params::flag;
 use super::select::select_fields;
 use super::{ApiError, AppState, Json};
 use crate::bus::CancelAction;
@@ -202,17 +203,6 @@ async fn join(
     let loc = format!("/threads/{thread_id}/runs/{run_id}");
     let res = with_header(axum::Json(out).into_response(), header::LOCATION, format!("{loc}/join"));
     Ok(with_header(res, header::CONTENT_LOCATION, loc))
-}
-
-/// A boolean query parameter (`1`, `0`, `true`, `false`), or a 422 naming it.
-fn flag(name: &str, v: Option<&str>) -> Result<bool, ApiError> {
-    match v.map(str::to_ascii_lowercase).as_deref() {
-        None | Some("0" | "false") => Ok(false),
-        Some("1" | "true") => Ok(true),
-        Some(other) => Err(ApiError::invalid(format!(
-            "query parameter `{name}`: expected true, false, 1 or 0, got `{other}`"
-        ))),
-    }
 }
 
 /// `GET …/runs/{rid}/stream`: the run's events, only those of the `stream_mode`s asked for

@@ -3,7 +3,7 @@
 //! follow through the thread's graph. The state routes (`/state`, `/history`) are [`super::state`]'s.
 
 use super::assistants::IfExistsBody;
-use super::params::{checked_uuid, thread_id};
+use super::params::{checked_uuid, thread_id, Query};
 use super::select::select_fields;
 use super::{state, ApiError, AppState, Json};
 use crate::db::{ThreadQuery, ThreadUpdate};
@@ -154,8 +154,62 @@ async fn create(State(state): State<AppState>, Json(body): Json<CreateBody>) -> 
     )))
 }
 
-async fn read(State(state): State<AppState>, Path(tid): Path<String>) -> Result<axum::Json<Value>, ApiError> {
-    Ok(axum::Json(thread_json(&find(&state, &tid).await?)))
+/// The query of `GET /threads/{tid}`: `include`, extra fields, comma-separated (the SDK's
+/// `threads.get(include=["ttl"])`).
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct ReadQuery {
+    include: Option<String>,
+}
+
+/// `GET /threads/{tid}`: the thread; with `include=ttl`, its time-to-live as `ttl`
+/// (`{"strategy", "ttl_minutes", "expires_at"}`, absent when it has none), as LangGraph's server
+/// gives it.
+async fn read(
+    State(state): State<AppState>,
+    Path(tid): Path<String>,
+    Query(q): Query<ReadQuery>,
+) -> Result<axum::Json<Value>, ApiError> {
+    let mut ttl = false;
+    for field in q.include.iter().flat_map(|i| i.split(',')).map(str::trim) {
+        match field {
+            "ttl" => ttl = true,
+            "" => {}
+            other => {
+                return Err(ApiError::invalid(format!(
+                    "query parameter `include`: `{other}` is no field to include: `ttl` is"
+                )))
+            }
+        }
+    }
+    let thread = find(&state, &tid).await?;
+    let mut json = thread_json(&thread);
+    if ttl {
+        if let (Some(ttl), Some(object)) = (state.catalog.thread_ttl(&thread.thread_id).await?, json.as_object_mut()) {
+            object.insert("ttl".into(), ttl_json(&thread, ttl));
+        }
+    }
+    Ok(axum::Json(json))
+}
+
+/// A thread's TTL as LangGraph's server shows it: it expires `ttl_minutes` after the thread's
+/// last change (its `updated_at`), unless a run or an update comes first.
+fn ttl_json(thread: &Thread, ttl: ThreadTtl) -> Value {
+    let expires_at = thread
+        .updated_at
+        .parse::<jiff::Timestamp>()
+        .ok()
+        .and_then(|at| {
+            jiff::SignedDuration::try_from_secs_f64(ttl.minutes * 60.0)
+                .ok()
+                .and_then(|d| at.checked_add(d).ok())
+        })
+        .map(crate::model::wire_time);
+    serde_json::json!({
+        "strategy": ttl.strategy.as_str(),
+        "ttl_minutes": ttl.minutes,
+        "expires_at": expires_at,
+    })
 }
 
 /// The time-to-live of a new thread: the request's `ttl`, or the server's default.

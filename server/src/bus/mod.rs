@@ -145,4 +145,9 @@ pub trait Bus: Send + Sync + 'static {
     fn beat<'a>(&'a self, worker: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), BusError>>;
     /// Whether `worker` has beaten within its last `ttl`.
     fn is_alive<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<bool, BusError>>;
+    /// The service this bus depends on, by the name `GET /ok?check_db=1` reports it under, and a
+    /// round trip to it; `None` for a bus in process, which has none.
+    fn health(&self) -> Option<(&'static str, BoxFuture<'_, Result<(), BusError>>)> {
+        None
+    }
 }

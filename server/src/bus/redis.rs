@@ -552,4 +552,14 @@ impl Bus for RedisBus {
             self.shared.cmd("reading a heartbeat", &exists).await
         })
     }
+    fn health(&self) -> Option<(&'static str, BoxFuture<'_, Result<(), BusError>>)> {
+        let ping = Box::pin(async move {
+            let answer: String = self.shared.cmd("checking Redis", &redis::cmd("PING")).await?;
+            match answer.as_str() {
+                "PONG" => Ok(()),
+                other => Err(BusError(format!("Redis answered PING with `{other}`"))),
+            }
+        });
+        Some(("redis", ping))
+    }
 }

@@ -312,6 +312,8 @@ pub trait Catalog: Send + Sync + 'static {
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<bool, DbError>>;
     /// Sets a thread's time-to-live, or clears it with `None`; a thread's deletion clears it.
     fn set_thread_ttl<'a>(&'a self, thread_id: &'a str, ttl: Option<ThreadTtl>) -> BoxFuture<'a, Result<(), DbError>>;
+    /// A thread's time-to-live, if it has one.
+    fn thread_ttl<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<ThreadTtl>, DbError>>;
     /// Up to `limit` threads whose time-to-live ran out by `now` (RFC 3339): unchanged for longer
     /// than their TTL, and not busy (a run in flight keeps its thread). Oldest first, with their
     /// strategies.

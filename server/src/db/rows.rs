@@ -2,7 +2,7 @@
 //! and the rest of the object as one JSON document; and back. Also the wire timestamp of "now".
 
 use super::DbError;
-use crate::model::{Assistant, Cron, Run, RunStatus, Thread};
+use crate::model::{Assistant, Cron, Run, RunStatus, Thread, TtlStrategy};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -15,6 +15,12 @@ pub(crate) fn name_of<T: Serialize>(value: &T) -> String {
         Ok(Value::String(name)) => name,
         other => panic!("a status serializes as a string, not {other:?}"),
     }
+}
+
+/// The TTL strategy stored for thread `id` as `name`; one this weir does not know is the
+/// table's fault, named.
+pub(crate) fn ttl_strategy(id: &str, name: &str) -> Result<TtlStrategy, DbError> {
+    TtlStrategy::parse(name).map_err(|e| DbError::Backend(format!("thread `{id}`'s stored TTL: {e}")))
 }
 
 /// The run status stored as `name`.

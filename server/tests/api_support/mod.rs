@@ -108,12 +108,21 @@ pub async fn serve(body_limit: Option<usize>) -> Client {
 /// with the last clone of the client; the Redis of `WEIR_REDIS_URL` under a prefix of its own)
 /// with the graph `chain`, on a free port of 127.0.0.1.
 pub async fn serve_scaled_out() -> Client {
-    let schema = weir_test_support::Schema::fresh("weir_api_test");
-    let redis = std::env::var("WEIR_REDIS_URL")
+    serve_scaled_out_with(&redis_url()).await
+}
+
+/// The Redis of `WEIR_REDIS_URL`.
+pub fn redis_url() -> String {
+    std::env::var("WEIR_REDIS_URL")
         .ok()
         .filter(|u| !u.is_empty())
-        .expect("WEIR_REDIS_URL is not set: this test needs a Redis server, e.g. redis://127.0.0.1:6379");
-    let server = Server::scale_out_in(&schema.url, &redis, &schema.name, &schema.name)
+        .expect("WEIR_REDIS_URL is not set: this test needs a Redis server, e.g. redis://127.0.0.1:6379")
+}
+
+/// [`serve_scaled_out`] with the Redis at `redis` (a proxy in front of the real one, say).
+pub async fn serve_scaled_out_with(redis: &str) -> Client {
+    let schema = weir_test_support::Schema::fresh("weir_api_test");
+    let server = Server::scale_out_in(&schema.url, redis, &schema.name, &schema.name)
         .await
         .unwrap()
         .graph("chain", graph::chain());

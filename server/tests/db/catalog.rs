@@ -327,8 +327,9 @@ pub async fn deleting_a_thread_deletes_its_runs(db: &Db) {
     assert_eq!(db.queue.get_run(&t2, &r2.run_id).await.unwrap(), Some(r2));
 }
 
-/// Threads' TTLs: a thread is expired once `updated_at + ttl` has passed, unless busy; oldest
-/// expiry first; without a TTL, or with it cleared, or deleted, a thread never is.
+/// Threads' TTLs: each reads back as set; a thread is expired once `updated_at + ttl` has passed,
+/// unless busy; oldest expiry first; without a TTL, or with it cleared, or deleted, a thread
+/// never is.
 pub async fn threads_expire_by_their_ttl_unless_busy(db: &Db) {
     let c = &db.catalog;
     // updated at 10:00:01, 10:00:02, …
@@ -362,6 +363,17 @@ pub async fn threads_expire_by_their_ttl_unless_busy(db: &Db) {
         .await
         .unwrap();
     c.set_thread_ttl("ttl-e", None).await.unwrap();
+    // Each reads back as set (`GET /threads/{id}?include=ttl`).
+    assert_eq!(
+        c.thread_ttl("ttl-b").await.unwrap(),
+        Some(ttl(1.0, TtlStrategy::KeepLatest))
+    );
+    assert_eq!(
+        c.thread_ttl("ttl-a").await.unwrap(),
+        Some(ttl(10.0, TtlStrategy::Delete))
+    );
+    assert_eq!(c.thread_ttl("ttl-e").await.unwrap(), None);
+    assert_eq!(c.thread_ttl("no-such-thread").await.unwrap(), None);
 
     let expired = |now: &'static str| async move { c.expired_threads(now, 10).await.unwrap() };
     assert_eq!(expired("2026-12-01T10:01:01.000000+00:00").await, []);
@@ -388,7 +400,12 @@ pub async fn threads_expire_by_their_ttl_unless_busy(db: &Db) {
     c.set_thread_ttl("ttl-a", Some(ttl(60.0, TtlStrategy::Delete)))
         .await
         .unwrap();
+    assert_eq!(
+        c.thread_ttl("ttl-a").await.unwrap(),
+        Some(ttl(60.0, TtlStrategy::Delete))
+    );
     assert!(c.delete_thread("ttl-d").await.unwrap());
+    assert_eq!(c.thread_ttl("ttl-d").await.unwrap(), None);
     assert_eq!(
         expired("2026-12-01T10:20:00.000000+00:00").await,
         [("ttl-b".to_owned(), TtlStrategy::KeepLatest)]

@@ -122,3 +122,26 @@ async def test_run_on_a_created_assistant(client, thread):
     out = await client.runs.wait(thread["thread_id"], a["assistant_id"], input={"topic": "c"})
     await client.assistants.delete(a["assistant_id"])
     assert out == {"topic": "c", "log": ["a:c", "b"]}
+
+
+async def test_delete_with_delete_threads_takes_the_threads_its_runs_were_made_on(client):
+    a = await client.assistants.create("chain", name="doomed")
+    aid = a["assistant_id"]
+    ran = []
+    for topic in ("a", "b"):
+        t = await client.threads.create()
+        await client.runs.wait(t["thread_id"], aid, input={"topic": topic})
+        ran.append(t["thread_id"])
+    kept = await client.threads.create()
+    await client.runs.wait(kept["thread_id"], "chain", input={"topic": "k"})
+    await client.assistants.delete(aid, delete_threads=True)
+    for tid in ran:
+        with pytest.raises(NotFoundError):
+            await client.threads.get(tid)
+    assert (await client.threads.get(kept["thread_id"]))["values"]["topic"] == "k"
+    # Without it, an assistant's threads stay.
+    b = await client.assistants.create("chain", name="retired")
+    t = await client.threads.create()
+    await client.runs.wait(t["thread_id"], b["assistant_id"], input={"topic": "r"})
+    await client.assistants.delete(b["assistant_id"])
+    assert (await client.threads.get(t["thread_id"]))["metadata"]["assistant_id"] == b["assistant_id"]

@@ -230,3 +230,14 @@ async def test_copy_keeps_the_state(client, thread):
     out = await client.runs.wait(c["thread_id"], "chain", input={"topic": "z"})
     assert out["log"] == ["a:x", "b", "a:z", "b"]
     assert (await client.threads.get_state(tid))["values"]["log"] == ["a:x", "b"]
+
+
+@pytest.mark.weir_only  # langgraph dev's in-memory runtime leaves `include` unread
+async def test_get_with_include_ttl_shows_the_ttl(client):
+    t = await client.threads.create(ttl={"ttl": 30, "strategy": "delete"})
+    got = await client.threads.get(t["thread_id"], include=["ttl"])
+    assert got["ttl"]["strategy"] == "delete" and got["ttl"]["ttl_minutes"] == 30
+    assert got["ttl"]["expires_at"] > got["updated_at"]
+    assert "ttl" not in await client.threads.get(t["thread_id"])
+    with pytest.raises(UnprocessableEntityError):
+        await client.threads.get(t["thread_id"], include=["colour"])

@@ -396,6 +396,22 @@ pub(super) async fn set_thread_ttl(conn: &mut Conn, id: &str, ttl: Option<Thread
     Ok(())
 }
 
+/// A thread's time-to-live, if it has one.
+pub(super) async fn thread_ttl(conn: &mut Conn, id: &str) -> Result<Option<ThreadTtl>, Fail> {
+    let row = conn
+        .client
+        .query_opt(
+            "SELECT strategy, minutes FROM server_thread_ttl WHERE thread_id = $1",
+            &[&id],
+        )
+        .await?;
+    let Some(row) = row else { return Ok(None) };
+    Ok(Some(ThreadTtl {
+        strategy: rows::ttl_strategy(id, row.get(0))?,
+        minutes: row.get(1),
+    }))
+}
+
 /// The threads unchanged for longer than their TTL by `now` (`updated_at` is RFC 3339 text).
 pub(super) async fn expired_threads(
     conn: &mut Conn,
@@ -416,9 +432,8 @@ pub(super) async fn expired_threads(
         .await?;
     rows.iter()
         .map(|r| {
-            let (id, strategy): (String, String) = (r.get(0), r.get(1));
-            let strategy = TtlStrategy::parse(&strategy)
-                .map_err(|e| DbError::Backend(format!("thread `{id}`'s stored TTL: {e}")))?;
+            let id: String = r.get(0);
+            let strategy = rows::ttl_strategy(&id, r.get(1))?;
             Ok((id, strategy))
         })
         .collect()

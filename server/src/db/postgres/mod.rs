@@ -235,6 +235,11 @@ impl Catalog for PostgresDb {
             c, thread_id, ttl
         ))
     }
+    fn thread_ttl<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<ThreadTtl>, DbError>> {
+        op!(self, "reading a thread's TTL", Yes, |c| catalog::thread_ttl(
+            c, thread_id
+        ))
+    }
     fn expired_threads<'a>(
         &'a self,
         now: &'a str,

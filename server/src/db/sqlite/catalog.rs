@@ -352,6 +352,21 @@ pub(super) fn set_thread_ttl(conn: &mut Connection, id: &str, ttl: Option<Thread
     Ok(())
 }
 
+/// A thread's time-to-live, if it has one.
+pub(super) fn thread_ttl(conn: &mut Connection, id: &str) -> Result<Option<ThreadTtl>, Fail> {
+    let found = conn
+        .prepare_cached("SELECT strategy, minutes FROM server_thread_ttl WHERE thread_id = ?1")?
+        .query_row(params![id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))
+        .optional()?;
+    let Some((strategy, minutes)) = found else {
+        return Ok(None);
+    };
+    Ok(Some(ThreadTtl {
+        strategy: rows::ttl_strategy(id, &strategy)?,
+        minutes,
+    }))
+}
+
 /// The threads unchanged for longer than their TTL by `now`: `updated_at` is RFC 3339, which
 /// `julianday` reads (fractions of a second and the `+00:00` offset included).
 pub(super) fn expired_threads(
@@ -366,15 +381,15 @@ pub(super) fn expired_threads(
          ORDER BY julianday(t.updated_at) + x.minutes / 1440.0, t.thread_id
          LIMIT ?2",
     )?;
-    let rows = select
+    let found = select
         .query_map(params![now, query::sql_count(limit)], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    rows.into_iter()
+    found
+        .into_iter()
         .map(|(id, strategy)| {
-            let strategy = TtlStrategy::parse(&strategy)
-                .map_err(|e| DbError::Backend(format!("thread `{id}`'s stored TTL: {e}")))?;
+            let strategy = rows::ttl_strategy(&id, &strategy)?;
             Ok((id, strategy))
         })
         .collect()

@@ -223,6 +223,13 @@ impl Catalog for SqliteDb {
                 .call("setting a thread's TTL", move |c| catalog::set_thread_ttl(c, &id, ttl)),
         )
     }
+    fn thread_ttl<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<ThreadTtl>, DbError>> {
+        let id = thread_id.to_owned();
+        Box::pin(
+            self.conn
+                .read("reading a thread's TTL", move |c| catalog::thread_ttl(c, &id)),
+        )
+    }
     fn expired_threads<'a>(
         &'a self,
         now: &'a str,
