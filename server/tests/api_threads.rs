@@ -317,3 +317,47 @@ async fn a_run_ties_its_thread_to_the_graph_whose_state_the_routes_read() {
     assert_eq!(c.delete(&format!("/threads/{tid}")).await.status, 204);
     assert_eq!(c.get(&format!("/threads/{tid}/state")).await.status, 404);
 }
+
+#[tokio::test]
+async fn a_search_extracts_values_by_path_beside_the_fields_it_selects() {
+    // A chat UI's thread list: each thread's last log line and who made it, not its whole state.
+    let c = serve(None).await;
+    let t = c.post("/threads", json!({"metadata": {"user": "ann"}})).await;
+    let tid = t.body["thread_id"].as_str().unwrap().to_owned();
+    let run = c
+        .post(
+            &format!("/threads/{tid}/runs/wait"),
+            json!({"assistant_id": "chain", "input": {"topic": "x", "log": []}}),
+        )
+        .await;
+    assert_eq!(run.status, 200, "{}", run.body);
+    let extract = json!({"last": "values.log[-1]", "first": "values.log[0]", "who": "metadata.user", "none": "values.nope.deeper"});
+    let found = c
+        .post(
+            "/threads/search",
+            json!({"ids": [tid], "select": ["thread_id"], "extract": extract}),
+        )
+        .await;
+    assert_eq!(found.status, 200, "{}", found.body);
+    assert_eq!(
+        found.body,
+        json!([{"thread_id": tid, "extracted": {"last": "b", "first": "a:x", "who": "ann", "none": null}}])
+    );
+    // Without `select`, the whole thread beside it.
+    let whole = c
+        .post(
+            "/threads/search",
+            json!({"ids": [tid], "extract": {"topic": "values.topic"}}),
+        )
+        .await;
+    assert_eq!(whole.body[0]["extracted"], json!({"topic": "x"}));
+    assert_eq!(whole.body[0]["values"]["topic"], "x");
+    // A path into no field of the thread's is a 422 naming it.
+    let bad = c.post("/threads/search", json!({"extract": {"s": "status"}})).await;
+    assert_eq!(bad.status, 422);
+    assert!(
+        bad.body["detail"].as_str().unwrap().contains("body field `extract`.s"),
+        "{}",
+        bad.body
+    );
+}

@@ -4,7 +4,7 @@
 
 use super::assistants::IfExistsBody;
 use super::params::{checked_uuid, thread_id, Query};
-use super::select::select_fields;
+use super::select::{select_fields, Extract};
 use super::{state, ApiError, AppState, Json};
 use crate::db::{ThreadQuery, ThreadUpdate};
 use crate::graph::{ServedGraph, StateUpdate};
@@ -313,6 +313,8 @@ struct SearchBody {
     sort_by: Option<String>,
     sort_order: Option<String>,
     select: Option<Vec<String>>,
+    /// Search only (see [`Extract`]).
+    extract: Option<Value>,
 }
 
 impl SearchBody {
@@ -353,9 +355,21 @@ const THREAD_FIELDS: &[&str] = &[
 
 async fn search(State(state): State<AppState>, Json(body): Json<SearchBody>) -> Result<axum::Json<Value>, ApiError> {
     let select = body.select.clone();
-    let found = state.catalog.search_threads(&body.query()?).await?;
-    let rows = found.iter().map(thread_json).collect();
-    let rows = select_fields(rows, select.as_deref(), THREAD_FIELDS, "body field `select`")?;
+    let extract = Extract::parse(body.extract.as_ref(), THREAD_FIELDS)?;
+    let mut query = body.query()?;
+    query.without_values &= !extract.as_ref().is_some_and(|e| e.reads("values"));
+    let found = state.catalog.search_threads(&query).await?;
+    let rows: Vec<Value> = found.iter().map(thread_json).collect();
+    let extracted: Vec<Value> = match &extract {
+        Some(extract) => rows.iter().map(|row| extract.from(row)).collect(),
+        None => Vec::new(),
+    };
+    let mut rows = select_fields(rows, select.as_deref(), THREAD_FIELDS, "body field `select`")?;
+    for (row, extracted) in rows.iter_mut().zip(extracted) {
+        if let Some(row) = row.as_object_mut() {
+            row.insert("extracted".into(), extracted);
+        }
+    }
     Ok(axum::Json(Value::Array(rows)))
 }
 

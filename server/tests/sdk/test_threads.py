@@ -50,6 +50,20 @@ async def test_search_by_metadata_status_and_ids(client):
     assert await client.threads.count(metadata={"tag": tag}) == 2
 
 
+async def test_search_extracts_values_by_path(client):
+    tag = str(uuid.uuid4())
+    t = await client.threads.create(metadata={"tag": tag, "user": "ann"})
+    await client.runs.wait(t["thread_id"], "chain", input={"topic": "e"})
+    found = await client.threads.search(
+        metadata={"tag": tag},
+        select=["thread_id"],
+        extract={"last": "values.log[-1]", "who": "metadata.user", "none": "values.nope"},
+    )
+    assert found == [{"thread_id": t["thread_id"], "extracted": {"last": "b", "who": "ann", "none": None}}]
+    with pytest.raises(UnprocessableEntityError):
+        await client.threads.search(extract={"s": "status"})
+
+
 @pytest.mark.weir_only  # langgraph dev's in-memory runtime answers 500 when any thread has no values
 async def test_search_by_values(client):
     tag = str(uuid.uuid4())
