@@ -18,7 +18,7 @@ use std::time::Duration;
 use weir::checkpoint::Checkpointer;
 use weir_server::bus::local::LocalBus;
 use weir_server::db::sqlite::SqliteDb;
-use weir_server::db::{Catalog, DbError, Enqueued, RunFate, RunQueue, ThreadUpdate};
+use weir_server::db::{Catalog, DbError, Enqueued, InFlight, RunFate, RunQueue, ThreadUpdate};
 use weir_server::model::RunStatus;
 use weir_server::model::{Object, Run};
 use weir_server::runs::{Manager, ManagerConfig};
@@ -277,6 +277,9 @@ impl RunQueue for ClaimThenHang {
         status: Option<RunStatus>,
     ) -> BoxFuture<'a, Result<Vec<Run>, DbError>> {
         self.db.list_runs(thread_id, limit, offset, status)
+    }
+    fn in_flight(&self, status: InFlight) -> BoxFuture<'_, Result<Vec<(String, String)>, DbError>> {
+        self.db.in_flight(status)
     }
     fn has_inflight<'a>(&'a self, thread_id: &'a str, except: Option<&'a str>) -> BoxFuture<'a, Result<bool, DbError>> {
         self.db.has_inflight(thread_id, except)

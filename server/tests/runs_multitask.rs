@@ -202,6 +202,64 @@ async fn cancelling_a_run_that_has_ended_is_404() {
     assert_eq!(app.status(&tid, queued).await, Some(RunStatus::Interrupted));
 }
 
+/// `runs.cancel_many(status=…)`: every run with that status, on any thread.
+#[tokio::test]
+async fn a_bulk_cancel_by_status_stops_every_run_with_it_on_any_thread() {
+    let (_dir, app) = app().await;
+    let tid = app.thread().await;
+    let running = start_gated(&app, &tid, json!({})).await;
+    let (_, queued) = second(&app, &tid, "enqueue").await;
+    let queued = queued["run_id"].as_str().unwrap().to_owned();
+    // Another thread's run, waiting for its time.
+    let other = app.thread().await;
+    let later = app
+        .call(
+            "POST",
+            &format!("/threads/{other}/runs"),
+            Some(json!({"input": {"topic": "l"}, "assistant_id": "chain", "after_seconds": 600})),
+        )
+        .await;
+    let later = later.body["run_id"].as_str().unwrap().to_owned();
+    // A status is for every thread: not with a thread's runs; and it is one of three words.
+    for body in [
+        json!({"status": "pending", "thread_id": tid}),
+        json!({"status": "pending", "run_ids": [queued]}),
+        json!({"status": "done"}),
+        json!({}),
+    ] {
+        let r = app.call("POST", "/runs/cancel", Some(body.clone())).await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert!(
+            r.body["detail"].as_str().unwrap().contains("body field `"),
+            "{}",
+            r.body
+        );
+    }
+    let r = app
+        .call("POST", "/runs/cancel", Some(json!({"status": "pending"})))
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    assert_eq!(app.status(&tid, &queued).await, Some(RunStatus::Interrupted));
+    assert_eq!(app.status(&other, &later).await, Some(RunStatus::Interrupted));
+    assert_eq!(
+        app.status(&tid, &running).await,
+        Some(RunStatus::Running),
+        "not pending"
+    );
+    let r = app
+        .call("POST", "/runs/cancel", Some(json!({"status": "Running"})))
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    join(&app, &tid, &running).await;
+    assert_eq!(app.status(&tid, &running).await, Some(RunStatus::Interrupted));
+    // Nothing in flight is nothing to cancel.
+    let r = app.call("POST", "/runs/cancel", Some(json!({"status": "all"}))).await;
+    assert_eq!(
+        (r.status, &r.body["detail"]),
+        (StatusCode::NOT_FOUND, &json!(NOTHING_TO_CANCEL))
+    );
+}
+
 #[tokio::test]
 async fn cancel_rollback_with_wait_is_200_and_removes_the_run_and_its_checkpoints() {
     let (_dir, app) = app().await;

@@ -8,6 +8,7 @@ use super::params::flag;
 use super::select::select_fields;
 use super::{ApiError, AppState, Json};
 use crate::bus::CancelAction;
+use crate::db::InFlight;
 use crate::model::{Run, RunStatus};
 use crate::runs::{OnDisconnect, RunCreate, RunError, ThreadModes};
 use axum::extract::{Path, Query, State};
@@ -323,12 +324,13 @@ async fn cancel(
     })
 }
 
-/// `POST /runs/cancel` body.
+/// `POST /runs/cancel` body: a thread's runs, or every run with a `status`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct CancelMany {
     thread_id: Option<String>,
     run_ids: Vec<String>,
+    status: Option<String>,
 }
 
 /// The `thread_id` of a `POST /runs/batch` item (the rest is a run's body).
@@ -357,26 +359,58 @@ async fn create_batch(
     Ok(axum::Json(state.runs.create_batch(items).await?))
 }
 
-/// Cancels several runs of one thread (`run_ids`), or all its runs in flight when `run_ids` is
-/// empty; 204, or 404 when none of them is pending or running (as LangGraph's).
+/// `POST /runs/cancel`: several runs of one thread (`thread_id` and `run_ids`; all its runs in
+/// flight when `run_ids` is empty), or every run of any thread with `status` (`pending`,
+/// `running` or `all`: the SDK's `runs.cancel_many(status=…)`), never both; 204, or 404 when
+/// none of them is pending or running (as LangGraph's).
 async fn cancel_many(
     State(state): State<AppState>,
     Query(q): Query<CancelQuery>,
     Json(body): Json<CancelMany>,
 ) -> Result<StatusCode, ApiError> {
     let action = action(q.action.as_deref())?;
-    let Some(thread_id) = body.thread_id else {
-        return Err(ApiError::invalid("body field `thread_id`: missing"));
-    };
-    let mut ids = body.run_ids;
-    if ids.is_empty() {
-        for status in [RunStatus::Pending, RunStatus::Running] {
-            let runs = state.runs.list(&thread_id, usize::MAX, 0, Some(status)).await?;
-            ids.extend(runs.into_iter().map(|r| r.run_id));
+    let runs: Vec<(String, String)> = match (body.status, body.thread_id) {
+        (Some(status), None) if body.run_ids.is_empty() => {
+            let statuses: &[InFlight] = match status.to_ascii_lowercase().as_str() {
+                "pending" => &[InFlight::Pending],
+                "running" => &[InFlight::Running],
+                "all" => &[InFlight::Pending, InFlight::Running],
+                _ => {
+                    return Err(ApiError::invalid(format!(
+                        "body field `status`: expected pending, running or all, got `{status}`"
+                    )))
+                }
+            };
+            let mut runs = Vec::new();
+            for status in statuses {
+                runs.extend(state.queue.in_flight(*status).await?);
+            }
+            runs
         }
-    }
+        (Some(_), _) => {
+            return Err(ApiError::invalid(
+                "body field `status` cancels every run with that status, on any thread: give it \
+                 without `thread_id` and `run_ids`",
+            ))
+        }
+        (None, None) => {
+            return Err(ApiError::invalid(
+                "body field `thread_id`: missing (or `status`, to cancel every run with it)",
+            ))
+        }
+        (None, Some(thread_id)) => {
+            let mut ids = body.run_ids;
+            if ids.is_empty() {
+                for status in [RunStatus::Pending, RunStatus::Running] {
+                    let runs = state.runs.list(&thread_id, usize::MAX, 0, Some(status)).await?;
+                    ids.extend(runs.into_iter().map(|r| r.run_id));
+                }
+            }
+            ids.into_iter().map(|run_id| (thread_id.clone(), run_id)).collect()
+        }
+    };
     let mut cancelled = 0;
-    for run_id in ids {
+    for (thread_id, run_id) in runs {
         match state.runs.cancel(&thread_id, &run_id, action, false).await {
             Ok(()) => cancelled += 1,
             // Ended (or gone) meanwhile: the others are still cancelled.

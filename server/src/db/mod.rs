@@ -92,6 +92,15 @@ pub struct ThreadQuery {
     pub without_values: bool,
 }
 
+/// The runs not ended yet, as [`RunQueue::in_flight`] lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InFlight {
+    /// Queued, not claimed.
+    Pending,
+    /// Claimed by a worker.
+    Running,
+}
+
 /// `POST /runs/crons/search` and `/runs/crons/count`.
 #[derive(Debug, Clone, Default)]
 pub struct CronQuery {
@@ -457,6 +466,9 @@ pub trait RunQueue: Send + Sync + 'static {
         offset: usize,
         status: Option<RunStatus>,
     ) -> BoxFuture<'a, Result<Vec<Run>, DbError>>;
+    /// Every run with `status` (pending or running: what a cancel by status stops), on any
+    /// thread, oldest first, as `(thread_id, run_id)`.
+    fn in_flight(&self, status: InFlight) -> BoxFuture<'_, Result<Vec<(String, String)>, DbError>>;
     /// Whether the thread has a run pending or running other than `except`.
     fn has_inflight<'a>(&'a self, thread_id: &'a str, except: Option<&'a str>) -> BoxFuture<'a, Result<bool, DbError>>;
     /// Claims the oldest pending run whose time has come ([`Run::not_before`]) and whose thread

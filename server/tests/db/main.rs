@@ -52,6 +52,7 @@ macro_rules! suite {
                 claim_takes_the_oldest_runnable_run_and_a_threads_runs_in_order
                 concurrent_claims_never_run_two_runs_of_one_thread
                 requeue_puts_running_runs_back_and_busy_workers_names_their_workers
+                in_flight_lists_every_pending_or_running_run_oldest_first
                 a_run_is_not_claimed_before_its_time_and_holds_its_threads_later_runs_back
                 a_stale_claim_can_neither_hold_nor_end_a_run_claimed_again
                 a_run_s_end_leaves_its_thread_busy_while_another_run_of_it_waits

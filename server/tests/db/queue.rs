@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use weir_server::db::{DbError, Enqueued, IfExists, RunFate, ThreadUpdate};
+use weir_server::db::{DbError, Enqueued, IfExists, InFlight, RunFate, ThreadUpdate};
 use weir_server::model::{MultitaskStrategy, Run, RunStatus, ThreadStatus};
 
 async fn queued(db: &Db, run: &Run) -> Vec<String> {
@@ -283,6 +283,29 @@ pub async fn requeue_puts_running_runs_back_and_busy_workers_names_their_workers
     assert_eq!(db.queue.requeue(None).await.unwrap(), rest);
     assert_eq!(db.queue.busy_workers().await.unwrap(), Vec::<String>::new());
     assert_eq!(db.queue.requeue(None).await.unwrap(), []);
+}
+
+/// What `POST /runs/cancel` with a `status` stops: every pending, or running, run of any thread.
+pub async fn in_flight_lists_every_pending_or_running_run_oldest_first(db: &Db) {
+    let threads: Vec<String> = (0..3).map(|_| id()).collect();
+    let mut runs: Vec<Run> = threads.iter().map(|t| run(t, MultitaskStrategy::Enqueue)).collect();
+    runs.push(run(&threads[0], MultitaskStrategy::Enqueue));
+    for r in &runs {
+        queued(db, r).await;
+    }
+    let pair = |r: &Run| (r.thread_id.clone(), r.run_id.clone());
+    assert_eq!(db.queue.in_flight(InFlight::Running).await.unwrap(), []);
+    assert_eq!(
+        db.queue.in_flight(InFlight::Pending).await.unwrap(),
+        runs.iter().map(pair).collect::<Vec<_>>()
+    );
+    assert_eq!(db.queue.claim("w1").await.unwrap().unwrap().run_id, runs[0].run_id);
+    assert!(db.queue.set_status(&runs[1].run_id, RunStatus::Success).await.unwrap());
+    assert_eq!(db.queue.in_flight(InFlight::Running).await.unwrap(), [pair(&runs[0])]);
+    assert_eq!(
+        db.queue.in_flight(InFlight::Pending).await.unwrap(),
+        [pair(&runs[2]), pair(&runs[3])]
+    );
 }
 
 pub async fn a_worker_claims_the_run_it_queues_only_when_it_could_start_at_once(db: &Db) {

@@ -4,7 +4,7 @@
 import asyncio
 
 import pytest
-from langgraph_sdk.errors import ConflictError, NotFoundError
+from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
 
 async def wait_running(client, tid, rid):
@@ -99,3 +99,18 @@ async def test_cancel_without_waiting_is_accepted(client):
     await client.runs.cancel(tid, first)
     await client.runs.join(tid, first)
     assert (await client.runs.get(tid, first))["status"] == "interrupted"
+
+
+async def test_cancel_many_by_status_stops_every_run_with_it(client):
+    tid, first = await busy(client)
+    second = await client.runs.create(tid, "chain", input={"topic": "2"})
+    assert second["status"] == "pending"
+    await client.runs.cancel_many(status="pending")
+    await client.runs.join(tid, second["run_id"])
+    assert (await client.runs.get(tid, second["run_id"]))["status"] == "interrupted"
+    assert (await client.runs.get(tid, first))["status"] == "running"
+    await client.runs.cancel_many(status="running")
+    await client.runs.join(tid, first)
+    assert (await client.runs.get(tid, first))["status"] == "interrupted"
+    with pytest.raises(UnprocessableEntityError):
+        await client.runs.cancel_many(status="pending", thread_id=tid, run_ids=[first])

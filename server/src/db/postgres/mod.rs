@@ -13,8 +13,8 @@ mod queue;
 mod schema;
 
 use crate::db::{
-    AssistantQuery, Catalog, CronQuery, DbError, Enqueued, IfExists, QueueStats, RunFate, RunQueue, ThreadQuery,
-    ThreadUpdate, VersionQuery,
+    AssistantQuery, Catalog, CronQuery, DbError, Enqueued, IfExists, InFlight, QueueStats, RunFate, RunQueue,
+    ThreadQuery, ThreadUpdate, VersionQuery,
 };
 use crate::model::{Assistant, Cron, Object, Run, RunStatus, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
 use futures::future::BoxFuture;
@@ -297,6 +297,9 @@ impl RunQueue for PostgresDb {
         op!(self, "listing runs", Yes, |c| queue::list_runs(
             c, thread_id, limit, offset, status
         ))
+    }
+    fn in_flight(&self, status: InFlight) -> BoxFuture<'_, Result<Vec<(String, String)>, DbError>> {
+        op!(self, "listing the runs in flight", Yes, |c| queue::in_flight(c, status))
     }
     fn end_run<'a>(
         &'a self,

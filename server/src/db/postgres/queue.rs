@@ -10,7 +10,7 @@ use super::catalog;
 use super::pool::{Conn, Fail};
 use crate::db::query::{self, Dialect};
 use crate::db::rows::{self, name_of};
-use crate::db::{DbError, Enqueued, QueueStats, RunFate, ThreadUpdate};
+use crate::db::{DbError, Enqueued, InFlight, QueueStats, RunFate, ThreadUpdate};
 use crate::model::{MultitaskStrategy, Object, Run, RunStatus, ThreadStatus};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Row;
@@ -160,6 +160,17 @@ pub(super) async fn list_runs(
         .query(&statement, &[&thread_id, &status, &limit, &offset])
         .await?;
     runs(&found)
+}
+
+/// Every pending or running run, oldest first (each status a literal, as on SQLite).
+pub(super) async fn in_flight(conn: &mut Conn, status: InFlight) -> Result<Vec<(String, String)>, Fail> {
+    let sql = match status {
+        InFlight::Pending => "SELECT thread_id, run_id FROM server_runs WHERE status = 'pending' ORDER BY seq",
+        InFlight::Running => "SELECT thread_id, run_id FROM server_runs WHERE status = 'running' ORDER BY seq",
+    };
+    let statement = conn.prepare(sql).await?;
+    let found = conn.client.query(&statement, &[]).await?;
+    Ok(found.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
 /// As on SQLite: runs whose `not_before` has not come are skipped, and the claim's attempt is

@@ -14,8 +14,8 @@ mod queue;
 mod schema;
 
 use crate::db::{
-    AssistantQuery, Catalog, CronQuery, DbError, Enqueued, IfExists, QueueStats, RunFate, RunQueue, ThreadQuery,
-    ThreadUpdate, VersionQuery,
+    AssistantQuery, Catalog, CronQuery, DbError, Enqueued, IfExists, InFlight, QueueStats, RunFate, RunQueue,
+    ThreadQuery, ThreadUpdate, VersionQuery,
 };
 use crate::model::{Assistant, Cron, Object, Run, RunStatus, Thread, ThreadStatus, ThreadTtl, TtlStrategy};
 use conn::{Conn, Fail};
@@ -299,6 +299,12 @@ impl RunQueue for SqliteDb {
         Box::pin(self.conn.read("listing runs", move |c| {
             queue::list_runs(c, &thread_id, limit, offset, status)
         }))
+    }
+    fn in_flight(&self, status: InFlight) -> BoxFuture<'_, Result<Vec<(String, String)>, DbError>> {
+        Box::pin(
+            self.conn
+                .scan("listing the runs in flight", move |c| queue::in_flight(c, status)),
+        )
     }
     fn has_inflight<'a>(&'a self, thread_id: &'a str, except: Option<&'a str>) -> BoxFuture<'a, Result<bool, DbError>> {
         let (thread_id, except) = (thread_id.to_owned(), except.map(str::to_owned));

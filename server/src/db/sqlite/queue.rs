@@ -7,7 +7,7 @@ use super::catalog;
 use super::conn::{begin, Fail};
 use crate::db::query::{self, Dialect};
 use crate::db::rows::{self, name_of};
-use crate::db::{DbError, Enqueued, QueueStats, RunFate, ThreadUpdate};
+use crate::db::{DbError, Enqueued, InFlight, QueueStats, RunFate, ThreadUpdate};
 use crate::model::{MultitaskStrategy, Object, Run, RunStatus, ThreadStatus};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -108,6 +108,20 @@ pub(super) fn list_runs(
         .query_map(params![thread_id, status], read)?
         .collect::<Result<Vec<_>, _>>()?;
     runs(found)
+}
+
+/// Every pending or running run, oldest first (each status named as a literal, so that its
+/// partial index serves it).
+pub(super) fn in_flight(conn: &mut Connection, status: InFlight) -> Result<Vec<(String, String)>, Fail> {
+    let sql = match status {
+        InFlight::Pending => "SELECT thread_id, run_id FROM server_runs WHERE status = 'pending' ORDER BY seq",
+        InFlight::Running => "SELECT thread_id, run_id FROM server_runs WHERE status = 'running' ORDER BY seq",
+    };
+    let found = conn
+        .prepare_cached(sql)?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(found)
 }
 
 /// The `seq` of the run a claim at `?2` (now) takes: the oldest pending run whose time has come
