@@ -1,6 +1,6 @@
 //! What handlers read from the URL: [`Query`] (a query string refused with a 422 that names the
-//! parameter), boolean parameters ([`flag`]), and the checks of ids, which LangGraph types as UUIDs ([`checked_uuid`]; in paths,
-//! [`thread_id`] and [`assistant_id`]).
+//! parameter), boolean parameters ([`flag`]), and the checks of ids, which LangGraph types as
+//! UUIDs ([`checked_uuid`]; in paths, [`thread_id`] and [`assistant_id`]).
 
 use super::{ApiError, AppState};
 use axum::extract::FromRequestParts;
