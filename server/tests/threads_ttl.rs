@@ -233,30 +233,37 @@ async fn a_thread_read_with_include_ttl_shows_its_ttl_and_when_it_expires() {
     );
 }
 
+/// A new assistant of the chain graph named `name`: its id.
+async fn assistant(app: &App, name: &str) -> String {
+    let made = app
+        .call("POST", "/assistants", Some(json!({"graph_id": "chain", "name": name})))
+        .await;
+    assert_eq!(made.status, StatusCode::OK, "{}", made.body);
+    made.body["assistant_id"].as_str().unwrap().to_owned()
+}
+
+/// A new thread that assistant `aid` ran on once: its id.
+async fn thread_run_by(app: &App, aid: &str) -> String {
+    let t = app.call("POST", "/threads", Some(json!({}))).await;
+    let tid = t.body["thread_id"].as_str().unwrap().to_owned();
+    let run = app
+        .call(
+            "POST",
+            &format!("/threads/{tid}/runs/wait"),
+            Some(json!({"input": {"topic": "x", "log": []}, "assistant_id": aid})),
+        )
+        .await;
+    assert_eq!(run.status, StatusCode::OK, "{}", run.body);
+    tid
+}
+
 #[tokio::test]
 async fn deleting_an_assistant_with_delete_threads_deletes_the_threads_its_runs_were_made_on() {
     let (_dir, app) = app().await;
-    let made = app
-        .call(
-            "POST",
-            "/assistants",
-            Some(json!({"graph_id": "chain", "name": "doomed"})),
-        )
-        .await;
-    assert_eq!(made.status, StatusCode::OK, "{}", made.body);
-    let doomed = made.body["assistant_id"].as_str().unwrap().to_owned();
+    let doomed = assistant(&app, "doomed").await;
     let mut its = Vec::new();
     for _ in 0..3 {
-        let t = app.call("POST", "/threads", Some(json!({}))).await;
-        let tid = t.body["thread_id"].as_str().unwrap().to_owned();
-        let run = app
-            .call(
-                "POST",
-                &format!("/threads/{tid}/runs/wait"),
-                Some(json!({"input": {"topic": "x", "log": []}, "assistant_id": doomed})),
-            )
-            .await;
-        assert_eq!(run.status, StatusCode::OK, "{}", run.body);
+        let tid = thread_run_by(&app, &doomed).await;
         app.until_checkpoints(&tid, 4).await;
         its.push(tid);
     }
@@ -313,24 +320,8 @@ async fn deleting_an_assistant_with_delete_threads_deletes_the_threads_its_runs_
 async fn deleting_an_assistant_alone_leaves_its_threads() {
     let (_dir, app) = app().await;
     for query in ["", "?delete_threads=false"] {
-        let made = app
-            .call(
-                "POST",
-                "/assistants",
-                Some(json!({"graph_id": "chain", "name": "retired"})),
-            )
-            .await;
-        let retired = made.body["assistant_id"].as_str().unwrap().to_owned();
-        let t = app.call("POST", "/threads", Some(json!({}))).await;
-        let tid = t.body["thread_id"].as_str().unwrap().to_owned();
-        let run = app
-            .call(
-                "POST",
-                &format!("/threads/{tid}/runs/wait"),
-                Some(json!({"input": {"topic": "x", "log": []}, "assistant_id": retired})),
-            )
-            .await;
-        assert_eq!(run.status, StatusCode::OK, "{}", run.body);
+        let retired = assistant(&app, "retired").await;
+        let tid = thread_run_by(&app, &retired).await;
         let gone = app.call("DELETE", &format!("/assistants/{retired}{query}"), None).await;
         assert_eq!(gone.status, StatusCode::NO_CONTENT, "{query}");
         let kept = app.call("GET", &format!("/threads/{tid}"), None).await;
