@@ -3,6 +3,8 @@ with `?format=json`; the queue, this process's workers and the HTTP requests by 
 
 import re
 
+import pytest
+
 
 async def test_metrics_count_requests_by_route_and_show_the_queue(client, raw):
     thread = await client.threads.create()
@@ -22,6 +24,11 @@ async def test_metrics_count_requests_by_route_and_show_the_queue(client, raw):
     # No URL is a series of its own.
     assert not any(thread["thread_id"] in path for _, path, _ in waits)
 
+
+@pytest.mark.weir_only  # langgraph dev 0.16.7's text format has no lg_api_* series (its platform's has)
+async def test_metrics_text_names_the_series_as_langgraphs_platform(client, raw):
+    thread = await client.threads.create()
+    await client.runs.wait(thread["thread_id"], "chain", input={"topic": "m"})
     text = await raw.get("/metrics")
     assert text.status_code == 200 and text.headers["content-type"].startswith("text/plain")
     body = text.text
