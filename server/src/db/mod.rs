@@ -101,6 +101,17 @@ pub enum InFlight {
     Running,
 }
 
+impl InFlight {
+    /// The query both backends list these runs with, `(thread_id, run_id)` oldest first: the
+    /// status a literal, so that its partial index serves it.
+    pub(crate) fn select(self) -> &'static str {
+        match self {
+            InFlight::Pending => "SELECT thread_id, run_id FROM server_runs WHERE status = 'pending' ORDER BY seq",
+            InFlight::Running => "SELECT thread_id, run_id FROM server_runs WHERE status = 'running' ORDER BY seq",
+        }
+    }
+}
+
 /// `POST /runs/crons/search` and `/runs/crons/count`.
 #[derive(Debug, Clone, Default)]
 pub struct CronQuery {

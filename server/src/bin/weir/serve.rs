@@ -102,13 +102,12 @@ fn cron_poll(text: &str) -> Result<Duration, String> {
 }
 
 /// Runs `weir serve`.
-pub(crate) fn serve(args: ServeArgs) -> Result<ExitCode, ExitCode> {
+pub(crate) fn serve(mut args: ServeArgs) -> Result<ExitCode, ExitCode> {
     if args.postgres.is_none() && args.role != Role::All {
         return Err(super::usage(
             "`--role api|worker` splits a scaled-out server: give `--postgres URL --redis URL` too",
         ));
     }
-    let mut args = args;
     if args.cron_poll.is_none() {
         if let Some(seconds) = std::env::var("CRON_SCHEDULER_SLEEP_TIME")
             .ok()

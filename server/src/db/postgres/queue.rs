@@ -162,13 +162,9 @@ pub(super) async fn list_runs(
     runs(&found)
 }
 
-/// Every pending or running run, oldest first (each status a literal, as on SQLite).
+/// Every pending or running run, oldest first ([`InFlight::select`]).
 pub(super) async fn in_flight(conn: &mut Conn, status: InFlight) -> Result<Vec<(String, String)>, Fail> {
-    let sql = match status {
-        InFlight::Pending => "SELECT thread_id, run_id FROM server_runs WHERE status = 'pending' ORDER BY seq",
-        InFlight::Running => "SELECT thread_id, run_id FROM server_runs WHERE status = 'running' ORDER BY seq",
-    };
-    let statement = conn.prepare(sql).await?;
+    let statement = conn.prepare(status.select()).await?;
     let found = conn.client.query(&statement, &[]).await?;
     Ok(found.iter().map(|r| (r.get(0), r.get(1))).collect())
 }

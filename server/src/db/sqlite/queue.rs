@@ -110,15 +110,10 @@ pub(super) fn list_runs(
     runs(found)
 }
 
-/// Every pending or running run, oldest first (each status named as a literal, so that its
-/// partial index serves it).
+/// Every pending or running run, oldest first ([`InFlight::select`]).
 pub(super) fn in_flight(conn: &mut Connection, status: InFlight) -> Result<Vec<(String, String)>, Fail> {
-    let sql = match status {
-        InFlight::Pending => "SELECT thread_id, run_id FROM server_runs WHERE status = 'pending' ORDER BY seq",
-        InFlight::Running => "SELECT thread_id, run_id FROM server_runs WHERE status = 'running' ORDER BY seq",
-    };
     let found = conn
-        .prepare_cached(sql)?
+        .prepare_cached(status.select())?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(found)
