@@ -196,8 +196,9 @@ fn args() -> Result<Args, BoxError> {
 /// The server, embedded: checkpoints and the server's tables in one SQLite file, the bus in
 /// process.
 async fn embedded(args: &Args) -> Result<Server, BoxError> {
-    let saver = Arc::new(SqliteSaver::open(&args.db)?);
-    let db = Arc::new(SqliteDb::open(&args.db).await?);
+    let saver = SqliteSaver::open(&args.db)?;
+    let db = Arc::new(SqliteDb::open_with(&saver).await?);
+    let saver = Arc::new(saver);
     let bus = Arc::new(LocalBus::new(LocalBusConfig::default()));
     Ok(Server::with_backends(saver, db.clone(), db, bus)
         .graph("chain", chain()?)

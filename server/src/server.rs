@@ -140,7 +140,7 @@ impl Server {
     pub async fn embedded_with(path: impl AsRef<std::path::Path>, store: StoreConfig) -> Result<Self, ServeError> {
         let path = path.as_ref();
         let saver = SqliteSaver::open(path).map_err(ServeError::Saver)?;
-        let db = Arc::new(SqliteDb::open(path).await.map_err(ServeError::Db)?);
+        let db = Arc::new(SqliteDb::open_with(&saver).await.map_err(ServeError::Db)?);
         let store = SqliteStore::open(path, store).map_err(ServeError::Store)?;
         Ok(Self::with_backends(Arc::new(saver), db.clone(), db, Arc::new(LocalBus::default())).store(Arc::new(store)))
     }

@@ -72,6 +72,6 @@ pub use postgres::{PostgresOptions, PostgresSaver};
 pub use record::{Blob, ChannelRef, CheckpointRecord, Held, Loaded, PendingWrite, Source, Usage};
 pub use retention::{Pruned, Retention};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SqliteOptions, SqliteSaver, Synchronous};
+pub use sqlite::{SqliteOptions, SqliteSaver, Synchronous, WriteAnswer, WriteJob};
 pub use sweeper::Sweeper;
 pub use time::Timestamp;

@@ -291,9 +291,9 @@ impl Bus for Faulty {
 
 /// The server's tables and the checkpointer on one SQLite file.
 pub async fn open(path: &std::path::Path) -> (Arc<SqliteDb>, Arc<dyn Checkpointer>) {
-    let db = Arc::new(SqliteDb::open(path).await.unwrap());
-    let saver: Arc<dyn Checkpointer> = Arc::new(SqliteSaver::open(path).unwrap());
-    (db, saver)
+    let saver = SqliteSaver::open(path).unwrap();
+    let db = Arc::new(SqliteDb::open_with(&saver).await.unwrap());
+    (db, Arc::new(saver))
 }
 
 /// A test configuration: 4 workers, a 1 s heartbeat, no grace.

@@ -3,7 +3,9 @@
 //! its own put directly (see [`super::writer`]).
 //!
 //! Each request runs under a savepoint of its own when the batch has several, so one refused
-//! put rolls back alone; the outcomes are known once the batch is committed.
+//! put rolls back alone; the outcomes are known once the batch is committed. The jobs of the
+//! file's other tables ([`WriteJob`]) queued with them run first, in the same transaction, each
+//! under a savepoint too.
 //!
 //! The statements come from the connection's statement cache, each taken once per batch and
 //! held until the batch ends ([`Statements`]): a batch of a thousand puts looks each up once,
@@ -11,7 +13,7 @@
 
 use super::retained::Memo;
 use super::rows;
-use super::{Failure, SaverError};
+use super::{Failure, SaverError, WriteAnswer, WriteJob};
 use crate::checkpoint::{check, copy, CheckpointRecord, MadeByRun, PendingWrite, Pruned, Retention, TaskWrites};
 use crate::sqlite::WriteGate;
 use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Statement};
@@ -52,6 +54,25 @@ pub(super) enum Work {
 
 /// The outcome of a write: its result, or the payload of a panic while it ran.
 pub(super) type Outcome = Result<Result<(), SaverError>, Box<dyn Any + Send>>;
+
+/// The jobs of the file's other tables in a batch: those queued, then their answers, and why
+/// their transaction did not commit (`None`: it did, or each job ran in its own).
+#[derive(Default)]
+pub(super) struct Jobs {
+    pub(super) queued: Vec<WriteJob>,
+    pub(super) answers: Vec<WriteAnswer>,
+    pub(super) failed: Option<String>,
+}
+
+impl Jobs {
+    /// Tells each job run how its transaction ended.
+    pub(super) fn answer(&mut self) {
+        let failed = self.failed.take();
+        for answer in self.answers.drain(..) {
+            answer(failed.as_deref());
+        }
+    }
+}
 
 /// What the writes have done, for tests and diagnostics.
 #[derive(Debug, Default)]
@@ -181,11 +202,20 @@ impl Core {
         })
     }
 
-    /// Runs `works` in one transaction and appends their outcomes to `outcomes`, in order: a
-    /// write that fails is rolled back alone (to its savepoint) and its outcome says why; a
-    /// transaction that cannot begin or commit gives every write that error.
-    pub(super) fn commit(&mut self, works: &[Work], path: &Path, stats: &Stats, outcomes: &mut Vec<Outcome>) {
-        if works.is_empty() {
+    /// Runs `jobs` then `works` in one transaction and appends the works' outcomes to
+    /// `outcomes`, in order: a write that fails is rolled back alone (to its savepoint) and its
+    /// outcome says why; a transaction that cannot begin or commit gives every write that error
+    /// (and every job, in `jobs.failed`; when it cannot begin, each job runs alone, as it would
+    /// on a connection of its own).
+    pub(super) fn commit(
+        &mut self,
+        jobs: &mut Jobs,
+        works: &[Work],
+        path: &Path,
+        stats: &Stats,
+        outcomes: &mut Vec<Outcome>,
+    ) {
+        if works.is_empty() && jobs.queued.is_empty() {
             return;
         }
         #[cfg(test)]
@@ -197,6 +227,18 @@ impl Core {
         let start = outcomes.len();
         let gate = self.gate.clone();
         let _held = gate.enter();
+        let many = works.len() + jobs.queued.len() > 1;
+        let began = self.begin();
+        let in_batch = began.is_ok();
+        if in_batch {
+            for job in jobs.queued.drain(..) {
+                jobs.answers.extend(self.run_job(job));
+            }
+        } else {
+            for job in jobs.queued.drain(..) {
+                jobs.answers.extend(run_alone(&mut self.conn, job));
+            }
+        }
         let mut batch = Batch {
             statements: Statements {
                 conn: &self.conn,
@@ -208,7 +250,7 @@ impl Core {
             stats,
             path,
         };
-        let committed = batch.run_all(works, outcomes);
+        let committed = began.and_then(|()| batch.run_all(works, outcomes, many));
         let conn = &self.conn;
         drop(batch);
         match committed {
@@ -228,6 +270,12 @@ impl Core {
                 self.abandon();
                 outcomes.resize_with(start + works.len(), || Ok(Ok(())));
                 let message = e.to_string();
+                if in_batch && !jobs.answers.is_empty() {
+                    jobs.failed = Some(format!(
+                        "committing {} queued writes failed: {message}",
+                        jobs.answers.len()
+                    ));
+                }
                 let mut first = Some(e);
                 for outcome in outcomes[start..].iter_mut().filter(|o| matches!(o, Ok(Ok(())))) {
                     *outcome = Ok(Err(match first.take() {
@@ -237,6 +285,38 @@ impl Core {
                 }
             }
         }
+    }
+
+    /// Begins the batch's transaction, and forgets the last put if another connection wrote
+    /// since.
+    fn begin(&mut self) -> rusqlite::Result<()> {
+        self.conn.prepare_cached(Sql::Begin.text())?.execute([])?;
+        let version = data_version(&self.conn);
+        if self.last_put.as_ref().is_some_and(|last| last.version != version) {
+            self.last_put = None;
+        }
+        self.retained.begin(version);
+        Ok(())
+    }
+
+    /// Runs a job of the file's other tables inside the batch's transaction, under a savepoint
+    /// of its own; its answer, or `None` when it panicked (what it wrote is then undone, and
+    /// its caller hears that it did not answer).
+    fn run_job(&mut self, job: WriteJob) -> Option<WriteAnswer> {
+        self.wal_grown += PAGES_PER_COMMIT;
+        let savepoint = self
+            .conn
+            .prepare_cached("SAVEPOINT job")
+            .and_then(|mut s| s.execute([]));
+        let answer = run_alone(&mut self.conn, job);
+        if savepoint.is_ok() {
+            let conn = &self.conn;
+            if answer.is_none() {
+                let _ = conn.prepare_cached("ROLLBACK TO job").and_then(|mut s| s.execute([]));
+            }
+            let _ = conn.prepare_cached("RELEASE job").and_then(|mut s| s.execute([]));
+        }
+        answer
     }
 
     /// Rolls back the transaction under way, if any; the last put is forgotten.
@@ -289,18 +369,10 @@ struct Batch<'c> {
 }
 
 impl Batch<'_> {
-    /// Begins, runs each write (under a savepoint of its own when there are several), keeps its
-    /// outcome, and commits unless the batch is a lone write that failed (`Ok(false)`). An
-    /// error is SQLite failing the transaction itself.
-    fn run_all(&mut self, works: &[Work], outcomes: &mut Vec<Outcome>) -> rusqlite::Result<bool> {
-        self.statements.get(Sql::Begin)?.execute([])?;
-        let conn = self.statements.conn;
-        let version = data_version(conn);
-        if self.last_put.as_ref().is_some_and(|last| last.version != version) {
-            *self.last_put = None;
-        }
-        self.retained.begin(version);
-        let many = works.len() > 1;
+    /// Runs each write in the transaction under way (under a savepoint of its own when the
+    /// batch has several, `many`), keeps its outcome, and commits unless the batch is a lone
+    /// write that failed (`Ok(false)`). An error is SQLite failing the transaction itself.
+    fn run_all(&mut self, works: &[Work], outcomes: &mut Vec<Outcome>, many: bool) -> rusqlite::Result<bool> {
         for work in works {
             if many {
                 self.statements.get(Sql::Savepoint)?.execute([])?;
@@ -315,7 +387,7 @@ impl Batch<'_> {
                 self.statements.get(Sql::Release)?.execute([])?;
             }
         }
-        if !many && !matches!(outcomes.last(), Some(Ok(Ok(())))) {
+        if !many && !works.is_empty() && !matches!(outcomes.last(), Some(Ok(Ok(())))) {
             return Ok(false);
         }
         self.statements.get(Sql::Commit)?.execute([])?;
@@ -551,6 +623,15 @@ impl Batch<'_> {
         }
         Ok(())
     }
+}
+
+/// Runs a job of the file's other tables; its answer, or `None` when it panicked.
+fn run_alone(conn: &mut Connection, job: WriteJob) -> Option<WriteAnswer> {
+    let answer = catch_unwind(AssertUnwindSafe(|| job(conn))).ok();
+    if answer.is_none() {
+        tracing::error!("a job of the tables beside the checkpoints panicked on the sqlite writer");
+    }
+    answer
 }
 
 /// The data version of `conn`'s file: it changes with every commit to the file, this

@@ -20,6 +20,11 @@
 //! the insert. A put that follows one to the same thread skips the read while the file's data
 //! version says nothing has been written since.
 //!
+//! Other tables in the same file (the server's) write through the same connection, as jobs
+//! ([`WriteJob`], [`SqliteSaver::queue_job`]) that share the writer's batches: two write
+//! connections to one file would take turns at its lock, and each commit of one would empty the
+//! other's page cache.
+//!
 //! The schema's version is the file's `PRAGMA user_version`; [`schema`] lists the steps from
 //! each version to the next. A file with a newer version than this weir knows is refused and left
 //! untouched.
@@ -76,6 +81,18 @@ impl Synchronous {
         }
     }
 }
+
+/// A write of other tables in the saver's file, on its write connection (see
+/// [`SqliteSaver::queue_job`]). It runs on the writer thread inside the transaction of the batch
+/// it was queued with, under a savepoint of its own, and returns how to tell its caller the
+/// outcome once that transaction has ended: `None` when it committed, else why it did not. A job
+/// that fails undoes its own writes (a savepoint of its own, as rusqlite's `Savepoint`); one
+/// that panics has them undone, and its caller hears nothing (its answer is dropped).
+pub type WriteJob = Box<dyn FnOnce(&mut Connection) -> WriteAnswer + Send>;
+
+/// How a [`WriteJob`] answers its caller: given `None` when its transaction committed, else
+/// why it did not.
+pub type WriteAnswer = Box<dyn FnOnce(Option<&str>) + Send>;
 
 /// How a [`SqliteSaver`] opens its file: made by [`SqliteSaver::options`].
 ///
@@ -220,6 +237,44 @@ impl SqliteSaver {
     /// The file this saver stores into.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// Queues `job`, a write of other tables in this file, for the saver's write connection:
+    /// it shares the next batch's transaction with the checkpoints queued with it (see
+    /// [`WriteJob`]). Returns once it is queued (waiting for room); the job's answer tells its
+    /// caller the rest.
+    ///
+    /// # Errors
+    ///
+    /// When the writer thread has stopped: the job is dropped unrun.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use weir_runtime::checkpoint::SqliteSaver;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let dir = std::env::temp_dir().join(format!("weir-doc-job-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// let saver = SqliteSaver::open(dir.join("weir.db")).unwrap();
+    /// let (tell, told) = tokio::sync::oneshot::channel();
+    /// saver
+    ///     .queue_job(Box::new(|conn| {
+    ///         let made = conn.execute_batch("CREATE TABLE notes (body TEXT)");
+    ///         Box::new(move |failed: Option<&str>| {
+    ///             let _ = tell.send(made.is_ok() && failed.is_none());
+    ///         })
+    ///     }))
+    ///     .await
+    ///     .unwrap();
+    /// assert!(told.await.unwrap(), "made, and committed");
+    /// # drop(saver);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # }
+    /// ```
+    pub async fn queue_job(&self, job: WriteJob) -> Result<(), SaverError> {
+        self.inner.writer.queue_job(job).await
     }
 
     /// Runs `f` on a read connection, on a thread tokio lends or on its blocking pool

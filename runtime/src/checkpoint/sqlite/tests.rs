@@ -429,3 +429,107 @@ async fn a_put_waits_for_the_file_s_write_gate() {
     put.await.unwrap().unwrap();
     assert_eq!(saver.head("t", "").await.unwrap().as_deref(), Some("cp-1"));
 }
+
+/// What a test job tells: its own result, and how its transaction ended.
+type Told = tokio::sync::oneshot::Receiver<(Result<(), String>, Option<String>)>;
+
+/// A job of another table of the file: inserts `k` into `notes`, then fails with `fail`
+/// (undoing its insert, under a savepoint of its own) or panics with it, as `how` says. Its
+/// answer goes to the returned receiver.
+fn note_job(k: &'static str, how: Option<(&'static str, bool)>) -> (WriteJob, Told) {
+    let (tell, told) = tokio::sync::oneshot::channel();
+    let job: WriteJob = Box::new(move |conn| {
+        let result = (|| {
+            let sp = conn.savepoint().map_err(|e| e.to_string())?;
+            sp.execute("INSERT INTO notes (k) VALUES (?1)", [k])
+                .map_err(|e| e.to_string())?;
+            match how {
+                Some((why, true)) => panic!("{why}"),
+                Some((why, false)) => return Err(why.to_owned()),
+                None => {}
+            }
+            sp.commit().map_err(|e| e.to_string())
+        })();
+        Box::new(move |failed: Option<&str>| {
+            let _ = tell.send((result, failed.map(str::to_owned)));
+        })
+    });
+    (job, told)
+}
+
+fn notes(dir: &TempDir) -> Vec<String> {
+    let conn = Connection::open(dir.db()).unwrap();
+    let mut stmt = conn.prepare("SELECT k FROM notes ORDER BY k").unwrap();
+    let rows = stmt.query_map([], |r| r.get(0)).unwrap();
+    rows.collect::<Result<_, _>>().unwrap()
+}
+
+/// Jobs of the file's other tables queued with puts share their transaction: one commit for
+/// all, each job whole or undone alone (one that fails undoes its own writes, one that panics
+/// has them undone and is never answered), and the puts stored beside them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_queued_with_puts_share_their_transaction_and_each_is_whole_or_undone() {
+    let dir = TempDir::new();
+    let saver = SqliteSaver::open(dir.db()).unwrap();
+    Connection::open(dir.db())
+        .unwrap()
+        .execute_batch("CREATE TABLE notes (k TEXT PRIMARY KEY)")
+        .unwrap();
+    let before = transactions(&saver);
+    let release = hold(&saver).await;
+    let put = {
+        let saver = saver.clone();
+        tokio::spawn(async move { saver.put(record("t", "cp-1", None, b"1"), None).await })
+    };
+    let (kept, kept_told) = note_job("a", None);
+    let (refused, refused_told) = note_job("b", Some(("no room for b", false)));
+    let (panics, panics_told) = note_job("c", Some(("a job's bug", true)));
+    let (again, again_told) = note_job("a", None);
+    let (last, last_told) = note_job("d", None);
+    for job in [kept, refused, panics, again, last] {
+        saver.queue_job(job).await.unwrap();
+    }
+    while saver.inner.writer.queued() < 6 {
+        tokio::task::yield_now().await;
+    }
+    drop(release);
+    put.await.unwrap().unwrap();
+    assert_eq!(kept_told.await.unwrap(), (Ok(()), None));
+    assert_eq!(refused_told.await.unwrap(), (Err("no room for b".to_owned()), None));
+    assert!(panics_told.await.is_err(), "a job that panicked is not answered");
+    let (conflict, committed) = again_told.await.unwrap();
+    assert!(conflict.unwrap_err().contains("UNIQUE"), "the second `a` is refused");
+    assert_eq!(committed, None);
+    assert_eq!(last_told.await.unwrap(), (Ok(()), None));
+    assert_eq!(transactions(&saver) - before, 1, "one transaction for the batch");
+    assert_eq!(notes(&dir), ["a", "d"]);
+    assert_eq!(saver.head("t", "").await.unwrap().as_deref(), Some("cp-1"));
+}
+
+/// When the batch's transaction cannot begin (another process holds the file's write lock past
+/// the busy timeout), each job runs alone, as on a connection of its own: it meets the lock
+/// itself and says so, and its answer says nothing failed beyond that. The writer goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_whose_batch_cannot_begin_runs_alone_and_meets_the_lock_itself() {
+    let dir = TempDir::new();
+    let saver = SqliteSaver::options()
+        .busy_timeout(Duration::from_millis(50))
+        .open(dir.db())
+        .unwrap();
+    Connection::open(dir.db())
+        .unwrap()
+        .execute_batch("CREATE TABLE notes (k TEXT PRIMARY KEY)")
+        .unwrap();
+    let other = Connection::open(dir.db()).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let (job, told) = note_job("a", None);
+    saver.queue_job(job).await.unwrap();
+    let (result, failed) = told.await.unwrap();
+    assert_eq!(result, Err("database is locked".to_owned()));
+    assert_eq!(failed, None);
+    other.execute_batch("ROLLBACK").unwrap();
+    let (job, told) = note_job("a", None);
+    saver.queue_job(job).await.unwrap();
+    assert_eq!(told.await.unwrap(), (Ok(()), None));
+    assert_eq!(notes(&dir), ["a"]);
+}

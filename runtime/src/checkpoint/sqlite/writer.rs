@@ -22,7 +22,8 @@
 //! that stores its own put checkpoints the log after it, when due, on the same lent thread.
 
 use super::backend;
-use super::batch::{Core, Outcome, Stats, Work};
+use super::batch::{Core, Jobs, Outcome, Stats, Work};
+use super::WriteJob;
 use crate::blocking::lends_thread;
 use crate::checkpoint::SaverError;
 use crate::sqlite::WriteGate;
@@ -43,6 +44,8 @@ const BATCH: usize = 1024;
 pub(super) enum Request {
     /// A write, answered once its transaction is committed (or refused).
     Write(Work, oneshot::Sender<Outcome>),
+    /// A job of the file's other tables, which answers its caller itself.
+    Job(WriteJob),
     /// Says it holds on the first channel, then waits, holding the connection, until the
     /// second's sender is dropped or sends: what is queued meanwhile goes into the next batch,
     /// and no caller stores its own put.
@@ -152,6 +155,15 @@ impl Handle {
         }
     }
 
+    /// Queues `job` for the writer thread, which runs it with the next batch; its answer
+    /// tells its caller how that ended.
+    pub(super) async fn queue_job(&self, job: WriteJob) -> Result<(), SaverError> {
+        self.requests
+            .send(Request::Job(job))
+            .await
+            .map_err(|_| stopped(&self.shared.path))
+    }
+
     /// Stores a lone put on the caller's thread, lent by tokio, when the runtime can lend it,
     /// nothing is queued, the writer thread runs and the connection is free; else hands the
     /// work back, for the writer thread.
@@ -171,7 +183,14 @@ impl Handle {
         let shared = &*self.shared;
         let mut outcomes = Vec::with_capacity(1);
         tokio::task::block_in_place(|| {
-            core.commit(std::slice::from_ref(&work), &shared.path, &shared.stats, &mut outcomes);
+            let mut no_jobs = Jobs::default();
+            core.commit(
+                &mut no_jobs,
+                std::slice::from_ref(&work),
+                &shared.path,
+                &shared.stats,
+                &mut outcomes,
+            );
             core.checkpoint_wal(true, &shared.path, &shared.stats);
         });
         Ok(outcomes.pop().expect("one outcome per write"))
@@ -205,27 +224,36 @@ impl Handle {
     }
 }
 
-/// The writes of a batch, their answers and outcomes, reused from batch to batch.
+/// The writes and jobs of a batch, their answers and outcomes, reused from batch to batch.
 #[derive(Default)]
 struct Pending {
     works: Vec<Work>,
     answers: Vec<oneshot::Sender<Outcome>>,
     outcomes: Vec<Outcome>,
+    jobs: Jobs,
 }
 
 impl Pending {
-    /// Commits the writes taken so far on `core`.
+    /// Commits the writes and jobs taken so far on `core`.
     fn commit(&mut self, core: &mut Core, shared: &Shared) {
-        core.commit(&self.works, &shared.path, &shared.stats, &mut self.outcomes);
+        core.commit(
+            &mut self.jobs,
+            &self.works,
+            &shared.path,
+            &shared.stats,
+            &mut self.outcomes,
+        );
         self.works.clear();
     }
 
-    /// Answers the committed writes: no longer queued, so a caller may store its next put.
+    /// Answers the committed writes (no longer queued, so a caller may store its next put) and
+    /// jobs.
     fn answer(&mut self, shared: &Shared) {
         shared.queued.fetch_sub(self.answers.len(), Ordering::AcqRel);
         for (answer, outcome) in self.answers.drain(..).zip(self.outcomes.drain(..)) {
             let _ = answer.send(outcome);
         }
+        self.jobs.answer();
     }
 }
 
@@ -248,6 +276,7 @@ fn serve(shared: &Shared, mut queue: mpsc::Receiver<Request>) {
                     pending.works.push(work);
                     pending.answers.push(answer);
                 }
+                Request::Job(job) => pending.jobs.queued.push(job),
                 #[cfg(test)]
                 Request::Hold(holding, release) => {
                     pending.commit(&mut core, shared);

@@ -1,17 +1,19 @@
-//! The connection's own thread: every SQLite call of the server's tables runs there, never on a
-//! tokio worker. Callers send a job (a closure over the connection) through a bounded channel
-//! and wait for its answer on a oneshot; the thread runs the jobs one at a time, so a job is
-//! atomic with respect to every other job of this process (and, through SQLite's write lock, of
-//! every other connection to the file). A job that panics is answered with an error and the
-//! thread goes on.
+//! How the server's tables are reached. Writes go through the checkpointer's write connection
+//! to the file ([`SqliteSaver::queue_job`]), never on a tokio worker: a job (a closure over the
+//! connection) runs on the saver's writer thread, and its caller waits for the answer on a
+//! oneshot. The thread runs jobs one at a time, so a job is atomic with respect to every other
+//! write of this process (and, through SQLite's write lock, of every other connection to the
+//! file). A job that panics is answered with an error and the thread goes on.
 //!
-//! Jobs queued together share one commit (group commit): the thread takes every job waiting
-//! (up to [`BATCH`]), runs them in one `BEGIN IMMEDIATE` transaction, each under a savepoint of
-//! its own (a job's transaction, [`begin`], is then that savepoint), and answers them once the
-//! transaction has committed; if the commit fails, every job of the batch hears why. A job
-//! alone runs in its own transaction, as before. Under many concurrent runs, each of which makes
-//! a few writes (queued, claimed, finished, the thread's status), this saves most commits: the
-//! commit and its file locks were the thread's largest cost.
+//! Jobs and checkpoints queued together share one commit (group commit): the writer takes
+//! everything waiting, runs it in one `BEGIN IMMEDIATE` transaction, each job under a savepoint
+//! of its own (a job's transaction, [`begin`], is then a savepoint within it), and answers
+//! once the transaction has committed; if the commit fails, every job of the batch hears why.
+//! Under many concurrent runs, each of which makes a few writes (queued, claimed, finished,
+//! the thread's status) beside its checkpoints, this saves most commits. The tables had a
+//! write connection and thread of their own until 2026-12-06: the two connections took turns
+//! at the file's lock, and each one's commits emptied the other's page cache (a separate file
+//! for the checkpoints ran 7–20% more runs a second).
 //!
 //! Reads that stand alone (a run, a thread, an assistant, a listing) skip the thread: they run
 //! on one of [`READERS`] read-only connections, small point reads right on the caller's thread
@@ -30,27 +32,15 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::{mpsc, oneshot};
-use weir_runtime::sqlite::WriteGate;
-
-/// How many jobs wait at most; a caller waits (asynchronously) for room.
-const QUEUE: usize = 256;
-
-/// How many queued jobs share a commit at most.
-const BATCH: usize = 64;
+use tokio::sync::oneshot;
+use weir_runtime::checkpoint::{SqliteSaver, WriteJob};
 
 /// How many read-only connections serve the reads (the tokio workers that may read at once).
 pub(super) const READERS: usize = 4;
 
-/// A job: runs on the thread, and returns how to answer its caller once its batch is over
-/// (given the commit's failure, if it failed).
-type Job = Box<dyn FnOnce(&mut Connection) -> Answer + Send>;
-
-/// Answers a job's caller: with the job's result, or with the batch's commit failure.
-type Answer = Box<dyn FnOnce(Option<&str>) + Send>;
-
-/// A job's transaction: its own, taking the file's write lock first, when it runs alone; a
-/// savepoint of its batch's transaction (which holds the lock) when it runs in one.
+/// A job's transaction: a savepoint of its batch's transaction (which holds the file's write
+/// lock); its own, taking the lock first, when the batch's could not begin and the job runs
+/// alone.
 pub(super) enum Tx<'c> {
     Own(Transaction<'c>),
     InBatch(Savepoint<'c>),
@@ -113,25 +103,21 @@ impl From<DbError> for Fail {
     }
 }
 
-/// The callers' side; the thread ends (closing the connection) when the last clone is dropped.
+/// The callers' side: the saver whose write connection runs the jobs, and the readers.
 #[derive(Clone)]
 pub(super) struct Conn {
-    jobs: mpsc::Sender<Job>,
+    writer: SqliteSaver,
     readers: Arc<[Arc<Mutex<Connection>>]>,
     path: PathBuf,
 }
 
 impl Conn {
-    /// Starts the thread on `conn`, the file's migrated connection; `readers` serve [`Conn::read`].
-    pub(super) fn start(conn: Connection, readers: Vec<Connection>, path: PathBuf) -> Result<Self, DbError> {
-        let (jobs, queue) = mpsc::channel(QUEUE);
-        let gate = WriteGate::for_file(&path);
-        std::thread::Builder::new()
-            .name("weir-server-sqlite".into())
-            .spawn(move || serve(conn, &gate, queue))
-            .map_err(|e| DbError::Backend(format!("server tables in `{}`: no thread: {e}", path.display())))?;
+    /// Writes through `writer`'s connection (to the file whose tables are migrated); `readers`
+    /// serve [`Conn::read`].
+    pub(super) fn new(writer: SqliteSaver, readers: Vec<Connection>) -> Self {
+        let path = writer.path().to_path_buf();
         let readers = readers.into_iter().map(|r| Arc::new(Mutex::new(r))).collect();
-        Ok(Conn { jobs, readers, path })
+        Conn { writer, readers, path }
     }
 
     /// Runs `read` on a read-only connection (see the module's docs): a point read, right here
@@ -202,7 +188,7 @@ impl Conn {
     {
         // The job's result, or why its batch did not commit.
         let (answer, answered) = oneshot::channel::<Result<Result<T, Fail>, String>>();
-        let job: Job = Box::new(move |conn| {
+        let job: WriteJob = Box::new(move |conn| {
             let result = job(conn);
             Box::new(move |commit: Option<&str>| {
                 let _ = answer.send(match commit {
@@ -211,8 +197,8 @@ impl Conn {
                 });
             })
         });
-        if self.jobs.send(job).await.is_err() {
-            return Err(self.failed(what, "the sqlite thread has stopped"));
+        if self.writer.queue_job(job).await.is_err() {
+            return Err(self.failed(what, "the sqlite writer thread has stopped"));
         }
         match answered.await {
             Ok(Ok(result)) => self.outcome(what, result),
@@ -222,80 +208,20 @@ impl Conn {
     }
 }
 
-/// The thread's body: runs the jobs, those queued together as one batch, until every caller
-/// is gone.
-fn serve(mut conn: Connection, gate: &WriteGate, mut queue: mpsc::Receiver<Job>) {
-    let mut batch = Vec::with_capacity(BATCH);
-    while let Some(job) = queue.blocking_recv() {
-        batch.push(job);
-        while batch.len() < BATCH {
-            match queue.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
-        let _held = gate.enter();
-        if batch.len() == 1 || exec(&conn, "BEGIN IMMEDIATE").is_err() {
-            // Alone (or when the batch's transaction cannot begin), each job commits itself.
-            for job in batch.drain(..) {
-                if let Some(answer) = run(&mut conn, job) {
-                    answer(None);
-                }
-            }
-            continue;
-        }
-        let mut answers = Vec::with_capacity(batch.len());
-        for job in batch.drain(..) {
-            let savepoint = exec(&conn, "SAVEPOINT job");
-            let answer = run(&mut conn, job);
-            if savepoint.is_ok() {
-                // A job that panicked leaves nothing; one that failed undid its own writes.
-                if answer.is_none() {
-                    let _ = exec(&conn, "ROLLBACK TO job");
-                }
-                let _ = exec(&conn, "RELEASE job");
-            }
-            answers.extend(answer);
-        }
-        let failed = exec(&conn, "COMMIT").err().map(|e| {
-            // A failed commit leaves the transaction open: end it, storing nothing.
-            let _ = exec(&conn, "ROLLBACK");
-            format!("committing {} queued writes failed: {e}", answers.len())
-        });
-        for answer in answers {
-            answer(failed.as_deref());
-        }
-    }
-}
-
-/// Runs one statement of the batch's own (`BEGIN`, `SAVEPOINT` …), prepared once for the
-/// connection's life rather than parsed again for each batch and job.
-fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute([]).map(drop)
-}
-
-/// Runs one job; its answer, or `None` when it panicked (its caller then hears that it did,
-/// and what it began is undone as it unwinds).
-fn run(conn: &mut Connection, job: Job) -> Option<Answer> {
-    let answer = catch_unwind(AssertUnwindSafe(|| job(conn))).ok();
-    if answer.is_none() {
-        tracing::error!("a job on the server's sqlite thread panicked");
-    }
-    answer
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A connection to a fresh file with one table, on its thread.
+    /// A fresh file with one table beside the checkpoints, written through its saver.
     fn start(dir: &Path) -> Conn {
         let path = dir.join("t.db");
-        let conn = Connection::open(&path).unwrap();
-        conn.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER)")
+        let saver = SqliteSaver::open(&path).unwrap();
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER)")
             .unwrap();
         let reader = Connection::open(&path).unwrap();
-        Conn::start(conn, vec![reader], path).unwrap()
+        Conn::new(saver, vec![reader])
     }
 
     /// A job, boxed to queue jobs of different bodies alike.
@@ -383,7 +309,7 @@ mod tests {
     async fn jobs_wait_for_the_file_s_write_gate() {
         let dir = tempfile::tempdir().unwrap();
         let conn = start(dir.path());
-        let gate = WriteGate::for_file(&dir.path().join("t.db"));
+        let gate = weir_runtime::sqlite::WriteGate::for_file(&dir.path().join("t.db"));
         let held = gate.enter();
         let job = tokio::spawn({
             let conn = conn.clone();

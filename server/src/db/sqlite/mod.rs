@@ -23,6 +23,7 @@ use futures::future::BoxFuture;
 use rusqlite::Connection;
 use std::path::Path;
 use std::sync::Arc;
+use weir_runtime::checkpoint::SqliteSaver;
 
 /// The server's tables in a SQLite file: a [`Catalog`] and a [`RunQueue`].
 ///
@@ -53,43 +54,59 @@ impl std::fmt::Debug for SqliteDb {
 }
 
 impl SqliteDb {
-    /// Opens (or creates) the file at `path` and its server tables, migrating older ones. The
-    /// tables belong to this process until the last clone is dropped (or the process ends): a
-    /// lock on `<path>.lock`, beside the file, keeps another process from opening them.
+    /// Opens (or creates) the file at `path` and its server tables, migrating older ones, with
+    /// a checkpoint saver of its own on the file to write through ([`SqliteDb::open_with`]
+    /// says more).
+    ///
+    /// # Errors
+    ///
+    /// As [`SqliteDb::open_with`]'s, and the saver's when the file cannot be opened as one.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, DbError> {
+        let path = path.as_ref().to_path_buf();
+        let opened = path.clone();
+        let saver = tokio::task::spawn_blocking(move || SqliteSaver::open(opened))
+            .await
+            .map_err(|e| DbError::Backend(format!("opening `{}` failed: {e}", path.display())))?
+            .map_err(|e| DbError::Backend(format!("opening `{}` failed: {e}", path.display())))?;
+        Self::open_with(&saver).await
+    }
+
+    /// Opens (or creates) the server tables in `saver`'s file, migrating older ones. They are
+    /// written through the saver's write connection, in the transactions of its batches (one
+    /// writer to the file in this process: see the `conn` module). The tables belong to this
+    /// process until the last clone is dropped (or the process ends): a lock on `<path>.lock`,
+    /// beside the file, keeps another process from opening them.
     ///
     /// # Errors
     ///
     /// [`DbError::Backend`] naming the file when it cannot be opened, when another process
     /// holds its tables (naming that process), or when its server tables were written by a
     /// newer weir (the file is then left as it was).
-    pub async fn open(path: impl AsRef<Path>) -> Result<Self, DbError> {
-        let path = path.as_ref().to_path_buf();
+    pub async fn open_with(saver: &SqliteSaver) -> Result<Self, DbError> {
+        let path = saver.path().to_path_buf();
         let owner = Arc::new(owner::Owner::take(&path)?);
         let opened = path.clone();
-        let conn = tokio::task::spawn_blocking(move || {
+        let readers = tokio::task::spawn_blocking(move || {
             let mut conn = Connection::open(&opened).map_err(Fail::from)?;
             schema::prepare(&mut conn, &opened)?;
-            let readers = (0..conn::READERS)
+            (0..conn::READERS)
                 .map(|_| schema::reader(&opened))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok::<_, Fail>((conn, readers))
+                .collect::<Result<Vec<_>, _>>()
         })
         .await
         .map_err(|e| DbError::Backend(format!("opening the server tables in `{}` failed: {e}", path.display())))?;
-        let (conn, readers) = match conn {
-            Ok(opened) => opened,
-            Err(Fail::Db(e)) => return Err(e),
-            Err(Fail::Sql(e)) => {
-                return Err(DbError::Backend(format!(
-                    "opening the server tables in `{}` failed: {e}",
-                    path.display()
-                )))
-            }
+        let failed = |e: rusqlite::Error| {
+            DbError::Backend(format!("opening the server tables in `{}` failed: {e}", path.display()))
         };
-        Ok(SqliteDb {
-            conn: Conn::start(conn, readers, path)?,
-            _owner: owner,
-        })
+        let readers = match readers {
+            Ok(readers) => readers,
+            Err(Fail::Db(e)) => return Err(e),
+            Err(Fail::Sql(e)) => return Err(failed(e)),
+        };
+        let conn = Conn::new(saver.clone(), readers);
+        conn.call("setting up the write connection", schema::configure_writer)
+            .await?;
+        Ok(SqliteDb { conn, _owner: owner })
     }
 }
 

@@ -136,6 +136,20 @@ fn configure(conn: &Connection) -> Result<(), Fail> {
     // of the embedded server's time in a profile; none since. The queries that want those
     // indexes name their status as a literal.
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    json_contains(conn)
+}
+
+/// Sets up the checkpoint saver's write connection, which writes the server's tables too
+/// (its busy timeout and fixed plans are the saver's): room for the server's statements beside
+/// the saver's, and the JSON function.
+pub(super) fn configure_writer(conn: &mut Connection) -> Result<(), Fail> {
+    conn.set_prepared_statement_cache_capacity(128);
+    json_contains(conn)
+}
+
+/// `server_json_contains(doc, pattern)`: whether the JSON `doc` contains `pattern`
+/// ([`crate::db::contains`]), for searches by metadata.
+fn json_contains(conn: &Connection) -> Result<(), Fail> {
     conn.create_scalar_function(
         "server_json_contains",
         2,
