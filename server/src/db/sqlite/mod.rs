@@ -1,10 +1,10 @@
 //! The embedded backend: [`SqliteDb`], the server's tables in one SQLite file — the same file as
 //! the checkpoints, in tables of their own (`server_*`, versioned in `server_schema`), in WAL
-//! mode. Every write runs on the connection's own thread (`conn`), never on a tokio worker,
-//! and reads that stand alone on read-only connections beside it. Each write is atomic there
-//! (its own transaction, or a savepoint of the transaction the operations queued with it share,
-//! which holds the file's write lock), which makes `enqueue`'s check of in-flight runs and
-//! `claim`'s pick-and-update atomic. The tables belong to one process at a time (`owner`).
+//! mode. Every write runs on the checkpoint saver's write connection and thread (`conn`), never
+//! on a tokio worker, and reads that stand alone on read-only connections beside it. Each write
+//! is atomic there (a savepoint of the transaction the writes queued with it share, which holds
+//! the file's write lock), which makes `enqueue`'s check of in-flight runs and `claim`'s
+//! pick-and-update atomic. The tables belong to one process at a time (`owner`).
 
 mod catalog;
 mod conn;
@@ -27,7 +27,7 @@ use weir_runtime::checkpoint::SqliteSaver;
 
 /// The server's tables in a SQLite file: a [`Catalog`] and a [`RunQueue`].
 ///
-/// Clones share the connection and its thread.
+/// Clones share the read connections and the saver they write through.
 ///
 /// # Examples
 ///
