@@ -2,7 +2,8 @@
 //! PostgreSQL cases): `pg_terminate_backend` ends the backend's connections (they carry the
 //! schema's name as `application_name`) between and inside operations. A run is created,
 //! claimed and finished across kills, exactly once; an enqueue killed while it waits on its
-//! thread's lock runs again; a delete killed the same way is not repeated and says so.
+//! thread's lock runs again, as does a run's end with the worker's next claim; a delete killed
+//! the same way is not repeated and says so.
 
 use crate::support::{self, env_url, run, thread};
 use serde_json::json;
@@ -194,4 +195,69 @@ async fn a_thread_create_killed_while_it_waits_runs_again() {
     tx.rollback().await.unwrap();
     assert_eq!(create.await.unwrap().unwrap(), t);
     assert_eq!(db.catalog.get_thread("t3").await.unwrap(), Some(t));
+}
+
+/// A run's end with the worker's next claim, killed while the end waits on the thread's row,
+/// runs again on a fresh connection, ends the run once and claims the run behind it once (its
+/// first claim).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
+async fn an_end_and_claim_killed_while_it_waits_runs_again_and_claims_once() {
+    let db = support::postgres().await;
+    let admin = admin().await;
+    let t = thread("t4", 0, ThreadStatus::Idle, json!({}), json!(null));
+    db.catalog.create_thread(&t, IfExists::Raise).await.unwrap();
+    let (first, behind) = (
+        run("t4", MultitaskStrategy::Enqueue),
+        run("t4", MultitaskStrategy::Enqueue),
+    );
+    for r in [&first, &behind] {
+        db.queue.enqueue(r, None, None, None).await.unwrap();
+    }
+    let claimed = db.queue.claim("w1").await.unwrap().expect("the first run is claimed");
+    assert_eq!(claimed.run_id, first.run_id);
+
+    // Hold the thread's row: the end waits inside its transaction, before its claim.
+    let mut locker = self::admin().await;
+    let tx = locker.transaction().await.unwrap();
+    let schema = db.app.clone();
+    tx.execute(
+        &format!("SELECT 1 FROM \"{schema}\".server_threads WHERE thread_id = 't4' FOR UPDATE"),
+        &[],
+    )
+    .await
+    .unwrap();
+    let end = tokio::spawn({
+        let (queue, claimed) = (db.queue.clone(), claimed.clone());
+        async move {
+            let idle = ThreadUpdate::status(ThreadStatus::Idle, None);
+            let done = RunFate::Status(RunStatus::Success);
+            queue.end_run_and_claim(&claimed, done, &idle, "w1").await
+        }
+    });
+    let killed = waiting(&admin, &db.app, None, &end).await;
+    admin
+        .execute("SELECT pg_terminate_backend($1)", &[&killed])
+        .await
+        .unwrap();
+    let again = waiting(&admin, &db.app, Some(killed), &end).await;
+    assert_ne!(killed, again, "the end runs again on a fresh connection");
+    tx.rollback().await.unwrap();
+    let (ended, next) = end.await.unwrap().unwrap();
+    assert!(ended);
+    let next = next.expect("the run behind is claimed");
+    assert_eq!(
+        (next.run_id.as_str(), next.status, next.attempt),
+        (behind.run_id.as_str(), RunStatus::Running, 1)
+    );
+    let runs = db.queue.list_runs("t4", 0, 0, None).await.unwrap();
+    let statuses: Vec<_> = runs.iter().map(|r| (r.run_id.as_str(), r.status, r.attempt)).collect();
+    assert_eq!(
+        statuses,
+        [
+            (behind.run_id.as_str(), RunStatus::Running, 1),
+            (first.run_id.as_str(), RunStatus::Success, 1)
+        ],
+        "newest first: each run ended or claimed once"
+    );
 }
