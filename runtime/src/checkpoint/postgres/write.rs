@@ -12,15 +12,24 @@ use tokio_postgres::{Statement, Transaction};
 
 const INSERT_HEAD: &str = "INSERT INTO heads (thread_id, ns, head) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
 const MOVE_HEAD: &str = "UPDATE heads SET head = $3 WHERE thread_id = $1 AND ns = $2 AND head = $4";
-const INSERT_CHECKPOINT: &str = "INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, writes, \
-     metadata, created_at, channels, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
-     ON CONFLICT DO NOTHING";
-const MISSING_BASES: &str = "SELECT d.channel, d.base FROM unnest($3::text[], $4::text[]) AS d(channel, base) \
+/// A batch's checkpoints (of thread `$1`, namespace `$2`), one row per element of the arrays;
+/// answers the ids it stored (an id already stored is left, and missing from the answer).
+const INSERT_CHECKPOINTS: &str = "INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, writes, \
+     metadata, created_at, channels, body) \
+     SELECT $1, $2, t.id, t.parent_id, t.step, t.source, t.writes, t.metadata, t.created_at, t.channels, t.body \
+     FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[], \
+     $10::text[], $11::bytea[]) AS t(id, parent_id, step, source, writes, metadata, created_at, channels, body) \
+     ON CONFLICT DO NOTHING RETURNING id";
+/// The first of the blobs a batch builds on (`(channel, checkpoint)` pairs, in order) that is not
+/// stored, with its place in the arrays (from 1).
+const MISSING_BASES: &str = "SELECT d.channel, d.base, d.n FROM unnest($3::text[], $4::text[]) \
+     WITH ORDINALITY AS d(channel, base, n) \
      WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = $1 AND b.ns = $2 \
-     AND b.checkpoint_id = d.base AND b.channel = d.channel) LIMIT 1";
+     AND b.checkpoint_id = d.base AND b.channel = d.channel) ORDER BY d.n LIMIT 1";
+/// A batch's blobs (of thread `$1`, namespace `$2`), each with its checkpoint's id.
 const INSERT_BLOBS: &str = "INSERT INTO blobs (thread_id, ns, checkpoint_id, channel, delta_of, bytes) \
-     SELECT $1, $2, $3, t.channel, t.delta_of, t.bytes \
-     FROM unnest($4::text[], $5::text[], $6::bytea[]) AS t(channel, delta_of, bytes)";
+     SELECT $1, $2, t.checkpoint_id, t.channel, t.delta_of, t.bytes \
+     FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[]) AS t(checkpoint_id, channel, delta_of, bytes)";
 const CHECKPOINT_EXISTS: &str = "SELECT 1 FROM checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3";
 /// The writes of several tasks of a thread (`$1`): their `(ns, checkpoint, task)` triples.
 const DELETE_TASKS_WRITES: &str = "DELETE FROM writes w \
@@ -111,7 +120,7 @@ impl PostgresSaver {
                             let head_sql = if expected.is_some() { MOVE_HEAD } else { INSERT_HEAD };
                             let move_head = conn.prepare(head_sql).await?;
                             let select_head = conn.prepare(SELECT_HEAD).await?;
-                            let insert_checkpoint = conn.prepare(INSERT_CHECKPOINT).await?;
+                            let insert_all = conn.prepare(INSERT_CHECKPOINTS).await?;
                             let missing_bases = conn.prepare(MISSING_BASES).await?;
                             let insert_blobs = conn.prepare(INSERT_BLOBS).await?;
                             let replace_writes = match writes.is_empty() {
@@ -134,54 +143,41 @@ impl PostgresSaver {
                                 }
                                 return Err(SaverError::head_moved(thread, ns, expected, found.as_deref()).into());
                             }
-                            // The bases come in record order: each record takes its own off the front.
-                            let mut bases_left = &needed[..];
-                            for (i, r) in records.iter().enumerate() {
-                                let own = bases_left.partition_point(|b| b.record <= i);
-                                let (own, later) = bases_left.split_at(own);
-                                bases_left = later;
-                                let text = sql::encode(r);
-                                let inserted = tx
-                                    .execute(
-                                        &insert_checkpoint,
-                                        &[
-                                            &&*r.thread_id,
-                                            &&*r.ns,
-                                            &&*r.id,
-                                            &r.parent_id.as_deref(),
-                                            &r.step,
-                                            &r.source.as_str(),
-                                            &text.writes(),
-                                            &text.metadata(),
-                                            &text.created_at(),
-                                            &text.channels(),
-                                            &r.body,
-                                        ],
-                                    )
-                                    .await?;
+                            // Three statements whatever the batch's length (PostgreSQL's CPU goes by
+                            // the statement): the checkpoints, the blobs they build on (all stored
+                            // before the batch, `check::put` says: the head is at `expected`, so
+                            // every stored id is less than the batch's), and their blobs.
+                            let inserted = insert_checkpoints(&tx, &insert_all, thread, ns, records).await?;
+                            if inserted.len() < records.len() {
                                 // Only a store written before ids had to increase can hold a greater id.
-                                if inserted == 0 {
-                                    let detail = format!("checkpoint `{}` already exists", r.id);
-                                    return Err(SaverError::conflict(thread, ns, detail).into());
-                                }
+                                let taken = records.iter().find(|r| !inserted.iter().any(|id| *id == *r.id));
+                                let detail = format!("checkpoint `{}` already exists", taken.map_or("", |r| &*r.id));
+                                return Err(SaverError::conflict(thread, ns, detail).into());
+                            }
+                            if !needed.is_empty() {
                                 let (channels, bases): (Vec<&str>, Vec<&str>) =
-                                    own.iter().map(|b| (b.channel, b.at)).unzip();
-                                if !channels.is_empty() {
-                                    let missing =
-                                        tx.query_opt(&missing_bases, &[&thread, &ns, &channels, &bases]).await?;
-                                    if let Some(row) = missing {
-                                        let (channel, base): (String, String) = (row.get(0), row.get(1));
-                                        return Err(check::missing_base(r, &channel, &base).into());
-                                    }
+                                    needed.iter().map(|b| (b.channel, b.at)).unzip();
+                                let missing = tx.query_opt(&missing_bases, &[&thread, &ns, &channels, &bases]).await?;
+                                if let Some(row) = missing {
+                                    let (channel, base, n): (String, String, i64) =
+                                        (row.get(0), row.get(1), row.get(2));
+                                    let record = usize::try_from(n - 1)
+                                        .ok()
+                                        .and_then(|i| needed.get(i))
+                                        .map(|b| b.record);
+                                    return Err(
+                                        check::missing_base(&records[record.unwrap_or(0)], &channel, &base).into()
+                                    );
                                 }
-                                if !r.blobs.is_empty() {
-                                    let channels: Vec<&str> = r.blobs.iter().map(|b| &*b.channel).collect();
-                                    let delta_of: Vec<Option<&str>> =
-                                        r.blobs.iter().map(|b| b.delta_of.as_deref()).collect();
-                                    let bytes: Vec<&[u8]> = r.blobs.iter().map(|b| b.bytes.as_slice()).collect();
-                                    tx.execute(&insert_blobs, &[&thread, &ns, &&*r.id, &channels, &delta_of, &bytes])
-                                        .await?;
-                                }
+                            }
+                            let blobs = || records.iter().flat_map(|r| r.blobs.iter().map(move |b| (r, b)));
+                            if blobs().next().is_some() {
+                                let ids: Vec<&str> = blobs().map(|(r, _)| &*r.id).collect();
+                                let channels: Vec<&str> = blobs().map(|(_, b)| &*b.channel).collect();
+                                let delta_of: Vec<Option<&str>> = blobs().map(|(_, b)| b.delta_of.as_deref()).collect();
+                                let bytes: Vec<&[u8]> = blobs().map(|(_, b)| b.bytes.as_slice()).collect();
+                                tx.execute(&insert_blobs, &[&thread, &ns, &ids, &channels, &delta_of, &bytes])
+                                    .await?;
                             }
                             if let Some(statements) = &replace_writes {
                                 // The checkpoints of this batch and the head it moved from exist.
@@ -296,4 +292,39 @@ impl WriteStatements {
         futures::try_join!(delete, insert)?;
         Ok(())
     }
+}
+
+/// Inserts `records` (of `thread` and `ns`) with [`INSERT_CHECKPOINTS`]; the ids it stored.
+async fn insert_checkpoints(
+    tx: &Transaction<'_>,
+    statement: &Statement,
+    thread: &str,
+    ns: &str,
+    records: &[CheckpointRecord],
+) -> Result<Vec<String>, tokio_postgres::Error> {
+    let texts: Vec<_> = records.iter().map(sql::encode).collect();
+    let ids: Vec<&str> = records.iter().map(|r| &*r.id).collect();
+    let parents: Vec<Option<&str>> = records.iter().map(|r| r.parent_id.as_deref()).collect();
+    let steps: Vec<i64> = records.iter().map(|r| r.step).collect();
+    let sources: Vec<&str> = records.iter().map(|r| r.source.as_str()).collect();
+    let writes: Vec<&str> = texts.iter().map(|t| t.writes()).collect();
+    let metadata: Vec<&str> = texts.iter().map(|t| t.metadata()).collect();
+    let created_at: Vec<&str> = texts.iter().map(|t| t.created_at()).collect();
+    let channels: Vec<&str> = texts.iter().map(|t| t.channels()).collect();
+    let bodies: Vec<&[u8]> = records.iter().map(|r| r.body.as_slice()).collect();
+    let params: [&(dyn ToSql + Sync); 11] = [
+        &thread,
+        &ns,
+        &ids,
+        &parents,
+        &steps,
+        &sources,
+        &writes,
+        &metadata,
+        &created_at,
+        &channels,
+        &bodies,
+    ];
+    let rows = tx.query(statement, &params).await?;
+    Ok(rows.iter().map(|row| row.get(0)).collect())
 }

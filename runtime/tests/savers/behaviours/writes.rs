@@ -178,7 +178,12 @@ pub(crate) async fn put_many_stores_a_run_of_heads_all_or_none(saver: Arc<dyn Ch
         .await
         .unwrap_err();
     assert!(err.is_invalid(), "{err}");
-    assert!(err.to_string().contains("extends checkpoint `cp-0`"), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "invalid checkpoint data for thread `t`: the delta for channel `a` of checkpoint `cp-6` extends checkpoint \
+         `cp-0`, which stores no value for it",
+        "the record whose base is missing is named, not the batch's first"
+    );
     // A delta onto a record of the same batch that stores no value for that channel.
     let onto_another_channel = record(
         "t",
