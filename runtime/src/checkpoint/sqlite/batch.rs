@@ -4,16 +4,16 @@
 //!
 //! Each request runs under a savepoint of its own when the batch has several, so one refused
 //! put rolls back alone; the outcomes are known once the batch is committed. The jobs of the
-//! file's other tables ([`WriteJob`]) queued with them run first, in the same transaction, each
-//! under a savepoint too.
+//! file's other tables ([`Jobs`]) queued with them run first, in the same transaction.
 //!
 //! The statements come from the connection's statement cache, each taken once per batch and
 //! held until the batch ends ([`Statements`]): a batch of a thousand puts looks each up once,
 //! not a thousand times (a lookup costs about 1.4 k instructions).
 
+use super::jobs::Jobs;
 use super::retained::Memo;
 use super::rows;
-use super::{Failure, SaverError, WriteAnswer, WriteJob};
+use super::{Failure, SaverError};
 use crate::checkpoint::{check, copy, CheckpointRecord, MadeByRun, PendingWrite, Pruned, Retention, TaskWrites};
 use crate::sqlite::WriteGate;
 use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Statement};
@@ -54,25 +54,6 @@ pub(super) enum Work {
 
 /// The outcome of a write: its result, or the payload of a panic while it ran.
 pub(super) type Outcome = Result<Result<(), SaverError>, Box<dyn Any + Send>>;
-
-/// The jobs of the file's other tables in a batch: those queued, then their answers, and why
-/// their transaction did not commit (`None`: it did, or each job ran in its own).
-#[derive(Default)]
-pub(super) struct Jobs {
-    pub(super) queued: Vec<WriteJob>,
-    pub(super) answers: Vec<WriteAnswer>,
-    pub(super) failed: Option<String>,
-}
-
-impl Jobs {
-    /// Tells each job run how its transaction ended.
-    pub(super) fn answer(&mut self) {
-        let failed = self.failed.take();
-        for answer in self.answers.drain(..) {
-            answer(failed.as_deref());
-        }
-    }
-}
 
 /// What the writes have done, for tests and diagnostics.
 #[derive(Debug, Default)]
@@ -230,14 +211,9 @@ impl Core {
         let many = works.len() + jobs.queued.len() > 1;
         let began = self.begin();
         let in_batch = began.is_ok();
+        let ran = jobs.run(&mut self.conn, in_batch);
         if in_batch {
-            for job in jobs.queued.drain(..) {
-                jobs.answers.extend(self.run_job(job));
-            }
-        } else {
-            for job in jobs.queued.drain(..) {
-                jobs.answers.extend(run_alone(&mut self.conn, job));
-            }
+            self.wal_grown += PAGES_PER_COMMIT * ran as u64;
         }
         let mut batch = Batch {
             statements: Statements {
@@ -297,26 +273,6 @@ impl Core {
         }
         self.retained.begin(version);
         Ok(())
-    }
-
-    /// Runs a job of the file's other tables inside the batch's transaction, under a savepoint
-    /// of its own; its answer, or `None` when it panicked (what it wrote is then undone, and
-    /// its caller hears that it did not answer).
-    fn run_job(&mut self, job: WriteJob) -> Option<WriteAnswer> {
-        self.wal_grown += PAGES_PER_COMMIT;
-        let savepoint = self
-            .conn
-            .prepare_cached("SAVEPOINT job")
-            .and_then(|mut s| s.execute([]));
-        let answer = run_alone(&mut self.conn, job);
-        if savepoint.is_ok() {
-            let conn = &self.conn;
-            if answer.is_none() {
-                let _ = conn.prepare_cached("ROLLBACK TO job").and_then(|mut s| s.execute([]));
-            }
-            let _ = conn.prepare_cached("RELEASE job").and_then(|mut s| s.execute([]));
-        }
-        answer
     }
 
     /// Rolls back the transaction under way, if any; the last put is forgotten.
@@ -623,15 +579,6 @@ impl Batch<'_> {
         }
         Ok(())
     }
-}
-
-/// Runs a job of the file's other tables; its answer, or `None` when it panicked.
-fn run_alone(conn: &mut Connection, job: WriteJob) -> Option<WriteAnswer> {
-    let answer = catch_unwind(AssertUnwindSafe(|| job(conn))).ok();
-    if answer.is_none() {
-        tracing::error!("a job of the tables beside the checkpoints panicked on the sqlite writer");
-    }
-    answer
 }
 
 /// The data version of `conn`'s file: it changes with every commit to the file, this

@@ -30,6 +30,7 @@
 //! untouched.
 
 mod batch;
+mod jobs;
 mod prune;
 #[cfg(test)]
 mod prune_tests;

@@ -22,7 +22,8 @@
 //! that stores its own put checkpoints the log after it, when due, on the same lent thread.
 
 use super::backend;
-use super::batch::{Core, Jobs, Outcome, Stats, Work};
+use super::batch::{Core, Outcome, Stats, Work};
+use super::jobs::Jobs;
 use super::WriteJob;
 use crate::blocking::lends_thread;
 use crate::checkpoint::SaverError;
