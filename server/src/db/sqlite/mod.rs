@@ -64,10 +64,11 @@ impl SqliteDb {
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, DbError> {
         let path = path.as_ref().to_path_buf();
         let opened = path.clone();
+        let failed = |e: &dyn std::fmt::Display| DbError::Backend(format!("opening `{}` failed: {e}", path.display()));
         let saver = tokio::task::spawn_blocking(move || SqliteSaver::open(opened))
             .await
-            .map_err(|e| DbError::Backend(format!("opening `{}` failed: {e}", path.display())))?
-            .map_err(|e| DbError::Backend(format!("opening `{}` failed: {e}", path.display())))?;
+            .map_err(|e| failed(&e))?
+            .map_err(|e| failed(&e))?;
         Self::open_with(&saver).await
     }
 
