@@ -2,7 +2,8 @@
 //! Redis: 2 API processes and 3 workers take 1,000 runs over 100 threads (wait, stream and
 //! background through both APIs) while one worker is SIGKILLed; and a worker stopped by SIGTERM
 //! hands its runs to another, which resumes them from their last checkpoint. Ignored unless
-//! asked for (`-- --include-ignored`); then `WEIR_POSTGRES_URL` and `WEIR_REDIS_URL` must be set.
+//! asked for (`-- --include-ignored`); then `WEIR_POSTGRES_URL` and `WEIR_REDIS_URL` must be set
+//! (and `WEIR_REDIS_CLUSTER_URL` for the same on a Redis Cluster, 200 runs on 2 workers).
 //! Also: a cron made through an API process fires once a time across two workers, and a thread's
 //! stream served by one API process follows the runs made through another.
 //! `WEIR_SCALE_RUNS` / `WEIR_SCALE_THREADS` / `WEIR_SCALE_WORKERS` change the numbers.
@@ -238,12 +239,32 @@ fn start(cluster: &Cluster, workers: usize) -> (Vec<Process>, Vec<Process>) {
 #[ignore = "needs PostgreSQL and Redis: set WEIR_POSTGRES_URL and WEIR_REDIS_URL, run with --include-ignored"]
 async fn thousand_runs_on_two_apis_and_three_workers_survive_a_killed_worker() {
     let _alone = ONE_DEPLOYMENT.lock().await;
+    let cluster = Cluster::new(&["--node-ms", "20", "--heartbeat-ms", "1000", "--poll-ms", "500"]);
     let (runs, threads) = (
         env_number("WEIR_SCALE_RUNS", 1000),
         env_number("WEIR_SCALE_THREADS", 100),
     );
-    let cluster = Cluster::new(&["--node-ms", "20", "--heartbeat-ms", "1000", "--poll-ms", "500"]);
-    let (apis, mut workers) = start(&cluster, env_number("WEIR_SCALE_WORKERS", 3));
+    survive_a_killed_worker(&cluster, runs, threads, env_number("WEIR_SCALE_WORKERS", 3)).await;
+}
+
+/// The same on a Redis Cluster (`WEIR_REDIS_CLUSTER_URL`): the wakes, cancellations, streams
+/// read through the other API process, heartbeats and fences all go through its slots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs PostgreSQL and a Redis Cluster: set WEIR_POSTGRES_URL and WEIR_REDIS_CLUSTER_URL, run with --include-ignored"]
+async fn runs_on_a_redis_cluster_survive_a_killed_worker() {
+    let _alone = ONE_DEPLOYMENT.lock().await;
+    let redis = std::env::var("WEIR_REDIS_CLUSTER_URL").expect(
+        "WEIR_REDIS_CLUSTER_URL is not set: this test needs a Redis Cluster (server/tests/redis_cluster/setup.sh starts one and prints its URL)",
+    );
+    let flags = ["--node-ms", "20", "--heartbeat-ms", "1000", "--poll-ms", "500"];
+    survive_a_killed_worker(&Cluster::on_redis(redis, &flags), 200, 20, 2).await;
+}
+
+/// `runs` runs over `threads` threads through 2 API processes and `workers` workers of
+/// `cluster`, one worker SIGKILLed a third of the way in: every run ends `success`, and no
+/// finished node runs again (the effects file).
+async fn survive_a_killed_worker(cluster: &Cluster, runs: usize, threads: usize, workers: usize) {
+    let (apis, mut workers) = start(cluster, workers);
     let urls = [apis[0].url.clone(), apis[1].url.clone()];
     let (done, mut progress) = watch::channel(0);
     let began = Instant::now();

@@ -14,20 +14,22 @@
 //!   one subscription to all of them (`PSUBSCRIBE`) and hands each notice to its watchers there
 //!   (`pubsub` has the subscriptions, made again when lost, and the channels' payloads).
 //!
-//! Commands that return at once share a connection manager (which reconnects); the blocking
-//! ones (`BLPOP`, `XREAD BLOCK`) take a connection of their own from a small pool, so they hold
-//! up nothing else.
+//! Commands that return at once share a connection (`conn`: to one server or to a Redis Cluster,
+//! told apart when connecting; either reconnects); the blocking ones (`BLPOP`, `XREAD BLOCK`)
+//! take a connection of their own from a small pool, so they hold up nothing else. On a cluster
+//! the two keys of a run that one script reads together, its stream and its fence, share a hash
+//! tag (`{run id}`), so they live in one slot.
 
+mod conn;
 mod pubsub;
 mod stream;
 
 use super::threads::ThreadWatchers;
 use super::{parse_event_id, Bus, BusError, CancelAction, Publisher, StreamItem, ThreadNotice};
+use conn::{Conn, Target};
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
-use redis::aio::{ConnectionManager, MultiplexedConnection};
 use redis::streams::StreamRangeReply;
-use redis::{AsyncConnectionConfig, Client};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -94,36 +96,28 @@ impl RedisOptions {
         self
     }
 
-    /// Connects to the Redis at `url` (e.g. `redis://127.0.0.1:6379`). A `rediss://` URL
-    /// connects over TLS, checking the server's certificate against the system's roots and
-    /// webpki's, or, with redis-py's `ssl_ca_certs=FILE` parameter
+    /// Connects to the Redis at `url` (e.g. `redis://127.0.0.1:6379`), or to the Redis Cluster
+    /// it is a node of: a node that says it runs in cluster mode makes the bus a cluster client,
+    /// and several comma-separated URLs name several seed nodes of one cluster
+    /// (`redis://10.0.0.1:6379,redis://10.0.0.2:6379`). A `rediss://` URL connects over TLS,
+    /// checking the server's certificate against the system's roots and webpki's, or, with
+    /// redis-py's `ssl_ca_certs=FILE` parameter
     /// (`rediss://host:6380/0?ssl_ca_certs=/etc/weir/redis-ca.pem`), against the CA
     /// certificates in that PEM file (a managed Redis's private CA).
     ///
     /// # Errors
     ///
     /// A [`BusError`] naming the URL when it is malformed, names a CA file that cannot be read
-    /// (or one without a `rediss://` scheme), or the server cannot be reached.
+    /// (or one without a `rediss://` scheme), names several nodes of a server not in cluster
+    /// mode, or the server cannot be reached.
     pub async fn connect(self, url: &str) -> Result<RedisBus, BusError> {
-        let failed = |e: &dyn std::fmt::Display| {
-            BusError(format!(
-                "cannot connect to Redis at `{}`: {e}",
-                weir_runtime::postgres::without_password(url)
-            ))
-        };
-        let client = client(url).map_err(|e| failed(&e))?;
-        // The manager retries a failed first connection for about 9 s, which a Redis still
-        // starting deserves; what retries cannot mend fails at once.
-        if let Err(e) = client.get_multiplexed_async_connection().await {
-            if refused_for_good(&e) {
-                return Err(failed(&e));
-            }
-        }
-        let manager = client.get_connection_manager().await.map_err(|e| failed(&e))?;
+        let (target, conn) = Target::connect(url)
+            .await
+            .map_err(|e| BusError(format!("cannot connect to Redis at `{}`: {e}", conn::shown(url))))?;
         Ok(RedisBus {
             shared: Arc::new(Shared {
-                client,
-                manager,
+                target,
+                conn,
                 blocking: Mutex::new(Vec::new()),
                 options: self,
                 publish: redis::Script::new(stream::PUBLISH),
@@ -135,56 +129,11 @@ impl RedisOptions {
     }
 }
 
-/// Whether a first connection failed in a way that trying again cannot mend: a certificate or
-/// TLS handshake the client refuses (rustls's errors come as I/O errors of invalid data), a
-/// password Redis refuses, a client setting it cannot use. A connection refused, unreachable,
-/// unresolved or timed out (a Redis, or its name, not up yet) is not, nor is an error this
-/// cannot read.
-fn refused_for_good(e: &redis::RedisError) -> bool {
-    // redis keeps an I/O error shared, as its source.
-    let io_kind = std::error::Error::source(e)
-        .and_then(|s| s.downcast_ref::<Arc<dyn std::error::Error + Send + Sync>>())
-        .and_then(|shared| shared.downcast_ref::<std::io::Error>())
-        .map(std::io::Error::kind);
-    matches!(
-        e.kind(),
-        redis::ErrorKind::AuthenticationFailed | redis::ErrorKind::InvalidClientConfig
-    ) || io_kind == Some(std::io::ErrorKind::InvalidData)
-}
-
-/// The client of `url`, taking its `ssl_ca_certs` parameter out (Redis does not know it) and
-/// using the file as the roots of a `rediss://` connection.
-fn client(url: &str) -> Result<Client, String> {
-    let mut parsed = url::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
-    let (ca, rest): (Vec<_>, Vec<_>) = parsed
-        .query_pairs()
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .partition(|(k, _)| k == "ssl_ca_certs");
-    let Some((_, file)) = ca.into_iter().next_back() else {
-        return Client::open(url).map_err(|e| e.to_string());
-    };
-    if parsed.scheme() != "rediss" {
-        return Err("`ssl_ca_certs` is for TLS: the URL's scheme must be `rediss://`".to_owned());
-    }
-    let pem = std::fs::read(&file).map_err(|e| format!("the CA file `{file}` cannot be read: {e}"))?;
-    match rest.is_empty() {
-        true => parsed.set_query(None),
-        false => {
-            parsed.query_pairs_mut().clear().extend_pairs(rest);
-        }
-    }
-    let certificates = redis::TlsCertificates {
-        client_tls: None,
-        root_cert: Some(pem),
-    };
-    Client::build_with_tls(parsed.as_str(), certificates).map_err(|e| e.to_string())
-}
-
 /// What the clones of a bus share.
 struct Shared {
-    client: Client,
-    manager: ConnectionManager,
-    blocking: Mutex<Vec<MultiplexedConnection>>,
+    target: Target,
+    conn: Conn,
+    blocking: Mutex<Vec<Conn>>,
     options: RedisOptions,
     publish: redis::Script,
     supersede: redis::Script,
@@ -250,6 +199,15 @@ impl Shared {
         format!("{}:{kind}:{name}", self.options.prefix)
     }
 
+    /// The key of `run_id`'s `kind` (`stream`, `fence`): on a cluster, the run's id is their hash
+    /// tag, so that the keys of one run share a slot.
+    fn run_key(&self, kind: &str, run_id: &str) -> String {
+        match self.target.is_cluster() {
+            true => format!("{}:{kind}:{{{run_id}}}", self.options.prefix),
+            false => self.key(kind, run_id),
+        }
+    }
+
     /// The pub/sub channel of `thread_id`'s notices.
     fn thread_channel(&self, thread_id: &str) -> String {
         self.key("thread", thread_id)
@@ -262,7 +220,7 @@ impl Shared {
             .get_or_try_init(|| async {
                 let prefix = self.thread_channel("");
                 let every_thread = pubsub::Channel::Pattern(format!("{}*", pubsub::glob_literal(&prefix)));
-                let heard = pubsub::Subscription::open(&self.client, every_thread, "threads")
+                let heard = pubsub::Subscription::open(self.target.nodes(), every_thread, "threads")
                     .await
                     .map_err(failed("watching threads"))?;
                 tokio::spawn(pubsub::pump_threads(heard, prefix, Arc::downgrade(&self.threads)));
@@ -279,13 +237,13 @@ impl Shared {
     /// and a stream event sent twice is dropped by its readers ([`stream::Reader::take`]).
     async fn query<T, F, Fut>(&self, what: &str, op: F) -> Result<T, BusError>
     where
-        F: Fn(ConnectionManager) -> Fut,
+        F: Fn(Conn) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
-        match op(self.manager.clone()).await {
+        match op(self.conn.clone()).await {
             Err(e) if e.is_connection_dropped() || e.is_unrecoverable_error() => {
                 tracing::warn!(error = %e, "redis bus: {what}: the connection was lost; once more on a new one");
-                op(self.manager.clone()).await.map_err(failed(what))
+                op(self.conn.clone()).await.map_err(failed(what))
             }
             done => done.map_err(failed(what)),
         }
@@ -327,19 +285,16 @@ impl Shared {
 
     /// A connection for a blocking command: an idle one, or a new one without a response
     /// timeout.
-    async fn take_blocking(&self) -> redis::RedisResult<MultiplexedConnection> {
+    async fn take_blocking(&self) -> redis::RedisResult<Conn> {
         let idle = self.blocking.lock().unwrap_or_else(|p| p.into_inner()).pop();
         match idle {
             Some(conn) => Ok(conn),
-            None => {
-                let config = AsyncConnectionConfig::new().set_response_timeout(None);
-                self.client.get_multiplexed_async_connection_with_config(&config).await
-            }
+            None => self.target.blocking().await,
         }
     }
 
     /// Gives back a blocking connection whose command has answered.
-    fn give_blocking(&self, conn: MultiplexedConnection) {
+    fn give_blocking(&self, conn: Conn) {
         let mut idle = self.blocking.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < IDLE_BLOCKING {
             idle.push(conn);
@@ -396,21 +351,20 @@ impl Bus for RedisBus {
 
     fn cancel<'a>(&'a self, run_id: &'a str, action: CancelAction) -> BoxFuture<'a, Result<(), BusError>> {
         Box::pin(async move {
-            let name = action_name(action);
-            let mut cancel = redis::pipe();
-            cancel
-                .cmd("SET")
+            // Two commands, not a pipeline: on a cluster the key and the channel live apart.
+            // The key first, so that a worker told by the channel finds it.
+            let mut remember = redis::cmd("SET");
+            remember
                 .arg(self.shared.key("cancel", run_id))
-                .arg(name)
+                .arg(action_name(action))
                 .arg("PX")
-                .arg(millis(self.shared.options.cancel_ttl))
-                .ignore()
-                .publish(
-                    self.shared.key("channel", "cancel"),
-                    pubsub::cancel_payload(action, run_id),
-                )
-                .ignore();
-            self.shared.pipe("cancelling a run", &cancel).await
+                .arg(millis(self.shared.options.cancel_ttl));
+            self.shared.cmd::<()>("cancelling a run", &remember).await?;
+            let mut tell = redis::cmd("PUBLISH");
+            tell.arg(self.shared.key("channel", "cancel"))
+                .arg(pubsub::cancel_payload(action, run_id));
+            let _watchers: i64 = self.shared.cmd("cancelling a run", &tell).await?;
+            Ok(())
         })
     }
 
@@ -420,7 +374,7 @@ impl Bus for RedisBus {
             // cancel published while no subscription stands is missed here, but its key stays
             // for `Bus::cancelled`.
             let channel = pubsub::Channel::Named(self.shared.key("channel", "cancel"));
-            let heard = pubsub::Subscription::open(&self.shared.client, channel, "cancellations")
+            let heard = pubsub::Subscription::open(self.shared.target.nodes(), channel, "cancellations")
                 .await
                 .map_err(failed("watching cancellations"))?;
             let stream = futures::stream::unfold(heard, |mut heard| async move {
@@ -453,7 +407,10 @@ impl Bus for RedisBus {
     ) -> BoxFuture<'a, Result<bool, BusError>> {
         Box::pin(async move {
             let options = &self.shared.options;
-            let (stream, fence) = (self.shared.key("stream", run_id), self.shared.key("fence", run_id));
+            let (stream, fence) = (
+                self.shared.run_key("stream", run_id),
+                self.shared.run_key("fence", run_id),
+            );
             let attempt = match by {
                 Publisher::Attempt(n) => n.max(1),
                 Publisher::Server => 0,
@@ -472,7 +429,7 @@ impl Bus for RedisBus {
 
     fn supersede<'a>(&'a self, run_id: &'a str, attempt: u32) -> BoxFuture<'a, Result<(), BusError>> {
         Box::pin(async move {
-            let fence = self.shared.key("fence", run_id);
+            let fence = self.shared.run_key("fence", run_id);
             let first = attempt.saturating_add(1).to_string();
             let ttl = millis(FENCE_TTL).to_string();
             let shared = &self.shared;
@@ -490,7 +447,7 @@ impl Bus for RedisBus {
         last_id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<BoxStream<'static, StreamItem>, BusError>> {
         Box::pin(async move {
-            let key = self.shared.key("stream", run_id);
+            let key = self.shared.run_key("stream", run_id);
             let (cursor, after) = match last_id {
                 // Live only: from the newest entry on.
                 None => {

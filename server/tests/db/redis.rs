@@ -1,7 +1,10 @@
 //! The Redis bus: wakes, cancellations, stream fan-out with replay and trimming, heartbeats,
-//! threads' notices.
-//! Ignored unless asked for; then `WEIR_REDIS_URL` must name a server. Each test has a key
-//! prefix of its own, whose keys are deleted afterwards.
+//! threads' notices; on one server and on a Redis Cluster (the same cases, in `server::` and
+//! `cluster::`), plus what is a server's own (TLS, a lost connection, a Redis not up yet) and a
+//! cluster's (seed nodes, nodes that drop their clients).
+//! Ignored unless asked for; then `WEIR_REDIS_URL` must name a server and
+//! `WEIR_REDIS_CLUSTER_URL` a cluster's nodes (`server/tests/redis_cluster/setup.sh` starts
+//! one). Each test has a key prefix of its own, whose keys are deleted afterwards.
 
 use crate::support::env_url;
 use futures::StreamExt;
@@ -33,22 +36,89 @@ async fn publish_first(bus: &RedisBus, run: &str, item: StreamItem) {
 
 impl Drop for TestBus {
     fn drop(&mut self) {
-        let Ok(client) = redis::Client::open(self.url.as_str()) else {
-            return;
-        };
-        let Ok(mut conn) = client.get_connection() else { return };
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(format!("{}:*", self.prefix))
-            .query(&mut conn)
-            .unwrap_or_default();
-        if !keys.is_empty() {
-            let _: redis::RedisResult<()> = redis::cmd("DEL").arg(keys).query(&mut conn);
+        // Each node of a cluster lists its own keys.
+        for node in self.url.split(',') {
+            let Ok(client) = redis::Client::open(node) else {
+                continue;
+            };
+            let Ok(mut conn) = client.get_connection() else {
+                continue;
+            };
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{}:*", self.prefix))
+                .query(&mut conn)
+                .unwrap_or_default();
+            for key in keys {
+                let _: redis::RedisResult<()> = redis::cmd("DEL").arg(key).query(&mut conn);
+            }
         }
     }
 }
 
+/// Which Redis a case runs on.
+#[derive(Clone, Copy)]
+enum On {
+    /// The server of `WEIR_REDIS_URL`.
+    Server,
+    /// The cluster whose nodes `WEIR_REDIS_CLUSTER_URL` names.
+    Cluster,
+}
+
+impl On {
+    fn url(self) -> String {
+        match self {
+            On::Server => env_url("WEIR_REDIS_URL", "redis://127.0.0.1:6379"),
+            On::Cluster => env_url(
+                "WEIR_REDIS_CLUSTER_URL",
+                "redis://127.0.0.1:7101,redis://127.0.0.1:7102,redis://127.0.0.1:7103 (server/tests/redis_cluster/setup.sh starts one and prints it)",
+            ),
+        }
+    }
+}
+
+/// One test of each case on a server, and one on a cluster.
+macro_rules! on_server_and_cluster {
+    ($($case:ident)*) => {
+        mod server {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
+                async fn $case() {
+                    super::$case(super::On::Server).await;
+                }
+            )*
+        }
+        mod cluster {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[ignore = "needs a Redis Cluster: set WEIR_REDIS_CLUSTER_URL, run with --include-ignored"]
+                async fn $case() {
+                    super::$case(super::On::Cluster).await;
+                }
+            )*
+        }
+    };
+}
+
+on_server_and_cluster!(
+    a_wake_ends_a_wait_and_a_wait_without_one_times_out
+    a_cancel_reaches_the_watchers_and_is_remembered_for_a_later_claim
+    a_subscriber_replays_after_its_last_id_then_follows_live_until_done
+    a_subscriber_that_falls_behind_misses_trimmed_events_not_the_end
+    a_heartbeat_keeps_a_worker_alive_for_its_ttl
+    two_processes_on_one_prefix_share_wakes_cancels_streams_and_beats
+    an_event_published_twice_is_read_once
+    an_attempt_the_run_was_taken_back_from_publishes_nothing_more
+    a_threads_notices_reach_its_watchers_in_every_process_and_nobody_else
+);
+
+/// A bus on the server of `WEIR_REDIS_URL`.
 async fn bus(options: impl FnOnce(RedisOptions) -> RedisOptions) -> TestBus {
-    let url = env_url("WEIR_REDIS_URL", "redis://127.0.0.1:6379");
+    bus_on(On::Server, options).await
+}
+
+async fn bus_on(on: On, options: impl FnOnce(RedisOptions) -> RedisOptions) -> TestBus {
+    let url = on.url();
     let prefix = format!("weir-test-{}", uuid::Uuid::new_v4().simple());
     let bus = options(RedisBus::options().prefix(&prefix))
         .connect(&url)
@@ -65,10 +135,8 @@ fn event(id: &str, n: i64) -> StreamItem {
     }
 }
 
-#[tokio::test]
-#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
-async fn a_wake_ends_a_wait_and_a_wait_without_one_times_out() {
-    let t = bus(|o| o).await;
+async fn a_wake_ends_a_wait_and_a_wait_without_one_times_out(on: On) {
+    let t = bus_on(on, |o| o).await;
     let waiting = tokio::spawn({
         let bus = t.bus.clone();
         async move { bus.wait_wake(Duration::from_secs(30)).await }
@@ -84,10 +152,8 @@ async fn a_wake_ends_a_wait_and_a_wait_without_one_times_out() {
         .unwrap();
 }
 
-#[tokio::test]
-#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
-async fn a_cancel_reaches_the_watchers_and_is_remembered_for_a_later_claim() {
-    let t = bus(|o| o).await;
+async fn a_cancel_reaches_the_watchers_and_is_remembered_for_a_later_claim(on: On) {
+    let t = bus_on(on, |o| o).await;
     let mut watching = t.bus.cancellations().await.unwrap();
     t.bus.cancel("r1", CancelAction::Rollback).await.unwrap();
     let got = timeout(Duration::from_secs(5), watching.next()).await.unwrap();
@@ -102,10 +168,8 @@ async fn collect(stream: futures::stream::BoxStream<'static, StreamItem>) -> Vec
     timeout(Duration::from_secs(10), stream.collect()).await.unwrap()
 }
 
-#[tokio::test]
-#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
-async fn a_subscriber_replays_after_its_last_id_then_follows_live_until_done() {
-    let t = bus(|o| o).await;
+async fn a_subscriber_replays_after_its_last_id_then_follows_live_until_done(on: On) {
+    let t = bus_on(on, |o| o).await;
     for (i, id) in ["100-0", "100-1", "101-0"].iter().enumerate() {
         t.publish("run", event(id, i as i64)).await;
     }
@@ -137,10 +201,8 @@ async fn a_subscriber_replays_after_its_last_id_then_follows_live_until_done() {
     );
 }
 
-#[tokio::test]
-#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
-async fn a_subscriber_that_falls_behind_misses_trimmed_events_not_the_end() {
-    let t = bus(|o| o.stream_len(10)).await;
+async fn a_subscriber_that_falls_behind_misses_trimmed_events_not_the_end(on: On) {
+    let t = bus_on(on, |o| o.stream_len(10)).await;
     const SENT: i64 = 1000;
     for n in 0..SENT {
         t.publish("run", event(&format!("{n}-0"), n)).await;
@@ -165,10 +227,8 @@ async fn a_subscriber_that_falls_behind_misses_trimmed_events_not_the_end() {
     );
 }
 
-#[tokio::test]
-#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
-async fn a_heartbeat_keeps_a_worker_alive_for_its_ttl() {
-    let t = bus(|o| o).await;
+async fn a_heartbeat_keeps_a_worker_alive_for_its_ttl(on: On) {
+    let t = bus_on(on, |o| o).await;
     assert!(!t.bus.is_alive("w1").await.unwrap());
     t.bus.beat("w1", Duration::from_secs(30)).await.unwrap();
     assert!(t.bus.is_alive("w1").await.unwrap());
@@ -184,10 +244,8 @@ async fn a_heartbeat_keeps_a_worker_alive_for_its_ttl() {
     assert!(t.bus.is_alive("w1").await.unwrap());
 }
 
-#[tokio::test]
-#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
-async fn two_processes_on_one_prefix_share_wakes_cancels_streams_and_beats() {
-    let api = bus(|o| o).await;
+async fn two_processes_on_one_prefix_share_wakes_cancels_streams_and_beats(on: On) {
+    let api = bus_on(on, |o| o).await;
     let worker = RedisBus::options().prefix(&api.prefix).connect(&api.url).await.unwrap();
     let mut watching = worker.cancellations().await.unwrap();
     let waiting = tokio::spawn({
@@ -209,16 +267,14 @@ async fn two_processes_on_one_prefix_share_wakes_cancels_streams_and_beats() {
     worker.beat("w1", Duration::from_secs(30)).await.unwrap();
     assert!(api.bus.is_alive("w1").await.unwrap());
     // Another prefix sees none of it.
-    let apart = bus(|o| o).await;
+    let apart = bus_on(on, |o| o).await;
     assert!(!apart.bus.is_alive("w1").await.unwrap());
     assert_eq!(apart.bus.cancelled("r1").await.unwrap(), None);
 }
 
-#[tokio::test]
-#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
-async fn an_event_published_twice_is_read_once() {
+async fn an_event_published_twice_is_read_once(on: On) {
     // A publish whose connection was lost is sent again, and may have landed the first time.
-    let t = bus(|o| o).await;
+    let t = bus_on(on, |o| o).await;
     let live = t.bus.subscribe("run", None).await.unwrap();
     for item in [
         event("100-0", 0),
@@ -238,12 +294,10 @@ async fn an_event_published_twice_is_read_once() {
     );
 }
 
-#[tokio::test]
-#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
-async fn an_attempt_the_run_was_taken_back_from_publishes_nothing_more() {
+async fn an_attempt_the_run_was_taken_back_from_publishes_nothing_more(on: On) {
     // The API process's subscriber and the workers' publishes meet in Redis: a worker that was
     // only slow, whose run a sweeper put back in the queue, publishes nothing once fenced.
-    let t = bus(|o| o).await;
+    let t = bus_on(on, |o| o).await;
     let live = t.bus.subscribe("run", None).await.unwrap();
     let publish = |by, item| t.bus.publish("run", by, item);
     assert!(publish(Publisher::Attempt(1), event("1-0", 1)).await.unwrap());
@@ -259,7 +313,7 @@ async fn an_attempt_the_run_was_taken_back_from_publishes_nothing_more() {
     assert_eq!(collect(t.bus.subscribe("run", Some("-1")).await.unwrap()).await, kept);
     // Another run's stream, and another prefix's run of the same id, are not fenced.
     t.publish("other", event("1-0", 1)).await;
-    let apart = bus(|o| o).await;
+    let apart = bus_on(on, |o| o).await;
     apart.publish("run", event("1-0", 1)).await;
 }
 
@@ -425,10 +479,8 @@ async fn next_notice(notices: &mut futures::stream::BoxStream<'static, ThreadNot
         .expect("the notices go on")
 }
 
-#[tokio::test]
-#[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
-async fn a_threads_notices_reach_its_watchers_in_every_process_and_nobody_else() {
-    let api = bus(|o| o).await;
+async fn a_threads_notices_reach_its_watchers_in_every_process_and_nobody_else(on: On) {
+    let api = bus_on(on, |o| o).await;
     let other = RedisBus::options().prefix(&api.prefix).connect(&api.url).await.unwrap();
     let mut t1 = other.watch_thread("t1").await.unwrap();
     let mut t1_here = api.bus.watch_thread("t1").await.unwrap();
@@ -481,4 +533,95 @@ async fn a_watcher_hears_of_a_gap_when_the_threads_subscription_is_made_again() 
     assert_eq!(next_notice(&mut watching).await, ThreadNotice::Gap);
     t.bus.notify_thread("t1", ThreadNotice::Run("r1".into())).await.unwrap();
     assert_eq!(next_notice(&mut watching).await, ThreadNotice::Run("r1".into()));
+}
+
+/// A port nothing listens on.
+fn free_port() -> u16 {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    free.local_addr().unwrap().port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Redis and a Redis Cluster: set WEIR_REDIS_URL and WEIR_REDIS_CLUSTER_URL, run with --include-ignored"]
+async fn a_cluster_is_reached_past_a_seed_that_is_down_and_one_server_is_no_cluster() {
+    let t = bus_on(On::Cluster, |o| o).await;
+    // The first seed is down: the next one answers, at once.
+    let started = std::time::Instant::now();
+    let seeds = format!("redis://127.0.0.1:{},{}", free_port(), t.url);
+    let bus = RedisBus::options().prefix(&t.prefix).connect(&seeds).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    publish_first(&bus, "run", event("1-0", 1)).await;
+    publish_first(&bus, "run", StreamItem::Done).await;
+    assert_eq!(
+        collect(t.bus.subscribe("run", Some("-1")).await.unwrap()).await,
+        [event("1-0", 1), StreamItem::Done]
+    );
+    // One node of the cluster, alone, is enough to find the rest.
+    let one = t.url.split(',').nth(1).unwrap();
+    let bus = RedisBus::options().prefix(&t.prefix).connect(one).await.unwrap();
+    bus.beat("w1", Duration::from_secs(30)).await.unwrap();
+    assert!(t.bus.is_alive("w1").await.unwrap());
+
+    // Several URLs of a server that is no cluster: refused, naming it.
+    let server = On::Server.url();
+    let e = RedisBus::options()
+        .connect(&format!("{server},{server}"))
+        .await
+        .unwrap_err();
+    assert!(
+        e.0.contains(&format!(
+            "2 comma-separated URLs name the nodes of a Redis Cluster, but `{server}` is not in cluster mode"
+        )),
+        "{e}"
+    );
+    let e = RedisBus::options().connect(",").await.unwrap_err();
+    assert!(e.0.contains("no URL"), "{e}");
+    let e = RedisBus::options()
+        .connect(&format!("{server},not a url"))
+        .await
+        .unwrap_err();
+    assert!(e.0.contains("`not a url`: not a URL"), "{e}");
+}
+
+/// Drops every client connection of `kind` (`normal`, `pubsub`) on each node of `url`.
+fn drop_clients(url: &str, kind: &str) {
+    for node in url.split(',') {
+        let mut conn = redis::Client::open(node).unwrap().get_connection().unwrap();
+        let _: i64 = redis::cmd("CLIENT")
+            .arg(&["KILL", "TYPE", kind, "SKIPME", "yes"])
+            .query(&mut conn)
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a Redis Cluster: set WEIR_REDIS_CLUSTER_URL, run with --include-ignored"]
+async fn connections_a_cluster_drops_cost_a_retry_and_a_watcher_hears_of_the_gap() {
+    let t = bus_on(On::Cluster, |o| o).await;
+    let bus = RedisBus::options().prefix(&t.prefix).connect(&t.url).await.unwrap();
+    let mut watching = bus.watch_thread("t1").await.unwrap();
+    publish_first(&bus, "run", event("100-0", 0)).await;
+    // Each call finds the connections it would use gone, and answers on new ones.
+    drop_clients(&t.url, "normal");
+    publish_first(&bus, "run", event("100-1", 1)).await;
+    drop_clients(&t.url, "normal");
+    bus.wake().await.unwrap();
+    drop_clients(&t.url, "normal");
+    bus.cancel("r1", CancelAction::Interrupt).await.unwrap();
+    drop_clients(&t.url, "normal");
+    assert_eq!(bus.cancelled("r1").await.unwrap(), Some(CancelAction::Interrupt));
+    drop_clients(&t.url, "normal");
+    bus.beat("w1", Duration::from_secs(30)).await.unwrap();
+    drop_clients(&t.url, "normal");
+    publish_first(&bus, "run", StreamItem::Done).await;
+    assert_eq!(
+        collect(bus.subscribe("run", Some("-1")).await.unwrap()).await,
+        [event("100-0", 0), event("100-1", 1), StreamItem::Done]
+    );
+    // The threads' subscription is made again, on some node: its watchers hear of the gap,
+    // then of what is told after it.
+    drop_clients(&t.url, "pubsub");
+    assert_eq!(next_notice(&mut watching).await, ThreadNotice::Gap);
+    t.bus.notify_thread("t1", ThreadNotice::Run("r2".into())).await.unwrap();
+    assert_eq!(next_notice(&mut watching).await, ThreadNotice::Run("r2".into()));
 }

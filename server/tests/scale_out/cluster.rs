@@ -56,7 +56,12 @@ pub struct Cluster {
 impl Cluster {
     /// A deployment on `WEIR_POSTGRES_URL` and `WEIR_REDIS_URL`, in a fresh schema and prefix.
     pub fn new(flags: &[&str]) -> Self {
-        let redis = std::env::var("WEIR_REDIS_URL").expect("WEIR_REDIS_URL");
+        Self::on_redis(std::env::var("WEIR_REDIS_URL").expect("WEIR_REDIS_URL"), flags)
+    }
+
+    /// A deployment on `WEIR_POSTGRES_URL` and the Redis (or Redis Cluster) of `redis`, in a
+    /// fresh schema and prefix.
+    pub fn on_redis(redis: String, flags: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("a temp dir");
         Self {
             binary: crate::served::example_binary("scale"),

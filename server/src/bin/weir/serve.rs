@@ -39,7 +39,8 @@ pub(crate) struct ServeArgs {
     /// Scale-out mode: the PostgreSQL server keeping threads, runs and checkpoints.
     #[arg(long, requires = "redis", conflicts_with = "db")]
     postgres: Option<String>,
-    /// Scale-out mode: the Redis server carrying wake-ups, cancellations and streams.
+    /// Scale-out mode: the Redis server carrying wake-ups, cancellations and streams, or a node
+    /// of a Redis Cluster (found by asking it; several comma-separated URLs name several seeds).
     #[arg(long, requires = "postgres")]
     redis: Option<String>,
     /// Scale-out mode: the PostgreSQL schema holding the tables and checkpoints.

@@ -9,7 +9,7 @@ use super::{action_name, parse_action};
 use futures::StreamExt;
 use redis::aio::PubSubStream;
 use redis::Client;
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// `text` with the characters a `PSUBSCRIBE` pattern reads as wildcards escaped.
@@ -98,9 +98,12 @@ pub(super) enum Heard {
 }
 
 /// A pub/sub subscription on a connection of its own, made again (after a growing pause, up to
-/// 2 s) whenever its connection is lost.
+/// 2 s) whenever its connection is lost. With several nodes (a cluster's seeds, each of which
+/// hears every message published on the cluster), it tries the next node when one fails.
 pub(super) struct Subscription {
-    client: Client,
+    nodes: Arc<[Client]>,
+    /// The node tried next.
+    node: usize,
     to: Channel,
     /// What it is for, in the logs.
     what: &'static str,
@@ -109,9 +112,10 @@ pub(super) struct Subscription {
 
 impl Subscription {
     /// Subscribes to `to` now: a failure is the caller's.
-    pub(super) async fn open(client: &Client, to: Channel, what: &'static str) -> redis::RedisResult<Self> {
+    pub(super) async fn open(nodes: Arc<[Client]>, to: Channel, what: &'static str) -> redis::RedisResult<Self> {
         let mut heard = Subscription {
-            client: client.clone(),
+            nodes,
+            node: 0,
             to,
             what,
             stream: None,
@@ -120,8 +124,27 @@ impl Subscription {
         Ok(heard)
     }
 
-    async fn subscribe(&self) -> redis::RedisResult<PubSubStream> {
-        let mut pubsub = self.client.get_async_pubsub().await?;
+    /// Subscribes on the node tried next, or on the others in turn when it fails; the last
+    /// node's failure is the caller's.
+    async fn subscribe(&mut self) -> redis::RedisResult<PubSubStream> {
+        let mut tried = 0;
+        loop {
+            match self.subscribe_on(&self.nodes[self.node % self.nodes.len()]).await {
+                Ok(stream) => return Ok(stream),
+                Err(e) => {
+                    tried += 1;
+                    self.node = (self.node + 1) % self.nodes.len();
+                    if tried == self.nodes.len() {
+                        return Err(e);
+                    }
+                    tracing::warn!(error = %e, "redis bus: subscribing to {} failed; trying the next node", self.what);
+                }
+            }
+        }
+    }
+
+    async fn subscribe_on(&self, client: &Client) -> redis::RedisResult<PubSubStream> {
+        let mut pubsub = client.get_async_pubsub().await?;
         match &self.to {
             Channel::Named(name) => pubsub.subscribe(name).await?,
             Channel::Pattern(pattern) => pubsub.psubscribe(pattern).await?,
