@@ -1,10 +1,11 @@
 //! The Redis bus: wakes, cancellations, stream fan-out with replay and trimming, heartbeats,
-//! threads' notices; on one server and on a Redis Cluster (the same cases, in `server::` and
-//! `cluster::`), plus what is a server's own (TLS, a lost connection, a Redis not up yet) and a
-//! cluster's (seed nodes, nodes that drop their clients).
-//! Ignored unless asked for; then `WEIR_REDIS_URL` must name a server and
-//! `WEIR_REDIS_CLUSTER_URL` a cluster's nodes (`server/tests/redis_cluster/setup.sh` starts
-//! one). Each test has a key prefix of its own, whose keys are deleted afterwards.
+//! threads' notices; on one server, on a Redis Cluster and on a cluster over TLS (the same
+//! cases, in `server::`, `cluster::` and `tls_cluster::`), plus what is a server's own (TLS
+//! through a proxy, a lost connection, a Redis not up yet) and a cluster's (seed nodes, nodes
+//! that drop their clients, its CA).
+//! Ignored unless asked for; then `WEIR_REDIS_URL` must name a server, and
+//! `WEIR_REDIS_CLUSTER_URL` and `WEIR_REDIS_TLS_CLUSTER_URL` a cluster's nodes
+//! (`server/tests/redis_cluster/setup.sh [--tls]` starts them). Each test has a key prefix of its own, whose keys are deleted afterwards.
 
 use crate::support::env_url;
 use futures::StreamExt;
@@ -62,6 +63,9 @@ enum On {
     Server,
     /// The cluster whose nodes `WEIR_REDIS_CLUSTER_URL` names.
     Cluster,
+    /// The cluster that speaks TLS only whose nodes `WEIR_REDIS_TLS_CLUSTER_URL` names, with
+    /// the CA of its certificates.
+    TlsCluster,
 }
 
 impl On {
@@ -72,11 +76,15 @@ impl On {
                 "WEIR_REDIS_CLUSTER_URL",
                 "redis://127.0.0.1:7101,redis://127.0.0.1:7102,redis://127.0.0.1:7103 (server/tests/redis_cluster/setup.sh starts one and prints it)",
             ),
+            On::TlsCluster => env_url(
+                "WEIR_REDIS_TLS_CLUSTER_URL",
+                "rediss://127.0.0.1:7111/?ssl_ca_certs=CA.pem,… (server/tests/redis_cluster/setup.sh --tls starts one and prints it)",
+            ),
         }
     }
 }
 
-/// One test of each case on a server, and one on a cluster.
+/// One test of each case on a server, one on a cluster and one on a cluster over TLS.
 macro_rules! on_server_and_cluster {
     ($($case:ident)*) => {
         mod server {
@@ -94,6 +102,15 @@ macro_rules! on_server_and_cluster {
                 #[ignore = "needs a Redis Cluster: set WEIR_REDIS_CLUSTER_URL, run with --include-ignored"]
                 async fn $case() {
                     super::$case(super::On::Cluster).await;
+                }
+            )*
+        }
+        mod tls_cluster {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[ignore = "needs a Redis Cluster over TLS: set WEIR_REDIS_TLS_CLUSTER_URL, run with --include-ignored"]
+                async fn $case() {
+                    super::$case(super::On::TlsCluster).await;
                 }
             )*
         }
@@ -624,4 +641,34 @@ async fn connections_a_cluster_drops_cost_a_retry_and_a_watcher_hears_of_the_gap
     assert_eq!(next_notice(&mut watching).await, ThreadNotice::Gap);
     t.bus.notify_thread("t1", ThreadNotice::Run("r2".into())).await.unwrap();
     assert_eq!(next_notice(&mut watching).await, ThreadNotice::Run("r2".into()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a Redis Cluster over TLS: set WEIR_REDIS_TLS_CLUSTER_URL, run with --include-ignored"]
+async fn a_cluster_over_tls_takes_its_ca_and_refuses_another() {
+    let t = bus_on(On::TlsCluster, |o| o).await;
+    // Every node's connections, the subscriptions' among them, go over TLS with the CA named.
+    let mut watching = t.bus.watch_thread("t1").await.unwrap();
+    let other = RedisBus::options().prefix(&t.prefix).connect(&t.url).await.unwrap();
+    other.notify_thread("t1", ThreadNotice::Run("r1".into())).await.unwrap();
+    assert_eq!(next_notice(&mut watching).await, ThreadNotice::Run("r1".into()));
+    // A CA that signed none of the nodes' certificates: refused at once, naming why.
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = dir.path().join("other-ca.pem");
+    std::fs::write(&wrong, weir_test_support::ca_pem("another CA")).unwrap();
+    let (_, named) = t.url.split_once("ssl_ca_certs=").unwrap();
+    let named = named.split(',').next().unwrap();
+    let url = t.url.replace(named, &wrong.display().to_string());
+    let started = std::time::Instant::now();
+    let e = RedisBus::options().connect(&url).await.unwrap_err();
+    assert!(e.0.contains("UnknownIssuer"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    // Without a CA the system's roots do not know it either.
+    let plain: Vec<String> = t
+        .url
+        .split(',')
+        .map(|n| n.split('?').next().unwrap().to_owned())
+        .collect();
+    let e = RedisBus::options().connect(&plain.join(",")).await.unwrap_err();
+    assert!(e.0.contains("UnknownIssuer"), "{e}");
 }
