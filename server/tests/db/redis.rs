@@ -578,6 +578,10 @@ async fn a_cluster_is_reached_past_a_seed_that_is_down_and_one_server_is_no_clus
     let bus = RedisBus::options().prefix(&t.prefix).connect(one).await.unwrap();
     bus.beat("w1", Duration::from_secs(30)).await.unwrap();
     assert!(t.bus.is_alive("w1").await.unwrap());
+    // `/ok?check_db=1`'s check asks every node.
+    let (name, check) = bus.health().expect("the bus has a health check");
+    assert_eq!(name, "redis");
+    check.await.unwrap();
 
     // Several URLs of a server that is no cluster: refused, naming it.
     let server = On::Server.url();
