@@ -104,6 +104,60 @@ async fn taking_over_worker(db: &Arc<SqliteDb>, saver: &Arc<dyn Checkpointer>) -
     b
 }
 
+/// A worker whose own heartbeats fail (Redis away, as it sees it) believes no other worker dead
+/// for a missing heartbeat: every worker's beats lapse alike then. It takes A's run back only
+/// once its own beats have gone through on time for a whole time to live (three beats) again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_whose_own_beats_fail_takes_no_run_back_until_they_go_through_for_a_ttl() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, saver) = open(&dir.path().join("weir.db")).await;
+    let (a, tid, rid) = stuck_worker(&db, &saver, 1).await;
+    let away = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let gate_b = Arc::new(Gate::default());
+    let b = Manager::new(
+        graphs(&saver, &gate_b),
+        db.clone(),
+        db.clone(),
+        Arc::new(Faulty::beats_fail_while(LocalBus::default(), away.clone())),
+        ManagerConfig {
+            requeue_on_start: false,
+            ..config()
+        },
+    );
+    b.start().await.unwrap();
+    let still_as = |why: &'static str| {
+        let (db, tid, rid) = (db.clone(), tid.clone(), rid.clone());
+        async move {
+            let run = db.get_run(&tid, &rid).await.unwrap().unwrap();
+            assert_eq!((run.status, run.attempt), (RunStatus::Running, 1), "{why}");
+        }
+    };
+    // Four sweeps (a 1 s heartbeat) with its own beats failing: A is left alone.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    still_as("taken back while the taker's own beats failed").await;
+    away.store(false, std::sync::atomic::Ordering::SeqCst);
+    // Its beats go through again, for less than their time to live (3 s): still left alone.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    still_as("taken back before the taker's beats had gone through for a time to live").await;
+    // Then A's heartbeat is believed missing: B takes the run back and finishes it.
+    tokio::time::timeout(HUNG, gate_b.entered.notified()).await.unwrap();
+    gate_b.release();
+    let finished = tokio::time::timeout(HUNG, async {
+        loop {
+            match db.get_run(&tid, &rid).await.unwrap() {
+                Some(run) if run.status == RunStatus::Success => return run,
+                _ => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(finished.attempt, 2);
+    a.gate.release();
+    a.manager.shutdown().await;
+    b.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_that_lost_its_run_to_the_sweeper_cannot_settle_it_after_the_new_claim() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,13 +3,16 @@
 //! background through both APIs) while one worker is SIGKILLed; and a worker stopped by SIGTERM
 //! hands its runs to another, which resumes them from their last checkpoint. Ignored unless
 //! asked for (`-- --include-ignored`); then `WEIR_POSTGRES_URL` and `WEIR_REDIS_URL` must be set
-//! (and `WEIR_REDIS_CLUSTER_URL` for the same on a Redis Cluster, 200 runs on 2 workers).
+//! (and `WEIR_REDIS_CLUSTER_URL` for the same on a Redis Cluster, 200 runs on 2 workers); and
+//! runs going on while a primary of a Redis Cluster of the test's own fails over.
 //! Also: a cron made through an API process fires once a time across two workers, and a thread's
 //! stream served by one API process follows the runs made through another.
 //! `WEIR_SCALE_RUNS` / `WEIR_SCALE_THREADS` / `WEIR_SCALE_WORKERS` change the numbers.
 
 #[path = "scale_out/cluster.rs"]
 mod cluster;
+#[path = "redis_ha/mod.rs"]
+mod redis_ha;
 #[path = "served/mod.rs"]
 mod served;
 
@@ -291,6 +294,143 @@ async fn survive_a_killed_worker(cluster: &Cluster, runs: usize, threads: usize,
     assert!(lines.iter().any(|l| l.2 == killed), "the killed worker had run nodes");
     println!("node executions repeated after the kill: {repeated}");
     drop((workers, apis));
+}
+
+/// Runs go on while a primary of a Redis Cluster fails: on a cluster of the test's own
+/// (`redis_ha`: three primaries, a replica each), the primary of the workers' wake list, which
+/// every queued run touches, is SIGKILLed a third of the way into 150 runs over 15 threads
+/// (wait, stream and background through two API processes, two workers). Its replica takes over
+/// within a few seconds; the runs in between wait, not fail: every run ends `success`, and no
+/// update is applied twice. A worker whose heartbeat lived on the failed primary may look dead
+/// to the other meanwhile (the other's own beats went on): its runs are then taken back, fenced,
+/// and run on from their last checkpoint, so a node may run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs PostgreSQL and redis-server: set WEIR_POSTGRES_URL, run with --include-ignored"]
+async fn runs_ride_through_a_redis_cluster_primary_failing_over() {
+    let _alone = ONE_DEPLOYMENT.lock().await;
+    let mut redis = redis_ha::HaCluster::start();
+    let flags = ["--node-ms", "20", "--heartbeat-ms", "1000", "--poll-ms", "500"];
+    let cluster = Cluster::on_redis(redis.url(), &flags);
+    let (apis, workers) = start(&cluster, 2);
+    let urls = [apis[0].url.clone(), apis[1].url.clone()];
+    let (runs, threads) = (150, 15);
+    let (done, mut progress) = watch::channel(0);
+    let load = tokio::spawn(load(urls.clone(), threads, runs, done));
+    progress.wait_for(|n| *n >= runs / 3).await.expect("the load goes on");
+    redis.wait_replicated();
+    redis.kill_primary_of(&format!("{}:queue:wake", cluster.prefix()));
+    let tids = load.await.expect("every run went as expected");
+    let statuses = statuses(&urls[0], &tids).await;
+    assert_eq!(
+        statuses,
+        BTreeMap::from([("success".to_owned(), runs)]),
+        "every run ends `success`"
+    );
+    let pids: Vec<u32> = workers.iter().map(Process::pid).collect();
+    let repeated = check_effects(&cluster.effects(), &pids, runs);
+    println!("node executions repeated across the failover: {repeated}");
+    drop((workers, apis));
+}
+
+/// A relay in front of a Redis that a blackout cuts off, as a Redis restarting or a network cut
+/// does: its connections are dropped, and those made meanwhile closed at once, until it ends.
+struct Blackout {
+    url: String,
+    dark: Arc<std::sync::atomic::AtomicBool>,
+    relays: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl Blackout {
+    async fn start(redis_url: &str) -> Self {
+        let rest = redis_url.trim_start_matches("redis://");
+        let upstream = rest.split('/').next().unwrap_or(rest).to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("redis://{}", listener.local_addr().unwrap());
+        let (dark, relays) = (Arc::default(), Arc::default());
+        let (is_dark, open): (
+            Arc<std::sync::atomic::AtomicBool>,
+            Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+        ) = (Arc::clone(&dark), Arc::clone(&relays));
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if is_dark.load(Ordering::SeqCst) {
+                    continue; // dropped: closed at once
+                }
+                let upstream = upstream.clone();
+                let relay = tokio::spawn(async move {
+                    let mut server = tokio::net::TcpStream::connect(&upstream).await.unwrap();
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                });
+                open.lock().unwrap().push(relay.abort_handle());
+            }
+        });
+        Blackout { url, dark, relays }
+    }
+
+    /// Cuts every connection, and every one made until [`light`](Self::light).
+    fn go_dark(&self) {
+        self.dark.store(true, Ordering::SeqCst);
+        for relay in self.relays.lock().unwrap().drain(..) {
+            relay.abort();
+        }
+    }
+
+    fn light(&self) {
+        self.dark.store(false, Ordering::SeqCst);
+    }
+}
+
+/// A Redis away for longer than a heartbeat's time to live (restarting, cut off) costs the runs
+/// in flight a wait, not a failure, and no worker takes another's runs for it: every worker's
+/// beats lapse alike, and none believes a missing heartbeat before its own have gone through on
+/// time for a whole time to live again. Twelve background runs of three 300 ms nodes on two
+/// workers, Redis cut off for 3 s (the time to live: 1.5 s): every run ends `success`, and every
+/// node ran once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs PostgreSQL and Redis: set WEIR_POSTGRES_URL and WEIR_REDIS_URL, run with --include-ignored"]
+async fn a_redis_outage_longer_than_a_heartbeat_costs_runs_a_wait_and_runs_no_node_twice() {
+    let _alone = ONE_DEPLOYMENT.lock().await;
+    let relay = Blackout::start(&std::env::var("WEIR_REDIS_URL").expect("WEIR_REDIS_URL")).await;
+    let flags = ["--node-ms", "300", "--heartbeat-ms", "500", "--poll-ms", "500"];
+    let cluster = Cluster::on_redis(relay.url.clone(), &flags);
+    let api = cluster.start("api");
+    let workers = [cluster.start("worker"), cluster.start("worker")];
+    let mut made = Vec::new();
+    for t in 0..12 {
+        let tid = thread(&api.url).await;
+        let body = json!({"assistant_id": "steps", "input": {"topic": format!("t{t}")}});
+        let run = call(&api.url, "POST", &format!("/threads/{tid}/runs"), Some(&body)).await;
+        assert_eq!(run.status, 200, "{}", String::from_utf8_lossy(&run.body));
+        made.push((tid, run.json()["run_id"].as_str().expect("a run id").to_owned()));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    relay.go_dark();
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    relay.light();
+    let started = Instant::now();
+    for (tid, rid) in &made {
+        loop {
+            let run = call(&api.url, "GET", &format!("/threads/{tid}/runs/{rid}"), None)
+                .await
+                .json();
+            match run["status"].as_str() {
+                Some("pending" | "running") => {
+                    assert!(started.elapsed().as_secs() < 60, "run `{rid}` did not end: {run}");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                status => {
+                    assert_eq!(status, Some("success"), "run `{rid}`: {run}");
+                    break;
+                }
+            }
+        }
+    }
+    assert_eq!(
+        check_effects(&cluster.effects(), &[], made.len()),
+        0,
+        "no node ran again"
+    );
+    drop((workers, api));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

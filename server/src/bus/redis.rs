@@ -47,6 +47,24 @@ if tonumber(ARGV[1]) > fence then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV
 return 1
 ";
 
+/// How long a command waits for a Redis that is away before it fails ([`Shared::query`]).
+const OUTAGE_WAIT: Duration = Duration::from_secs(60);
+
+/// Whether `e` says that Redis is away for now (down, restarting, unreachable, a cluster's slots
+/// moving to a replica that takes over), not that the command is wrong: worth waiting out.
+fn away(e: &redis::RedisError) -> bool {
+    use redis::{ErrorKind, ServerErrorKind};
+    e.is_io_error()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_timeout()
+        || e.is_unrecoverable_error()
+        || matches!(
+            e.kind(),
+            ErrorKind::Server(ServerErrorKind::TryAgain | ServerErrorKind::ClusterDown | ServerErrorKind::MasterDown)
+        )
+}
+
 /// How many idle blocking connections are kept.
 const IDLE_BLOCKING: usize = 16;
 
@@ -230,23 +248,45 @@ impl Shared {
             .map(|_| ())
     }
 
-    /// Runs `op` on the shared connection, and once more when the connection was lost (the
-    /// manager reconnects in between): a blip — Redis restarted, a proxy cut the connection —
-    /// costs a retry, not a failed request or a failed run. Every command sent here may run
-    /// twice: wakes, cancellations and heartbeats set the same thing again, reads read again,
-    /// and a stream event sent twice is dropped by its readers ([`stream::Reader::take`]).
+    /// Runs `op` on the shared connection, and again while Redis is away ([`away`]: restarting,
+    /// unreachable, a cluster's primary failing over), after a growing pause (up to a second),
+    /// for up to [`OUTAGE_WAIT`]: an outage costs a wait, not a failed request or a failed run
+    /// (the connection reconnects in between). Every command sent here may run twice: wakes,
+    /// cancellations and heartbeats set the same thing again, reads read again, and a stream
+    /// event sent twice is dropped by its readers ([`stream::Reader::take`]).
     async fn query<T, F, Fut>(&self, what: &str, op: F) -> Result<T, BusError>
     where
         F: Fn(Conn) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
-        match op(self.conn.clone()).await {
-            Err(e) if e.is_connection_dropped() || e.is_unrecoverable_error() => {
-                tracing::warn!(error = %e, "redis bus: {what}: the connection was lost; once more on a new one");
-                op(self.conn.clone()).await.map_err(failed(what))
+        let mut since: Option<tokio::time::Instant> = None;
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let e = match op(self.conn.clone()).await {
+                Ok(answer) => {
+                    if let Some(since) = since {
+                        tracing::info!(waited = ?since.elapsed(), "redis bus: {what}: Redis answers again");
+                    }
+                    return Ok(answer);
+                }
+                Err(e) if away(&e) => e,
+                Err(e) => return Err(failed(what)(e)),
+            };
+            let first = *since.get_or_insert_with(|| {
+                tracing::warn!(error = %e, "redis bus: {what}: Redis is away; trying again for up to {OUTAGE_WAIT:?}");
+                tokio::time::Instant::now()
+            });
+            if first.elapsed() >= OUTAGE_WAIT {
+                return Err(failed(what)(e));
             }
-            done => done.map_err(failed(what)),
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
         }
+    }
+
+    /// Sends `cmd` once, however Redis answers: for a health check, which must answer soon.
+    async fn cmd_once<T: redis::FromRedisValue>(&self, what: &str, cmd: &redis::Cmd) -> Result<T, BusError> {
+        cmd.query_async(&mut self.conn.clone()).await.map_err(failed(what))
     }
 
     /// Sends `cmd` as [`query`](Self::query) does.
@@ -511,7 +551,7 @@ impl Bus for RedisBus {
     }
     fn health(&self) -> Option<(&'static str, BoxFuture<'_, Result<(), BusError>>)> {
         let ping = Box::pin(async move {
-            let answer: String = self.shared.cmd("checking Redis", &redis::cmd("PING")).await?;
+            let answer: String = self.shared.cmd_once("checking Redis", &redis::cmd("PING")).await?;
             match answer.as_str() {
                 "PONG" => Ok(()),
                 other => Err(BusError(format!("Redis answered PING with `{other}`"))),

@@ -218,22 +218,42 @@ impl Manager {
         }
     }
 
-    /// Beats on the bus every `heartbeat`. Nothing else happens in this loop: a beat that
-    /// waited for a busy database (the sweep's queries) could lapse, and another worker would
-    /// take this one's runs while they still run.
+    /// How long a heartbeat keeps its worker alive: three beats.
+    fn heartbeat_ttl(&self) -> Duration {
+        self.inner.config.heartbeat * 3
+    }
+
+    /// Beats on the bus every `heartbeat`, and records since when the beats go through on time
+    /// (`beating_since`). Nothing else happens in this loop: a beat that waited for a busy
+    /// database (the sweep's queries) could lapse, and another worker would take this one's runs
+    /// while they still run.
     async fn beat(&self) {
         let inner = &self.inner;
         let mut tick = tokio::time::interval(inner.config.heartbeat);
         loop {
             tick.tick().await;
-            if let Err(e) = inner.bus.beat(&inner.worker_id, inner.config.heartbeat * 3).await {
-                tracing::warn!(error = %e, "heartbeat failed");
+            let started = Instant::now();
+            let beat = inner.bus.beat(&inner.worker_id, self.heartbeat_ttl()).await;
+            let mut since = super::lock(&inner.beating_since);
+            match beat {
+                Ok(()) if started.elapsed() <= inner.config.heartbeat => {
+                    since.get_or_insert(started);
+                }
+                // Late: the bus was away (a Redis restarting, a primary failing over) until now.
+                Ok(()) => *since = Some(Instant::now()),
+                Err(e) => {
+                    tracing::warn!(error = %e, "heartbeat failed");
+                    *since = None;
+                }
             }
         }
     }
 
     /// Every `heartbeat`, stops this worker's runs that another worker's sweeper took back,
     /// and requeues the runs of other workers whose heartbeat has expired (their process died).
+    /// A heartbeat missing is believed only once this worker's own beats have gone through on
+    /// time for a whole time to live: while the bus is away, or just back, every worker's beats
+    /// lapse alike, and taking their runs would run their nodes again for nothing.
     async fn sweep(&self) {
         let inner = &self.inner;
         let mut tick = tokio::time::interval(inner.config.heartbeat);
@@ -241,6 +261,10 @@ impl Manager {
         loop {
             tick.tick().await;
             self.stop_runs_taken_back().await;
+            let beating = *super::lock(&inner.beating_since);
+            if beating.is_none_or(|since| since.elapsed() < self.heartbeat_ttl()) {
+                continue;
+            }
             let Ok(workers) = inner.queue.busy_workers().await else {
                 continue;
             };

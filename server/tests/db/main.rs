@@ -3,7 +3,8 @@
 //! ignored unless asked for with `-- --include-ignored`, and then `WEIR_POSTGRES_URL` must name a
 //! database); the PostgreSQL tables across killed connections ([`reconnect`]); the SQLite file
 //! shared with the checkpointer ([`file`]); and the Redis bus
-//! ([`redis`]; likewise with `WEIR_REDIS_URL`, a key prefix per test).
+//! ([`redis`]; likewise with `WEIR_REDIS_URL`, a key prefix per test), and a Redis Cluster's
+//! primary failing over under it ([`redis_failover`], on a cluster of its own).
 
 mod catalog;
 mod crons;
@@ -12,6 +13,9 @@ mod narrow;
 mod queue;
 mod reconnect;
 mod redis;
+mod redis_failover;
+#[path = "../redis_ha/mod.rs"]
+mod redis_ha;
 mod support;
 
 /// One test per case of the suite for a backend, given an async constructor of a

@@ -1,8 +1,8 @@
 //! The Redis bus: wakes, cancellations, stream fan-out with replay and trimming, heartbeats,
 //! threads' notices; on one server, on a Redis Cluster and on a cluster over TLS (the same
 //! cases, in `server::`, `cluster::` and `tls_cluster::`), plus what is a server's own (TLS
-//! through a proxy, a lost connection, a Redis not up yet) and a cluster's (seed nodes, nodes
-//! that drop their clients, its CA).
+//! through a proxy, a lost connection, a Redis not up yet) and a cluster's (seed nodes, its
+//! CA; its failures are `redis_failover`'s, on a cluster of its own).
 //! Ignored unless asked for; then `WEIR_REDIS_URL` must name a server, and
 //! `WEIR_REDIS_CLUSTER_URL` and `WEIR_REDIS_TLS_CLUSTER_URL` a cluster's nodes
 //! (`server/tests/redis_cluster/setup.sh [--tls]` starts them). Each test has a key prefix of its own, whose keys are deleted afterwards.
@@ -602,49 +602,6 @@ async fn a_cluster_is_reached_past_a_seed_that_is_down_and_one_server_is_no_clus
         .await
         .unwrap_err();
     assert!(e.0.contains("`not a url`: not a URL"), "{e}");
-}
-
-/// Drops every client connection of `kind` (`normal`, `pubsub`) on each node of `url`.
-fn drop_clients(url: &str, kind: &str) {
-    for node in url.split(',') {
-        let mut conn = redis::Client::open(node).unwrap().get_connection().unwrap();
-        let _: i64 = redis::cmd("CLIENT")
-            .arg(&["KILL", "TYPE", kind, "SKIPME", "yes"])
-            .query(&mut conn)
-            .unwrap();
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs a Redis Cluster: set WEIR_REDIS_CLUSTER_URL, run with --include-ignored"]
-async fn connections_a_cluster_drops_cost_a_retry_and_a_watcher_hears_of_the_gap() {
-    let t = bus_on(On::Cluster, |o| o).await;
-    let bus = RedisBus::options().prefix(&t.prefix).connect(&t.url).await.unwrap();
-    let mut watching = bus.watch_thread("t1").await.unwrap();
-    publish_first(&bus, "run", event("100-0", 0)).await;
-    // Each call finds the connections it would use gone, and answers on new ones.
-    drop_clients(&t.url, "normal");
-    publish_first(&bus, "run", event("100-1", 1)).await;
-    drop_clients(&t.url, "normal");
-    bus.wake().await.unwrap();
-    drop_clients(&t.url, "normal");
-    bus.cancel("r1", CancelAction::Interrupt).await.unwrap();
-    drop_clients(&t.url, "normal");
-    assert_eq!(bus.cancelled("r1").await.unwrap(), Some(CancelAction::Interrupt));
-    drop_clients(&t.url, "normal");
-    bus.beat("w1", Duration::from_secs(30)).await.unwrap();
-    drop_clients(&t.url, "normal");
-    publish_first(&bus, "run", StreamItem::Done).await;
-    assert_eq!(
-        collect(bus.subscribe("run", Some("-1")).await.unwrap()).await,
-        [event("100-0", 0), event("100-1", 1), StreamItem::Done]
-    );
-    // The threads' subscription is made again, on some node: its watchers hear of the gap,
-    // then of what is told after it.
-    drop_clients(&t.url, "pubsub");
-    assert_eq!(next_notice(&mut watching).await, ThreadNotice::Gap);
-    t.bus.notify_thread("t1", ThreadNotice::Run("r2".into())).await.unwrap();
-    assert_eq!(next_notice(&mut watching).await, ThreadNotice::Run("r2".into()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

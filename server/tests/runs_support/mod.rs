@@ -205,12 +205,14 @@ pub async fn stuck_worker_on<D: Tables>(
     (a, tid, rid)
 }
 
-/// A [`LocalBus`] with a fault: its wakes fail (Redis gone for longer than a retry), or its
-/// beats never arrive (a worker that others, on the same bus, take for dead).
+/// A [`LocalBus`] with a fault: its wakes fail (Redis gone for longer than a retry), its beats
+/// never arrive (a worker that others, on the same bus, take for dead), or its beats fail while
+/// `away` is set (Redis away, as this worker sees it).
 pub struct Faulty {
     bus: Arc<dyn Bus>,
     wakes_fail: bool,
     beats_lost: bool,
+    away: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Faulty {
@@ -220,6 +222,7 @@ impl Faulty {
             bus: Arc::new(bus),
             wakes_fail: true,
             beats_lost: false,
+            away: None,
         }
     }
     /// `bus`, whose beats are lost.
@@ -228,6 +231,16 @@ impl Faulty {
             bus,
             wakes_fail: false,
             beats_lost: true,
+            away: None,
+        }
+    }
+    /// `bus`, whose beats fail while `away` is set.
+    pub fn beats_fail_while(bus: impl Bus, away: Arc<std::sync::atomic::AtomicBool>) -> Self {
+        Self {
+            bus: Arc::new(bus),
+            wakes_fail: false,
+            beats_lost: false,
+            away: Some(away),
         }
     }
 }
@@ -281,6 +294,17 @@ impl Bus for Faulty {
     fn beat<'a>(&'a self, worker: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), BusError>> {
         if self.beats_lost {
             return Box::pin(async { Ok(()) });
+        }
+        if self
+            .away
+            .as_ref()
+            .is_some_and(|away| away.load(std::sync::atomic::Ordering::SeqCst))
+        {
+            return Box::pin(async {
+                Err(BusError(
+                    "redis bus: recording a heartbeat failed: connection refused".into(),
+                ))
+            });
         }
         self.bus.beat(worker, ttl)
     }

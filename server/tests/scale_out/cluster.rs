@@ -73,6 +73,11 @@ impl Cluster {
         }
     }
 
+    /// The prefix of its Redis keys.
+    pub fn prefix(&self) -> &str {
+        &self.schema.name
+    }
+
     /// Starts a process with `role`; returns once it listens (API) or works (worker).
     pub fn start(&self, role: &str) -> Process {
         let mut child = Command::new(&self.binary)

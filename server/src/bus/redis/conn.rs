@@ -14,6 +14,15 @@ use redis::{AsyncConnectionConfig, Client, Cmd, Pipeline, RedisFuture, RedisResu
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How long the shared connection to a cluster waits for one answer of a node before it tries
+/// again (one server's connection waits half a second).
+const CLUSTER_RESPONSE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long a command on a cluster may take, the cluster client's own tries included (it follows
+/// slots that moved); past it, the bus decides whether Redis is away and waits on (a primary
+/// failing over takes the cluster's node timeout, 15 s by default, and an election).
+const CLUSTER_COMMAND_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// How long a blocking command on a cluster may wait for its answer: past any block the bus asks
 /// for (a wake's wait, a stream's one-second `XREAD`).
 const CLUSTER_BLOCKING_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
@@ -138,9 +147,13 @@ impl Target {
             };
             return Ok((target, Conn::Managed(manager)));
         }
-        let shared = cluster_client(&nodes, None).map_err(|e| e.to_string())?;
-        let conn = shared.get_async_connection().await.map_err(|e| e.to_string())?;
-        let blocking = cluster_client(&nodes, Some(CLUSTER_BLOCKING_TIMEOUT)).map_err(|e| e.to_string())?;
+        let shared = cluster_client(&nodes, CLUSTER_RESPONSE_TIMEOUT, Some(CLUSTER_COMMAND_TIMEOUT));
+        let conn = shared
+            .map_err(|e| e.to_string())?
+            .get_async_connection()
+            .await
+            .map_err(|e| e.to_string())?;
+        let blocking = cluster_client(&nodes, CLUSTER_BLOCKING_TIMEOUT, None).map_err(|e| e.to_string())?;
         let target = Target {
             nodes: clients,
             cluster: Some(blocking),
@@ -192,9 +205,9 @@ async fn first_contact(nodes: &[Node]) -> Result<(&Node, Conn), String> {
     Ok((&nodes[0], Conn::Managed(manager)))
 }
 
-/// A cluster client seeded with `nodes`, each answer waited for `timeout` (redis-rs's default
-/// when `None`), or without bound overall when given.
-fn cluster_client(nodes: &[Node], timeout: Option<Duration>) -> RedisResult<ClusterClient> {
+/// A cluster client seeded with `nodes`, each answer of a node waited for `each`, a command with
+/// its tries for `overall` (without bound when `None`).
+fn cluster_client(nodes: &[Node], each: Duration, overall: Option<Duration>) -> RedisResult<ClusterClient> {
     let mut builder = ClusterClient::builder(nodes.iter().map(|n| n.url.as_str()));
     if let Some(ca) = nodes.iter().find_map(|n| n.ca.clone()) {
         builder = builder.certs(redis::TlsCertificates {
@@ -202,10 +215,7 @@ fn cluster_client(nodes: &[Node], timeout: Option<Duration>) -> RedisResult<Clus
             root_cert: Some(ca),
         });
     }
-    if let Some(timeout) = timeout {
-        builder = builder.response_timeout(timeout).overall_response_timeout(None);
-    }
-    builder.build()
+    builder.response_timeout(each).overall_response_timeout(overall).build()
 }
 
 /// Whether a first connection failed in a way that trying again cannot mend: a certificate or
