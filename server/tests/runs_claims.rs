@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use weir::checkpoint::Checkpointer;
 use weir_server::bus::local::LocalBus;
+use weir_server::bus::Bus;
 use weir_server::db::sqlite::SqliteDb;
 use weir_server::db::{Catalog, DbError, Enqueued, InFlight, RunFate, RunQueue, ThreadUpdate};
 use weir_server::model::RunStatus;
@@ -87,21 +88,35 @@ async fn stuck_worker(db: &Arc<SqliteDb>, saver: &Arc<dyn Checkpointer>, slots: 
 /// Worker B: the same tables, another bus, so not A's heartbeats: to B, A is dead. Its sweeper
 /// requeues A's run, B claims it again and finishes it (its node let through at once).
 async fn taking_over_worker(db: &Arc<SqliteDb>, saver: &Arc<dyn Checkpointer>) -> Manager {
-    let gate_b = Arc::new(Gate::default());
-    let b = Manager::new(
-        graphs(saver, &gate_b),
-        db.clone(),
-        db.clone(),
-        Arc::new(LocalBus::default()),
-        ManagerConfig {
-            requeue_on_start: false,
-            ..config()
-        },
-    );
-    b.start().await.unwrap();
+    let (b, gate_b) = worker_b(db, saver, Arc::new(LocalBus::default())).await;
     tokio::time::timeout(HUNG, gate_b.entered.notified()).await.unwrap();
     gate_b.release();
     b
+}
+
+/// Worker B on `bus`, started, and the gate its `gated` node waits at.
+async fn worker_b(db: &Arc<SqliteDb>, saver: &Arc<dyn Checkpointer>, bus: Arc<dyn Bus>) -> (Manager, Arc<Gate>) {
+    let gate_b = Arc::new(Gate::default());
+    let config = ManagerConfig {
+        requeue_on_start: false,
+        ..config()
+    };
+    let b = Manager::new(graphs(saver, &gate_b), db.clone(), db.clone(), bus, config);
+    b.start().await.unwrap();
+    (b, gate_b)
+}
+
+/// Waits until `rid` ends well; the run as it ended.
+async fn until_success(db: &SqliteDb, tid: &str, rid: &str) -> Run {
+    let finished = async {
+        loop {
+            match db.get_run(tid, rid).await.unwrap() {
+                Some(run) if run.status == RunStatus::Success => return run,
+                _ => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    };
+    tokio::time::timeout(HUNG, finished).await.unwrap()
 }
 
 /// A worker whose own heartbeats fail (Redis away, as it sees it) believes no other worker dead
@@ -113,18 +128,8 @@ async fn a_worker_whose_own_beats_fail_takes_no_run_back_until_they_go_through_f
     let (db, saver) = open(&dir.path().join("weir.db")).await;
     let (a, tid, rid) = stuck_worker(&db, &saver, 1).await;
     let away = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let gate_b = Arc::new(Gate::default());
-    let b = Manager::new(
-        graphs(&saver, &gate_b),
-        db.clone(),
-        db.clone(),
-        Arc::new(Faulty::beats_fail_while(LocalBus::default(), away.clone())),
-        ManagerConfig {
-            requeue_on_start: false,
-            ..config()
-        },
-    );
-    b.start().await.unwrap();
+    let faulty = Arc::new(Faulty::beats_fail_while(LocalBus::default(), away.clone()));
+    let (b, gate_b) = worker_b(&db, &saver, faulty).await;
     let still_as = |why: &'static str| {
         let (db, tid, rid) = (db.clone(), tid.clone(), rid.clone());
         async move {
@@ -142,16 +147,7 @@ async fn a_worker_whose_own_beats_fail_takes_no_run_back_until_they_go_through_f
     // Then A's heartbeat is believed missing: B takes the run back and finishes it.
     tokio::time::timeout(HUNG, gate_b.entered.notified()).await.unwrap();
     gate_b.release();
-    let finished = tokio::time::timeout(HUNG, async {
-        loop {
-            match db.get_run(&tid, &rid).await.unwrap() {
-                Some(run) if run.status == RunStatus::Success => return run,
-                _ => tokio::time::sleep(Duration::from_millis(20)).await,
-            }
-        }
-    })
-    .await
-    .unwrap();
+    let finished = until_success(&db, &tid, &rid).await;
     assert_eq!(finished.attempt, 2);
     a.gate.release();
     a.manager.shutdown().await;
@@ -164,16 +160,7 @@ async fn a_worker_that_lost_its_run_to_the_sweeper_cannot_settle_it_after_the_ne
     let (db, saver) = open(&dir.path().join("weir.db")).await;
     let (a, tid, rid) = stuck_worker(&db, &saver, 1).await;
     let b = taking_over_worker(&db, &saver).await;
-    let finished = tokio::time::timeout(HUNG, async {
-        loop {
-            match db.get_run(&tid, &rid).await.unwrap() {
-                Some(run) if run.status == RunStatus::Success => return run,
-                _ => tokio::time::sleep(Duration::from_millis(20)).await,
-            }
-        }
-    })
-    .await
-    .unwrap();
+    let finished = until_success(&db, &tid, &rid).await;
     assert_eq!(finished.attempt, 2);
     let thread = db.get_thread(&tid).await.unwrap().unwrap();
     assert_eq!(thread.values, json!({"topic": "x", "log": ["a:x", "slow:x"]}));
