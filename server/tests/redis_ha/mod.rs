@@ -43,53 +43,62 @@ fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
     }
 }
 
-impl HaCluster {
-    /// Starts the six nodes and makes them one cluster; returns once every slot is served and
-    /// every primary has its replica.
-    pub fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let mut nodes = Vec::new();
-        for _ in 0..6 {
+/// Whether a node answers on `port`.
+fn answers(port: u16) -> bool {
+    redis::Client::open(format!("redis://127.0.0.1:{port}"))
+        .unwrap()
+        .get_connection()
+        .is_ok()
+}
+
+impl Node {
+    /// Starts a node with its files in a folder of `dir`, and returns once it answers. A port
+    /// taken between [`free_port`] and the node's bind (another test's) makes the node exit: it
+    /// is started again on others.
+    fn start(dir: &std::path::Path) -> Node {
+        let started = Instant::now();
+        loop {
             // The cluster bus's port is given: the default (the client's + 10,000) may not exist.
             let (port, bus) = (free_port(), free_port());
-            let data = dir.path().join(port.to_string());
-            std::fs::create_dir(&data).unwrap();
-            let child = Command::new("redis-server")
+            let data = dir.join(port.to_string());
+            std::fs::create_dir_all(&data).unwrap();
+            let mut child = Command::new("redis-server")
                 .args(["--port", &port.to_string(), "--cluster-port", &bus.to_string()])
-                .args([
-                    "--bind",
-                    "127.0.0.1",
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-node-timeout",
-                    "1000",
-                ])
+                .args(["--bind", "127.0.0.1", "--cluster-enabled", "yes"])
+                .args(["--cluster-node-timeout", "1000"])
                 // A replica that synced a moment ago may take over (by default it must have
                 // heard from its primary within ten node timeouts plus a ping period).
                 .args(["--cluster-replica-validity-factor", "0"])
-                .args([
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                ])
+                .args(["--cluster-config-file", "nodes.conf"])
+                .args(["--save", "", "--appendonly", "no"])
                 .arg("--dir")
                 .arg(&data)
                 .stdout(Stdio::null())
                 .spawn()
                 .expect("redis-server starts (server/tests/redis_cluster/setup.sh installs it)");
-            nodes.push(Node { port, child });
+            loop {
+                if answers(port) {
+                    return Node { port, child };
+                }
+                if child.try_wait().unwrap().is_some() {
+                    break; // its port was taken: again, on others
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "a node did not answer within 30 s"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
-        for node in &nodes {
-            wait_for("a node answers", || {
-                redis::Client::open(format!("redis://127.0.0.1:{}", node.port))
-                    .unwrap()
-                    .get_connection()
-                    .is_ok()
-            });
-        }
+    }
+}
+
+impl HaCluster {
+    /// Starts the six nodes and makes them one cluster; returns once every slot is served and
+    /// every primary has its replica.
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let nodes: Vec<Node> = (0..6).map(|_| Node::start(dir.path())).collect();
         let addresses: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
         let made = Command::new("redis-cli")
             .arg("--cluster")
