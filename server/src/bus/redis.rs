@@ -238,7 +238,7 @@ impl Shared {
             .get_or_try_init(|| async {
                 let prefix = self.thread_channel("");
                 let every_thread = pubsub::Channel::Pattern(format!("{}*", pubsub::glob_literal(&prefix)));
-                let heard = pubsub::Subscription::open(self.target.nodes(), every_thread, "threads")
+                let heard = pubsub::Subscription::open(self.target.subscribers(), every_thread, "threads")
                     .await
                     .map_err(failed("watching threads"))?;
                 tokio::spawn(pubsub::pump_threads(heard, prefix, Arc::downgrade(&self.threads)));
@@ -414,7 +414,7 @@ impl Bus for RedisBus {
             // cancel published while no subscription stands is missed here, but its key stays
             // for `Bus::cancelled`.
             let channel = pubsub::Channel::Named(self.shared.key("channel", "cancel"));
-            let heard = pubsub::Subscription::open(self.shared.target.nodes(), channel, "cancellations")
+            let heard = pubsub::Subscription::open(self.shared.target.subscribers(), channel, "cancellations")
                 .await
                 .map_err(failed("watching cancellations"))?;
             let stream = futures::stream::unfold(heard, |mut heard| async move {

@@ -1,9 +1,10 @@
 //! A Redis Cluster that fails under the bus, on a cluster of each test's own
 //! (`crate::redis_ha`), so that what it breaks is nobody else's: nodes that drop every client
-//! cost a retry, and a watcher hears of the gap; a primary killed while events are published on
-//! a run's stream is waited out: every event, before, during and after its replica takes over,
-//! is read once and in order, by a subscriber that was following all along and by one that joins
-//! after, and wakes, heartbeats and cancellations go on. Ignored unless asked for
+//! cost a retry, and a watcher hears of the gap; the one node a bus was given, killed under its
+//! subscriptions, moves them to another node of the cluster; a primary killed while events are
+//! published on a run's stream is waited out: every event, before, during and after its replica
+//! takes over, is read once and in order, by a subscriber that was following all along and by
+//! one that joins after, and wakes, heartbeats and cancellations go on. Ignored unless asked for
 //! (`-- --include-ignored`); then `redis-server` and `redis-cli` must be installed.
 
 use futures::StreamExt;
@@ -129,4 +130,30 @@ async fn connections_a_cluster_drops_cost_a_retry_and_a_watcher_hears_of_the_gap
     let other = RedisBus::options().connect(&cluster.url()).await.unwrap();
     other.notify_thread("t1", ThreadNotice::Run("r2".into())).await.unwrap();
     assert_eq!(next_notice(&mut watching).await, ThreadNotice::Run("r2".into()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server (server/tests/redis_cluster/setup.sh installs it), run with --include-ignored"]
+async fn subscriptions_on_a_cluster_named_by_one_node_move_to_another_when_it_dies() {
+    let mut cluster = crate::redis_ha::HaCluster::start();
+    let bus = RedisBus::options().connect(&cluster.node_url(0)).await.unwrap();
+    let mut watching = bus.watch_thread("t1").await.unwrap();
+    let mut cancels = bus.cancellations().await.unwrap();
+    cluster.wait_replicated();
+    // The only node the bus was given, where both subscriptions stand.
+    cluster.kill_node(0);
+    assert_eq!(next_notice(&mut watching).await, ThreadNotice::Gap);
+    let other = RedisBus::options().connect(&cluster.url()).await.unwrap();
+    other.notify_thread("t1", ThreadNotice::Run("r1".into())).await.unwrap();
+    assert_eq!(next_notice(&mut watching).await, ThreadNotice::Run("r1".into()));
+    // The cancellations' subscription moved too (a cancel also leaves its key: ask until heard).
+    let heard = timeout(Duration::from_secs(30), async {
+        loop {
+            other.cancel("r2", CancelAction::Interrupt).await.unwrap();
+            if let Ok(heard) = timeout(Duration::from_millis(500), cancels.next()).await {
+                return heard;
+            }
+        }
+    });
+    assert_eq!(heard.await.unwrap(), Some(("r2".to_owned(), CancelAction::Interrupt)));
 }

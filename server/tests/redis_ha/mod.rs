@@ -128,6 +128,18 @@ impl HaCluster {
         })
     }
 
+    /// The URL of node `i` (0 to 5).
+    pub fn node_url(&self, i: usize) -> String {
+        format!("redis://127.0.0.1:{}", self.nodes[i].port)
+    }
+
+    /// SIGKILLs node `i`, and returns at once.
+    pub fn kill_node(&mut self, i: usize) {
+        let child = &mut self.nodes[i].child;
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
     /// The URL of every node, comma-separated.
     pub fn url(&self) -> String {
         let urls: Vec<String> = self
@@ -206,13 +218,12 @@ impl HaCluster {
             .into_iter()
             .find(|(from, to, _)| (*from..=*to).contains(&slot))
             .expect("every slot is served");
-        let node = self
+        let i = self
             .nodes
-            .iter_mut()
-            .find(|n| i64::from(n.port) == port)
+            .iter()
+            .position(|n| i64::from(n.port) == port)
             .expect("the primary is one of the nodes");
-        node.child.kill().unwrap();
-        node.child.wait().unwrap();
+        self.kill_node(i);
     }
 }
 

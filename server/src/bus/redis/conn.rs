@@ -5,11 +5,13 @@
 //! share a connection manager (which reconnects); on a cluster, a cluster connection that follows
 //! the slots as they move (and reconnects). Either way a blocking command takes a connection of
 //! its own ([`Target::blocking`]) so that it holds nothing else up, and a subscription is made
-//! on one node ([`Target::nodes`]): a cluster forwards every `PUBLISH` to all its nodes.
+//! on one node ([`Subscribers`]): a cluster forwards every `PUBLISH` to all its nodes, so any
+//! of the seeds will do, or, when none answers, any node the cluster names now.
 
 use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
+use redis::ConnectionAddr;
 use redis::{AsyncConnectionConfig, Client, Cmd, Pipeline, RedisFuture, RedisResult, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -72,11 +74,88 @@ impl ConnectionLike for Conn {
 /// What the bus connects to: the nodes named, and for a cluster, the client of blocking
 /// commands' connections.
 pub(super) struct Target {
-    /// The clients of the nodes the URL names (one for a single server).
-    nodes: Arc<[Client]>,
+    /// Where subscriptions are made.
+    subscribers: Subscribers,
     /// A cluster's client without a response timeout, for blocking commands; `None` for one
     /// server.
     cluster: Option<ClusterClient>,
+}
+
+/// Where a subscription is made: on one of the nodes the URL names (one server's only node), or,
+/// on a cluster none of whose seeds answers, on any node the cluster names now.
+#[derive(Clone)]
+pub(super) struct Subscribers {
+    seeds: Arc<[Client]>,
+    /// A cluster's shared connection, to ask it for its nodes.
+    cluster: Option<Conn>,
+}
+
+impl Subscribers {
+    /// The seeds.
+    pub(super) fn seeds(&self) -> Arc<[Client]> {
+        self.seeds.clone()
+    }
+
+    /// The nodes a cluster names now (`CLUSTER SLOTS`: its primaries and their replicas), those
+    /// the seeds are not, each reached as the first seed is (its scheme, credentials and CA);
+    /// none for one server, or when the cluster cannot be asked.
+    pub(super) async fn others(&self) -> Vec<Client> {
+        let Some(conn) = &self.cluster else {
+            return Vec::new();
+        };
+        let slots: RedisResult<Vec<Value>> = redis::cmd("CLUSTER").arg("SLOTS").query_async(&mut conn.clone()).await;
+        let Ok(slots) = slots else {
+            return Vec::new();
+        };
+        let named: Vec<(String, u16)> = slots
+            .iter()
+            .filter_map(|range| match range {
+                Value::Array(parts) => Some(parts.iter().skip(2)),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|node| match node {
+                Value::Array(node) => {
+                    let host: String = redis::from_redis_value_ref(node.first()?).ok()?;
+                    let port: u16 = redis::from_redis_value_ref(node.get(1)?).ok()?;
+                    Some((host, port))
+                }
+                _ => None,
+            })
+            .collect();
+        let mut others: Vec<Client> = Vec::new();
+        for (host, port) in named {
+            let seen = |c: &Client| address(c).is_some_and(|a| a == (host.as_str(), port));
+            if self.seeds.iter().any(seen) || others.iter().any(seen) {
+                continue;
+            }
+            if let Some(client) = reached_as(&self.seeds[0], host.clone(), port) {
+                others.push(client);
+            }
+        }
+        others
+    }
+}
+
+/// The host and port `client` connects to.
+fn address(client: &Client) -> Option<(&str, u16)> {
+    match client.get_connection_info().addr() {
+        ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => Some((host.as_str(), *port)),
+        _ => None,
+    }
+}
+
+/// A client of `host:port` reached as `seed` is: its scheme, credentials and TLS settings.
+fn reached_as(seed: &Client, host: String, port: u16) -> Option<Client> {
+    let mut addr = seed.get_connection_info().addr().clone();
+    match &mut addr {
+        ConnectionAddr::Tcp(h, p) | ConnectionAddr::TcpTls { host: h, port: p, .. } => {
+            *h = host;
+            *p = port;
+        }
+        _ => return None,
+    }
+    Client::open(seed.get_connection_info().clone().set_addr(addr)).ok()
 }
 
 /// One node of the URL: its client, and what a cluster client needs to reach it alike.
@@ -142,7 +221,10 @@ impl Target {
                 _ => first.client.get_connection_manager().await.map_err(|e| e.to_string())?,
             };
             let target = Target {
-                nodes: clients,
+                subscribers: Subscribers {
+                    seeds: clients,
+                    cluster: None,
+                },
                 cluster: None,
             };
             return Ok((target, Conn::Managed(manager)));
@@ -154,11 +236,15 @@ impl Target {
             .await
             .map_err(|e| e.to_string())?;
         let blocking = cluster_client(&nodes, CLUSTER_BLOCKING_TIMEOUT, None).map_err(|e| e.to_string())?;
+        let conn = Conn::Cluster(conn);
         let target = Target {
-            nodes: clients,
+            subscribers: Subscribers {
+                seeds: clients,
+                cluster: Some(conn.clone()),
+            },
             cluster: Some(blocking),
         };
-        Ok((target, Conn::Cluster(conn)))
+        Ok((target, conn))
     }
 
     /// Whether this is a cluster.
@@ -172,7 +258,7 @@ impl Target {
             Some(cluster) => Ok(Conn::Cluster(cluster.get_async_connection().await?)),
             None => {
                 let config = AsyncConnectionConfig::new().set_response_timeout(None);
-                let conn = self.nodes[0]
+                let conn = self.subscribers.seeds[0]
                     .get_multiplexed_async_connection_with_config(&config)
                     .await?;
                 Ok(Conn::Multiplexed(conn))
@@ -180,9 +266,9 @@ impl Target {
         }
     }
 
-    /// The clients of the nodes the URL names, for subscriptions.
-    pub(super) fn nodes(&self) -> Arc<[Client]> {
-        self.nodes.clone()
+    /// Where subscriptions are made.
+    pub(super) fn subscribers(&self) -> Subscribers {
+        self.subscribers.clone()
     }
 }
 

@@ -5,11 +5,12 @@
 
 use super::super::threads::ThreadWatchers;
 use super::super::{CancelAction, ThreadNotice};
+use super::conn::Subscribers;
 use super::{action_name, parse_action};
 use futures::StreamExt;
 use redis::aio::PubSubStream;
 use redis::Client;
-use std::sync::{Arc, Weak};
+use std::sync::Weak;
 use std::time::Duration;
 
 /// `text` with the characters a `PSUBSCRIBE` pattern reads as wildcards escaped.
@@ -99,10 +100,11 @@ pub(super) enum Heard {
 
 /// A pub/sub subscription on a connection of its own, made again (after a growing pause, up to
 /// 2 s) whenever its connection is lost. With several nodes (a cluster's seeds, each of which
-/// hears every message published on the cluster), it tries the next node when one fails.
+/// hears every message published on the cluster), it tries the next seed when one fails, and
+/// when none answers, the nodes the cluster names now.
 pub(super) struct Subscription {
-    nodes: Arc<[Client]>,
-    /// The node tried next.
+    nodes: Subscribers,
+    /// The seed tried next.
     node: usize,
     to: Channel,
     /// What it is for, in the logs.
@@ -112,7 +114,7 @@ pub(super) struct Subscription {
 
 impl Subscription {
     /// Subscribes to `to` now: a failure is the caller's.
-    pub(super) async fn open(nodes: Arc<[Client]>, to: Channel, what: &'static str) -> redis::RedisResult<Self> {
+    pub(super) async fn open(nodes: Subscribers, to: Channel, what: &'static str) -> redis::RedisResult<Self> {
         let mut heard = Subscription {
             nodes,
             node: 0,
@@ -124,23 +126,28 @@ impl Subscription {
         Ok(heard)
     }
 
-    /// Subscribes on the node tried next, or on the others in turn when it fails; the last
-    /// node's failure is the caller's.
+    /// Subscribes on the seed tried next, or on the other seeds in turn when it fails, then on
+    /// the other nodes of a cluster; the last failure is the caller's.
     async fn subscribe(&mut self) -> redis::RedisResult<PubSubStream> {
-        let mut tried = 0;
-        loop {
-            match self.subscribe_on(&self.nodes[self.node % self.nodes.len()]).await {
+        let seeds = self.nodes.seeds();
+        let mut failed = None;
+        for _ in 0..seeds.len() {
+            match self.subscribe_on(&seeds[self.node % seeds.len()]).await {
                 Ok(stream) => return Ok(stream),
                 Err(e) => {
-                    tried += 1;
-                    self.node = (self.node + 1) % self.nodes.len();
-                    if tried == self.nodes.len() {
-                        return Err(e);
-                    }
                     tracing::warn!(error = %e, "redis bus: subscribing to {} failed; trying the next node", self.what);
+                    self.node = (self.node + 1) % seeds.len();
+                    failed = Some(e);
                 }
             }
         }
+        for other in self.nodes.others().await {
+            match self.subscribe_on(&other).await {
+                Ok(stream) => return Ok(stream),
+                Err(e) => failed = Some(e),
+            }
+        }
+        Err(failed.unwrap_or_else(|| (redis::ErrorKind::InvalidClientConfig, "no node to subscribe on").into()))
     }
 
     async fn subscribe_on(&self, client: &Client) -> redis::RedisResult<PubSubStream> {
