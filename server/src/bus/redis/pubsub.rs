@@ -135,7 +135,9 @@ impl Subscription {
             match self.subscribe_on(&seeds[self.node % seeds.len()]).await {
                 Ok(stream) => return Ok(stream),
                 Err(e) => {
-                    tracing::warn!(error = %e, "redis bus: subscribing to {} failed; trying the next node", self.what);
+                    if seeds.len() > 1 {
+                        tracing::warn!(error = %e, "redis bus: subscribing to {} failed; trying the next seed", self.what);
+                    }
                     self.node = (self.node + 1) % seeds.len();
                     failed = Some(e);
                 }
