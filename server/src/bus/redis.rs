@@ -50,6 +50,11 @@ return 1
 /// How long a command waits for a Redis that is away before it fails ([`Shared::query`]).
 const OUTAGE_WAIT: Duration = Duration::from_secs(60);
 
+/// How long a command that can do without Redis waits for it: long enough for a lost connection
+/// to be made again, short enough not to hold up a request (a wake, which a worker's poll makes
+/// up for; a thread's notice, whose watchers hear of a gap; the health check, which must say).
+const BRIEF_WAIT: Duration = Duration::from_secs(1);
+
 /// Whether `e` says that Redis is away for now (down, restarting, unreachable, a cluster's slots
 /// moving to a replica that takes over), not that the command is wrong: worth waiting out.
 fn away(e: &redis::RedisError) -> bool {
@@ -250,48 +255,58 @@ impl Shared {
 
     /// Runs `op` on the shared connection, and again while Redis is away ([`away`]: restarting,
     /// unreachable, a cluster's primary failing over), after a growing pause (up to a second),
-    /// for up to [`OUTAGE_WAIT`]: an outage costs a wait, not a failed request or a failed run
-    /// (the connection reconnects in between). Every command sent here may run twice: wakes,
+    /// until `wait` has passed since the call ([`OUTAGE_WAIT`] for all but what can do without
+    /// Redis), each try cut off there: an outage costs a wait, not a failed request or a failed
+    /// run (the connection reconnects in between). Every command sent here may run twice: wakes,
     /// cancellations and heartbeats set the same thing again, reads read again, and a stream
     /// event sent twice is dropped by its readers ([`stream::Reader::take`]).
-    async fn query<T, F, Fut>(&self, what: &str, op: F) -> Result<T, BusError>
+    async fn query<T, F, Fut>(&self, what: &str, wait: Duration, op: F) -> Result<T, BusError>
     where
         F: Fn(Conn) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
-        let mut since: Option<tokio::time::Instant> = None;
+        let called = tokio::time::Instant::now();
+        let mut away_since: Option<tokio::time::Instant> = None;
         let mut pause = Duration::from_millis(50);
         loop {
-            let e = match op(self.conn.clone()).await {
-                Ok(answer) => {
-                    if let Some(since) = since {
+            let left = wait.saturating_sub(called.elapsed());
+            let why = match tokio::time::timeout(left, op(self.conn.clone())).await {
+                Ok(Ok(answer)) => {
+                    if let Some(since) = away_since {
                         tracing::info!(waited = ?since.elapsed(), "redis bus: {what}: Redis answers again");
                     }
                     return Ok(answer);
                 }
-                Err(e) if away(&e) => e,
-                Err(e) => return Err(failed(what)(e)),
+                Ok(Err(e)) if away(&e) => e.to_string(),
+                Ok(Err(e)) => return Err(failed(what)(e)),
+                Err(_) => format!("no answer within {wait:?}"),
             };
-            let first = *since.get_or_insert_with(|| {
-                tracing::warn!(error = %e, "redis bus: {what}: Redis is away; trying again for up to {OUTAGE_WAIT:?}");
+            away_since.get_or_insert_with(|| {
+                tracing::warn!(error = %why, "redis bus: {what}: Redis is away; trying again for up to {wait:?}");
                 tokio::time::Instant::now()
             });
-            if first.elapsed() >= OUTAGE_WAIT {
-                return Err(failed(what)(e));
+            let left = wait.saturating_sub(called.elapsed());
+            if left.is_zero() {
+                return Err(BusError(format!("redis bus: {what} failed: {why}")));
             }
-            tokio::time::sleep(pause).await;
+            tokio::time::sleep(pause.min(left)).await;
             pause = (pause * 2).min(Duration::from_secs(1));
         }
     }
 
-    /// Sends `cmd` once, however Redis answers: for a health check, which must answer soon.
-    async fn cmd_once<T: redis::FromRedisValue>(&self, what: &str, cmd: &redis::Cmd) -> Result<T, BusError> {
-        cmd.query_async(&mut self.conn.clone()).await.map_err(failed(what))
+    /// Sends `cmd` as [`query`](Self::query) does, waiting out an outage.
+    async fn cmd<T: redis::FromRedisValue>(&self, what: &str, cmd: &redis::Cmd) -> Result<T, BusError> {
+        self.cmd_within(what, OUTAGE_WAIT, cmd).await
     }
 
-    /// Sends `cmd` as [`query`](Self::query) does.
-    async fn cmd<T: redis::FromRedisValue>(&self, what: &str, cmd: &redis::Cmd) -> Result<T, BusError> {
-        self.query(what, |mut conn| async move { cmd.query_async(&mut conn).await })
+    /// Sends `cmd` as [`query`](Self::query) does, waiting for Redis up to `wait`.
+    async fn cmd_within<T: redis::FromRedisValue>(
+        &self,
+        what: &str,
+        wait: Duration,
+        cmd: &redis::Cmd,
+    ) -> Result<T, BusError> {
+        self.query(what, wait, |mut conn| async move { cmd.query_async(&mut conn).await })
             .await
     }
 
@@ -304,7 +319,7 @@ impl Shared {
         keys: &[&str],
         args: &[&[u8]],
     ) -> Result<T, BusError> {
-        self.query(what, |mut conn| {
+        self.query(what, OUTAGE_WAIT, |mut conn| {
             let mut invocation = script.prepare_invoke();
             for key in keys {
                 invocation.key(*key);
@@ -317,9 +332,14 @@ impl Shared {
         .await
     }
 
-    /// Sends `pipe` as [`query`](Self::query) does.
-    async fn pipe<T: redis::FromRedisValue>(&self, what: &str, pipe: &redis::Pipeline) -> Result<T, BusError> {
-        self.query(what, |mut conn| async move { pipe.query_async(&mut conn).await })
+    /// Sends `pipe` as [`query`](Self::query) does, waiting for Redis up to `wait`.
+    async fn pipe<T: redis::FromRedisValue>(
+        &self,
+        what: &str,
+        wait: Duration,
+        pipe: &redis::Pipeline,
+    ) -> Result<T, BusError> {
+        self.query(what, wait, |mut conn| async move { pipe.query_async(&mut conn).await })
             .await
     }
 
@@ -370,7 +390,7 @@ impl Bus for RedisBus {
             let key = &self.shared.key("queue", "wake");
             let mut wake = redis::pipe();
             wake.lpush(key, 1).ignore().ltrim(key, 0, WAKES - 1).ignore();
-            self.shared.pipe("waking a worker", &wake).await
+            self.shared.pipe("waking a worker", BRIEF_WAIT, &wake).await
         })
     }
 
@@ -512,7 +532,8 @@ impl Bus for RedisBus {
             };
             let mut publish = redis::cmd("PUBLISH");
             publish.arg(self.shared.thread_channel(thread_id)).arg(payload);
-            let _watchers: i64 = self.shared.cmd("telling a thread's watchers", &publish).await?;
+            let what = "telling a thread's watchers";
+            let _watchers: i64 = self.shared.cmd_within(what, BRIEF_WAIT, &publish).await?;
             Ok(())
         })
     }
@@ -551,7 +572,8 @@ impl Bus for RedisBus {
     }
     fn health(&self) -> Option<(&'static str, BoxFuture<'_, Result<(), BusError>>)> {
         let ping = Box::pin(async move {
-            let answer: String = self.shared.cmd_once("checking Redis", &redis::cmd("PING")).await?;
+            let ping = redis::cmd("PING");
+            let answer: String = self.shared.cmd_within("checking Redis", BRIEF_WAIT, &ping).await?;
             match answer.as_str() {
                 "PONG" => Ok(()),
                 other => Err(BusError(format!("Redis answered PING with `{other}`"))),
