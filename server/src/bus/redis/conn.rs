@@ -8,7 +8,7 @@
 //! on one node ([`Subscribers`]): a cluster forwards every `PUBLISH` to all its nodes, so any
 //! of the seeds will do, or, when none answers, any node the cluster names now.
 
-use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::ConnectionAddr;
@@ -28,6 +28,16 @@ const CLUSTER_COMMAND_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a blocking command on a cluster may wait for its answer: past any block the bus asks
 /// for (a wake's wait, a stream's one-second `XREAD`).
 const CLUSTER_BLOCKING_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// How one server's connection manager reconnects: tries half a second apart at most (redis-rs
+/// would let them grow to seconds, so that processes found a Redis back at very different
+/// times), twenty of them, about 9 s in all (a Redis still starting deserves that much).
+fn manager_config() -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_min_delay(Duration::from_millis(100))
+        .set_max_delay(Duration::from_millis(500))
+        .set_number_of_retries(20)
+}
 
 /// A connection of the bus, to one server or to a cluster.
 #[derive(Clone)]
@@ -218,7 +228,11 @@ impl Target {
             }
             let manager = match asked {
                 Conn::Managed(manager) => manager,
-                _ => first.client.get_connection_manager().await.map_err(|e| e.to_string())?,
+                _ => first
+                    .client
+                    .get_connection_manager_with_config(manager_config())
+                    .await
+                    .map_err(|e| e.to_string())?,
             };
             let target = Target {
                 subscribers: Subscribers {
@@ -273,8 +287,7 @@ impl Target {
 }
 
 /// The first of `nodes` that answers, and a connection to it. When none does yet, the first is
-/// waited for: its connection manager retries for about 9 s, which a Redis still starting
-/// deserves. What retries cannot mend (a refused password or certificate) fails at once.
+/// waited for: its connection manager retries for about 9 s ([`manager_config`]). What retries cannot mend (a refused password or certificate) fails at once.
 async fn first_contact(nodes: &[Node]) -> Result<(&Node, Conn), String> {
     for node in nodes {
         match node.client.get_multiplexed_async_connection().await {
@@ -285,7 +298,7 @@ async fn first_contact(nodes: &[Node]) -> Result<(&Node, Conn), String> {
     }
     let manager = nodes[0]
         .client
-        .get_connection_manager()
+        .get_connection_manager_with_config(manager_config())
         .await
         .map_err(|e| e.to_string())?;
     Ok((&nodes[0], Conn::Managed(manager)))
