@@ -55,6 +55,23 @@ async fn waiting<T>(
     }
 }
 
+/// Ends the connection on which `op` waits on a lock, and returns once `op` waits again on
+/// another: the operation ran again on a fresh connection (`what` names it).
+async fn killed_and_run_again<T>(
+    admin: &tokio_postgres::Client,
+    app: &str,
+    op: &tokio::task::JoinHandle<T>,
+    what: &str,
+) {
+    let first = waiting(admin, app, None, op).await;
+    admin
+        .execute("SELECT pg_terminate_backend($1)", &[&first])
+        .await
+        .unwrap();
+    let second = waiting(admin, app, Some(first), op).await;
+    assert_ne!(first, second, "the {what} runs again on a fresh connection");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL: set WEIR_POSTGRES_URL, run with --include-ignored"]
 async fn a_run_is_created_claimed_and_finished_across_killed_connections() {
@@ -116,13 +133,7 @@ async fn an_enqueue_killed_while_it_waits_runs_again_and_a_delete_is_not_repeate
         let (queue, r) = (db.queue.clone(), r.clone());
         async move { queue.enqueue(&r, None, None, None).await }
     });
-    let first = waiting(&admin, &db.app, None, &enqueue).await;
-    admin
-        .execute("SELECT pg_terminate_backend($1)", &[&first])
-        .await
-        .unwrap();
-    let second = waiting(&admin, &db.app, Some(first), &enqueue).await;
-    assert_ne!(first, second, "the enqueue runs again on a fresh connection");
+    killed_and_run_again(&admin, &db.app, &enqueue, "enqueue").await;
     let unlock = "SELECT pg_advisory_unlock(hashtext('weir-server-thread:' || $1)::bigint)";
     admin.execute(unlock, &[&"t2"]).await.unwrap();
     let queued = enqueue.await.unwrap().unwrap();
@@ -185,13 +196,7 @@ async fn a_thread_create_killed_while_it_waits_runs_again() {
         let (catalog, t) = (db.catalog.clone(), t.clone());
         async move { catalog.create_thread(&t, IfExists::Raise).await }
     });
-    let first = waiting(&admin, &db.app, None, &create).await;
-    admin
-        .execute("SELECT pg_terminate_backend($1)", &[&first])
-        .await
-        .unwrap();
-    let second = waiting(&admin, &db.app, Some(first), &create).await;
-    assert_ne!(first, second, "the create runs again on a fresh connection");
+    killed_and_run_again(&admin, &db.app, &create, "create").await;
     tx.rollback().await.unwrap();
     assert_eq!(create.await.unwrap().unwrap(), t);
     assert_eq!(db.catalog.get_thread("t3").await.unwrap(), Some(t));
@@ -235,13 +240,7 @@ async fn an_end_and_claim_killed_while_it_waits_runs_again_and_claims_once() {
             queue.end_run_and_claim(&claimed, done, &idle, "w1").await
         }
     });
-    let killed = waiting(&admin, &db.app, None, &end).await;
-    admin
-        .execute("SELECT pg_terminate_backend($1)", &[&killed])
-        .await
-        .unwrap();
-    let again = waiting(&admin, &db.app, Some(killed), &end).await;
-    assert_ne!(killed, again, "the end runs again on a fresh connection");
+    killed_and_run_again(&admin, &db.app, &end, "end").await;
     tx.rollback().await.unwrap();
     let (ended, next) = end.await.unwrap().unwrap();
     assert!(ended);
