@@ -332,17 +332,6 @@ impl Shared {
         .await
     }
 
-    /// Sends `pipe` as [`query`](Self::query) does, waiting for Redis up to `wait`.
-    async fn pipe<T: redis::FromRedisValue>(
-        &self,
-        what: &str,
-        wait: Duration,
-        pipe: &redis::Pipeline,
-    ) -> Result<T, BusError> {
-        self.query(what, wait, |mut conn| async move { pipe.query_async(&mut conn).await })
-            .await
-    }
-
     /// A connection for a blocking command: an idle one, or a new one without a response
     /// timeout.
     async fn take_blocking(&self) -> redis::RedisResult<Conn> {
@@ -390,7 +379,9 @@ impl Bus for RedisBus {
             let key = &self.shared.key("queue", "wake");
             let mut wake = redis::pipe();
             wake.lpush(key, 1).ignore().ltrim(key, 0, WAKES - 1).ignore();
-            self.shared.pipe("waking a worker", BRIEF_WAIT, &wake).await
+            let wake = &wake;
+            let woken = |mut conn: Conn| async move { wake.query_async(&mut conn).await };
+            self.shared.query("waking a worker", BRIEF_WAIT, woken).await
         })
     }
 

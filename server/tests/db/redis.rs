@@ -30,7 +30,7 @@ impl TestBus {
 }
 
 /// Publishes `item` on `run`'s stream of `bus` as the run's first attempt, which nothing fences.
-async fn publish_first(bus: &RedisBus, run: &str, item: StreamItem) {
+pub(crate) async fn publish_first(bus: &RedisBus, run: &str, item: StreamItem) {
     let published = bus.publish(run, Publisher::Attempt(1), item).await.unwrap();
     assert!(published, "nothing fences the first attempt");
 }
@@ -489,7 +489,7 @@ async fn a_redis_not_up_yet_is_waited_for_and_a_refused_password_is_not() {
 }
 
 /// The next notice of `notices`, within 5 s.
-async fn next_notice(notices: &mut futures::stream::BoxStream<'static, ThreadNotice>) -> ThreadNotice {
+pub(crate) async fn next_notice(notices: &mut futures::stream::BoxStream<'static, ThreadNotice>) -> ThreadNotice {
     timeout(Duration::from_secs(5), notices.next())
         .await
         .expect("a notice within 5 s")

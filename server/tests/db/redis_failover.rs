@@ -7,6 +7,7 @@
 //! one that joins after, and wakes, heartbeats and cancellations go on. Ignored unless asked for
 //! (`-- --include-ignored`); then `redis-server` and `redis-cli` must be installed.
 
+use crate::redis::{next_notice, publish_first};
 use futures::StreamExt;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -82,20 +83,6 @@ async fn a_run_s_stream_rides_through_its_primary_failing_over() {
     assert!(bus.is_alive("w1").await.unwrap());
     bus.cancel("r1", CancelAction::Interrupt).await.unwrap();
     assert_eq!(bus.cancelled("r1").await.unwrap(), Some(CancelAction::Interrupt));
-}
-
-/// The next notice of `notices`, within 5 s.
-async fn next_notice(notices: &mut futures::stream::BoxStream<'static, ThreadNotice>) -> ThreadNotice {
-    timeout(Duration::from_secs(5), notices.next())
-        .await
-        .expect("a notice within 5 s")
-        .expect("the notices go on")
-}
-
-/// Publishes `item` on `run`'s stream of `bus` as the run's first attempt, which nothing fences.
-async fn publish_first(bus: &RedisBus, run: &str, item: StreamItem) {
-    let published = bus.publish(run, Publisher::Attempt(1), item).await.unwrap();
-    assert!(published, "nothing fences the first attempt");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
