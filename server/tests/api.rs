@@ -6,7 +6,6 @@ mod api_support;
 
 use api_support::serve;
 use serde_json::{json, Value};
-use std::sync::{Arc, Mutex};
 
 const CHAIN_ID: &str = "608f7b9c-04e5-5cf2-a3f7-ba75a3719808";
 
@@ -49,31 +48,8 @@ async fn ok_with_check_db_makes_a_round_trip_to_the_database() {
 #[ignore = "needs PostgreSQL and Redis: set WEIR_POSTGRES_URL and WEIR_REDIS_URL, run with --include-ignored"]
 async fn scaled_out_ok_with_check_db_says_which_service_is_down() {
     // The server reaches Redis through a relay this test then stops: Redis is gone for it.
-    let redis = api_support::redis_url();
-    let upstream = redis
-        .trim_start_matches("redis://")
-        .rsplit('@')
-        .next()
-        .unwrap()
-        .to_owned();
-    let upstream = upstream.split('/').next().unwrap().to_owned();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let relay_url = format!("redis://{}", listener.local_addr().unwrap());
-    let relays = Arc::new(Mutex::new(Vec::new()));
-    let accepting = tokio::spawn({
-        let relays = relays.clone();
-        async move {
-            while let Ok((mut client, _)) = listener.accept().await {
-                let upstream = upstream.clone();
-                let relay = tokio::spawn(async move {
-                    let mut server = tokio::net::TcpStream::connect(&upstream).await.unwrap();
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                });
-                relays.lock().unwrap().push(relay.abort_handle());
-            }
-        }
-    });
-    let c = api_support::serve_scaled_out_with(&relay_url).await;
+    let relay = weir_test_support::Relay::in_front_of(&api_support::redis_url()).await;
+    let c = api_support::serve_scaled_out_with(&relay.url("redis")).await;
     let ok = c.get("/ok?check_db=1").await;
     assert_eq!(
         (ok.status, ok.body),
@@ -82,10 +58,7 @@ async fn scaled_out_ok_with_check_db_says_which_service_is_down() {
             json!({"ok": true, "services": {"database": "healthy", "redis": "healthy"}})
         )
     );
-    accepting.abort();
-    for relay in relays.lock().unwrap().drain(..) {
-        relay.abort();
-    }
+    drop(relay);
     let started = std::time::Instant::now();
     let down = c.get("/ok?check_db=1").await;
     assert_eq!(

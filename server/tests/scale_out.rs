@@ -332,54 +332,6 @@ async fn runs_ride_through_a_redis_cluster_primary_failing_over() {
     drop((workers, apis));
 }
 
-/// A relay in front of a Redis that a blackout cuts off, as a Redis restarting or a network cut
-/// does: its connections are dropped, and those made meanwhile closed at once, until it ends.
-struct Blackout {
-    url: String,
-    dark: Arc<std::sync::atomic::AtomicBool>,
-    relays: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
-}
-
-impl Blackout {
-    async fn start(redis_url: &str) -> Self {
-        let rest = redis_url.trim_start_matches("redis://");
-        let upstream = rest.split('/').next().unwrap_or(rest).to_owned();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("redis://{}", listener.local_addr().unwrap());
-        let (dark, relays) = (Arc::default(), Arc::default());
-        let (is_dark, open): (
-            Arc<std::sync::atomic::AtomicBool>,
-            Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
-        ) = (Arc::clone(&dark), Arc::clone(&relays));
-        tokio::spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
-                if is_dark.load(Ordering::SeqCst) {
-                    continue; // dropped: closed at once
-                }
-                let upstream = upstream.clone();
-                let relay = tokio::spawn(async move {
-                    let mut server = tokio::net::TcpStream::connect(&upstream).await.unwrap();
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                });
-                open.lock().unwrap().push(relay.abort_handle());
-            }
-        });
-        Blackout { url, dark, relays }
-    }
-
-    /// Cuts every connection, and every one made until [`light`](Self::light).
-    fn go_dark(&self) {
-        self.dark.store(true, Ordering::SeqCst);
-        for relay in self.relays.lock().unwrap().drain(..) {
-            relay.abort();
-        }
-    }
-
-    fn light(&self) {
-        self.dark.store(false, Ordering::SeqCst);
-    }
-}
-
 /// A Redis away for longer than a heartbeat's time to live (restarting, cut off) costs the runs
 /// in flight a wait, not a failure, and no worker takes another's runs for it: every worker's
 /// beats lapse alike, and none believes a missing heartbeat before its own have gone through on
@@ -390,9 +342,9 @@ impl Blackout {
 #[ignore = "needs PostgreSQL and Redis: set WEIR_POSTGRES_URL and WEIR_REDIS_URL, run with --include-ignored"]
 async fn a_redis_outage_longer_than_a_heartbeat_costs_runs_a_wait_and_runs_no_node_twice() {
     let _alone = ONE_DEPLOYMENT.lock().await;
-    let relay = Blackout::start(&std::env::var("WEIR_REDIS_URL").expect("WEIR_REDIS_URL")).await;
+    let relay = weir_test_support::Relay::in_front_of(&std::env::var("WEIR_REDIS_URL").expect("WEIR_REDIS_URL")).await;
     let flags = ["--node-ms", "300", "--heartbeat-ms", "1000", "--poll-ms", "500"];
-    let cluster = Cluster::on_redis(relay.url.clone(), &flags);
+    let cluster = Cluster::on_redis(relay.url("redis"), &flags);
     let api = cluster.start("api");
     let workers = [cluster.start("worker"), cluster.start("worker")];
     let mut made = Vec::new();

@@ -4,7 +4,7 @@
 //! everything in it when the test lets go of it, also when the test panics (the drop blocks its
 //! thread: on a current-thread runtime, a connection of the test's left in a transaction cannot
 //! end it, and is ended after a few seconds); and a TLS-terminating proxy in front of that server
-//! ([`TlsProxy`]). Not published.
+//! ([`TlsProxy`]), and a plain one a test cuts off ([`Relay`]). Not published.
 //!
 //! ```no_run
 //! let schema = weir_test_support::Schema::fresh("weir_example");
@@ -12,8 +12,10 @@
 //! drop(schema); // DROP SCHEMA … CASCADE
 //! ```
 
+mod relay;
 mod tls;
 
+pub use relay::{host_port, Relay};
 pub use tls::{ca_pem, TlsProxy};
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio::time::timeout;
 use weir_server::bus::redis::{RedisBus, RedisOptions};
 use weir_server::bus::{Bus, CancelAction, Publisher, StreamItem, ThreadNotice};
+use weir_test_support::{host_port, Relay};
 
 /// A bus with a prefix of its own, whose keys go when this is dropped.
 struct TestBus {
@@ -378,54 +379,16 @@ async fn a_rediss_url_with_the_servers_ca_carries_the_bus_over_tls() {
     assert!(e.0.contains("the URL's scheme must be `rediss://`"), "{e}");
 }
 
-/// The `host:port` of a `redis://` URL.
-fn host_port(url: &str) -> String {
-    let rest = url.trim_start_matches("redis://");
-    let rest = rest.rsplit('@').next().unwrap_or(rest);
-    rest.split('/').next().unwrap_or(rest).to_owned()
-}
-
-/// A TCP proxy in front of Redis whose connections can be cut, as a Redis restart or a load
-/// balancer's idle timeout cuts them; connections made after a cut pass.
-struct Cutter {
-    url: String,
-    open: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
-}
-
-impl Cutter {
-    async fn start(upstream: &str) -> Self {
-        let target = host_port(upstream);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("redis://{}", listener.local_addr().unwrap());
-        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let conns = open.clone();
-        tokio::spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
-                let target = target.clone();
-                let relay = tokio::spawn(async move {
-                    let mut server = tokio::net::TcpStream::connect(&target).await.unwrap();
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                });
-                conns.lock().unwrap().push(relay.abort_handle());
-            }
-        });
-        Cutter { url, open }
-    }
-
-    /// Closes every connection made so far.
-    fn cut(&self) {
-        for relay in self.open.lock().unwrap().drain(..) {
-            relay.abort();
-        }
-    }
-}
-
 #[tokio::test]
 #[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
 async fn a_lost_connection_costs_a_retry_not_a_failed_call() {
     let t = bus(|o| o).await;
-    let proxy = Cutter::start(&t.url).await;
-    let bus = RedisBus::options().prefix(&t.prefix).connect(&proxy.url).await.unwrap();
+    let proxy = Relay::in_front_of(&t.url).await;
+    let bus = RedisBus::options()
+        .prefix(&t.prefix)
+        .connect(&proxy.url("redis"))
+        .await
+        .unwrap();
     publish_first(&bus, "run", event("100-0", 0)).await;
     // Each call finds the connection it would use gone, and answers on a new one.
     proxy.cut();
@@ -465,17 +428,10 @@ async fn a_redis_not_up_yet_is_waited_for_and_a_refused_password_is_not() {
     let addr = free.local_addr().unwrap();
     drop(free);
     let late = tokio::spawn({
-        let target = host_port(&t.url);
+        let url = t.url.clone();
         async move {
             tokio::time::sleep(Duration::from_millis(400)).await;
-            let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
-            while let Ok((mut client, _)) = listener.accept().await {
-                let target = target.clone();
-                tokio::spawn(async move {
-                    let mut server = tokio::net::TcpStream::connect(&target).await.unwrap();
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                });
-            }
+            Relay::at(addr, &url).await
         }
     });
     let bus = RedisBus::options()
@@ -485,7 +441,7 @@ async fn a_redis_not_up_yet_is_waited_for_and_a_refused_password_is_not() {
         .expect("connected once the port answered");
     bus.beat("w1", Duration::from_secs(30)).await.unwrap();
     assert!(t.bus.is_alive("w1").await.unwrap());
-    late.abort();
+    drop(late.await.unwrap());
 }
 
 /// The next notice of `notices`, within 5 s.
@@ -543,8 +499,12 @@ async fn a_threads_notices_reach_its_watchers_in_every_process_and_nobody_else(o
 #[ignore = "needs Redis: set WEIR_REDIS_URL, run with --include-ignored"]
 async fn a_watcher_hears_of_a_gap_when_the_threads_subscription_is_made_again() {
     let t = bus(|o| o).await;
-    let proxy = Cutter::start(&t.url).await;
-    let bus = RedisBus::options().prefix(&t.prefix).connect(&proxy.url).await.unwrap();
+    let proxy = Relay::in_front_of(&t.url).await;
+    let bus = RedisBus::options()
+        .prefix(&t.prefix)
+        .connect(&proxy.url("redis"))
+        .await
+        .unwrap();
     let mut watching = bus.watch_thread("t1").await.unwrap();
     proxy.cut();
     assert_eq!(next_notice(&mut watching).await, ThreadNotice::Gap);
