@@ -252,6 +252,10 @@ fn tool_and_ai_messages_have_langchain_fields() {
     let back: Messages =
         serde_json::from_value(json!([{"type": "remove", "id": "7"}, {"type": "human", "content": "x"}])).unwrap();
     assert_eq!(back, Messages::new().remove("7").put(Message::human("x")));
+    // A message with an id, as LangGraph's clients send them, is put, not taken for a removal.
+    let with_id: Messages = serde_json::from_value(json!([{"type": "human", "content": "x", "id": "7"}])).unwrap();
+    assert_eq!(with_id, Messages::new().put(Message::human("x").with_id("7")));
+    assert!(serde_json::from_value::<RemoveMessage>(json!({"type": "human", "id": "7"})).is_err());
 }
 
 #[test]

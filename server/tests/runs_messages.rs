@@ -254,3 +254,25 @@ async fn the_legacy_mode_parses_streamed_tool_calls_and_completes_tool_messages(
     assert_eq!(meta["metadata"]["langgraph_node"], "tools");
     assert_eq!(got[7].1[0]["content"], "5");
 }
+
+// LangGraph's clients give each message they send an id (useStream, agent-chat-ui): it is the
+// message's, not the id of a message to remove.
+#[tokio::test]
+async fn a_message_sent_with_an_id_keeps_it_and_is_added() {
+    let (_dir, app) = app().await;
+    let tid = app.thread().await;
+    let body = json!({
+        "assistant_id": "chatbot",
+        "input": {"messages": [{"type": "human", "content": "hi", "id": "client-1"}]},
+    });
+    let out = app.call("POST", &format!("/threads/{tid}/runs/wait"), Some(body)).await;
+    assert_eq!(out.status, axum::http::StatusCode::OK, "{}", out.body);
+    let said: Vec<(&str, &str)> = out.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["type"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .collect();
+    assert_eq!(said, [("human", "hi"), ("ai", "hello there friend")]);
+    assert_eq!(out.body["messages"][0]["id"], "client-1");
+}

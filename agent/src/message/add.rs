@@ -15,11 +15,31 @@ pub const REMOVE_ALL_MESSAGES: &str = "__remove_all__";
 
 /// Removes the message with this id (LangChain's `RemoveMessage`, `"type": "remove"`); with id
 /// [`REMOVE_ALL_MESSAGES`], removes them all.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename = "remove")]
 pub struct RemoveMessage {
     /// The id of the message to remove.
     pub id: String,
+}
+
+/// Read only from a dict whose `type` is `"remove"`: serde's derive for a tagged struct does not
+/// check the tag, so a [`MessageUpdate`] read any message with an id (`{"type": "human", "id":
+/// …}`, as every LangGraph client sends them) as the removal of that id.
+impl<'de> Deserialize<'de> for RemoveMessage {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Dict {
+            #[serde(rename = "type")]
+            kind: String,
+            id: String,
+        }
+        let dict = Dict::deserialize(deserializer)?;
+        if dict.kind != "remove" {
+            let kind = serde::de::Unexpected::Str(&dict.kind);
+            return Err(serde::de::Error::invalid_value(kind, &"\"remove\""));
+        }
+        Ok(Self::new(dict.id))
+    }
 }
 
 impl RemoveMessage {
