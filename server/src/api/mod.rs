@@ -1,6 +1,7 @@
 //! The HTTP API: axum routers for assistants, threads, runs, crons and the store (plus the studio's
-//! page and its own routes under `/studio/api/`, `/metrics`, and `/mcp`, the assistants as MCP
-//! tools), the `{"detail": …}` errors, JSON bodies sent as `text/plain`, CORS and body limits.
+//! page and its own routes under `/studio/api/`, `/metrics`, `/mcp`, the assistants as MCP
+//! tools, and `/a2a`, the assistants as A2A agents), the `{"detail": …}` errors, JSON bodies sent
+//! as `text/plain`, CORS and body limits.
 //! Handlers only translate between HTTP and the layers below ([`crate::db`], [`crate::graph`],
 //! [`crate::runs`]); no run logic lives here.
 
@@ -11,6 +12,7 @@ use crate::runs::Manager;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod a2a;
 mod assistants;
 mod body;
 mod crons;
@@ -75,6 +77,7 @@ pub fn router_with(state: AppState, options: &ApiOptions) -> axum::Router {
         .merge(crons::router())
         .merge(store::router())
         .merge(mcp::router())
+        .merge(a2a::router())
         .merge(studio::router())
         .merge(crate::studio::router())
         .merge(metrics::router(state.clone(), http.clone()))

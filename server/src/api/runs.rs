@@ -19,7 +19,7 @@ use futures::{FutureExt, StreamExt};
 use serde::Deserialize;
 use serde_json::Value;
 
-mod sse;
+pub(super) mod sse;
 
 impl From<RunError> for ApiError {
     fn from(e: RunError) -> Self {

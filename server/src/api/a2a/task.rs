@@ -1,0 +1,517 @@
+//! A2A's objects (protocol 0.3) made from weir's: what a client's [`Message`](Incoming) asks of a
+//! run (its input, or the answer that resumes it), and the `Task` a run is seen as, with its
+//! state, its history (the thread's `messages`) and its artifacts (the answer, or the questions
+//! of an interrupt).
+//!
+//! A task is a thread's run, and the runs that answered its questions: its id is
+//! `<context id>:<first run id>`, and each of its runs carries it in its metadata
+//! ([`TASK_KEY`]), with the id of the person's message that started it ([`START_KEY`]): the
+//! task's turn of the conversation is what follows that message.
+
+use super::{RpcFailure, CONTENT_TYPE_NOT_SUPPORTED, INVALID_PARAMS};
+use crate::model::{Run, RunStatus};
+use serde_json::{json, Map, Value};
+
+/// The run metadata key naming the task a run belongs to.
+pub(super) const TASK_KEY: &str = "a2a_task_id";
+
+/// The run metadata key naming the message that started the run's task.
+pub(super) const START_KEY: &str = "a2a_message_id";
+
+/// A task's state, as A2A 0.3 spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TaskState {
+    Submitted,
+    Working,
+    InputRequired,
+    Completed,
+    Canceled,
+    Failed,
+}
+
+impl TaskState {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Self::Submitted => "submitted",
+            Self::Working => "working",
+            Self::InputRequired => "input-required",
+            Self::Completed => "completed",
+            Self::Canceled => "canceled",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// Whether the task takes no more messages.
+    pub(super) fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Canceled | Self::Failed)
+    }
+
+    /// The state of a task whose latest run is `status`; `outcome` is what the run answered
+    /// (`join`'s value) once it ended: a run that ended paused for a person is a task that needs
+    /// input, a cancelled one is cancelled.
+    pub(super) fn of(status: RunStatus, outcome: Option<&Value>) -> Self {
+        match status {
+            RunStatus::Pending => Self::Submitted,
+            RunStatus::Running => Self::Working,
+            RunStatus::Success if outcome.is_some_and(|o| o.get("__interrupt__").is_some()) => Self::InputRequired,
+            RunStatus::Success => Self::Completed,
+            RunStatus::Interrupted => Self::Canceled,
+            RunStatus::Error | RunStatus::Timeout => Self::Failed,
+        }
+    }
+}
+
+/// A client's message, read: its id, and what it gives the graph.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Incoming {
+    /// `messageId`.
+    pub(super) id: String,
+    /// `contextId`, when the client names one.
+    pub(super) context_id: Option<String>,
+    /// `taskId`, when the message continues a task.
+    pub(super) task_id: Option<String>,
+    /// The text of its `text` parts, in order.
+    pub(super) texts: Vec<String>,
+    /// Its `data` parts' objects, merged in order.
+    pub(super) data: Map<String, Value>,
+    /// The message as it came (echoed in a stream's first task).
+    pub(super) raw: Value,
+}
+
+impl Incoming {
+    /// Reads `params.message` of `message/send` or `message/stream`.
+    pub(super) fn read(params: &Value) -> Result<Self, RpcFailure> {
+        let invalid = |why: &str| (INVALID_PARAMS, format!("params field `message{why}"));
+        let Some(message) = params.get("message").and_then(Value::as_object) else {
+            return Err(invalid("`: missing, or not an object"));
+        };
+        let text_of = |key: &str| match message.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
+            Some(_) => Err(invalid(&format!(".{key}`: expected a non-empty string"))),
+        };
+        let id = text_of("messageId")?.ok_or_else(|| invalid(".messageId`: missing"))?;
+        match message.get("role").and_then(Value::as_str) {
+            Some("user") => {}
+            Some(other) => {
+                return Err(invalid(&format!(
+                    ".role`: `{other}` is not a role a client sends (expected \"user\")"
+                )))
+            }
+            None => return Err(invalid(".role`: missing")),
+        }
+        let Some(parts) = message.get("parts").and_then(Value::as_array) else {
+            return Err(invalid(".parts`: missing, or not an array"));
+        };
+        if parts.is_empty() {
+            return Err(invalid(".parts`: empty (a message needs a text or data part)"));
+        }
+        let (mut texts, mut data) = (Vec::new(), Map::new());
+        for (i, part) in parts.iter().enumerate() {
+            let kind = part.get("kind").and_then(Value::as_str);
+            match (kind, part.get("text"), part.get("data"), part.get("file")) {
+                (Some("text") | None, Some(Value::String(text)), None, None) => texts.push(text.clone()),
+                (Some("data") | None, None, Some(Value::Object(object)), None) => {
+                    data.extend(object.iter().map(|(k, v)| (k.clone(), v.clone())));
+                }
+                (Some("data") | None, None, Some(_), None) => {
+                    return Err(invalid(&format!(
+                        ".parts[{i}].data`: expected an object (its fields are the graph's input)"
+                    )))
+                }
+                (Some("file") | None, None, None, Some(_)) => {
+                    return Err((
+                        CONTENT_TYPE_NOT_SUPPORTED,
+                        format!("params field `message.parts[{i}]`: file parts are not supported (send text or data)"),
+                    ))
+                }
+                _ => {
+                    return Err(invalid(&format!(
+                        ".parts[{i}]`: expected one of a text part (`text`), a data part (`data`) or a file part"
+                    )))
+                }
+            }
+        }
+        Ok(Self {
+            id,
+            context_id: text_of("contextId")?,
+            task_id: text_of("taskId")?,
+            texts,
+            data,
+            raw: Value::Object(message.clone()),
+        })
+    }
+
+    /// The run's input: the text as one human message (with this message's id) under
+    /// `messages`, and the data parts' fields beside it.
+    pub(super) fn input(&self) -> Value {
+        let mut input = self.data.clone();
+        if !self.texts.is_empty() {
+            let content = match self.texts.as_slice() {
+                [one] => json!(one),
+                many => many.iter().map(|t| json!({"type": "text", "text": t})).collect(),
+            };
+            input.insert(
+                "messages".to_owned(),
+                json!([{"type": "human", "content": content, "id": self.id}]),
+            );
+        }
+        Value::Object(input)
+    }
+
+    /// The answer that resumes a task waiting for input: the data parts' object when there is
+    /// one, else the text.
+    pub(super) fn answer(&self) -> Value {
+        if self.data.is_empty() {
+            json!(self.texts.join("\n"))
+        } else {
+            Value::Object(self.data.clone())
+        }
+    }
+}
+
+/// A task id: `<context id>:<run id>`.
+pub(super) fn task_id(context_id: &str, run_id: &str) -> String {
+    format!("{context_id}:{run_id}")
+}
+
+/// The context and first run of task `id`, or why it names none.
+pub(super) fn parse_task_id(id: &str) -> Option<(&str, &str)> {
+    id.split_once(':')
+        .filter(|(context, run)| uuid::Uuid::parse_str(context).is_ok() && uuid::Uuid::parse_str(run).is_ok())
+}
+
+/// The id of the message that started `run`'s task, from its metadata.
+pub(super) fn start_of(run: &Run) -> Option<&str> {
+    run.metadata.get(START_KEY).and_then(Value::as_str)
+}
+
+/// The text of a message's `content`: a string, or the text of its text blocks.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                Value::String(s) => Some(s.as_str()),
+                b if b.get("type").and_then(Value::as_str) == Some("text") => b.get("text").and_then(Value::as_str),
+                _ => None,
+            })
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// The A2A role of a message of the thread: a person's is the user's, the model's the agent's;
+/// others (system, tool) are not part of the conversation A2A shows.
+fn role_of(message: &Value) -> Option<&'static str> {
+    match message.get("type").and_then(Value::as_str)? {
+        "human" | "user" => Some("user"),
+        "ai" | "AIMessageChunk" => Some("agent"),
+        _ => None,
+    }
+}
+
+/// An A2A message of `role` with `parts`, in task `task_id` of `context_id`.
+pub(super) fn message(role: &str, parts: Vec<Value>, id: &str, task_id: &str, context_id: &str) -> Value {
+    json!({
+        "kind": "message", "role": role, "parts": parts, "messageId": id,
+        "taskId": task_id, "contextId": context_id,
+    })
+}
+
+/// The thread's conversation (`values.messages`) as A2A messages, the last `limit` of them.
+fn history(values: &Value, task_id: &str, context_id: &str, limit: Option<usize>) -> Vec<Value> {
+    let messages = values
+        .get("messages")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let mut out: Vec<Value> = messages
+        .iter()
+        .filter_map(|m| {
+            let role = role_of(m)?;
+            let text = text_of(m.get("content").unwrap_or(&Value::Null));
+            let id = m.get("id").and_then(Value::as_str).unwrap_or_default();
+            (!text.is_empty()).then(|| {
+                message(
+                    role,
+                    vec![json!({"kind": "text", "text": text})],
+                    id,
+                    task_id,
+                    context_id,
+                )
+            })
+        })
+        .collect();
+    if let Some(limit) = limit {
+        out.drain(..out.len().saturating_sub(limit));
+    }
+    out
+}
+
+/// What the task answered: the text of the last agent message after the message that started
+/// it (its turn); a graph without `messages`, its output values as data.
+pub(super) fn answer_parts(values: &Value, start: Option<&str>) -> Vec<Value> {
+    let Some(messages) = values.get("messages").and_then(Value::as_array) else {
+        let mut values = values.clone();
+        if let Some(object) = values.as_object_mut() {
+            object.remove("__interrupt__");
+        }
+        return vec![json!({"kind": "data", "data": values})];
+    };
+    let from = start
+        .and_then(|id| {
+            messages
+                .iter()
+                .position(|m| m.get("id").and_then(Value::as_str) == Some(id))
+        })
+        .map_or(0, |at| at + 1);
+    let turn = &messages[from.min(messages.len())..];
+    // The turn ends where the next person's message begins.
+    let end = turn
+        .iter()
+        .position(|m| role_of(m) == Some("user"))
+        .unwrap_or(turn.len());
+    let text = turn[..end]
+        .iter()
+        .rev()
+        .filter(|m| role_of(m) == Some("agent"))
+        .map(|m| text_of(m.get("content").unwrap_or(&Value::Null)))
+        .find(|t| !t.is_empty())
+        .unwrap_or_default();
+    vec![json!({"kind": "text", "text": text})]
+}
+
+/// The artifact holding the answer.
+pub(super) fn answer_artifact(parts: Vec<Value>, artifact_id: &str, assistant_id: &str) -> Value {
+    json!({
+        "artifactId": artifact_id, "name": "Assistant Response",
+        "description": format!("Response from assistant {assistant_id}"), "parts": parts,
+    })
+}
+
+/// The artifact holding an interrupt's questions, one data part each (`{id, value}`).
+pub(super) fn interrupt_artifact(interrupts: &Value, artifact_id: &str) -> Value {
+    let parts: Vec<Value> = interrupts
+        .as_array()
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .map(|i| json!({"kind": "data", "data": {"id": i.get("id"), "value": i.get("value")}}))
+        .collect();
+    json!({
+        "artifactId": artifact_id, "name": "Interrupt",
+        "description": "Agent requires input to continue", "parts": parts,
+    })
+}
+
+/// The agent's message of a task that asks for input: its questions, each as text when it is
+/// a string, else as data.
+fn questions(interrupts: &Value, id: &str, task_id: &str, context_id: &str) -> Value {
+    let parts: Vec<Value> = interrupts
+        .as_array()
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .map(|i| match i.get("value") {
+            Some(Value::String(s)) => json!({"kind": "text", "text": s}),
+            other => json!({"kind": "data", "data": other.cloned().unwrap_or(Value::Null)}),
+        })
+        .collect();
+    message("agent", parts, id, task_id, context_id)
+}
+
+/// A task's status: its state, when, and for a failed task or one asking for input, the
+/// agent's message saying why.
+pub(super) fn status(state: TaskState, outcome: Option<&Value>, ids: &TaskIds<'_>, at: &str) -> Value {
+    let mut status = json!({"state": state.as_str(), "timestamp": at});
+    let message_id = format!("{}-status", ids.run_id);
+    match (state, outcome) {
+        (TaskState::Failed, outcome) => {
+            let error = outcome.and_then(|o| o.get("__error__"));
+            let kind = error
+                .and_then(|e| e.get("error"))
+                .and_then(Value::as_str)
+                .unwrap_or("Error");
+            let why = error
+                .and_then(|e| e.get("message"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let text = format!("Error executing assistant: {kind}: {why}");
+            let parts = vec![json!({"kind": "text", "text": text.trim_end_matches(": ")})];
+            status["message"] = message("agent", parts, &message_id, ids.task_id, ids.context_id);
+        }
+        (TaskState::InputRequired, Some(outcome)) => {
+            status["message"] = questions(&outcome["__interrupt__"], &message_id, ids.task_id, ids.context_id);
+        }
+        _ => {}
+    }
+    status
+}
+
+/// What names a task and its latest run.
+pub(super) struct TaskIds<'a> {
+    pub(super) task_id: &'a str,
+    pub(super) context_id: &'a str,
+    pub(super) run_id: &'a str,
+    pub(super) assistant_id: &'a str,
+}
+
+/// The artifacts of a task in `state` that answered `outcome`: the answer once completed, the
+/// questions while it asks for input, none otherwise. Their ids follow from the run's, so that a
+/// task read twice shows the same artifacts.
+pub(super) fn artifacts(
+    state: TaskState,
+    outcome: Option<&Value>,
+    start: Option<&str>,
+    ids: &TaskIds<'_>,
+) -> Vec<Value> {
+    let Some(outcome) = outcome else {
+        return Vec::new();
+    };
+    match state {
+        TaskState::Completed => vec![answer_artifact(
+            answer_parts(outcome, start),
+            &format!("{}-response", ids.run_id),
+            ids.assistant_id,
+        )],
+        TaskState::InputRequired => vec![interrupt_artifact(
+            &outcome["__interrupt__"],
+            &format!("{}-interrupt", ids.run_id),
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// The whole task: `run` its latest run, in `state`, `outcome` what it answered (once ended),
+/// `values` the thread's values for its history (at most `history_length` messages; `Some(0)`
+/// for none).
+pub(super) fn task(
+    run: &Run,
+    state: TaskState,
+    outcome: Option<&Value>,
+    values: &Value,
+    ids: &TaskIds<'_>,
+    history_length: Option<usize>,
+) -> Value {
+    let mut task = json!({
+        "kind": "task", "id": ids.task_id, "contextId": ids.context_id,
+        "status": status(state, outcome, ids, &run.updated_at),
+    });
+    let artifacts = artifacts(state, outcome, start_of(run), ids);
+    if !artifacts.is_empty() {
+        task["artifacts"] = Value::Array(artifacts);
+    }
+    if history_length != Some(0) {
+        task["history"] = Value::Array(history(values, ids.task_id, ids.context_id, history_length));
+    }
+    task["metadata"] = json!({"run_id": run.run_id, "assistant_id": ids.assistant_id});
+    task
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(message: Value) -> Result<Incoming, RpcFailure> {
+        Incoming::read(&json!({ "message": message }))
+    }
+
+    #[test]
+    fn a_message_gives_its_text_as_a_human_message_and_its_data_as_fields() {
+        let m = read(json!({
+            "role": "user", "messageId": "m1", "kind": "message",
+            "parts": [{"kind": "text", "text": "hi"}, {"kind": "data", "data": {"topic": "t"}}],
+        }))
+        .unwrap();
+        assert_eq!(
+            m.input(),
+            json!({"topic": "t", "messages": [{"type": "human", "content": "hi", "id": "m1"}]})
+        );
+        assert_eq!(m.answer(), json!({"topic": "t"}));
+        let two = read(json!({"role": "user", "messageId": "m2", "parts": [{"text": "a"}, {"text": "b"}]})).unwrap();
+        assert_eq!(
+            two.input()["messages"][0]["content"],
+            json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}])
+        );
+        assert_eq!(two.answer(), json!("a\nb"));
+    }
+
+    #[test]
+    fn a_bad_message_is_refused_naming_the_field() {
+        let cases = [
+            (json!(null), "params field `message`: missing, or not an object"),
+            (
+                json!({"role": "user", "parts": [{"text": "a"}]}),
+                "`message.messageId`: missing",
+            ),
+            (
+                json!({"messageId": "m", "role": "agent", "parts": [{"text": "a"}]}),
+                "`message.role`: `agent`",
+            ),
+            (
+                json!({"messageId": "m", "role": "user", "parts": []}),
+                "`message.parts`: empty",
+            ),
+            (
+                json!({"messageId": "m", "role": "user", "parts": [{"data": 3}]}),
+                "`message.parts[0].data`: expected an object",
+            ),
+            (
+                json!({"messageId": "m", "role": "user", "parts": [{"kind": "text", "text": 1}]}),
+                "`message.parts[0]`: expected one of",
+            ),
+            (
+                json!({"messageId": "m", "role": "user", "contextId": 7, "parts": [{"text": "a"}]}),
+                "`message.contextId`: expected a non-empty string",
+            ),
+        ];
+        for (message, expected) in cases {
+            let (code, why) = read(message.clone()).unwrap_err();
+            assert_eq!(code, INVALID_PARAMS, "{message}");
+            assert!(why.contains(expected), "{message}: {why}");
+        }
+        let file = json!({"messageId": "m", "role": "user", "parts": [{"kind": "file", "file": {"uri": "x"}}]});
+        assert_eq!(read(file).unwrap_err().0, CONTENT_TYPE_NOT_SUPPORTED);
+    }
+
+    #[test]
+    fn a_task_id_names_its_context_and_first_run() {
+        let (c, r) = (
+            "0190a3b4-0000-7000-8000-000000000001",
+            "0190a3b4-0000-7000-8000-000000000002",
+        );
+        let id = task_id(c, r);
+        assert_eq!(parse_task_id(&id), Some((c, r)));
+        assert_eq!(parse_task_id("nope"), None);
+        assert_eq!(parse_task_id(&format!("{c}:x")), None);
+    }
+
+    #[test]
+    fn the_answer_is_the_last_agent_text_of_the_task_s_turn() {
+        let values = json!({"messages": [
+            {"type": "human", "content": "one", "id": "h1"},
+            {"type": "ai", "content": "first", "id": "a1"},
+            {"type": "human", "content": "two", "id": "h2"},
+            {"type": "ai", "content": [{"type": "text", "text": "sec"}, {"type": "text", "text": "ond"}], "id": "a2"},
+            {"type": "ai", "content": "", "id": "a3", "tool_calls": []},
+        ]});
+        assert_eq!(
+            answer_parts(&values, Some("h1")),
+            [json!({"kind": "text", "text": "first"})]
+        );
+        assert_eq!(
+            answer_parts(&values, Some("h2")),
+            [json!({"kind": "text", "text": "second"})]
+        );
+        assert_eq!(
+            answer_parts(&json!({"topic": "t", "__interrupt__": []}), None),
+            [json!({"kind": "data", "data": {"topic": "t"}})]
+        );
+        let h = history(&values, "t", "c", Some(2));
+        assert_eq!(h.len(), 2);
+        assert_eq!(
+            (h[0]["role"].as_str(), h[1]["role"].as_str()),
+            (Some("user"), Some("agent"))
+        );
+        assert_eq!(h[1]["parts"][0]["text"], "second");
+    }
+}

@@ -1,0 +1,492 @@
+//! `/a2a/{assistant_id}` (A2A 0.3 over JSON-RPC) through the real router: an assistant's agent
+//! card, a conversation kept in its context (a thread), a task that asks for input and is resumed
+//! by the next message naming it, a streamed task, cancel and resubscribe, and every refusal as a
+//! JSON-RPC error naming what is wrong. The official client's view is `tests/sdk/test_a2a.py`.
+
+mod runs_support;
+
+use axum::http::StatusCode;
+use runs_support::{config, frames, open, App};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use weir::prelude::*;
+use weir_agent::message::{AiMessage, Message, MessagesState, MessagesStateUpdate};
+use weir_agent::model::{ChatModel, FakeChatModel};
+use weir_server::graph::{Serve, ServedGraph};
+
+/// START -> chat -> END, `chat` answering "hello there friend", streamed token by token.
+fn chatbot() -> CompiledGraph<MessagesState> {
+    let model = Arc::new(FakeChatModel::new([AiMessage::new("hello there friend")]).cycle());
+    let mut g = GraphBuilder::<MessagesState>::new();
+    g.add_node("chat", move |s: &MessagesState, ctx: &Context| {
+        let (model, messages, ctx) = (model.clone(), s.messages.clone(), ctx.clone());
+        async move {
+            let answer = model.stream_in(&ctx, &messages, &[]).await?;
+            Ok::<_, BoxError>(MessagesStateUpdate::default().messages(Message::Ai(answer).into()))
+        }
+    });
+    g.add_edge(START, "chat").add_edge("chat", END);
+    g.compile().unwrap()
+}
+
+/// START -> ask -> END, `ask` pausing with "Proceed?" and answering `approved: <answer>`.
+fn approval() -> CompiledGraph<MessagesState> {
+    let mut g = GraphBuilder::<MessagesState>::new();
+    g.add_node(
+        "ask",
+        |_: &MessagesState, ctx: &Context| -> Result<MessagesStateUpdate, BoxError> {
+            let answer: Value = ctx.interrupt(json!("Proceed?"))?;
+            let said = answer.as_str().map_or_else(|| answer.to_string(), str::to_owned);
+            let reply = Message::Ai(AiMessage::new(format!("approved: {said}")));
+            Ok(MessagesStateUpdate::default().messages(reply.into()))
+        },
+    );
+    g.add_edge(START, "ask").add_edge("ask", END);
+    g.compile().unwrap()
+}
+
+async fn app() -> (tempfile::TempDir, App) {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, saver) = open(&dir.path().join("weir.db")).await;
+    let app = runs_support::app_on_with(db, saver, config(), |saver| {
+        let mut extra: BTreeMap<String, Arc<dyn ServedGraph>> = BTreeMap::new();
+        extra.insert("chatbot".into(), chatbot().into_served(saver.clone()));
+        extra.insert("approval".into(), approval().into_served(saver.clone()));
+        extra
+    })
+    .await;
+    (dir, app)
+}
+
+/// A user's message of text `text` (`extra`'s fields added to it).
+fn text(id: &str, text: &str, extra: Value) -> Value {
+    let mut m = json!({"kind": "message", "role": "user", "messageId": id, "parts": [{"kind": "text", "text": text}]});
+    m.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().cloned().unwrap_or_default());
+    m
+}
+
+/// Calls `method` of assistant `assistant`'s endpoint; answers the JSON-RPC response.
+async fn rpc(app: &App, assistant: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": "r1", "method": method, "params": params});
+    let reply = app.call("POST", &format!("/a2a/{assistant}"), Some(body)).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["jsonrpc"], "2.0");
+    reply.body
+}
+
+/// The `result` of a call that must succeed.
+async fn result(app: &App, assistant: &str, method: &str, params: Value) -> Value {
+    let reply = rpc(app, assistant, method, params).await;
+    assert_eq!(reply["id"], "r1");
+    assert!(reply.get("error").is_none(), "{reply}");
+    reply["result"].clone()
+}
+
+/// The `error` of a call that must fail: its code and message.
+async fn error(app: &App, assistant: &str, method: &str, params: Value) -> (i64, String) {
+    let reply = rpc(app, assistant, method, params).await;
+    let e = &reply["error"];
+    assert!(reply.get("result").is_none(), "{reply}");
+    (e["code"].as_i64().unwrap(), e["message"].as_str().unwrap().to_owned())
+}
+
+fn texts_of(parts: &Value) -> Vec<&str> {
+    parts
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_assistant_is_an_a2a_agent_whose_context_keeps_the_conversation() {
+    let (_dir, app) = app().await;
+    let card = app.call("GET", "/a2a/chatbot/.well-known/agent-card.json", None).await;
+    assert_eq!(card.status, StatusCode::OK);
+    let uuid = weir_server::model::system_assistant_id("chatbot").to_string();
+    assert_eq!(card.body["protocolVersion"], "0.3.0");
+    assert_eq!(card.body["name"], "chatbot");
+    assert_eq!(card.body["preferredTransport"], "JSONRPC");
+    assert_eq!(card.body["capabilities"]["streaming"], true);
+    assert!(
+        card.body["url"].as_str().unwrap().ends_with(&format!("/a2a/{uuid}")),
+        "{}",
+        card.body
+    );
+    let asked = app
+        .call(
+            "GET",
+            &format!("/.well-known/agent-card.json?assistant_id={uuid}"),
+            None,
+        )
+        .await;
+    assert_eq!(asked.body, card.body);
+
+    let first = result(
+        &app,
+        "chatbot",
+        "message/send",
+        json!({"message": text("m1", "hi", json!({}))}),
+    )
+    .await;
+    assert_eq!(first["kind"], "task");
+    assert_eq!(first["status"]["state"], "completed", "{first}");
+    let context = first["contextId"].as_str().unwrap().to_owned();
+    let task_id = first["id"].as_str().unwrap().to_owned();
+    assert!(task_id.starts_with(&format!("{context}:")), "{task_id}");
+    assert_eq!(first["artifacts"][0]["name"], "Assistant Response");
+    assert_eq!(texts_of(&first["artifacts"][0]["parts"]), ["hello there friend"]);
+    let roles: Vec<&str> = first["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "agent"]);
+    assert_eq!(first["history"][0]["messageId"], "m1");
+
+    // The same context: the thread goes on, and the answer is the second turn's.
+    let second = result(
+        &app,
+        "chatbot",
+        "message/send",
+        json!({"message": text("m2", "again", json!({"contextId": context})), "configuration": {"historyLength": 1}}),
+    )
+    .await;
+    assert_eq!(second["contextId"], context.as_str());
+    assert_ne!(second["id"], task_id.as_str());
+    assert_eq!(second["history"].as_array().unwrap().len(), 1);
+    let thread = app.call("GET", &format!("/threads/{context}"), None).await;
+    let said: Vec<&str> = thread.body["values"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(said, ["hi", "hello there friend", "again", "hello there friend"]);
+
+    // The first task reads as it was answered, its artifact the same.
+    let got = result(&app, "chatbot", "tasks/get", json!({"id": task_id})).await;
+    assert_eq!(got["status"]["state"], "completed");
+    assert_eq!(got["artifacts"], first["artifacts"]);
+    assert_eq!(got["history"].as_array().unwrap().len(), 4);
+    let none = result(&app, "chatbot", "tasks/get", json!({"id": task_id, "historyLength": 0})).await;
+    assert!(none.get("history").is_none(), "{none}");
+}
+
+#[tokio::test]
+async fn a_task_that_asks_for_input_is_resumed_by_the_next_message_naming_it() {
+    let (_dir, app) = app().await;
+    let asked = result(
+        &app,
+        "approval",
+        "message/send",
+        json!({"message": text("m1", "deploy", json!({}))}),
+    )
+    .await;
+    assert_eq!(asked["status"]["state"], "input-required", "{asked}");
+    assert_eq!(texts_of(&asked["status"]["message"]["parts"]), ["Proceed?"]);
+    assert_eq!(asked["artifacts"][0]["name"], "Interrupt");
+    assert_eq!(asked["artifacts"][0]["parts"][0]["data"]["value"], "Proceed?");
+    let task_id = asked["id"].as_str().unwrap();
+
+    let done = result(
+        &app,
+        "approval",
+        "message/send",
+        json!({"message": text("m2", "yes", json!({"taskId": task_id}))}),
+    )
+    .await;
+    assert_eq!(done["id"], task_id);
+    assert_eq!(done["status"]["state"], "completed", "{done}");
+    assert_eq!(texts_of(&done["artifacts"][0]["parts"]), ["approved: yes"]);
+    let got = result(&app, "approval", "tasks/get", json!({"id": task_id})).await;
+    assert_eq!(got["status"]["state"], "completed");
+
+    let (code, why) = error(
+        &app,
+        "approval",
+        "message/send",
+        json!({"message": text("m3", "again", json!({"taskId": task_id}))}),
+    )
+    .await;
+    assert_eq!(code, -32004);
+    assert!(why.contains("is completed") && why.contains(task_id), "{why}");
+    let (code, why) = error(&app, "approval", "tasks/cancel", json!({"id": task_id})).await;
+    assert_eq!((code, why.contains("completed")), (-32002, true), "{why}");
+
+    // A graph without `messages` asks too, and takes a text answer; its answer is its values.
+    let fields =
+        json!({"message": {"role": "user", "messageId": "h1", "parts": [{"kind": "data", "data": {"topic": "x"}}]}});
+    let asked = result(&app, "hitl", "message/send", fields).await;
+    assert_eq!(asked["status"]["state"], "input-required", "{asked}");
+    let task_id = asked["id"].as_str().unwrap();
+    let resume = json!({"message": text("h2", "yes", json!({"taskId": task_id}))});
+    let done = result(&app, "hitl", "message/send", resume).await;
+    assert_eq!(done["status"]["state"], "completed", "{done}");
+    assert_eq!(
+        done["artifacts"][0]["parts"][0]["data"]["log"],
+        json!(["a:x", "ask:yes"])
+    );
+}
+
+/// The results of an A2A stream's events.
+async fn stream(app: &App, assistant: &str, method: &str, params: Value) -> Vec<Value> {
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    let res = app.open("POST", &format!("/a2a/{assistant}"), Some(body), &[]).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream"));
+    frames(res.into_body())
+        .await
+        .into_iter()
+        .map(|(event, data, _)| {
+            assert_eq!(
+                (event.as_str(), &data["id"], &data["jsonrpc"]),
+                ("message", &json!(7), &json!("2.0"))
+            );
+            data["result"].clone()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn message_stream_sends_the_task_the_model_s_text_as_it_comes_the_answer_and_the_end() {
+    let (_dir, app) = app().await;
+    let events = stream(
+        &app,
+        "chatbot",
+        "message/stream",
+        json!({"message": text("m1", "hi", json!({}))}),
+    )
+    .await;
+    let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds[0], "task");
+    assert_eq!(events[0]["status"]["state"], "submitted");
+    assert_eq!(events[0]["history"][0]["messageId"], "m1");
+    assert_eq!(kinds[kinds.len() - 2..], ["artifact-update", "status-update"]);
+    let task_id = &events[0]["id"];
+    assert!(events[1..].iter().all(|e| &e["taskId"] == task_id), "{events:?}");
+    let working = &events[1..events.len() - 2];
+    assert!(working
+        .iter()
+        .all(|e| e["status"]["state"] == "working" && e["final"] == false));
+    let streamed: String = working
+        .iter()
+        .filter_map(|e| e["status"]["message"]["parts"][0]["text"].as_str())
+        .collect();
+    assert_eq!(streamed, "hello there friend");
+    assert!(working.len() > 2, "the text came in pieces: {working:?}");
+    let answer = &events[events.len() - 2];
+    assert_eq!(texts_of(&answer["artifact"]["parts"]), ["hello there friend"]);
+    assert_eq!(answer["lastChunk"], true);
+    let last = &events[events.len() - 1];
+    assert_eq!(
+        (&last["status"]["state"], &last["final"]),
+        (&json!("completed"), &json!(true))
+    );
+
+    let asked = stream(
+        &app,
+        "approval",
+        "message/stream",
+        json!({"message": text("m2", "go", json!({}))}),
+    )
+    .await;
+    let last = asked.last().unwrap();
+    assert_eq!(last["status"]["state"], "input-required");
+    assert_eq!(texts_of(&last["status"]["message"]["parts"]), ["Proceed?"]);
+    assert_eq!(asked[asked.len() - 2]["artifact"]["name"], "Interrupt");
+}
+
+#[tokio::test]
+async fn a_working_task_is_cancelled_and_followed_again_by_resubscribing() {
+    let (_dir, app) = app().await;
+    let params = json!({
+        "message": {"role": "user", "messageId": "m1", "parts": [{"kind": "data", "data": {"topic": "t"}}]},
+        "configuration": {"blocking": false},
+    });
+    let started = result(&app, "gated", "message/send", params.clone()).await;
+    assert!(
+        ["submitted", "working"].contains(&started["status"]["state"].as_str().unwrap()),
+        "{started}"
+    );
+    let task_id = started["id"].as_str().unwrap().to_owned();
+    app.gate.entered.notified().await;
+
+    // Followed again: the task as it stands, then its end once the gate opens.
+    let following = {
+        let app = app.router.clone();
+        let task_id = task_id.clone();
+        tokio::spawn(async move {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/resubscribe", "params": {"id": task_id}});
+            let req = axum::http::Request::post("/a2a/gated")
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from(body.to_string()))
+                .unwrap();
+            let res = tower::ServiceExt::oneshot(app, req).await.unwrap();
+            frames(res.into_body()).await
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    app.gate.release();
+    let followed: Vec<Value> = following
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(_, d, _)| d["result"].clone())
+        .collect();
+    assert_eq!(followed[0]["kind"], "task");
+    assert_eq!(followed[0]["status"]["state"], "working");
+    let last = followed.last().unwrap();
+    assert_eq!(
+        (&last["status"]["state"], &last["final"]),
+        (&json!("completed"), &json!(true))
+    );
+    assert_eq!(
+        followed[followed.len() - 2]["artifact"]["parts"][0]["data"]["log"],
+        json!(["a:t", "slow:t"])
+    );
+
+    // Another, cancelled while it waits at the gate.
+    let started = result(&app, "gated", "message/send", params).await;
+    let task_id = started["id"].as_str().unwrap();
+    app.gate.entered.notified().await;
+    let cancelled = result(&app, "gated", "tasks/cancel", json!({"id": task_id})).await;
+    assert_eq!(cancelled["status"]["state"], "canceled", "{cancelled}");
+    let (code, _) = error(&app, "gated", "tasks/cancel", json!({"id": task_id})).await;
+    assert_eq!(code, -32002);
+}
+
+#[tokio::test]
+async fn bad_calls_get_json_rpc_errors_that_name_what_is_wrong() {
+    let (_dir, app) = app().await;
+    let req = axum::http::Request::post("/a2a/chatbot")
+        .body(axum::body::Body::from("{not json"))
+        .unwrap();
+    let raw = tower::ServiceExt::oneshot(app.router.clone(), req).await.unwrap();
+    assert_eq!(raw.status(), StatusCode::OK);
+    let raw: Value = serde_json::from_slice(
+        &http_body_util::BodyExt::collect(raw.into_body())
+            .await
+            .unwrap()
+            .to_bytes(),
+    )
+    .unwrap();
+    assert_eq!(
+        (raw["error"]["code"].as_i64(), &raw["id"]),
+        (Some(-32700), &Value::Null)
+    );
+    let old = app
+        .call(
+            "POST",
+            "/a2a/chatbot",
+            Some(json!({"jsonrpc": "1.0", "id": 1, "method": "tasks/get"})),
+        )
+        .await;
+    assert_eq!(old.body["error"]["code"], -32600);
+    assert_eq!(
+        app.call("GET", "/a2a/chatbot", None).await.status,
+        StatusCode::METHOD_NOT_ALLOWED
+    );
+    let missing = app.call("GET", "/.well-known/agent-card.json", None).await;
+    assert_eq!(missing.status, StatusCode::BAD_REQUEST);
+    assert!(missing.body["detail"].as_str().unwrap().contains("`assistant_id`"));
+    let unknown = app.call("GET", "/a2a/nobody/.well-known/agent-card.json", None).await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+
+    let hi = json!({"message": text("m1", "hi", json!({}))});
+    let cases: Vec<(&str, &str, Value, i64, &str)> = vec![
+        (
+            "chatbot",
+            "tasks/list",
+            json!({}),
+            -32601,
+            "Method not found: tasks/list",
+        ),
+        (
+            "nobody",
+            "message/send",
+            hi.clone(),
+            -32602,
+            "assistant `nobody` not found",
+        ),
+        ("chain", "message/send", hi.clone(), -32602, "takes no `messages`"),
+        ("chatbot", "message/send", json!({}), -32602, "params field `message`"),
+        (
+            "chatbot",
+            "message/send",
+            json!({"message": text("m", "x", json!({"contextId": "c1"}))}),
+            -32602,
+            "`message.contextId`: `c1` is not a UUID",
+        ),
+        (
+            "chatbot",
+            "message/send",
+            json!({"message": {"role": "user", "messageId": "m", "parts": [{"kind": "file", "file": {"uri": "f"}}]}}),
+            -32005,
+            "file parts are not supported",
+        ),
+        (
+            "chatbot",
+            "message/send",
+            json!({"message": text("m", "x", json!({})), "configuration": {"historyLength": -1}}),
+            -32602,
+            "`configuration.historyLength`",
+        ),
+        (
+            "chatbot",
+            "tasks/get",
+            json!({"id": "nope"}),
+            -32001,
+            "Task not found: nope",
+        ),
+        ("chatbot", "tasks/get", json!({}), -32602, "params field `id`"),
+        (
+            "chatbot",
+            "tasks/pushNotificationConfig/set",
+            json!({}),
+            -32003,
+            "not supported",
+        ),
+    ];
+    for (assistant, method, params, code, words) in cases {
+        let (got, why) = error(&app, assistant, method, params).await;
+        assert_eq!(got, code, "{method}: {why}");
+        assert!(why.contains(words), "{method}: {why}");
+    }
+    // A task of another assistant is none of this one's.
+    let done = result(&app, "chatbot", "message/send", hi).await;
+    let (code, _) = error(&app, "approval", "tasks/get", json!({"id": done["id"]})).await;
+    assert_eq!(code, -32001);
+
+    // Data parts are a graph's input fields; a failed run is a failed task that says why.
+    let data = |graph: &str| json!({"message": {"role": "user", "messageId": graph, "parts": [{"kind": "data", "data": {"topic": "d"}}]}});
+    let chain = result(&app, "chain", "message/send", data("chain")).await;
+    assert_eq!(chain["status"]["state"], "completed");
+    assert_eq!(
+        chain["artifacts"][0]["parts"][0]["data"],
+        json!({"topic": "d", "log": ["a:d", "b"]})
+    );
+    let failed = result(&app, "failing", "message/send", data("failing")).await;
+    assert_eq!(failed["status"]["state"], "failed");
+    assert_eq!(
+        texts_of(&failed["status"]["message"]["parts"]),
+        ["Error executing assistant: ValueError: boom in node"]
+    );
+    let wrong = error(
+        &app,
+        "chain",
+        "message/send",
+        json!({"message": {"role": "user", "messageId": "w", "parts": [{"data": {"topic": 7}}]}}),
+    )
+    .await;
+    assert_eq!(wrong.0, -32602);
+    assert!(wrong.1.contains("topic"), "{}", wrong.1);
+}
