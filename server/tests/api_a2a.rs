@@ -490,3 +490,160 @@ async fn bad_calls_get_json_rpc_errors_that_name_what_is_wrong() {
     assert_eq!(wrong.0, -32602);
     assert!(wrong.1.contains("topic"), "{}", wrong.1);
 }
+
+/// A 1.0 message of text `text`.
+fn text_v1(id: &str, text: &str, extra: Value) -> Value {
+    let mut m = json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]});
+    m.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().cloned().unwrap_or_default());
+    m
+}
+
+/// Whether `value` holds a `kind` key anywhere (0.3's tags, which 1.0 does not have).
+fn has_kind(value: &Value) -> bool {
+    match value {
+        Value::Object(o) => o.contains_key("kind") || o.values().any(has_kind),
+        Value::Array(a) => a.iter().any(has_kind),
+        _ => false,
+    }
+}
+
+#[tokio::test]
+async fn a_1_0_client_is_answered_in_1_0_s_method_names_and_shapes() {
+    let (_dir, app) = app().await;
+    let card = app.call("GET", "/a2a/chatbot/.well-known/agent-card.json", None).await;
+    let versions: Vec<&str> = card.body["supportedInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["protocolVersion"].as_str().unwrap())
+        .collect();
+    assert_eq!(versions, ["1.0", "0.3.0"]);
+
+    let sent = result(
+        &app,
+        "chatbot",
+        "SendMessage",
+        json!({"message": text_v1("m1", "hi", json!({}))}),
+    )
+    .await;
+    let task = &sent["task"];
+    assert!(!has_kind(&sent), "{sent}");
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(task["artifacts"][0]["parts"], json!([{"text": "hello there friend"}]));
+    let roles: Vec<&str> = task["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["ROLE_USER", "ROLE_AGENT"]);
+    let got = result(&app, "chatbot", "GetTask", json!({"id": task["id"]})).await;
+    assert_eq!(got["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(got["artifacts"], task["artifacts"]);
+
+    let events = stream(
+        &app,
+        "chatbot",
+        "SendStreamingMessage",
+        json!({"message": text_v1("m2", "more", json!({}))}),
+    )
+    .await;
+    let shapes: Vec<&str> = events
+        .iter()
+        .map(|e| e.as_object().unwrap().keys().next().unwrap().as_str())
+        .collect();
+    assert_eq!(shapes[0], "task");
+    assert_eq!(shapes[shapes.len() - 2..], ["artifactUpdate", "statusUpdate"]);
+    assert!(events.iter().all(|e| !has_kind(e)), "{events:?}");
+    assert_eq!(
+        events.last().unwrap()["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    let streamed_task = events[0]["task"]["id"].clone();
+
+    // The assistant's tasks, newest first, a page at a time.
+    let all = result(&app, "chatbot", "ListTasks", json!({})).await;
+    let ids: Vec<&Value> = all["tasks"].as_array().unwrap().iter().map(|t| &t["id"]).collect();
+    assert_eq!(ids, [&streamed_task, &task["id"]]);
+    assert_eq!(
+        (all["totalSize"].as_u64(), all["nextPageToken"].as_str()),
+        (Some(2), Some(""))
+    );
+    assert!(all["tasks"][0].get("artifacts").is_none(), "artifacts only when asked");
+    let first = result(
+        &app,
+        "chatbot",
+        "ListTasks",
+        json!({"pageSize": 1, "includeArtifacts": true}),
+    )
+    .await;
+    assert_eq!(
+        (first["tasks"][0]["id"].clone(), first["nextPageToken"].as_str()),
+        (streamed_task.clone(), Some("1"))
+    );
+    assert_eq!(
+        first["tasks"][0]["artifacts"][0]["parts"],
+        json!([{"text": "hello there friend"}])
+    );
+    let second = result(
+        &app,
+        "chatbot",
+        "ListTasks",
+        json!({"pageSize": 1, "pageToken": "1", "historyLength": 0}),
+    )
+    .await;
+    assert_eq!(second["tasks"][0]["id"], task["id"]);
+    assert!(second["tasks"][0].get("history").is_none());
+    let of_context = result(&app, "chatbot", "ListTasks", json!({"contextId": task["contextId"]})).await;
+    assert_eq!(of_context["totalSize"], 1);
+    let waiting = result(
+        &app,
+        "chatbot",
+        "ListTasks",
+        json!({"status": "TASK_STATE_INPUT_REQUIRED"}),
+    )
+    .await;
+    assert_eq!(waiting["tasks"], json!([]));
+    assert_eq!(result(&app, "approval", "ListTasks", json!({})).await["totalSize"], 0);
+    for (params, words) in [
+        (json!({"pageSize": 0}), "`pageSize`"),
+        (json!({"pageToken": "x"}), "`pageToken`: `x`"),
+        (json!({"status": "TASK_STATE_BOGUS"}), "`status`: `TASK_STATE_BOGUS`"),
+        (json!({"statusTimestampAfter": "yesterday"}), "`statusTimestampAfter`"),
+    ] {
+        let (code, why) = error(&app, "chatbot", "ListTasks", params).await;
+        assert_eq!(code, -32602, "{why}");
+        assert!(why.contains(words), "{why}");
+    }
+
+    // An interrupt, and its answer, in 1.0's words.
+    let asked = result(
+        &app,
+        "approval",
+        "SendMessage",
+        json!({"message": text_v1("a1", "go", json!({}))}),
+    )
+    .await;
+    assert_eq!(asked["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(
+        asked["task"]["status"]["message"]["parts"],
+        json!([{"text": "Proceed?"}])
+    );
+    let waiting = result(
+        &app,
+        "approval",
+        "ListTasks",
+        json!({"status": "TASK_STATE_INPUT_REQUIRED"}),
+    )
+    .await;
+    assert_eq!(waiting["tasks"][0]["id"], asked["task"]["id"]);
+    let resume = json!({"message": text_v1("a2", "sure", json!({"taskId": asked["task"]["id"]})), "configuration": {"returnImmediately": false}});
+    let done = result(&app, "approval", "SendMessage", resume).await;
+    assert_eq!(done["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        done["task"]["artifacts"][0]["parts"],
+        json!([{"text": "approved: sure"}])
+    );
+}

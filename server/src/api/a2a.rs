@@ -1,7 +1,7 @@
-//! `/a2a/{assistant_id}`: each assistant as an agent of Google's Agent2Agent protocol (A2A 0.3,
-//! JSON-RPC over HTTP), as LangGraph's server offers it, so that another agent framework (an
-//! `a2a-sdk` client, Google's ADK) calls a weir agent. An A2A context is a thread (`contextId` is
-//! its id; a message without one starts a new thread), and a task is a run of it ([`task`]):
+//! `/a2a/{assistant_id}`: each assistant as an agent of Google's Agent2Agent protocol (JSON-RPC
+//! over HTTP), as LangGraph's server offers it, so that another agent framework (an `a2a-sdk`
+//! client, Google's ADK) calls a weir agent. An A2A context is a thread (`contextId` is its id; a
+//! message without one starts a new thread), and a task is a run of it ([`task`]):
 //! `message/send` runs the assistant on the message (its text as a human message under
 //! `messages`, its data parts as input fields) and answers the task, `message/stream` streams it
 //! ([`stream`]: the task, the model's text as it comes, the answer as an artifact, the final
@@ -9,10 +9,11 @@
 //! it again. A task whose run paused for a person (`interrupt`) is `input-required`; the next
 //! message naming it (`taskId`) resumes the run with its text or data as the answer.
 //!
-//! Each assistant describes itself with an agent card, at `/a2a/{assistant_id}/.well-known/
+//! The endpoint works in A2A 0.3's form; a request of A2A 1.0 (`SendMessage`, …, and
+//! `ListTasks`, [`list`]) is read into it and answered in 1.0's ([`v1`]). Each assistant
+//! describes itself with an agent card offering both, at `/a2a/{assistant_id}/.well-known/
 //! agent-card.json` and at `/.well-known/agent-card.json?assistant_id=…`. Push notifications
-//! are not offered (their methods answer that), nor file parts (`-32005`), nor A2A 1.0's method
-//! names.
+//! are not offered (their methods answer that), nor file parts (`-32005`).
 
 use super::{ApiError, AppState};
 use crate::model::{system_assistant_id, Assistant, Run};
@@ -22,13 +23,16 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use futures::stream::{BoxStream, StreamExt};
 use serde_json::{json, Value};
 use task::{Incoming, TaskIds, TaskState, START_KEY, TASK_KEY};
 
+mod list;
 mod stream;
 mod task;
+mod v1;
 
-/// The protocol version the cards announce.
+/// The protocol version the cards announce as their main one (0.3's field); they list 1.0 too.
 const PROTOCOL_VERSION: &str = "0.3.0";
 
 /// How many of a context's runs a task's latest run is looked for among.
@@ -122,18 +126,35 @@ async fn rpc(State(state): State<AppState>, Path(assistant_id): Path<String>, bo
         Err(e) => return answer(id, Err(e)),
     };
     let a2a = A2a { state, assistant };
+    // A 1.0 method is answered in 1.0's form, from 0.3's.
+    let (method, params, v1) = match v1::method(method) {
+        Some(old) => (old, v1::params(params), true),
+        None => (method, params, false),
+    };
+    let task = |result: Result<Value, RpcFailure>| result.map(|t| if v1 { v1::task(&t) } else { t });
+    let events = |events: BoxStream<'static, Value>| {
+        if v1 {
+            events.map(|e| v1::event(&e)).boxed()
+        } else {
+            events
+        }
+    };
     match method {
-        "message/send" => answer(id, a2a.send(&params).await),
+        "message/send" => answer(
+            id,
+            task(a2a.send(&params).await).map(|t| if v1 { json!({"task": t}) } else { t }),
+        ),
         "message/stream" => match a2a.stream(&params).await {
-            Ok(events) => stream::response(&a2a.state, id, events),
+            Ok(e) => stream::response(&a2a.state, id, events(e)),
             Err(e) => answer(id, Err(e)),
         },
         "tasks/resubscribe" => match a2a.resubscribe(&params).await {
-            Ok(events) => stream::response(&a2a.state, id, events),
+            Ok(e) => stream::response(&a2a.state, id, events(e)),
             Err(e) => answer(id, Err(e)),
         },
-        "tasks/get" => answer(id, a2a.get(&params).await),
-        "tasks/cancel" => answer(id, a2a.cancel(&params).await),
+        "tasks/get" => answer(id, task(a2a.get(&params).await)),
+        "tasks/cancel" => answer(id, task(a2a.cancel(&params).await)),
+        "ListTasks" => answer(id, a2a.list(&params).await),
         m if m.starts_with("tasks/pushNotificationConfig/") => answer(
             id,
             Err((
@@ -552,6 +573,11 @@ async fn card(state: &AppState, headers: &HeaderMap, id: &str) -> Result<Respons
         "url": url,
         "preferredTransport": "JSONRPC",
         "additionalInterfaces": [{"url": url, "transport": "JSONRPC"}],
+        // A2A 1.0's list of the same endpoint: a 1.0 client takes the 1.0 entry.
+        "supportedInterfaces": [
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": PROTOCOL_VERSION},
+        ],
         "version": env!("CARGO_PKG_VERSION"),
         "capabilities": {"streaming": true, "pushNotifications": false, "stateTransitionHistory": false},
         "defaultInputModes": modes,

@@ -1,13 +1,14 @@
 """`/a2a/{assistant_id}` (README §1.2 tier C): each assistant as an A2A agent, driven by the
-official A2A client (`a2a-sdk`, which speaks A2A 0.3 to an agent whose card announces it): the
-card resolved from the agent's URL, a message answered and its context kept, a streamed answer,
-a task that asks for input resumed by the next message naming it, a task cancelled, and an
-unknown task refused."""
+official A2A client (`a2a-sdk`) in both versions of the protocol the card offers (1.0, which the
+client takes by default, and 0.3): the card resolved from the agent's URL, a message answered and
+its context kept, a streamed answer, a task that asks for input resumed by the next message
+naming it, a task cancelled, an unknown task refused, and (1.0) the assistant's tasks listed."""
 
 import uuid
 
+import httpx
 import pytest
-from a2a.client import ClientConfig, create_client
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import TaskNotFoundError
 from google.protobuf.json_format import MessageToDict
@@ -15,8 +16,23 @@ from google.protobuf.json_format import MessageToDict
 from conftest import URL
 
 
-async def agent(graph, streaming=False):
-    return await create_client(f"{URL}/a2a/{graph}", client_config=ClientConfig(streaming=streaming))
+VERSIONS = ["1.0", "0.3"]
+
+
+@pytest.fixture(params=VERSIONS)
+def version(request):
+    return request.param
+
+
+async def agent(graph, version, streaming=False):
+    """A client of `graph`'s agent that speaks `version`: the card's other interfaces left out."""
+    async with httpx.AsyncClient() as http:
+        card = await A2ACardResolver(http, f"{URL}/a2a/{graph}").get_agent_card()
+    assert {i.protocol_version for i in card.supported_interfaces} >= {"1.0", "0.3.0"}
+    kept = [i for i in card.supported_interfaces if i.protocol_version.startswith(version)]
+    del card.supported_interfaces[:]
+    card.supported_interfaces.extend(kept)
+    return ClientFactory(ClientConfig(streaming=streaming)).create(card)
 
 
 def text(words, **ids):
@@ -37,8 +53,8 @@ def texts(parts):
     return [p["text"] for p in parts if "text" in p]
 
 
-async def test_an_assistant_answers_a_message_and_its_context_keeps_the_conversation():
-    client = await agent("chatbot")
+async def test_an_assistant_answers_a_message_and_its_context_keeps_the_conversation(version):
+    client = await agent("chatbot", version)
     [first] = await send(client, text("hi"))
     task = first["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
@@ -57,8 +73,8 @@ async def test_an_assistant_answers_a_message_and_its_context_keeps_the_conversa
     await client.close()
 
 
-async def test_a_streamed_answer_comes_in_pieces_then_as_an_artifact():
-    client = await agent("chatbot", streaming=True)
+async def test_a_streamed_answer_comes_in_pieces_then_as_an_artifact(version):
+    client = await agent("chatbot", version, streaming=True)
     events = await send(client, text("hi"))
     assert events[0]["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
     pieces = [
@@ -72,8 +88,8 @@ async def test_a_streamed_answer_comes_in_pieces_then_as_an_artifact():
     await client.close()
 
 
-async def test_a_task_that_asks_for_input_is_resumed_by_the_next_message():
-    client = await agent("hitl")
+async def test_a_task_that_asks_for_input_is_resumed_by_the_next_message(version):
+    client = await agent("hitl", version)
     [asked] = await send(client, data({"topic": "x"}))
     task = asked["task"]
     assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
@@ -87,8 +103,8 @@ async def test_a_task_that_asks_for_input_is_resumed_by_the_next_message():
     await client.close()
 
 
-async def test_a_working_task_is_cancelled_and_an_unknown_one_refused():
-    client = await agent("slow")
+async def test_a_working_task_is_cancelled_and_an_unknown_one_refused(version):
+    client = await agent("slow", version)
     [started] = await send(client, data({"topic": "s"}), return_immediately=True)
     task = started["task"]
     assert task["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
@@ -96,4 +112,14 @@ async def test_a_working_task_is_cancelled_and_an_unknown_one_refused():
     assert cancelled["status"]["state"] == "TASK_STATE_CANCELED"
     with pytest.raises(TaskNotFoundError, match="Task not found"):
         await client.get_task(pb.GetTaskRequest(id="no-such-task"))
+    await client.close()
+
+
+async def test_a_1_0_client_lists_the_assistants_tasks():
+    client = await agent("chatbot", "1.0")
+    [sent] = await send(client, text("to list"))
+    context = sent["task"]["contextId"]
+    listed = MessageToDict(await client.list_tasks(pb.ListTasksRequest(context_id=context)))
+    assert [t["id"] for t in listed["tasks"]] == [sent["task"]["id"]]
+    assert listed["tasks"][0]["status"]["state"] == "TASK_STATE_COMPLETED"
     await client.close()

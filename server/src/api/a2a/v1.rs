@@ -1,0 +1,219 @@
+//! A2A 1.0's wire form beside 0.3's. A 1.0 client (`a2a-sdk` 1.x, given a card that offers
+//! 1.0) calls `SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask`
+//! and `ListTasks`, and speaks ProtoJSON: a part is `{"text": …}` or `{"data": …}` with no
+//! `kind`, a role `ROLE_USER`, a state `TASK_STATE_COMPLETED`, a stream event `{"statusUpdate":
+//! …}`, `configuration.returnImmediately` for 0.3's `blocking: false`. The endpoint works in 0.3's
+//! form: a 1.0 request's params are read into it ([`params`]) and its answers written back
+//! ([`task`], [`event`]), field by field, so that nothing inside a data part is touched.
+
+use serde_json::{json, Map, Value};
+
+/// A 1.0 method's 0.3 name, for those the two versions share.
+pub(super) fn method(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "SendMessage" => "message/send",
+        "SendStreamingMessage" => "message/stream",
+        "GetTask" => "tasks/get",
+        "CancelTask" => "tasks/cancel",
+        "SubscribeToTask" => "tasks/resubscribe",
+        "GetExtendedAgentCard" => "agent/getAuthenticatedExtendedCard",
+        "CreateTaskPushNotificationConfig"
+        | "GetTaskPushNotificationConfig"
+        | "ListTaskPushNotificationConfigs"
+        | "DeleteTaskPushNotificationConfig" => "tasks/pushNotificationConfig/",
+        _ => return None,
+    })
+}
+
+/// A 1.0 request's params in 0.3's form: the message's role and parts, and `returnImmediately`
+/// as `blocking`.
+pub(super) fn params(mut params: Value) -> Value {
+    if let Some(message) = params.get_mut("message").and_then(Value::as_object_mut) {
+        if let Some(role) = message.get("role").and_then(Value::as_str) {
+            let role = match role {
+                "ROLE_USER" => "user",
+                "ROLE_AGENT" => "agent",
+                other => other,
+            };
+            message.insert("role".to_owned(), json!(role));
+        }
+        if let Some(parts) = message.get_mut("parts").and_then(Value::as_array_mut) {
+            for part in parts.iter_mut().filter_map(Value::as_object_mut) {
+                let kind = if part.contains_key("text") {
+                    "text"
+                } else if part.contains_key("data") {
+                    "data"
+                } else if part.contains_key("url") || part.contains_key("raw") {
+                    part.insert("file".to_owned(), json!({}));
+                    "file"
+                } else {
+                    continue;
+                };
+                part.entry("kind").or_insert_with(|| json!(kind));
+            }
+        }
+    }
+    if let Some(configuration) = params.get_mut("configuration").and_then(Value::as_object_mut) {
+        if let Some(at_once) = configuration.remove("returnImmediately") {
+            let blocking = at_once.as_bool().map_or(at_once.clone(), |b| json!(!b));
+            configuration.insert("blocking".to_owned(), blocking);
+        }
+    }
+    params
+}
+
+/// A 0.3 state as 1.0 spells it: `input-required` → `TASK_STATE_INPUT_REQUIRED`.
+pub(super) fn state(state: &str) -> String {
+    format!("TASK_STATE_{}", state.to_uppercase().replace('-', "_"))
+}
+
+/// The fields of `object` but `kind`.
+fn without_kind(object: &Value) -> Map<String, Value> {
+    let mut out = object.as_object().cloned().unwrap_or_default();
+    out.remove("kind");
+    out
+}
+
+fn parts(parts: &Value) -> Value {
+    parts.as_array().map_or(json!([]), |ps| {
+        ps.iter().map(|p| Value::Object(without_kind(p))).collect()
+    })
+}
+
+fn message(message: &Value) -> Value {
+    let mut out = without_kind(message);
+    if let Some(role) = out.get("role").and_then(Value::as_str) {
+        let role = match role {
+            "user" => "ROLE_USER",
+            "agent" => "ROLE_AGENT",
+            other => other,
+        };
+        out.insert("role".to_owned(), json!(role));
+    }
+    if let Some(p) = out.get("parts") {
+        let p = parts(p);
+        out.insert("parts".to_owned(), p);
+    }
+    Value::Object(out)
+}
+
+fn status(status: &Value) -> Value {
+    let mut out = without_kind(status);
+    if let Some(s) = out.get("state").and_then(Value::as_str) {
+        let s = state(s);
+        out.insert("state".to_owned(), json!(s));
+    }
+    if let Some(m) = out.get("message") {
+        let m = message(m);
+        out.insert("message".to_owned(), m);
+    }
+    Value::Object(out)
+}
+
+fn artifact(artifact: &Value) -> Value {
+    let mut out = without_kind(artifact);
+    if let Some(p) = out.get("parts") {
+        let p = parts(p);
+        out.insert("parts".to_owned(), p);
+    }
+    Value::Object(out)
+}
+
+/// A 0.3 task in 1.0's form.
+pub(super) fn task(task: &Value) -> Value {
+    let mut out = without_kind(task);
+    if let Some(s) = out.get("status") {
+        let s = status(s);
+        out.insert("status".to_owned(), s);
+    }
+    if let Some(history) = out.get("history").and_then(Value::as_array) {
+        let history: Vec<Value> = history.iter().map(message).collect();
+        out.insert("history".to_owned(), Value::Array(history));
+    }
+    if let Some(artifacts) = out.get("artifacts").and_then(Value::as_array) {
+        let artifacts: Vec<Value> = artifacts.iter().map(artifact).collect();
+        out.insert("artifacts".to_owned(), Value::Array(artifacts));
+    }
+    Value::Object(out)
+}
+
+/// A 0.3 stream event (a task, a status or an artifact update) as 1.0's `StreamResponse`.
+pub(super) fn event(event: &Value) -> Value {
+    match event.get("kind").and_then(Value::as_str) {
+        Some("status-update") => {
+            let mut out = without_kind(event);
+            out.remove("final");
+            if let Some(s) = out.get("status") {
+                let s = status(s);
+                out.insert("status".to_owned(), s);
+            }
+            json!({"statusUpdate": out})
+        }
+        Some("artifact-update") => {
+            let mut out = without_kind(event);
+            if let Some(a) = out.get("artifact") {
+                let a = artifact(a);
+                out.insert("artifact".to_owned(), a);
+            }
+            json!({"artifactUpdate": out})
+        }
+        Some("message") => json!({"message": message(event)}),
+        _ => json!({"task": task(event)}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_1_0_request_reads_as_0_3() {
+        let read = params(json!({
+            "message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}, {"data": {"a": 1}}, {"url": "u"}]},
+            "configuration": {"returnImmediately": true, "historyLength": 2},
+        }));
+        assert_eq!(read["message"]["role"], "user");
+        let kinds: Vec<&str> = read["message"]["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["text", "data", "file"]);
+        assert_eq!(read["configuration"], json!({"blocking": false, "historyLength": 2}));
+    }
+
+    #[test]
+    fn a_0_3_task_and_its_events_write_as_1_0_leaving_data_alone() {
+        let data = json!({"kind": "x", "role": "user", "state": "completed"});
+        let t = json!({
+            "kind": "task", "id": "t", "contextId": "c",
+            "status": {"state": "input-required", "message": {"kind": "message", "role": "agent", "parts": [{"kind": "text", "text": "ok?"}]}},
+            "history": [{"kind": "message", "role": "user", "parts": [{"kind": "data", "data": data}]}],
+            "artifacts": [{"artifactId": "a", "parts": [{"kind": "data", "data": data}]}],
+        });
+        let v1 = task(&t);
+        assert_eq!(v1["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+        assert_eq!(
+            v1["status"]["message"],
+            json!({"role": "ROLE_AGENT", "parts": [{"text": "ok?"}]})
+        );
+        assert_eq!(
+            v1["history"][0],
+            json!({"role": "ROLE_USER", "parts": [{"data": data}]})
+        );
+        assert_eq!(v1["artifacts"][0]["parts"][0], json!({"data": data}));
+        assert!(v1.get("kind").is_none());
+        assert_eq!(event(&t)["task"], v1);
+        let update = json!({"kind": "status-update", "taskId": "t", "status": {"state": "working"}, "final": false});
+        assert_eq!(
+            event(&update),
+            json!({"statusUpdate": {"taskId": "t", "status": {"state": "TASK_STATE_WORKING"}}})
+        );
+        let artifact = json!({"kind": "artifact-update", "taskId": "t", "artifact": {"parts": [{"kind": "text", "text": "a"}]}, "lastChunk": true});
+        assert_eq!(
+            event(&artifact),
+            json!({"artifactUpdate": {"taskId": "t", "artifact": {"parts": [{"text": "a"}]}, "lastChunk": true}})
+        );
+    }
+}
