@@ -11,12 +11,17 @@
 // - A pending interrupt is shown with its question and a field for the answer (a `submit` of
 //   `{command: {resume}}`).
 //
+// Each human message goes with an id of its own, as agent-chat-ui sends it (`uuidv4()`).
+//
 // Every render records the AI message's text in `window.seen`, so a test can tell tokens that
 // streamed in from a reply that arrived whole.
 
 import { createElement as h, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { useStream } from "@langchain/langgraph-sdk/react";
+
+// A human message as agent-chat-ui makes one: with an id.
+const human = (content) => ({ id: crypto.randomUUID(), type: "human", content });
 
 const params = new URLSearchParams(location.search);
 window.seen = [];
@@ -48,7 +53,7 @@ function App() {
   const [editing, setEditing] = useState(null);
   for (const m of thread.messages) if (m.type === "ai") window.seen.push(text(m));
   const send = () => {
-    const input = params.get("input") === "topic" ? { topic: draft } : { messages: [{ type: "human", content: draft }] };
+    const input = params.get("input") === "topic" ? { topic: draft } : { messages: [human(draft)] };
     thread.submit(input, { streamMode: ["values", "messages-tuple"] });
     setDraft("");
   };
@@ -90,7 +95,7 @@ function Message({ m, i, thread, editing, setEditing }) {
           h("input", { "aria-label": "edit", value: draft, onChange: (e) => setDraft(e.target.value) }),
           h("button", { onClick: () => {
             setEditing(null);
-            thread.submit({ messages: [{ type: "human", content: draft }] }, { checkpoint: parent, streamMode: ["values"] });
+            thread.submit({ messages: [human(draft)] }, { checkpoint: parent, streamMode: ["values"] });
           } }, "Save"))
       : h("button", { key: "e", onClick: () => setEditing(m.id) }, "Edit"));
   }
