@@ -6,29 +6,13 @@
 mod runs_support;
 
 use axum::http::StatusCode;
-use runs_support::{config, frames, open, App};
+use runs_support::{chatbot, config, frames, open, App};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use weir::prelude::*;
 use weir_agent::message::{AiMessage, Message, MessagesState, MessagesStateUpdate};
-use weir_agent::model::{ChatModel, FakeChatModel};
 use weir_server::graph::{Serve, ServedGraph};
-
-/// START -> chat -> END, `chat` answering "hello there friend", streamed token by token.
-fn chatbot() -> CompiledGraph<MessagesState> {
-    let model = Arc::new(FakeChatModel::new([AiMessage::new("hello there friend")]).cycle());
-    let mut g = GraphBuilder::<MessagesState>::new();
-    g.add_node("chat", move |s: &MessagesState, ctx: &Context| {
-        let (model, messages, ctx) = (model.clone(), s.messages.clone(), ctx.clone());
-        async move {
-            let answer = model.stream_in(&ctx, &messages, &[]).await?;
-            Ok::<_, BoxError>(MessagesStateUpdate::default().messages(Message::Ai(answer).into()))
-        }
-    });
-    g.add_edge(START, "chat").add_edge("chat", END);
-    g.compile().unwrap()
-}
 
 /// START -> ask -> END, `ask` pausing with "Proceed?" and answering `approved: <answer>`.
 fn approval() -> CompiledGraph<MessagesState> {

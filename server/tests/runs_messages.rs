@@ -5,30 +5,15 @@
 
 mod runs_support;
 
-use runs_support::{config, frames, open, App};
+use runs_support::{chatbot, config, frames, open, App};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use weir::prelude::*;
-use weir_agent::message::{AiMessage, Message, MessagesState, MessagesStateUpdate, ToolCall};
-use weir_agent::model::{ChatModel, FakeChatModel};
+use weir_agent::message::{AiMessage, MessagesState, MessagesStateUpdate, ToolCall};
+use weir_agent::model::FakeChatModel;
 use weir_agent::tool::tool_fn;
 use weir_server::graph::{Serve, ServedGraph};
-
-/// graph.py's `chatbot`: START -> chat -> END, `chat` answering "hello there friend", streamed.
-fn chatbot() -> CompiledGraph<MessagesState> {
-    let model = Arc::new(FakeChatModel::new([AiMessage::new("hello there friend")]).cycle());
-    let mut g = GraphBuilder::<MessagesState>::new();
-    g.add_node("chat", move |s: &MessagesState, ctx: &Context| {
-        let (model, messages, ctx) = (model.clone(), s.messages.clone(), ctx.clone());
-        async move {
-            let answer = model.stream_in(&ctx, &messages, &[]).await?;
-            Ok::<_, BoxError>(MessagesStateUpdate::default().messages(Message::Ai(answer).into()))
-        }
-    });
-    g.add_edge(START, "chat").add_edge("chat", END);
-    g.compile().unwrap()
-}
 
 /// The chatbot as node `inner` of a parent graph.
 fn parent() -> CompiledGraph<MessagesState> {

@@ -338,6 +338,17 @@ impl A2a {
         ))
     }
 
+    /// Task `task_id` as it stands now that `run`, its latest run, has moved on (read again).
+    async fn task_now(&self, run: &Run, task_id: String, history_length: Option<usize>) -> Result<Value, RpcFailure> {
+        let latest = self
+            .state
+            .runs
+            .get(&run.thread_id, &run.run_id)
+            .await
+            .map_err(internal)?;
+        self.task(&Found { latest, task_id }, history_length).await
+    }
+
     async fn thread_values(&self, thread_id: &str) -> Result<Value, RpcFailure> {
         let thread = self.state.catalog.get_thread(thread_id).await.map_err(internal)?;
         Ok(thread.map_or(Value::Null, |t| t.values))
@@ -441,13 +452,7 @@ impl A2a {
         if blocking {
             self.state.runs.outcome(&run).await.map_err(internal)?;
         }
-        let latest = self
-            .state
-            .runs
-            .get(&run.thread_id, &run.run_id)
-            .await
-            .map_err(internal)?;
-        self.task(&Found { latest, task_id }, history).await
+        self.task_now(&run, task_id, history).await
     }
 
     /// `tasks/get`.
@@ -485,20 +490,7 @@ impl A2a {
             Err(RunError::NotFound(_)) => return Err(not_cancelable("over")),
             Err(e) => return Err(internal(e)),
         }
-        let latest = self
-            .state
-            .runs
-            .get(&run.thread_id, &run.run_id)
-            .await
-            .map_err(internal)?;
-        self.task(
-            &Found {
-                latest,
-                task_id: found.task_id,
-            },
-            None,
-        )
-        .await
+        self.task_now(run, found.task_id, None).await
     }
 }
 

@@ -1,5 +1,6 @@
-//! What the runs tests share: the captures' graphs (chain, hitl, failing) plus a `gated` graph
-//! whose node waits on a [`Gate`] the test opens, and a `panics` graph; a manager and router on
+//! What the runs tests share: the captures' graphs (chain, hitl, failing, and the `chatbot` a
+//! served model streams for, which tests add where they need it) plus a `gated` graph whose node
+//! waits on a [`Gate`] the test opens, and a `panics` graph; a manager and router on
 //! one SQLite file in a temporary directory (the server's tables and the checkpoints, as embedded
 //! mode keeps them), or on the tables and checkpointer a test gives (PostgreSQL's); requests
 //! through the real router; a worker stuck in a run.
@@ -112,6 +113,24 @@ impl std::fmt::Display for ValueError {
 }
 
 impl std::error::Error for ValueError {}
+
+/// graph.py's `chatbot`: START -> chat -> END, `chat` answering "hello there friend", streamed
+/// token by token (weir-agent's `stream_in`).
+pub fn chatbot() -> CompiledGraph<weir_agent::message::MessagesState> {
+    use weir_agent::message::{AiMessage, Message, MessagesState, MessagesStateUpdate};
+    use weir_agent::model::{ChatModel, FakeChatModel};
+    let model = Arc::new(FakeChatModel::new([AiMessage::new("hello there friend")]).cycle());
+    let mut g = GraphBuilder::<MessagesState>::new();
+    g.add_node("chat", move |s: &MessagesState, ctx: &Context| {
+        let (model, messages, ctx) = (model.clone(), s.messages.clone(), ctx.clone());
+        async move {
+            let answer = model.stream_in(&ctx, &messages, &[]).await?;
+            Ok::<_, BoxError>(MessagesStateUpdate::default().messages(Message::Ai(answer).into()))
+        }
+    });
+    g.add_edge(START, "chat").add_edge("chat", END);
+    g.compile().unwrap()
+}
 
 fn failing() -> CompiledGraph<S> {
     let mut g = GraphBuilder::<S>::new();
