@@ -389,3 +389,63 @@ fn text_then_blocks_merge_into_blocks_in_order() {
     );
     assert_eq!(whole.content.text(), "see there");
 }
+
+// What LangChain's `convert_to_messages` takes, as LangGraph's own examples send it: a dict with
+// an OpenAI-style `role`, a `[role, content]` pair, a bare string; one message for a list.
+#[test]
+fn messages_are_read_in_every_form_langchain_takes() {
+    let read = |v: Value| serde_json::from_value::<Message>(v);
+    assert_eq!(
+        read(json!({"role": "user", "content": "hi"})).unwrap(),
+        Message::human("hi")
+    );
+    assert_eq!(
+        read(json!({"role": "assistant", "content": "yo"})).unwrap(),
+        Message::ai("yo")
+    );
+    assert_eq!(
+        read(json!({"role": "developer", "content": "be brief"})).unwrap(),
+        Message::system("be brief")
+    );
+    assert_eq!(
+        read(json!({"content": "x", "id": "7", "role": "human"})).unwrap(),
+        Message::human("x").with_id("7")
+    );
+    // As LangChain, a `role` is read before a `type`.
+    assert_eq!(
+        read(json!({"content": "x", "type": "ai", "role": "user"})).unwrap(),
+        Message::human("x")
+    );
+    assert_eq!(read(json!(["user", "hi"])).unwrap(), Message::human("hi"));
+    let blocks = read(json!(["assistant", [{"type": "text", "text": "a"}]])).unwrap();
+    assert_eq!(serde_json::to_value(blocks).unwrap()["type"], "ai");
+    assert_eq!(read(json!("hi")).unwrap(), Message::human("hi"));
+    let wizard = read(json!({"role": "wizard", "content": "x"})).unwrap_err().to_string();
+    assert!(
+        wizard.contains("unknown variant `wizard`") && wizard.contains("assistant"),
+        "{wizard}"
+    );
+    assert!(read(json!({"content": "x"}))
+        .unwrap_err()
+        .to_string()
+        .contains("missing field `type`"));
+    assert!(read(json!(["user"])).is_err());
+    assert!(
+        read(json!({"type": "remove", "id": "1"})).is_err(),
+        "a removal is no message"
+    );
+
+    let write = |v: Value| serde_json::from_value::<Messages>(v).unwrap();
+    assert_eq!(
+        write(json!({"role": "user", "content": "hi"})),
+        Messages::new().put(Message::human("hi"))
+    );
+    assert_eq!(write(json!("hi")), Messages::new().put(Message::human("hi")));
+    assert_eq!(
+        write(json!(["a", ["ai", "b"], {"type": "remove", "id": "9"}])),
+        Messages::new()
+            .put(Message::human("a"))
+            .put(Message::ai("b"))
+            .remove("9")
+    );
+}

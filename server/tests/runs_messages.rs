@@ -261,3 +261,47 @@ async fn a_message_sent_with_an_id_keeps_it_and_is_added() {
     assert_eq!(said, [("human", "hi"), ("ai", "hello there friend")]);
     assert_eq!(out.body["messages"][0]["id"], "client-1");
 }
+
+// LangGraph's own examples send `{"role": "user", "content": …}` (LangChain's
+// `convert_to_messages` takes it, a `[role, content]` pair and a bare string too); a message it
+// cannot read is a 422 naming the message.
+#[tokio::test]
+async fn messages_in_langchains_other_forms_are_taken_and_a_bad_one_named() {
+    let (_dir, app) = app().await;
+    let input = json!({"messages": [{"role": "user", "content": "hi"}, ["assistant", "earlier"], "again"]});
+    let out = app
+        .call(
+            "POST",
+            "/runs/wait",
+            Some(json!({"assistant_id": "chatbot", "input": input})),
+        )
+        .await;
+    assert_eq!(out.status, axum::http::StatusCode::OK, "{}", out.body);
+    let said: Vec<(&str, &str)> = out.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["type"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("human", "hi"),
+            ("ai", "earlier"),
+            ("human", "again"),
+            ("ai", "hello there friend")
+        ]
+    );
+    let one = json!({"assistant_id": "chatbot", "input": {"messages": {"role": "user", "content": "solo"}}});
+    let out = app.call("POST", "/runs/wait", Some(one)).await;
+    assert_eq!(out.body["messages"][0]["content"], "solo", "{}", out.body);
+
+    let bad = json!({"assistant_id": "chatbot", "input": {"messages": [{"role": "user", "content": "ok"}, {"role": "wizard", "content": "x"}]}});
+    let out = app.call("POST", "/runs/wait", Some(bad)).await;
+    assert_eq!(out.status, axum::http::StatusCode::UNPROCESSABLE_ENTITY);
+    let detail = out.body["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("input.messages[1]: unknown variant `wizard`"),
+        "{detail}"
+    );
+}

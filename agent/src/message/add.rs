@@ -56,7 +56,8 @@ impl RemoveMessage {
 
 /// One item of a [`Messages`] write: a message to append or put in place of the one with its
 /// id, or a removal.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Read by hand (`de.rs`): a message in any form LangChain takes, or a `remove` dict.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 // A message is written once per update and moved into the list as it is: boxing it would add an
 // allocation a write for no gain (the size difference grows with serde_json's `preserve_order`).
@@ -77,7 +78,10 @@ pub enum MessageUpdate {
 /// let w = w.remove("old-id").put(Message::ai("hello"));
 /// assert_eq!(w.len(), 3);
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+///
+/// Read as LangGraph's `add_messages` takes its right side: a list, or one message alone (a
+/// dict, a string).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(transparent)]
 pub struct Messages(pub Vec<MessageUpdate>);
 

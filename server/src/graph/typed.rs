@@ -115,10 +115,12 @@ where
             writes.insert(field.name().to_owned(), w);
         }
         serde_path_to_error::deserialize(Value::Object(writes)).map_err(|e| {
+            // The field, the wrapping above (`One`, `Reduce`), then the path inside the value.
             let at = e.path().to_string();
-            let at = at.strip_suffix(".Reduce").unwrap_or(&at);
-            let at = at.strip_suffix(".One").unwrap_or(at).to_owned();
-            GraphError::Invalid(format!("{path}.{at}: {}", e.into_inner()))
+            let (field, inside) = at.split_once('.').unwrap_or((&at, ""));
+            let inside = inside.strip_prefix("One").unwrap_or(inside);
+            let inside = inside.strip_prefix(".Reduce").unwrap_or(inside);
+            GraphError::Invalid(format!("{path}.{field}{inside}: {}", e.into_inner()))
         })
     }
 

@@ -162,3 +162,13 @@ async def test_a_batch_with_a_bad_item_makes_no_run(client, raw, thread):
     assert r.status_code == 422 and "[0].thread_id" in r.json()["detail"], r.text
     r = await raw.post("/runs/batch", json={"assistant_id": "chain"})
     assert r.status_code == 422, r.text
+
+
+async def test_messages_as_langgraphs_examples_send_them(client):
+    # LangGraph's own quickstart: OpenAI-style `role` dicts, and chat UIs' ids on each message.
+    out = await client.runs.wait(
+        None, "chatbot",
+        input={"messages": [{"role": "user", "content": "What is LangGraph?", "id": str(uuid.uuid4())}]},
+    )
+    assert [(m["type"], m["content"]) for m in out["messages"]] == [
+        ("human", "What is LangGraph?"), ("ai", "hello there friend")]
