@@ -240,6 +240,16 @@ async fn the_legacy_mode_parses_streamed_tool_calls_and_completes_tool_messages(
     assert_eq!(got[7].1[0]["content"], "5");
 }
 
+/// Each message of a run's output as its kind and text.
+fn said(out: &Value) -> Vec<(&str, &str)> {
+    out["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["type"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .collect()
+}
+
 // LangGraph's clients give each message they send an id (useStream, agent-chat-ui): it is the
 // message's, not the id of a message to remove.
 #[tokio::test]
@@ -252,12 +262,7 @@ async fn a_message_sent_with_an_id_keeps_it_and_is_added() {
     });
     let out = app.call("POST", &format!("/threads/{tid}/runs/wait"), Some(body)).await;
     assert_eq!(out.status, axum::http::StatusCode::OK, "{}", out.body);
-    let said: Vec<(&str, &str)> = out.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| (m["type"].as_str().unwrap(), m["content"].as_str().unwrap()))
-        .collect();
+    let said = said(&out.body);
     assert_eq!(said, [("human", "hi"), ("ai", "hello there friend")]);
     assert_eq!(out.body["messages"][0]["id"], "client-1");
 }
@@ -277,12 +282,7 @@ async fn messages_in_langchains_other_forms_are_taken_and_a_bad_one_named() {
         )
         .await;
     assert_eq!(out.status, axum::http::StatusCode::OK, "{}", out.body);
-    let said: Vec<(&str, &str)> = out.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| (m["type"].as_str().unwrap(), m["content"].as_str().unwrap()))
-        .collect();
+    let said = said(&out.body);
     assert_eq!(
         said,
         [
