@@ -15,6 +15,9 @@
 //! agent-card.json` and at `/.well-known/agent-card.json?assistant_id=…`. Push notifications
 //! are not offered (their methods answer that), nor file parts (`-32005`).
 
+use super::jsonrpc::{
+    internal, RpcFailure, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
+};
 use super::{ApiError, AppState};
 use crate::model::{system_assistant_id, Assistant, Run};
 use crate::runs::{RunCreate, RunError};
@@ -38,21 +41,13 @@ const PROTOCOL_VERSION: &str = "0.3.0";
 /// How many of a context's runs a task's latest run is looked for among.
 const RUNS_LOOKED_AT: usize = 1_000;
 
-// JSON-RPC's error codes, and A2A's own.
-const PARSE_ERROR: i64 = -32_700;
-const INVALID_REQUEST: i64 = -32_600;
-const METHOD_NOT_FOUND: i64 = -32_601;
-const INVALID_PARAMS: i64 = -32_602;
-const INTERNAL_ERROR: i64 = -32_603;
+// A2A's own error codes.
 const TASK_NOT_FOUND: i64 = -32_001;
 const TASK_NOT_CANCELABLE: i64 = -32_002;
 const PUSH_NOTIFICATION_NOT_SUPPORTED: i64 = -32_003;
 const UNSUPPORTED_OPERATION: i64 = -32_004;
 const CONTENT_TYPE_NOT_SUPPORTED: i64 = -32_005;
 const EXTENDED_CARD_NOT_CONFIGURED: i64 = -32_007;
-
-/// What failed, as a JSON-RPC error: the code and the message.
-type RpcFailure = (i64, String);
 
 pub(super) fn router() -> axum::Router<AppState> {
     let endpoint = || post(rpc).get(refused).delete(refused);
@@ -76,10 +71,6 @@ fn answer(id: &Value, outcome: Result<Value, RpcFailure>) -> Response {
         Err((code, message)) => json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
     };
     axum::Json(body).into_response()
-}
-
-fn internal(e: impl std::fmt::Display) -> RpcFailure {
-    (INTERNAL_ERROR, e.to_string())
 }
 
 /// `POST /a2a/{assistant_id}`: one JSON-RPC request.

@@ -8,6 +8,7 @@
 //! Every answer is one JSON body; a `GET` (the server's own event stream) and a `DELETE` (the end
 //! of a session) are refused with 405, as the transport allows.
 
+use super::jsonrpc::{internal, RpcFailure, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
 use super::AppState;
 use crate::db::AssistantQuery;
 use crate::model::Assistant;
@@ -29,13 +30,6 @@ const PAGE: usize = 100;
 
 /// How many assistants `tools/call` looks through for the one a tool name stands for.
 const MAX_ASSISTANTS: usize = 1_000;
-
-// JSON-RPC's error codes.
-const PARSE_ERROR: i64 = -32_700;
-const INVALID_REQUEST: i64 = -32_600;
-const METHOD_NOT_FOUND: i64 = -32_601;
-const INVALID_PARAMS: i64 = -32_602;
-const INTERNAL_ERROR: i64 = -32_603;
 
 pub(super) fn router() -> axum::Router<AppState> {
     let endpoint = || post(message).get(refused).delete(refused);
@@ -159,13 +153,6 @@ pub(crate) fn tool_name(name: &str) -> String {
         }
     }
     out.chars().take(128).collect()
-}
-
-/// What failed, as a JSON-RPC error: the code and the message.
-type RpcFailure = (i64, String);
-
-fn internal(e: impl std::fmt::Display) -> RpcFailure {
-    (INTERNAL_ERROR, e.to_string())
 }
 
 /// The tool of `assistant`, or `None` when its graph is not served here.

@@ -17,6 +17,7 @@ mod assistants;
 mod body;
 mod crons;
 mod error;
+mod jsonrpc;
 mod layers;
 mod mcp;
 mod meta;
