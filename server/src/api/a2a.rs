@@ -293,7 +293,7 @@ impl A2a {
     /// followed by another on the thread asks for nothing now.
     async fn state_of(&self, run: &Run) -> Result<(TaskState, Option<Value>), RpcFailure> {
         if !run.status.is_final() {
-            return Ok((TaskState::of(run.status, None), None));
+            return Ok((TaskState::of(run.status, false), None));
         }
         let mut outcome = self.state.runs.outcome(run).await.map_err(internal)?;
         let newest = self
@@ -307,7 +307,7 @@ impl A2a {
                 o.remove("__interrupt__");
             }
         }
-        Ok((TaskState::of(run.status, Some(&outcome)), Some(outcome)))
+        Ok((TaskState::of(run.status, task::asks(Some(&outcome))), Some(outcome)))
     }
 
     /// The task of `found` as it stands: its state, its artifacts once its run ended, and the

@@ -158,8 +158,7 @@ impl A2a {
                 continue;
             }
             let asks = newest.as_deref() == Some(run.run_id.as_str()) && thread.status == ThreadStatus::Interrupted;
-            let outcome = asks.then(|| json!({"__interrupt__": []}));
-            let state = TaskState::of(run.status, outcome.as_ref());
+            let state = TaskState::of(run.status, asks);
             out.push((Found { latest: run, task_id }, state));
         }
         out

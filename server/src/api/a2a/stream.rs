@@ -198,7 +198,7 @@ impl Following {
         }
         self.run = run;
         let outcome = self.outcome.as_ref();
-        let task_state = TaskState::of(self.run.status, outcome);
+        let task_state = TaskState::of(self.run.status, task::asks(outcome));
         let ids = self.ids();
         let mut ending: Vec<Value> = task::artifacts(task_state, outcome, task::start_of(&self.run), &ids)
             .into_iter()

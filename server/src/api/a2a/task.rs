@@ -46,19 +46,24 @@ impl TaskState {
         matches!(self, Self::Completed | Self::Canceled | Self::Failed)
     }
 
-    /// The state of a task whose latest run is `status`; `outcome` is what the run answered
-    /// (`join`'s value) once it ended: a run that ended paused for a person is a task that needs
-    /// input, a cancelled one is cancelled.
-    pub(super) fn of(status: RunStatus, outcome: Option<&Value>) -> Self {
+    /// The state of a task whose latest run is `status`; `asks` whether that run ended paused
+    /// for a person (its outcome holds `__interrupt__`): a task that needs input. A cancelled run
+    /// is a cancelled task.
+    pub(super) fn of(status: RunStatus, asks: bool) -> Self {
         match status {
             RunStatus::Pending => Self::Submitted,
             RunStatus::Running => Self::Working,
-            RunStatus::Success if outcome.is_some_and(|o| o.get("__interrupt__").is_some()) => Self::InputRequired,
+            RunStatus::Success if asks => Self::InputRequired,
             RunStatus::Success => Self::Completed,
             RunStatus::Interrupted => Self::Canceled,
             RunStatus::Error | RunStatus::Timeout => Self::Failed,
         }
     }
+}
+
+/// Whether a run's outcome (`join`'s value) is a pause for a person.
+pub(super) fn asks(outcome: Option<&Value>) -> bool {
+    outcome.is_some_and(|o| o.get("__interrupt__").is_some())
 }
 
 /// A client's message, read: its id, and what it gives the graph.
