@@ -74,66 +74,59 @@ fn without_kind(object: &Value) -> Map<String, Value> {
     out
 }
 
+/// `out[key]`, when there, made over by `f`.
+fn convert(out: &mut Map<String, Value>, key: &str, f: fn(&Value) -> Value) {
+    if let Some(value) = out.get_mut(key) {
+        *value = f(value);
+    }
+}
+
 fn parts(parts: &Value) -> Value {
     parts.as_array().map_or(json!([]), |ps| {
         ps.iter().map(|p| Value::Object(without_kind(p))).collect()
     })
 }
 
+fn role(role: &Value) -> Value {
+    match role.as_str() {
+        Some("user") => json!("ROLE_USER"),
+        Some("agent") => json!("ROLE_AGENT"),
+        _ => role.clone(),
+    }
+}
+
 fn message(message: &Value) -> Value {
     let mut out = without_kind(message);
-    if let Some(role) = out.get("role").and_then(Value::as_str) {
-        let role = match role {
-            "user" => "ROLE_USER",
-            "agent" => "ROLE_AGENT",
-            other => other,
-        };
-        out.insert("role".to_owned(), json!(role));
-    }
-    if let Some(p) = out.get("parts") {
-        let p = parts(p);
-        out.insert("parts".to_owned(), p);
-    }
+    convert(&mut out, "role", role);
+    convert(&mut out, "parts", parts);
     Value::Object(out)
 }
 
 fn status(status: &Value) -> Value {
     let mut out = without_kind(status);
-    if let Some(s) = out.get("state").and_then(Value::as_str) {
-        let s = state(s);
-        out.insert("state".to_owned(), json!(s));
-    }
-    if let Some(m) = out.get("message") {
-        let m = message(m);
-        out.insert("message".to_owned(), m);
-    }
+    convert(&mut out, "state", |s| s.as_str().map_or(s.clone(), |s| json!(state(s))));
+    convert(&mut out, "message", message);
     Value::Object(out)
 }
 
 fn artifact(artifact: &Value) -> Value {
     let mut out = without_kind(artifact);
-    if let Some(p) = out.get("parts") {
-        let p = parts(p);
-        out.insert("parts".to_owned(), p);
-    }
+    convert(&mut out, "parts", parts);
     Value::Object(out)
+}
+
+fn list(items: &Value, f: fn(&Value) -> Value) -> Value {
+    items
+        .as_array()
+        .map_or(items.clone(), |items| items.iter().map(f).collect())
 }
 
 /// A 0.3 task in 1.0's form.
 pub(super) fn task(task: &Value) -> Value {
     let mut out = without_kind(task);
-    if let Some(s) = out.get("status") {
-        let s = status(s);
-        out.insert("status".to_owned(), s);
-    }
-    if let Some(history) = out.get("history").and_then(Value::as_array) {
-        let history: Vec<Value> = history.iter().map(message).collect();
-        out.insert("history".to_owned(), Value::Array(history));
-    }
-    if let Some(artifacts) = out.get("artifacts").and_then(Value::as_array) {
-        let artifacts: Vec<Value> = artifacts.iter().map(artifact).collect();
-        out.insert("artifacts".to_owned(), Value::Array(artifacts));
-    }
+    convert(&mut out, "status", status);
+    convert(&mut out, "history", |h| list(h, message));
+    convert(&mut out, "artifacts", |a| list(a, artifact));
     Value::Object(out)
 }
 
@@ -143,18 +136,12 @@ pub(super) fn event(event: &Value) -> Value {
         Some("status-update") => {
             let mut out = without_kind(event);
             out.remove("final");
-            if let Some(s) = out.get("status") {
-                let s = status(s);
-                out.insert("status".to_owned(), s);
-            }
+            convert(&mut out, "status", status);
             json!({"statusUpdate": out})
         }
         Some("artifact-update") => {
             let mut out = without_kind(event);
-            if let Some(a) = out.get("artifact") {
-                let a = artifact(a);
-                out.insert("artifact".to_owned(), a);
-            }
+            convert(&mut out, "artifact", artifact);
             json!({"artifactUpdate": out})
         }
         Some("message") => json!({"message": message(event)}),
