@@ -5,9 +5,10 @@
 mod stub;
 
 use futures::StreamExt;
+use serde_json::json;
 use std::time::Duration;
 use stub::{call, done, event, text, usage, Reply, Stub};
-use weir_agent::message::{AiMessageChunk, Message, UsageMetadata};
+use weir_agent::message::{AiMessageChunk, Content, Message, UsageMetadata};
 use weir_agent::model::{ChatModel, ModelError, OpenAiChat};
 
 fn model(stub: &Stub) -> OpenAiChat {
@@ -162,4 +163,45 @@ async fn a_stream_that_stalls_mid_answer_times_out_naming_the_status() {
         "model `stub-model` (HTTP status 200) sent nothing for 200ms mid-stream"
     );
     assert!(chunks.next().await.is_none(), "the stream ends after its error");
+}
+
+#[tokio::test]
+async fn images_and_files_a_chat_ui_sends_reach_the_model_in_openai_s_shapes() {
+    let stub = Stub::start(vec![stub::answer("c", &["a cat"], 1, 1)]).await;
+    // What agent-chat-ui sends: an image and a PDF in LangChain's older block form.
+    let question = Message::human(Content::Blocks(vec![
+        json!({"type": "text", "text": "what is this?"}),
+        json!({"type": "image", "source_type": "base64", "mime_type": "image/png", "data": "iVBORw0KGgo=", "metadata": {"name": "cat.png"}}),
+        json!({"type": "file", "source_type": "base64", "mime_type": "application/pdf", "data": "JVBERi0=", "metadata": {"filename": "cat.pdf"}}),
+    ]));
+    let answer = model(&stub).invoke(&[question], &[]).await.unwrap();
+    assert_eq!(answer.content.text(), "a cat");
+    assert_eq!(
+        stub.requests()[0]["messages"][0]["content"],
+        json!([
+            {"type": "text", "text": "what is this?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0=", "filename": "cat.pdf"}},
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_block_the_model_cannot_take_is_an_error_naming_it_and_nothing_is_sent() {
+    let stub = Stub::start(vec![stub::answer("c", &["never"], 1, 1)]).await;
+    let messages = [
+        Message::human("hi"),
+        Message::human(Content::Blocks(vec![
+            json!({"type": "text", "text": "and this?"}),
+            json!({"type": "video", "url": "https://example.invalid/v.mp4"}),
+        ])),
+    ];
+    let e = model(&stub).invoke(&messages, &[]).await.unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "model `stub-model` cannot take the messages: messages[1].content[1]: OpenAI's chat completions take \
+         no `video` block"
+    );
+    assert!(!e.is_retryable());
+    assert!(stub.requests().is_empty(), "nothing was sent");
 }

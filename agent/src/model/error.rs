@@ -21,6 +21,7 @@ enum Kind {
     Truncated { status: u16 },
     Malformed { status: u16, detail: String },
     Script(String),
+    Input(String),
 }
 
 impl ModelError {
@@ -71,13 +72,20 @@ impl ModelError {
         )
     }
 
+    /// The messages hold something the model cannot take (a video, say), found before anything
+    /// was sent; `detail` names the message and its block.
+    pub fn input(model: &str, detail: impl Into<String>) -> Self {
+        Self::new(model, Kind::Input(detail.into()))
+    }
+
     /// A scripted model has nothing (left) to say.
     pub fn script(model: &str, detail: impl Into<String>) -> Self {
         Self::new(model, Kind::Script(detail.into()))
     }
 
     /// The error's class, as OpenTelemetry's `error.type` reports it: the HTTP status of a
-    /// status error, else a name (`timeout`, `transport`, `truncated`, `malformed`, `script`).
+    /// status error, else a name (`timeout`, `transport`, `truncated`, `malformed`, `script`,
+    /// `input`).
     pub(crate) fn type_name(&self) -> std::borrow::Cow<'static, str> {
         match &self.kind {
             Kind::Status { status, .. } => status.to_string().into(),
@@ -86,6 +94,7 @@ impl ModelError {
             Kind::Truncated { .. } => "truncated".into(),
             Kind::Malformed { .. } => "malformed".into(),
             Kind::Script(_) => "script".into(),
+            Kind::Input(_) => "input".into(),
         }
     }
 
@@ -99,7 +108,7 @@ impl ModelError {
         match &self.kind {
             Kind::Status { status, .. } | Kind::Truncated { status } | Kind::Malformed { status, .. } => Some(*status),
             Kind::Timeout { status, .. } => *status,
-            Kind::Transport(_) | Kind::Script(_) => None,
+            Kind::Transport(_) | Kind::Script(_) | Kind::Input(_) => None,
         }
     }
 
@@ -119,7 +128,7 @@ impl ModelError {
         match &self.kind {
             Kind::Status { status, .. } => matches!(status, 408 | 409 | 429 | 500..=599),
             Kind::Timeout { .. } | Kind::Transport(_) | Kind::Truncated { .. } => true,
-            Kind::Malformed { .. } | Kind::Script(_) => false,
+            Kind::Malformed { .. } | Kind::Script(_) | Kind::Input(_) => false,
         }
     }
 }
@@ -147,6 +156,7 @@ impl fmt::Display for ModelError {
                 )
             }
             Kind::Script(e) => write!(f, "model `{m}`: {e}"),
+            Kind::Input(e) => write!(f, "model `{m}` cannot take the messages: {e}"),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! as server-sent events. Works with OpenAI and with servers that speak its API (vLLM,
 //! llama.cpp, Ollama's `/v1`).
 
+mod blocks;
 #[cfg(feature = "openai-embeddings")]
 mod embed;
 mod wire;
@@ -97,7 +98,8 @@ impl OpenAiChat {
     }
 
     async fn open(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<(u16, reqwest::Response), ModelError> {
-        let body = wire::request_body(&self.model, messages, tools, &self.extra);
+        let body = wire::request_body(&self.model, messages, tools, &self.extra)
+            .map_err(|why| ModelError::input(&self.model, why))?;
         let mut req = self
             .client
             .post(format!("{}/chat/completions", self.base_url))

@@ -6,12 +6,23 @@ use crate::tool::ToolSpec;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-/// The request body: the model, the messages in OpenAI's roles, the tools as functions, and a
-/// streamed answer with usage.
-pub(super) fn request_body(model: &str, messages: &[Message], tools: &[ToolSpec], extra: &Map<String, Value>) -> Value {
+/// The request body: the model, the messages in OpenAI's roles (their multimodal blocks in
+/// OpenAI's shapes, [`super::blocks`]), the tools as functions, and a streamed answer with
+/// usage; or why a message cannot be sent, naming it and its block.
+pub(super) fn request_body(
+    model: &str,
+    messages: &[Message],
+    tools: &[ToolSpec],
+    extra: &Map<String, Value>,
+) -> Result<Value, String> {
+    let messages = messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| to_openai(m).map_err(|(block, why)| format!("messages[{i}].content[{block}]: {why}")))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut body = json!({
         "model": model,
-        "messages": messages.iter().map(to_openai).collect::<Vec<_>>(),
+        "messages": messages,
         "stream": true,
         "stream_options": {"include_usage": true},
     });
@@ -24,23 +35,31 @@ pub(super) fn request_body(model: &str, messages: &[Message], tools: &[ToolSpec]
     if let Value::Object(b) = &mut body {
         b.extend(extra.clone());
     }
-    body
+    Ok(body)
 }
 
-fn content_json(c: &Content) -> Value {
+/// A message's content as OpenAI takes it, or the index of the block it cannot take and why.
+fn content_json(c: &Content) -> Result<Value, (usize, String)> {
     match c {
-        Content::Text(t) => Value::String(t.clone()),
-        Content::Blocks(b) => Value::Array(b.clone()),
+        Content::Text(t) => Ok(Value::String(t.clone())),
+        Content::Blocks(blocks) => {
+            let mut out = Vec::with_capacity(blocks.len());
+            for (i, block) in blocks.iter().enumerate() {
+                out.extend(super::blocks::to_openai(block).map_err(|why| (i, why))?);
+            }
+            Ok(Value::Array(out))
+        }
     }
 }
 
-/// One message in OpenAI's form (`role`: system, user, assistant, tool).
-fn to_openai(m: &Message) -> Value {
+/// One message in OpenAI's form (`role`: system, user, assistant, tool), or the index of the
+/// content block it cannot take and why.
+fn to_openai(m: &Message) -> Result<Value, (usize, String)> {
     let mut out = match m {
-        Message::System(s) => json!({"role": "system", "content": content_json(&s.content)}),
-        Message::Human(h) => json!({"role": "user", "content": content_json(&h.content)}),
+        Message::System(s) => json!({"role": "system", "content": content_json(&s.content)?}),
+        Message::Human(h) => json!({"role": "user", "content": content_json(&h.content)?}),
         Message::Tool(t) => {
-            json!({"role": "tool", "tool_call_id": t.tool_call_id, "content": content_json(&t.content)})
+            json!({"role": "tool", "tool_call_id": t.tool_call_id, "content": content_json(&t.content)?})
         }
         Message::Ai(a) => {
             let mut calls: Vec<Value> = a
@@ -57,7 +76,7 @@ fn to_openai(m: &Message) -> Value {
             let content = if a.content.is_empty() && !calls.is_empty() {
                 Value::Null
             } else {
-                content_json(&a.content)
+                content_json(&a.content)?
             };
             let mut v = json!({"role": "assistant", "content": content});
             if !calls.is_empty() {
@@ -75,7 +94,7 @@ fn to_openai(m: &Message) -> Value {
     if let Some(name) = name {
         out["name"] = Value::String(name.clone());
     }
-    out
+    Ok(out)
 }
 
 #[derive(Deserialize)]
