@@ -1,7 +1,7 @@
 //! `/a2a/{assistant_id}` (A2A 0.3 over JSON-RPC) through the real router: an assistant's agent
 //! card, a conversation kept in its context (a thread), a task that asks for input and is resumed
-//! by the next message naming it, a streamed task, cancel and resubscribe, and every refusal as a
-//! JSON-RPC error naming what is wrong. The official client's view is `tests/sdk/test_a2a.py`.
+//! by the next message naming it, a streamed task, cancel and resubscribe, files both ways, and
+//! every refusal as a JSON-RPC error naming what is wrong. The official client's view is `tests/sdk/test_a2a.py`.
 
 mod runs_support;
 
@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use weir::prelude::*;
-use weir_agent::message::{AiMessage, Message, MessagesState, MessagesStateUpdate};
+use weir_agent::message::{AiMessage, Content, Message, MessagesState, MessagesStateUpdate};
 use weir_server::graph::{Serve, ServedGraph};
 
 /// START -> ask -> END, `ask` pausing with "Proceed?" and answering `approved: <answer>`.
@@ -30,6 +30,35 @@ fn approval() -> CompiledGraph<MessagesState> {
     g.compile().unwrap()
 }
 
+/// START -> look -> END, `look` saying what the person's last message held (each block's type,
+/// and a file's MIME type and name) and sending its files back.
+fn looker() -> CompiledGraph<MessagesState> {
+    let mut g = GraphBuilder::<MessagesState>::new();
+    g.add_node("look", |s: &MessagesState| -> Result<MessagesStateUpdate, BoxError> {
+        let Some(Message::Human(h)) = s.messages.last() else {
+            return Err("no message to look at".into());
+        };
+        let Content::Blocks(blocks) = &h.content else {
+            return Err(format!("plain text, not blocks: {:?}", h.content).into());
+        };
+        let seen: Vec<String> = blocks
+            .iter()
+            .map(|b| {
+                let mut what = vec![b["type"].as_str().unwrap_or("?")];
+                what.extend(b["mime_type"].as_str());
+                what.extend(b["extras"]["filename"].as_str());
+                what.join(" ")
+            })
+            .collect();
+        let mut reply = vec![json!({"type": "text", "text": format!("saw {}", seen.join(", "))})];
+        reply.extend(blocks.iter().filter(|b| b["type"] != "text").cloned());
+        let reply = Message::Ai(AiMessage::new(Content::Blocks(reply)));
+        Ok(MessagesStateUpdate::default().messages(reply.into()))
+    });
+    g.add_edge(START, "look").add_edge("look", END);
+    g.compile().unwrap()
+}
+
 async fn app() -> (tempfile::TempDir, App) {
     let dir = tempfile::tempdir().unwrap();
     let (db, saver) = open(&dir.path().join("weir.db")).await;
@@ -37,6 +66,7 @@ async fn app() -> (tempfile::TempDir, App) {
         let mut extra: BTreeMap<String, Arc<dyn ServedGraph>> = BTreeMap::new();
         extra.insert("chatbot".into(), chatbot().into_served(saver.clone()));
         extra.insert("approval".into(), approval().into_served(saver.clone()));
+        extra.insert("looker".into(), looker().into_served(saver.clone()));
         extra
     })
     .await;
@@ -216,6 +246,74 @@ async fn a_task_that_asks_for_input_is_resumed_by_the_next_message_naming_it() {
         done["artifacts"][0]["parts"][0]["data"]["log"],
         json!(["a:x", "ask:yes"])
     );
+}
+
+#[tokio::test]
+async fn files_reach_the_graph_as_content_blocks_and_come_back_as_file_parts() {
+    let (_dir, app) = app().await;
+    // A PNG's first bytes, sent unpadded: they are checked and written in base64's standard form.
+    let png = json!({"kind": "file", "file": {"bytes": "iVBORw0KGgo", "mimeType": "image/png", "name": "cat.png"}});
+    let pdf = json!({"kind": "file", "file": {"uri": "https://example.invalid/r.pdf", "mimeType": "application/pdf"}});
+    let message = json!({"role": "user", "messageId": "f1", "parts": [{"kind": "text", "text": "look"}, png, pdf]});
+    let task = result(&app, "looker", "message/send", json!({ "message": message })).await;
+    assert_eq!(task["status"]["state"], "completed", "{task}");
+    let png_back =
+        json!({"kind": "file", "file": {"bytes": "iVBORw0KGgo=", "mimeType": "image/png", "name": "cat.png"}});
+    let pdf_back =
+        json!({"kind": "file", "file": {"uri": "https://example.invalid/r.pdf", "mimeType": "application/pdf"}});
+    assert_eq!(
+        task["artifacts"][0]["parts"],
+        json!([
+            {"kind": "text", "text": "saw text, image image/png cat.png, file application/pdf"},
+            png_back, pdf_back,
+        ])
+    );
+    // The thread keeps the person's message as LangChain's blocks; the history shows its files.
+    let context = task["contextId"].as_str().unwrap();
+    let thread = app.call("GET", &format!("/threads/{context}"), None).await;
+    assert_eq!(
+        thread.body["values"]["messages"][0]["content"],
+        json!([
+            {"type": "text", "text": "look"},
+            {"type": "image", "base64": "iVBORw0KGgo=", "mime_type": "image/png", "extras": {"filename": "cat.png"}},
+            {"type": "file", "url": "https://example.invalid/r.pdf", "mime_type": "application/pdf"},
+        ])
+    );
+    assert_eq!(
+        task["history"][0]["parts"],
+        json!([{"kind": "text", "text": "look"}, png_back, pdf_back])
+    );
+
+    // In 1.0's form: the file's fields on the part, both ways.
+    let v1 = json!({"messageId": "f2", "role": "ROLE_USER", "parts": [
+        {"raw": "JVBERi0=", "mediaType": "application/pdf", "filename": "r.pdf"},
+    ]});
+    let sent = result(&app, "looker", "SendMessage", json!({ "message": v1 })).await;
+    assert_eq!(
+        sent["task"]["artifacts"][0]["parts"],
+        json!([
+            {"text": "saw file application/pdf r.pdf"},
+            {"raw": "JVBERi0=", "mediaType": "application/pdf", "filename": "r.pdf"},
+        ])
+    );
+
+    // A file answers no question.
+    let asked = result(
+        &app,
+        "approval",
+        "message/send",
+        json!({"message": text("q", "go", json!({}))}),
+    )
+    .await;
+    let answer = json!({"role": "user", "messageId": "q2", "taskId": asked["id"], "parts": [png_back]});
+    let (code, why) = error(&app, "approval", "message/send", json!({ "message": answer })).await;
+    assert_eq!(code, -32005);
+    assert_eq!(
+        why,
+        "params field `message.parts[0]`: a file cannot answer the task's question (send text or data)"
+    );
+    let still = result(&app, "approval", "tasks/get", json!({"id": asked["id"]})).await;
+    assert_eq!(still["status"]["state"], "input-required", "the task still waits");
 }
 
 /// The results of an A2A stream's events.
@@ -413,9 +511,16 @@ async fn bad_calls_get_json_rpc_errors_that_name_what_is_wrong() {
         (
             "chatbot",
             "message/send",
-            json!({"message": {"role": "user", "messageId": "m", "parts": [{"kind": "file", "file": {"uri": "f"}}]}}),
-            -32005,
-            "file parts are not supported",
+            json!({"message": {"role": "user", "messageId": "m", "parts": [{"kind": "file", "file": {"bytes": "no base64!"}}]}}),
+            -32602,
+            "params field `message.parts[0].file.bytes`: not base64",
+        ),
+        (
+            "chain",
+            "message/send",
+            json!({"message": {"role": "user", "messageId": "m", "parts": [{"kind": "file", "file": {"uri": "https://example.invalid/a.png"}}]}}),
+            -32602,
+            "so a text or file part has nowhere to go",
         ),
         (
             "chatbot",

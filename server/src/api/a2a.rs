@@ -2,8 +2,8 @@
 //! over HTTP), as LangGraph's server offers it, so that another agent framework (an `a2a-sdk`
 //! client, Google's ADK) calls a weir agent. An A2A context is a thread (`contextId` is its id; a
 //! message without one starts a new thread), and a task is a run of it ([`task`]):
-//! `message/send` runs the assistant on the message (its text as a human message under
-//! `messages`, its data parts as input fields) and answers the task, `message/stream` streams it
+//! `message/send` runs the assistant on the message (its text and files as a human message under
+//! `messages`, [`content`]; its data parts as input fields) and answers the task, `message/stream` streams it
 //! ([`stream`]: the task, the model's text as it comes, the answer as an artifact, the final
 //! status), `tasks/get` reads it, `tasks/cancel` cancels its run and `tasks/resubscribe` follows
 //! it again. A task whose run paused for a person (`interrupt`) is `input-required`; the next
@@ -13,7 +13,7 @@
 //! `ListTasks`, [`list`]) is read into it and answered in 1.0's ([`v1`]). Each assistant
 //! describes itself with an agent card offering both, at `/a2a/{assistant_id}/.well-known/
 //! agent-card.json` and at `/.well-known/agent-card.json?assistant_id=…`. Push notifications
-//! are not offered (their methods answer that), nor file parts (`-32005`).
+//! are not offered (their methods answer that).
 
 use super::jsonrpc::{
     internal, RpcFailure, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
@@ -30,6 +30,7 @@ use futures::stream::{BoxStream, StreamExt};
 use serde_json::{json, Value};
 use task::{Incoming, TaskIds, TaskState, START_KEY, TASK_KEY};
 
+mod content;
 mod list;
 mod stream;
 mod task;
@@ -231,10 +232,10 @@ impl A2a {
         }
     }
 
-    /// Checks that the assistant's graph takes `messages` when the message has text for its input
-    /// (an answer to an interrupt may be text whatever the graph's fields).
+    /// Checks that the assistant's graph takes `messages` when the message has text or files for
+    /// its input (an answer to an interrupt may be text whatever the graph's fields).
     fn check_takes_messages(&self, incoming: &Incoming) -> Result<(), RpcFailure> {
-        if incoming.texts.is_empty() {
+        if incoming.content.is_empty() {
             return Ok(());
         }
         let graph_id = &self.assistant.graph_id;
@@ -250,8 +251,8 @@ impl A2a {
         Err((
             INVALID_PARAMS,
             format!(
-                "assistant `{}` (graph `{graph_id}`) takes no `messages`, so a text part has nowhere to go: \
-                 send a data part with its input fields ({}) instead",
+                "assistant `{}` (graph `{graph_id}`) takes no `messages`, so a text or file part has nowhere \
+                 to go: send a data part with its input fields ({}) instead",
                 self.assistant.assistant_id,
                 fields.join(", ")
             ),
@@ -387,7 +388,7 @@ impl A2a {
                     return Err((UNSUPPORTED_OPERATION, why));
                 }
                 if state == TaskState::InputRequired {
-                    body["command"] = json!({"resume": incoming.answer()});
+                    body["command"] = json!({"resume": incoming.answer()?});
                 } else {
                     self.check_takes_messages(incoming)?;
                     body["input"] = incoming.input();

@@ -1,9 +1,11 @@
 """`/a2a/{assistant_id}` (README §1.2 tier C): each assistant as an A2A agent, driven by the
 official A2A client (`a2a-sdk`) in both versions of the protocol the card offers (1.0, which the
 client takes by default, and 0.3): the card resolved from the agent's URL, a message answered and
-its context kept, a streamed answer, a task that asks for input resumed by the next message
-naming it, a task cancelled, an unknown task refused, and (1.0) the assistant's tasks listed."""
+its context kept, a file sent with text and shown in the task's history, a streamed answer, a task
+that asks for input resumed by the next message naming it, a task cancelled, an unknown task
+refused, and (1.0) the assistant's tasks listed."""
 
+import base64
 import uuid
 
 import httpx
@@ -70,6 +72,23 @@ async def test_an_assistant_answers_a_message_and_its_context_keeps_the_conversa
         ("ROLE_USER", ["hi"]), ("ROLE_AGENT", ["hello there friend"]),
         ("ROLE_USER", ["again"]), ("ROLE_AGENT", ["hello there friend"]),
     ]
+    await client.close()
+
+
+async def test_a_file_goes_with_the_text_and_is_in_the_task_s_history(version):
+    client = await agent("chatbot", version)
+    png = b"\x89PNG\r\n\x1a\n"
+    parts = [pb.Part(text="what is this?"), pb.Part(raw=png, media_type="image/png", filename="cat.png")]
+    [sent] = await send(client, pb.Message(role=pb.ROLE_USER, message_id=str(uuid.uuid4()), parts=parts))
+    task = sent["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    [asked, answered] = task["history"]
+    assert asked["role"] == "ROLE_USER"
+    [said, file] = asked["parts"]
+    assert said == {"text": "what is this?"}
+    assert (file["mediaType"], file["filename"]) == ("image/png", "cat.png")
+    assert base64.b64decode(file["raw"]) == png
+    assert texts(answered["parts"]) == ["hello there friend"]
     await client.close()
 
 

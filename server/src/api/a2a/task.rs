@@ -8,6 +8,7 @@
 //! ([`TASK_KEY`]), with the id of the person's message that started it ([`START_KEY`]): the
 //! task's turn of the conversation is what follows that message.
 
+use super::content;
 use super::{RpcFailure, CONTENT_TYPE_NOT_SUPPORTED, INVALID_PARAMS};
 use crate::model::{Run, RunStatus};
 use serde_json::{json, Map, Value};
@@ -75,8 +76,9 @@ pub(super) struct Incoming {
     pub(super) context_id: Option<String>,
     /// `taskId`, when the message continues a task.
     pub(super) task_id: Option<String>,
-    /// The text of its `text` parts, in order.
-    pub(super) texts: Vec<String>,
+    /// Its text and file parts, in order, as content blocks (`{"type": "text", …}`, `{"type":
+    /// "image", "base64": …}`, [`content::file_block`]), each with its part's index.
+    pub(super) content: Vec<(usize, Value)>,
     /// Its `data` parts' objects, merged in order.
     pub(super) data: Map<String, Value>,
     /// The message as it came (echoed in a stream's first task).
@@ -109,13 +111,15 @@ impl Incoming {
             return Err(invalid(".parts`: missing, or not an array"));
         };
         if parts.is_empty() {
-            return Err(invalid(".parts`: empty (a message needs a text or data part)"));
+            return Err(invalid(".parts`: empty (a message needs a text, file or data part)"));
         }
-        let (mut texts, mut data) = (Vec::new(), Map::new());
+        let (mut blocks, mut data) = (Vec::new(), Map::new());
         for (i, part) in parts.iter().enumerate() {
             let kind = part.get("kind").and_then(Value::as_str);
             match (kind, part.get("text"), part.get("data"), part.get("file")) {
-                (Some("text") | None, Some(Value::String(text)), None, None) => texts.push(text.clone()),
+                (Some("text") | None, Some(Value::String(text)), None, None) => {
+                    blocks.push((i, json!({"type": "text", "text": text})));
+                }
                 (Some("data") | None, None, Some(Value::Object(object)), None) => {
                     data.extend(object.iter().map(|(k, v)| (k.clone(), v.clone())));
                 }
@@ -124,11 +128,8 @@ impl Incoming {
                         ".parts[{i}].data`: expected an object (its fields are the graph's input)"
                     )))
                 }
-                (Some("file") | None, None, None, Some(_)) => {
-                    return Err((
-                        CONTENT_TYPE_NOT_SUPPORTED,
-                        format!("params field `message.parts[{i}]`: file parts are not supported (send text or data)"),
-                    ))
+                (Some("file") | None, None, None, Some(file)) => {
+                    blocks.push((i, content::file_block(file, &format!("message.parts[{i}]"))?));
                 }
                 _ => {
                     return Err(invalid(&format!(
@@ -141,21 +142,23 @@ impl Incoming {
             id,
             context_id: text_of("contextId")?,
             task_id: text_of("taskId")?,
-            texts,
+            content: blocks,
             data,
             raw: Value::Object(message.clone()),
         })
     }
 
-    /// The run's input: the text as one human message (with this message's id) under
-    /// `messages`, and the data parts' fields beside it.
+    /// The run's input: the text and files as one human message (with this message's id) under
+    /// `messages` (a lone text as a string, else content blocks in the parts' order), and the
+    /// data parts' fields beside it.
     pub(super) fn input(&self) -> Value {
         let mut input = self.data.clone();
-        if !self.texts.is_empty() {
-            let content = match self.texts.as_slice() {
-                [one] => json!(one),
-                many => many.iter().map(|t| json!({"type": "text", "text": t})).collect(),
-            };
+        let content = match self.content.as_slice() {
+            [] => None,
+            [(_, only)] if only["type"] == "text" => Some(only["text"].clone()),
+            all => Some(all.iter().map(|(_, block)| block.clone()).collect()),
+        };
+        if let Some(content) = content {
             input.insert(
                 "messages".to_owned(),
                 json!([{"type": "human", "content": content, "id": self.id}]),
@@ -165,13 +168,19 @@ impl Incoming {
     }
 
     /// The answer that resumes a task waiting for input: the data parts' object when there is
-    /// one, else the text.
-    pub(super) fn answer(&self) -> Value {
-        if self.data.is_empty() {
-            json!(self.texts.join("\n"))
-        } else {
-            Value::Object(self.data.clone())
+    /// one, else the text; a file answers no question (`-32005`, naming its part).
+    pub(super) fn answer(&self) -> Result<Value, RpcFailure> {
+        if let Some((i, _)) = self.content.iter().find(|(_, block)| block["type"] != "text") {
+            let why = format!(
+                "params field `message.parts[{i}]`: a file cannot answer the task's question (send text or data)"
+            );
+            return Err((CONTENT_TYPE_NOT_SUPPORTED, why));
         }
+        if !self.data.is_empty() {
+            return Ok(Value::Object(self.data.clone()));
+        }
+        let texts: Vec<&str> = self.content.iter().filter_map(|(_, b)| b["text"].as_str()).collect();
+        Ok(json!(texts.join("\n")))
     }
 }
 
@@ -189,22 +198,6 @@ pub(super) fn parse_task_id(id: &str) -> Option<(&str, &str)> {
 /// The id of the message that started `run`'s task, from its metadata.
 pub(super) fn start_of(run: &Run) -> Option<&str> {
     run.metadata.get(START_KEY).and_then(Value::as_str)
-}
-
-/// The text of a message's `content`: a string, or the text of its text blocks.
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                Value::String(s) => Some(s.as_str()),
-                b if b.get("type").and_then(Value::as_str) == Some("text") => b.get("text").and_then(Value::as_str),
-                _ => None,
-            })
-            .collect(),
-        _ => String::new(),
-    }
 }
 
 /// The A2A role of a message of the thread: a person's is the user's, the model's the agent's;
@@ -235,17 +228,9 @@ fn history(values: &Value, task_id: &str, context_id: &str, limit: Option<usize>
         .iter()
         .filter_map(|m| {
             let role = role_of(m)?;
-            let text = text_of(m.get("content").unwrap_or(&Value::Null));
+            let parts = content::parts(m.get("content").unwrap_or(&Value::Null));
             let id = m.get("id").and_then(Value::as_str).unwrap_or_default();
-            (!text.is_empty()).then(|| {
-                message(
-                    role,
-                    vec![json!({"kind": "text", "text": text})],
-                    id,
-                    task_id,
-                    context_id,
-                )
-            })
+            content::says_something(&parts).then(|| message(role, parts, id, task_id, context_id))
         })
         .collect();
     if let Some(limit) = limit {
@@ -254,8 +239,9 @@ fn history(values: &Value, task_id: &str, context_id: &str, limit: Option<usize>
     out
 }
 
-/// What the task answered: the text of the last agent message after the message that started
-/// it (its turn); a graph without `messages`, its output values as data.
+/// What the task answered: the text and files of the last agent message that says something
+/// after the message that started it (its turn); a graph without `messages`, its output values
+/// as data.
 pub(super) fn answer_parts(values: &Value, start: Option<&str>) -> Vec<Value> {
     let Some(messages) = values.get("messages").and_then(Value::as_array) else {
         let mut values = values.clone();
@@ -277,14 +263,13 @@ pub(super) fn answer_parts(values: &Value, start: Option<&str>) -> Vec<Value> {
         .iter()
         .position(|m| role_of(m) == Some("user"))
         .unwrap_or(turn.len());
-    let text = turn[..end]
+    turn[..end]
         .iter()
         .rev()
         .filter(|m| role_of(m) == Some("agent"))
-        .map(|m| text_of(m.get("content").unwrap_or(&Value::Null)))
-        .find(|t| !t.is_empty())
-        .unwrap_or_default();
-    vec![json!({"kind": "text", "text": text})]
+        .map(|m| content::parts(m.get("content").unwrap_or(&Value::Null)))
+        .find(|parts| content::says_something(parts))
+        .unwrap_or_else(|| vec![json!({"kind": "text", "text": ""})])
 }
 
 /// The artifact holding the answer.
@@ -431,13 +416,13 @@ mod tests {
             m.input(),
             json!({"topic": "t", "messages": [{"type": "human", "content": "hi", "id": "m1"}]})
         );
-        assert_eq!(m.answer(), json!({"topic": "t"}));
+        assert_eq!(m.answer(), Ok(json!({"topic": "t"})));
         let two = read(json!({"role": "user", "messageId": "m2", "parts": [{"text": "a"}, {"text": "b"}]})).unwrap();
         assert_eq!(
             two.input()["messages"][0]["content"],
             json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}])
         );
-        assert_eq!(two.answer(), json!("a\nb"));
+        assert_eq!(two.answer(), Ok(json!("a\nb")));
     }
 
     #[test]
@@ -474,8 +459,43 @@ mod tests {
             assert_eq!(code, INVALID_PARAMS, "{message}");
             assert!(why.contains(expected), "{message}: {why}");
         }
-        let file = json!({"messageId": "m", "role": "user", "parts": [{"kind": "file", "file": {"uri": "x"}}]});
-        assert_eq!(read(file).unwrap_err().0, CONTENT_TYPE_NOT_SUPPORTED);
+        let file =
+            json!({"messageId": "m", "role": "user", "parts": [{"text": "a"}, {"kind": "file", "file": {"uri": ""}}]});
+        assert_eq!(
+            read(file).unwrap_err(),
+            (
+                INVALID_PARAMS,
+                "params field `message.parts[1].file.uri`: empty".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn files_and_text_make_one_message_of_blocks_in_order_and_answer_no_question() {
+        let m = read(json!({
+            "role": "user", "messageId": "m3",
+            "parts": [
+                {"kind": "text", "text": "what is this?"},
+                {"kind": "data", "data": {"topic": "t"}},
+                {"kind": "file", "file": {"bytes": "iVBORw0KGgo=", "mimeType": "image/png", "name": "cat.png"}},
+            ],
+        }))
+        .unwrap();
+        assert_eq!(
+            m.input(),
+            json!({"topic": "t", "messages": [{"type": "human", "id": "m3", "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image", "base64": "iVBORw0KGgo=", "mime_type": "image/png", "extras": {"filename": "cat.png"}},
+            ]}]})
+        );
+        assert_eq!(
+            m.answer(),
+            Err((
+                CONTENT_TYPE_NOT_SUPPORTED,
+                "params field `message.parts[2]`: a file cannot answer the task's question (send text or data)"
+                    .to_owned()
+            ))
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! A2A 1.0's wire form beside 0.3's. A 1.0 client (`a2a-sdk` 1.x, given a card that offers
 //! 1.0) calls `SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask`
-//! and `ListTasks`, and speaks ProtoJSON: a part is `{"text": …}` or `{"data": …}` with no
-//! `kind`, a role `ROLE_USER`, a state `TASK_STATE_COMPLETED`, a stream event `{"statusUpdate":
+//! and `ListTasks`, and speaks ProtoJSON: a part is `{"text": …}`, `{"data": …}`, or a file as
+//! `{"raw": …}` or `{"url": …}` with its `mediaType` and `filename` (0.3's `{"kind": "file",
+//! "file": {"bytes" | "uri", "mimeType", "name"}}`), with no `kind`, a role `ROLE_USER`, a state `TASK_STATE_COMPLETED`, a stream event `{"statusUpdate":
 //! …}`, `configuration.returnImmediately` for 0.3's `blocking: false`. The endpoint works in 0.3's
 //! form: a 1.0 request's params are read into it ([`params`]) and its answers written back
 //! ([`task`], [`event`]), field by field, so that nothing inside a data part is touched.
@@ -25,6 +26,14 @@ pub(super) fn method(name: &str) -> Option<&'static str> {
     })
 }
 
+/// A file part's fields in 1.0 (on the part) and in 0.3 (under its `file`).
+const FILE_FIELDS: [(&str, &str); 4] = [
+    ("raw", "bytes"),
+    ("url", "uri"),
+    ("mediaType", "mimeType"),
+    ("filename", "name"),
+];
+
 /// A 1.0 request's params in 0.3's form: the message's role and parts, and `returnImmediately`
 /// as `blocking`.
 pub(super) fn params(mut params: Value) -> Value {
@@ -44,7 +53,11 @@ pub(super) fn params(mut params: Value) -> Value {
                 } else if part.contains_key("data") {
                     "data"
                 } else if part.contains_key("url") || part.contains_key("raw") {
-                    part.insert("file".to_owned(), json!({}));
+                    let file = FILE_FIELDS
+                        .iter()
+                        .filter_map(|(v1, v03)| Some(((*v03).to_owned(), part.remove(*v1)?)))
+                        .collect();
+                    part.insert("file".to_owned(), Value::Object(file));
                     "file"
                 } else {
                     continue;
@@ -81,9 +94,22 @@ fn convert(out: &mut Map<String, Value>, key: &str, f: fn(&Value) -> Value) {
     }
 }
 
+/// Parts without their `kind`, a file's fields on the part itself.
 fn parts(parts: &Value) -> Value {
     parts.as_array().map_or(json!([]), |ps| {
-        ps.iter().map(|p| Value::Object(without_kind(p))).collect()
+        ps.iter()
+            .map(|p| {
+                let mut out = without_kind(p);
+                if let Some(Value::Object(file)) = out.remove("file") {
+                    for (v1, v03) in FILE_FIELDS {
+                        if let Some(value) = file.get(v03) {
+                            out.insert(v1.to_owned(), value.clone());
+                        }
+                    }
+                }
+                Value::Object(out)
+            })
+            .collect()
     })
 }
 
@@ -156,7 +182,7 @@ mod tests {
     #[test]
     fn a_1_0_request_reads_as_0_3() {
         let read = params(json!({
-            "message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}, {"data": {"a": 1}}, {"url": "u"}]},
+            "message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}, {"data": {"a": 1}}, {"url": "u", "mediaType": "image/png", "filename": "a.png"}]},
             "configuration": {"returnImmediately": true, "historyLength": 2},
         }));
         assert_eq!(read["message"]["role"], "user");
@@ -167,6 +193,10 @@ mod tests {
             .map(|p| p["kind"].as_str().unwrap())
             .collect();
         assert_eq!(kinds, ["text", "data", "file"]);
+        assert_eq!(
+            read["message"]["parts"][2]["file"],
+            json!({"uri": "u", "mimeType": "image/png", "name": "a.png"})
+        );
         assert_eq!(read["configuration"], json!({"blocking": false, "historyLength": 2}));
     }
 
@@ -190,6 +220,12 @@ mod tests {
             json!({"role": "ROLE_USER", "parts": [{"data": data}]})
         );
         assert_eq!(v1["artifacts"][0]["parts"][0], json!({"data": data}));
+        let file =
+            json!({"parts": [{"kind": "file", "file": {"bytes": "AA==", "mimeType": "image/png", "name": "a.png"}}]});
+        assert_eq!(
+            artifact(&file)["parts"][0],
+            json!({"raw": "AA==", "mediaType": "image/png", "filename": "a.png"})
+        );
         assert!(v1.get("kind").is_none());
         assert_eq!(event(&t)["task"], v1);
         let update = json!({"kind": "status-update", "taskId": "t", "status": {"state": "working"}, "final": false});
