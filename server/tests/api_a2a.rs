@@ -192,6 +192,129 @@ async fn an_assistant_is_an_a2a_agent_whose_context_keeps_the_conversation() {
     assert!(none.get("history").is_none(), "{none}");
 }
 
+/// `(messageId, taskId)` of each message of a task's history.
+fn owners(task: &Value) -> Vec<(String, String)> {
+    task["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["messageId"].as_str().unwrap().to_owned(),
+                m["taskId"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_task_s_history_names_each_message_s_task_and_can_show_the_task_s_own() {
+    let (_dir, app) = app().await;
+    let card = app.call("GET", "/a2a/chatbot/.well-known/agent-card.json", None).await;
+    let extension = &card.body["capabilities"]["extensions"][0];
+    assert_eq!(
+        extension["uri"],
+        "https://langchain.com/a2a/extensions/history-scope/v1"
+    );
+    assert_eq!(extension["params"]["header"], "LangGraph-A2A-History-Scope");
+    assert_eq!(
+        card.body["defaultInputModes"],
+        json!(["application/json", "text/plain"])
+    );
+
+    let first = result(
+        &app,
+        "chatbot",
+        "message/send",
+        json!({"message": text("m1", "hi", json!({}))}),
+    )
+    .await;
+    let (one, context) = (first["id"].as_str().unwrap(), first["contextId"].as_str().unwrap());
+    let next = json!({"message": text("m2", "again", json!({"contextId": context}))});
+    let second = result(&app, "chatbot", "message/send", next).await;
+    let two = second["id"].as_str().unwrap();
+    let [(m1, t1), (_, t1b), (m2, t2), (_, t2b)] = owners(&second).try_into().unwrap();
+    assert_eq!((m1.as_str(), m2.as_str()), ("m1", "m2"));
+    assert_eq!(
+        [t1, t1b, t2, t2b],
+        [one, one, two, two],
+        "each message names its own task"
+    );
+
+    // The task's own turns: by the params, or by the header when the params say nothing.
+    let by_params = result(&app, "chatbot", "tasks/get", json!({"id": two, "historyScope": "task"})).await;
+    assert_eq!(owners(&by_params).len(), 2);
+    assert!(owners(&by_params).iter().all(|(_, t)| t == two));
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": one}});
+    let reply = app
+        .open(
+            "POST",
+            "/a2a/chatbot",
+            Some(body),
+            &[("LangGraph-A2A-History-Scope", "task")],
+        )
+        .await;
+    let bytes = http_body_util::BodyExt::collect(reply.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let by_header: Value = serde_json::from_slice(&bytes).unwrap();
+    let mine: Vec<String> = owners(&by_header["result"]).into_iter().map(|(m, _)| m).collect();
+    assert_eq!(mine.len(), 2, "{by_header}");
+    assert_eq!(mine[0], "m1");
+    let asked = json!({"message": text("m3", "x", json!({"contextId": context})), "configuration": {"historyScope": "task", "historyLength": 1}});
+    let third = result(&app, "chatbot", "message/send", asked).await;
+    assert_eq!(owners(&third).len(), 1);
+    assert_eq!(owners(&third)[0].1, third["id"].as_str().unwrap());
+    let (code, why) = error(&app, "chatbot", "tasks/get", json!({"id": two, "historyScope": "mine"})).await;
+    assert_eq!(
+        (code, why.as_str()),
+        (
+            -32602,
+            "params field `historyScope`: expected \"context\" or \"task\", got `mine`"
+        )
+    );
+
+    // An assistant's card announces the media types its metadata names.
+    let made = app
+        .call(
+            "POST",
+            "/assistants",
+            Some(json!({"graph_id": "looker", "metadata": {"a2a": {"input_modes": ["text/plain", "image/png"]}}})),
+        )
+        .await;
+    let id = made.body["assistant_id"].as_str().unwrap();
+    let card = app
+        .call("GET", &format!("/a2a/{id}/.well-known/agent-card.json"), None)
+        .await;
+    assert_eq!(card.body["defaultInputModes"], json!(["text/plain", "image/png"]));
+    assert_eq!(card.body["skills"][0]["inputModes"], json!(["text/plain", "image/png"]));
+    assert_eq!(
+        card.body["defaultOutputModes"],
+        json!(["application/json", "text/plain"])
+    );
+    let bad = app
+        .call(
+            "POST",
+            "/assistants",
+            Some(json!({"graph_id": "looker", "metadata": {"a2a": {"output_modes": []}}})),
+        )
+        .await;
+    let id = bad.body["assistant_id"].as_str().unwrap();
+    let card = app
+        .call("GET", &format!("/a2a/{id}/.well-known/agent-card.json"), None)
+        .await;
+    assert_eq!(card.status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert!(
+        card.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("metadata field `a2a.output_modes` must be a non-empty array"),
+        "{}",
+        card.body
+    );
+}
+
 #[tokio::test]
 async fn a_task_that_asks_for_input_is_resumed_by_the_next_message_naming_it() {
     let (_dir, app) = app().await;

@@ -7,7 +7,9 @@
 //! ([`stream`]: the task, the model's text as it comes, the answer as an artifact, the final
 //! status), `tasks/get` reads it, `tasks/cancel` cancels its run and `tasks/resubscribe` follows
 //! it again. A task whose run paused for a person (`interrupt`) is `input-required`; the next
-//! message naming it (`taskId`) resumes the run with its text or data as the answer.
+//! message naming it (`taskId`) resumes the run with its text or data as the answer. A task's
+//! `history` is its context's conversation, each message naming its own task, or with
+//! `historyScope: "task"` (LangGraph's extension, also as a header) the task's messages only.
 //!
 //! The endpoint works in A2A 0.3's form; a request of A2A 1.0 (`SendMessage`, …, and
 //! `ListTasks`, [`list`]) is read into it and answered in 1.0's ([`v1`]). Each assistant
@@ -28,6 +30,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::stream::{BoxStream, StreamExt};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use task::{Incoming, TaskIds, TaskState, START_KEY, TASK_KEY};
 
 mod content;
@@ -41,6 +44,12 @@ const PROTOCOL_VERSION: &str = "0.3.0";
 
 /// How many of a context's runs a task's latest run is looked for among.
 const RUNS_LOOKED_AT: usize = 1_000;
+
+/// LangGraph's A2A extension choosing a task's history: the whole context, or the task's own.
+const HISTORY_SCOPE_EXTENSION: &str = "https://langchain.com/a2a/extensions/history-scope/v1";
+
+/// The header that chooses the history's scope when a request's params do not.
+const HISTORY_SCOPE_HEADER: &str = "LangGraph-A2A-History-Scope";
 
 // A2A's own error codes.
 const TASK_NOT_FOUND: i64 = -32_001;
@@ -75,7 +84,12 @@ fn answer(id: &Value, outcome: Result<Value, RpcFailure>) -> Response {
 }
 
 /// `POST /a2a/{assistant_id}`: one JSON-RPC request.
-async fn rpc(State(state): State<AppState>, Path(assistant_id): Path<String>, body: Bytes) -> Response {
+async fn rpc(
+    State(state): State<AppState>,
+    Path(assistant_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let none = Value::Null;
     let request: Value = match serde_json::from_slice(&body) {
         Ok(r) => r,
@@ -117,7 +131,14 @@ async fn rpc(State(state): State<AppState>, Path(assistant_id): Path<String>, bo
         Ok(a) => a,
         Err(e) => return answer(id, Err(e)),
     };
-    let a2a = A2a { state, assistant };
+    let scope_header = headers
+        .get(HISTORY_SCOPE_HEADER)
+        .map(|v| v.to_str().unwrap_or("(not text)").to_owned());
+    let a2a = A2a {
+        state,
+        assistant,
+        scope_header,
+    };
     // A 1.0 method is answered in 1.0's form, from 0.3's.
     let (method, params, v1) = match v1::method(method) {
         Some(old) => (old, v1::params(params), true),
@@ -188,6 +209,8 @@ async fn find_assistant(state: &AppState, id: &str) -> Result<Assistant, RpcFail
 struct A2a {
     state: AppState,
     assistant: Assistant,
+    /// The request's [`HISTORY_SCOPE_HEADER`], as sent.
+    scope_header: Option<String>,
 }
 
 /// A task as found: its latest run, and its id.
@@ -196,20 +219,30 @@ struct Found {
     task_id: String,
 }
 
-/// `configuration.historyLength` of `message/send`, or `historyLength` of `tasks/get`.
-fn history_length(value: Option<&Value>, field: &str) -> Result<Option<usize>, RpcFailure> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(n) => n
-            .as_u64()
-            .and_then(|n| usize::try_from(n).ok())
-            .map(Some)
-            .ok_or_else(|| {
-                (
-                    INVALID_PARAMS,
-                    format!("params field `{field}`: expected a whole number >= 0"),
-                )
-            }),
+/// Which of a context's messages a task's `history` shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Scope {
+    /// The context's whole conversation, each message with the task it belongs to.
+    #[default]
+    Context,
+    /// The task's own messages.
+    Task,
+}
+
+/// What a task's `history` shows: its scope, and at most how many of its messages (`Some(0)`:
+/// no history).
+#[derive(Debug, Clone, Copy, Default)]
+struct HistoryView {
+    length: Option<usize>,
+    scope: Scope,
+}
+
+/// A history scope's name read.
+fn scope(name: &str) -> Option<Scope> {
+    match name {
+        "context" => Some(Scope::Context),
+        "task" => Some(Scope::Task),
+        _ => None,
     }
 }
 
@@ -223,6 +256,47 @@ fn refused_run(e: RunError) -> RpcFailure {
 }
 
 impl A2a {
+    /// The history asked for: `historyLength` and `historyScope` of `options` (a message's
+    /// `configuration`, at `at`, or a method's params), the scope else by the request's
+    /// [`HISTORY_SCOPE_HEADER`], else the whole context.
+    fn view(&self, options: &Value, at: &str) -> Result<HistoryView, RpcFailure> {
+        let length = match options.get("historyLength") {
+            None | Some(Value::Null) => None,
+            Some(n) => Some(n.as_u64().and_then(|n| usize::try_from(n).ok()).ok_or_else(|| {
+                let why = format!("params field `{at}historyLength`: expected a whole number >= 0");
+                (INVALID_PARAMS, why)
+            })?),
+        };
+        let scope = match (options.get("historyScope"), &self.scope_header) {
+            (Some(Value::String(name)), _) => scope(name).ok_or_else(|| {
+                let why = format!("params field `{at}historyScope`: expected \"context\" or \"task\", got `{name}`");
+                (INVALID_PARAMS, why)
+            })?,
+            (Some(other), _) if !other.is_null() => {
+                let why = format!("params field `{at}historyScope`: expected \"context\" or \"task\", got {other}");
+                return Err((INVALID_PARAMS, why));
+            }
+            (_, Some(name)) => scope(name).ok_or_else(|| {
+                let why = format!("header `{HISTORY_SCOPE_HEADER}`: expected context or task, got `{name}`");
+                (INVALID_PARAMS, why)
+            })?,
+            _ => Scope::Context,
+        };
+        Ok(HistoryView { length, scope })
+    }
+
+    /// The tasks of this assistant in context `thread_id`, by the id of the message that
+    /// started each.
+    async fn task_starts(&self, thread_id: &str) -> Result<HashMap<String, String>, RpcFailure> {
+        let runs = self
+            .state
+            .runs
+            .list(thread_id, RUNS_LOOKED_AT, 0, None)
+            .await
+            .map_err(internal)?;
+        Ok(task::starts(&runs, &self.assistant.assistant_id))
+    }
+
     fn ids<'a>(&'a self, task_id: &'a str, run: &'a Run) -> TaskIds<'a> {
         TaskIds {
             task_id,
@@ -312,33 +386,32 @@ impl A2a {
     }
 
     /// The task of `found` as it stands: its state, its artifacts once its run ended, and the
-    /// thread's conversation.
-    async fn task(&self, found: &Found, history_length: Option<usize>) -> Result<Value, RpcFailure> {
+    /// thread's conversation as `view` asks.
+    async fn task(&self, found: &Found, view: HistoryView) -> Result<Value, RpcFailure> {
         let run = &found.latest;
         let (state, outcome) = self.state_of(run).await?;
-        let values = match &outcome {
-            Some(outcome) if outcome.get("__error__").is_none() => outcome.clone(),
-            _ => self.thread_values(&run.thread_id).await?,
-        };
-        Ok(task::task(
-            run,
-            state,
-            outcome.as_ref(),
-            &values,
-            &self.ids(&found.task_id, run),
-            history_length,
-        ))
+        let mut task = task::task(run, state, outcome.as_ref(), &self.ids(&found.task_id, run));
+        if view.length != Some(0) {
+            let values = match &outcome {
+                Some(outcome) if outcome.get("__error__").is_none() => outcome.clone(),
+                _ => self.thread_values(&run.thread_id).await?,
+            };
+            let starts = self.task_starts(&run.thread_id).await?;
+            let history = task::history(&values, &self.ids(&found.task_id, run), view, &starts);
+            task["history"] = Value::Array(history);
+        }
+        Ok(task)
     }
 
     /// Task `task_id` as it stands now that `run`, its latest run, has moved on (read again).
-    async fn task_now(&self, run: &Run, task_id: String, history_length: Option<usize>) -> Result<Value, RpcFailure> {
+    async fn task_now(&self, run: &Run, task_id: String, view: HistoryView) -> Result<Value, RpcFailure> {
         let latest = self
             .state
             .runs
             .get(&run.thread_id, &run.run_id)
             .await
             .map_err(internal)?;
-        self.task(&Found { latest, task_id }, history_length).await
+        self.task(&Found { latest, task_id }, view).await
     }
 
     async fn thread_values(&self, thread_id: &str) -> Result<Value, RpcFailure> {
@@ -430,7 +503,7 @@ impl A2a {
     /// ended (at once, `submitted`, with `configuration.blocking: false`).
     async fn send(&self, params: &Value) -> Result<Value, RpcFailure> {
         let configuration = params.get("configuration").cloned().unwrap_or(Value::Null);
-        let history = history_length(configuration.get("historyLength"), "configuration.historyLength")?;
+        let view = self.view(&configuration, "configuration.")?;
         let blocking = match configuration.get("blocking") {
             None | Some(Value::Null) => true,
             Some(Value::Bool(b)) => *b,
@@ -444,21 +517,22 @@ impl A2a {
         if blocking {
             self.state.runs.outcome(&run).await.map_err(internal)?;
         }
-        self.task_now(&run, task_id, history).await
+        self.task_now(&run, task_id, view).await
     }
 
     /// `tasks/get`.
     async fn get(&self, params: &Value) -> Result<Value, RpcFailure> {
         let id = task_param(params)?;
-        let history = history_length(params.get("historyLength"), "historyLength")?;
+        let view = self.view(params, "")?;
         let found = self.find(id).await?;
-        self.task(&found, history).await
+        self.task(&found, view).await
     }
 
     /// `tasks/cancel`: cancels the task's run (`action=interrupt`) and answers the task,
     /// `canceled`; a task that has ended is `-32002`.
     async fn cancel(&self, params: &Value) -> Result<Value, RpcFailure> {
         let id = task_param(params)?;
+        let view = self.view(params, "")?;
         let found = self.find(id).await?;
         let run = &found.latest;
         let not_cancelable = |state: &str| {
@@ -482,7 +556,7 @@ impl A2a {
             Err(RunError::NotFound(_)) => return Err(not_cancelable("over")),
             Err(e) => return Err(internal(e)),
         }
-        self.task_now(run, found.task_id, None).await
+        self.task_now(run, found.task_id, view).await
     }
 }
 
@@ -523,8 +597,41 @@ async fn card_of(
     card(&state, &headers, &assistant_id).await
 }
 
+/// The media types an assistant's card announces it takes (`field` `input_modes`) or gives
+/// (`output_modes`): those of its metadata's `a2a` object, as LangGraph's server reads them, else
+/// JSON and text.
+fn card_modes(assistant: &Assistant, field: &str) -> Result<Value, ApiError> {
+    let Some(a2a) = assistant.metadata.get("a2a") else {
+        return Ok(json!(["application/json", "text/plain"]));
+    };
+    let id = &assistant.assistant_id;
+    let Some(a2a) = a2a.as_object() else {
+        return Err(ApiError::internal(format!(
+            "assistant `{id}`: metadata field `a2a` must be an object"
+        )));
+    };
+    let modes = match a2a.get(field) {
+        None | Some(Value::Null) => return Ok(json!(["application/json", "text/plain"])),
+        Some(Value::Array(modes)) if !modes.is_empty() => modes,
+        Some(_) => {
+            return Err(ApiError::internal(format!(
+                "assistant `{id}`: metadata field `a2a.{field}` must be a non-empty array of media types"
+            )))
+        }
+    };
+    modes
+        .iter()
+        .map(|m| match m.as_str().map(str::trim) {
+            Some(mode) if !mode.is_empty() => Ok(json!(mode)),
+            _ => Err(ApiError::internal(format!(
+                "assistant `{id}`: metadata field `a2a.{field}` must be a non-empty array of media types, not {m}"
+            ))),
+        })
+        .collect()
+}
+
 /// The agent card of assistant `id`: its name and description, its endpoint's URL on the host
-/// the client asked, and one skill, itself.
+/// the client asked, what it takes and gives, and one skill, itself.
 async fn card(state: &AppState, headers: &HeaderMap, id: &str) -> Result<Response, ApiError> {
     let assistant = find_assistant(state, id).await.map_err(|(code, why)| match code {
         INTERNAL_ERROR => ApiError::internal(why),
@@ -549,7 +656,10 @@ async fn card(state: &AppState, headers: &HeaderMap, id: &str) -> Result<Respons
         .and_then(|h| h.to_str().ok())
         .unwrap_or("http");
     let url = format!("{scheme}://{host}/a2a/{}", assistant.assistant_id);
-    let modes = json!(["text/plain", "application/json"]);
+    let (input_modes, output_modes) = (
+        card_modes(&assistant, "input_modes")?,
+        card_modes(&assistant, "output_modes")?,
+    );
     let card = json!({
         "protocolVersion": PROTOCOL_VERSION,
         "name": assistant.name,
@@ -563,17 +673,28 @@ async fn card(state: &AppState, headers: &HeaderMap, id: &str) -> Result<Respons
             {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": PROTOCOL_VERSION},
         ],
         "version": env!("CARGO_PKG_VERSION"),
-        "capabilities": {"streaming": true, "pushNotifications": false, "stateTransitionHistory": false},
-        "defaultInputModes": modes,
-        "defaultOutputModes": modes,
+        "capabilities": {
+            "streaming": true, "pushNotifications": false, "stateTransitionHistory": false,
+            "extensions": [{
+                "uri": HISTORY_SCOPE_EXTENSION,
+                "description": "Choose task-only or full-context response history",
+                "required": false,
+                "params": {
+                    "header": HISTORY_SCOPE_HEADER, "values": ["context", "task"], "default": "context",
+                    "methods": ["SendMessage", "GetTask", "ListTasks"],
+                },
+            }],
+        },
+        "defaultInputModes": input_modes,
+        "defaultOutputModes": output_modes,
         "skills": [{
             "id": format!("{}-main", assistant.assistant_id),
             "name": format!("{} Capabilities", assistant.name),
             "description": description,
             "tags": ["assistant", "weir"],
             "examples": [],
-            "inputModes": modes,
-            "outputModes": modes,
+            "inputModes": input_modes,
+            "outputModes": output_modes,
         }],
         "supportsAuthenticatedExtendedCard": false,
     });

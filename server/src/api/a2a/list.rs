@@ -82,7 +82,7 @@ impl A2a {
                 })
             })
             .transpose()?;
-        let history = super::history_length(params.get("historyLength"), "historyLength")?;
+        let view = self.view(params, "")?;
         let with_artifacts = params.get("includeArtifacts").and_then(Value::as_bool).unwrap_or(false);
 
         let threads = self.contexts(text(params, "contextId")?).await?;
@@ -104,7 +104,7 @@ impl A2a {
         let total = tasks.len();
         let mut page = Vec::new();
         for (found, _) in tasks.iter().skip(offset).take(size) {
-            let mut task = self.task(found, history).await?;
+            let mut task = self.task(found, view).await?;
             if !with_artifacts {
                 if let Some(t) = task.as_object_mut() {
                     t.remove("artifacts");

@@ -60,8 +60,9 @@ impl A2a {
     /// from now.
     pub(super) async fn resubscribe(&self, params: &Value) -> Result<BoxStream<'static, Value>, RpcFailure> {
         let id = super::task_param(params)?;
+        let view = self.view(params, "")?;
         let found = self.find(id).await?;
-        let task = self.task(&found, None).await?;
+        let task = self.task(&found, view).await?;
         if found.latest.status.is_final() {
             return Ok(stream::iter([task]).boxed());
         }

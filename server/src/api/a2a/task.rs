@@ -9,9 +9,10 @@
 //! task's turn of the conversation is what follows that message.
 
 use super::content;
-use super::{RpcFailure, CONTENT_TYPE_NOT_SUPPORTED, INVALID_PARAMS};
+use super::{HistoryView, RpcFailure, Scope, CONTENT_TYPE_NOT_SUPPORTED, INVALID_PARAMS};
 use crate::model::{Run, RunStatus};
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 
 /// The run metadata key naming the task a run belongs to.
 pub(super) const TASK_KEY: &str = "a2a_task_id";
@@ -200,6 +201,21 @@ pub(super) fn start_of(run: &Run) -> Option<&str> {
     run.metadata.get(START_KEY).and_then(Value::as_str)
 }
 
+/// The tasks of assistant `assistant_id` among a context's `runs`, by the id of the message
+/// that started each (a task's runs all name it).
+pub(super) fn starts(runs: &[Run], assistant_id: &str) -> HashMap<String, String> {
+    runs.iter()
+        .filter(|run| run.assistant_id == assistant_id)
+        .filter_map(|run| {
+            let task = match run.metadata.get(TASK_KEY).and_then(Value::as_str) {
+                Some(task) => task.to_owned(),
+                None => task_id(&run.thread_id, &run.run_id),
+            };
+            Some((start_of(run)?.to_owned(), task))
+        })
+        .collect()
+}
+
 /// The A2A role of a message of the thread: a person's is the user's, the model's the agent's;
 /// others (system, tool) are not part of the conversation A2A shows.
 fn role_of(message: &Value) -> Option<&'static str> {
@@ -218,22 +234,38 @@ pub(super) fn message(role: &str, parts: Vec<Value>, id: &str, task_id: &str, co
     })
 }
 
-/// The thread's conversation (`values.messages`) as A2A messages, the last `limit` of them.
-fn history(values: &Value, task_id: &str, context_id: &str, limit: Option<usize>) -> Vec<Value> {
+/// The thread's conversation (`values.messages`) as A2A messages, for task `ids.task_id` as
+/// `view` asks: each message with the task it belongs to (the task whose starting message, by
+/// `starts`, it is or follows; before any, the task asked about), all of them or the task's own,
+/// the last `view.length`.
+pub(super) fn history(
+    values: &Value,
+    ids: &TaskIds<'_>,
+    view: HistoryView,
+    starts: &HashMap<String, String>,
+) -> Vec<Value> {
     let messages = values
         .get("messages")
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice);
-    let mut out: Vec<Value> = messages
-        .iter()
-        .filter_map(|m| {
-            let role = role_of(m)?;
-            let parts = content::parts(m.get("content").unwrap_or(&Value::Null));
-            let id = m.get("id").and_then(Value::as_str).unwrap_or_default();
-            content::says_something(&parts).then(|| message(role, parts, id, task_id, context_id))
-        })
-        .collect();
-    if let Some(limit) = limit {
+    let mut owner = (view.scope == Scope::Context).then_some(ids.task_id);
+    let mut out = Vec::new();
+    for m in messages {
+        let id = m.get("id").and_then(Value::as_str).unwrap_or_default();
+        if let Some(task) = starts.get(id) {
+            owner = Some(task);
+        }
+        let Some(task) = owner else { continue };
+        if view.scope == Scope::Task && task != ids.task_id {
+            continue;
+        }
+        let Some(role) = role_of(m) else { continue };
+        let parts = content::parts(m.get("content").unwrap_or(&Value::Null));
+        if content::says_something(&parts) {
+            out.push(message(role, parts, id, task, ids.context_id));
+        }
+    }
+    if let Some(limit) = view.length {
         out.drain(..out.len().saturating_sub(limit));
     }
     out
@@ -371,17 +403,9 @@ pub(super) fn artifacts(
     }
 }
 
-/// The whole task: `run` its latest run, in `state`, `outcome` what it answered (once ended),
-/// `values` the thread's values for its history (at most `history_length` messages; `Some(0)`
-/// for none).
-pub(super) fn task(
-    run: &Run,
-    state: TaskState,
-    outcome: Option<&Value>,
-    values: &Value,
-    ids: &TaskIds<'_>,
-    history_length: Option<usize>,
-) -> Value {
+/// The task but its history: `run` its latest run, in `state`, `outcome` what it answered (once
+/// ended).
+pub(super) fn task(run: &Run, state: TaskState, outcome: Option<&Value>, ids: &TaskIds<'_>) -> Value {
     let mut task = json!({
         "kind": "task", "id": ids.task_id, "contextId": ids.context_id,
         "status": status(state, outcome, ids, &run.updated_at),
@@ -389,9 +413,6 @@ pub(super) fn task(
     let artifacts = artifacts(state, outcome, start_of(run), ids);
     if !artifacts.is_empty() {
         task["artifacts"] = Value::Array(artifacts);
-    }
-    if history_length != Some(0) {
-        task["history"] = Value::Array(history(values, ids.task_id, ids.context_id, history_length));
     }
     task["metadata"] = json!({"run_id": run.run_id, "assistant_id": ids.assistant_id});
     task
@@ -531,12 +552,55 @@ mod tests {
             answer_parts(&json!({"topic": "t", "__interrupt__": []}), None),
             [json!({"kind": "data", "data": {"topic": "t"}})]
         );
-        let h = history(&values, "t", "c", Some(2));
+        let ids = TaskIds {
+            task_id: "t",
+            context_id: "c",
+            run_id: "r",
+            assistant_id: "a",
+        };
+        let last_two = HistoryView {
+            length: Some(2),
+            scope: Scope::Context,
+        };
+        let h = history(&values, &ids, last_two, &HashMap::new());
         assert_eq!(h.len(), 2);
         assert_eq!(
             (h[0]["role"].as_str(), h[1]["role"].as_str()),
             (Some("user"), Some("agent"))
         );
         assert_eq!(h[1]["parts"][0]["text"], "second");
+    }
+
+    #[test]
+    fn each_message_of_the_history_names_its_task_and_a_task_s_scope_shows_its_own() {
+        let values = json!({"messages": [
+            {"type": "human", "content": "before any task", "id": "h0"},
+            {"type": "human", "content": "one", "id": "h1"},
+            {"type": "ai", "content": "first", "id": "a1"},
+            {"type": "human", "content": "two", "id": "h2"},
+            {"type": "ai", "content": "second", "id": "a2"},
+        ]});
+        let starts = HashMap::from([
+            ("h1".to_owned(), "c:r1".to_owned()),
+            ("h2".to_owned(), "c:r2".to_owned()),
+        ]);
+        let ids = TaskIds {
+            task_id: "c:r2",
+            context_id: "c",
+            run_id: "r2",
+            assistant_id: "a",
+        };
+        let owners = |scope| {
+            let view = HistoryView { length: None, scope };
+            history(&values, &ids, view, &starts)
+                .iter()
+                .map(|m| format!("{}={}", m["messageId"].as_str().unwrap(), m["taskId"].as_str().unwrap()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            owners(Scope::Context),
+            ["h0=c:r2", "h1=c:r1", "a1=c:r1", "h2=c:r2", "a2=c:r2"]
+        );
+        assert_eq!(owners(Scope::Task), ["h2=c:r2", "a2=c:r2"]);
     }
 }
