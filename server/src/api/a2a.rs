@@ -285,15 +285,19 @@ impl A2a {
         Ok(HistoryView { length, scope })
     }
 
-    /// The tasks of this assistant in context `thread_id`, by the id of the message that
-    /// started each.
-    async fn task_starts(&self, thread_id: &str) -> Result<HashMap<String, String>, RpcFailure> {
-        let runs = self
-            .state
+    /// The runs of context `thread_id`, newest first: the last [`RUNS_LOOKED_AT`].
+    async fn context_runs(&self, thread_id: &str) -> Result<Vec<Run>, RpcFailure> {
+        self.state
             .runs
             .list(thread_id, RUNS_LOOKED_AT, 0, None)
             .await
-            .map_err(internal)?;
+            .map_err(internal)
+    }
+
+    /// The tasks of this assistant in context `thread_id`, by the id of the message that
+    /// started each.
+    async fn task_starts(&self, thread_id: &str) -> Result<HashMap<String, String>, RpcFailure> {
+        let runs = self.context_runs(thread_id).await?;
         Ok(task::starts(&runs, &self.assistant.assistant_id))
     }
 
@@ -337,12 +341,7 @@ impl A2a {
     async fn find(&self, id: &str) -> Result<Found, RpcFailure> {
         let not_found = || (TASK_NOT_FOUND, format!("Task not found: {id}"));
         let (context_id, first_run) = task::parse_task_id(id).ok_or_else(not_found)?;
-        let runs = self
-            .state
-            .runs
-            .list(context_id, RUNS_LOOKED_AT, 0, None)
-            .await
-            .map_err(internal)?;
+        let runs = self.context_runs(context_id).await?;
         let latest = match runs
             .into_iter()
             .find(|r| r.metadata.get(TASK_KEY).and_then(Value::as_str) == Some(id))

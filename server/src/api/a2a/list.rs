@@ -4,8 +4,8 @@
 //! `statusTimestampAfter`, with `historyLength` messages of history and the artifacts only when
 //! `includeArtifacts` asks. The page token is the number of tasks before the page.
 
-use super::task::{TaskState, TASK_KEY};
-use super::{internal, v1, A2a, Found, RpcFailure, INVALID_PARAMS, RUNS_LOOKED_AT};
+use super::task::TaskState;
+use super::{internal, v1, A2a, Found, RpcFailure, INVALID_PARAMS};
 use crate::db::ThreadQuery;
 use crate::model::{Run, Thread, ThreadStatus};
 use serde_json::{json, Value};
@@ -88,12 +88,7 @@ impl A2a {
         let threads = self.contexts(text(params, "contextId")?).await?;
         let mut tasks: Vec<(Found, TaskState)> = Vec::new();
         for thread in &threads {
-            let runs = self
-                .state
-                .runs
-                .list(&thread.thread_id, RUNS_LOOKED_AT, 0, None)
-                .await
-                .map_err(internal)?;
+            let runs = self.context_runs(&thread.thread_id).await?;
             tasks.extend(self.tasks_of(thread, runs));
         }
         tasks.retain(|(found, state)| {
@@ -150,10 +145,7 @@ impl A2a {
             if run.assistant_id != self.assistant.assistant_id {
                 continue;
             }
-            let task_id = match run.metadata.get(TASK_KEY).and_then(Value::as_str) {
-                Some(id) => id.to_owned(),
-                None => super::task::task_id(&run.thread_id, &run.run_id),
-            };
+            let task_id = super::task::task_of(&run);
             if !seen.insert(task_id.clone()) {
                 continue;
             }

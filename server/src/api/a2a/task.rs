@@ -201,18 +201,20 @@ pub(super) fn start_of(run: &Run) -> Option<&str> {
     run.metadata.get(START_KEY).and_then(Value::as_str)
 }
 
+/// The id of the task `run` is of: the one its metadata names, else the task it started.
+pub(super) fn task_of(run: &Run) -> String {
+    match run.metadata.get(TASK_KEY).and_then(Value::as_str) {
+        Some(task) => task.to_owned(),
+        None => task_id(&run.thread_id, &run.run_id),
+    }
+}
+
 /// The tasks of assistant `assistant_id` among a context's `runs`, by the id of the message
 /// that started each (a task's runs all name it).
 pub(super) fn starts(runs: &[Run], assistant_id: &str) -> HashMap<String, String> {
     runs.iter()
         .filter(|run| run.assistant_id == assistant_id)
-        .filter_map(|run| {
-            let task = match run.metadata.get(TASK_KEY).and_then(Value::as_str) {
-                Some(task) => task.to_owned(),
-                None => task_id(&run.thread_id, &run.run_id),
-            };
-            Some((start_of(run)?.to_owned(), task))
-        })
+        .filter_map(|run| Some((start_of(run)?.to_owned(), task_of(run))))
         .collect()
 }
 
