@@ -320,6 +320,9 @@ pub struct RunKwargs {
     pub checkpoint: Value,
     /// For a stateless run: `delete` (the default) or `keep` the temporary thread afterwards.
     pub on_completion: Option<String>,
+    /// The request's `strict_resume` (kept only when set).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub strict_resume: bool,
 }
 
 /// What a stateless run does with its temporary thread when it ends (`on_completion` of a run,

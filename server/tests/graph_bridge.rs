@@ -111,6 +111,118 @@ async fn a_resume_map_by_interrupt_id_answers_that_interrupt() {
     );
 }
 
+/// START -> (ask, ask2) -> END: two questions waiting at once.
+fn two_questions() -> CompiledGraph<S> {
+    let mut g = GraphBuilder::<S>::new();
+    g.add_node("ask", ask);
+    g.add_node("ask2", ask);
+    g.add_edge(START, "ask").add_edge(START, "ask2");
+    g.add_edge("ask", END).add_edge("ask2", END);
+    g.compile().unwrap()
+}
+
+/// Pauses thread `thread` of `g` at its two questions; answers their interrupt ids.
+async fn two_waiting(g: &Arc<dyn ServedGraph>, thread: &str) -> Vec<String> {
+    let (_, end) = run(g, request(thread, json!({"topic": "q"}), &[])).await;
+    let RunEnd::Interrupted { interrupts, .. } = end else {
+        panic!("paused, not {end:?}")
+    };
+    assert_eq!(interrupts.len(), 2);
+    interrupts.into_iter().map(|i| i.id).collect()
+}
+
+/// A resume of `thread` with `resume`, strict or not.
+fn resume(thread: &str, resume: Value, strict: bool) -> RunRequest {
+    let mut r = request(thread, Value::Null, &[]);
+    r.command = Some(json!({ "resume": resume }));
+    r.strict_resume = strict;
+    r
+}
+
+#[tokio::test]
+async fn a_resume_map_s_answers_to_no_waiting_interrupt_are_left_unused() {
+    let g = two_questions().into_served(Arc::new(MemorySaver::new()));
+    let ids = two_waiting(&g, "t").await;
+    // One answer for a waiting interrupt, one for none: the first is given, the second left.
+    let stale = "0123456789abcdef0123456789abcdef";
+    let (_, end) = run(&g, resume("t", json!({ids[0].clone(): "yes", stale: "no"}), false)).await;
+    let RunEnd::Interrupted { values, interrupts } = end else {
+        panic!("the other question still waits, not {end:?}")
+    };
+    assert_eq!(values["log"], json!(["ask:yes"]));
+    assert_eq!(interrupts.len(), 1);
+    // An empty map answers nothing: the question asks again.
+    let (_, end) = run(&g, resume("t", json!({}), false)).await;
+    let RunEnd::Interrupted { interrupts: again, .. } = end else {
+        panic!("still waiting, not {end:?}")
+    };
+    assert_eq!(again[0].id, interrupts[0].id);
+}
+
+#[tokio::test]
+async fn a_strict_resume_that_answers_no_waiting_interrupt_fails_and_changes_nothing() {
+    let (_dir, saver) = sqlite();
+    let g = two_questions().into_served(saver);
+    let ids = two_waiting(&g, "t").await;
+    let before = g.state("t", None, false).await.unwrap().unwrap();
+    let stale = "0123456789abcdef0123456789abcdef";
+    let mut waiting = ids.clone();
+    waiting.sort();
+    let waiting = waiting.join(", ");
+    let cases = [
+        (
+            json!({ids[0].clone(): "yes", stale: "no"}),
+            format!("Unknown or already-consumed interrupt: {stale} (the interrupts waiting: {waiting})"),
+        ),
+        (
+            json!({}),
+            format!("The resume map names no interrupt (the interrupts waiting: {waiting})"),
+        ),
+    ];
+    for (answers, message) in cases {
+        let (_, end) = run(&g, resume("t", answers, true)).await;
+        assert_eq!(
+            end,
+            RunEnd::Error {
+                error: "UnknownInterruptError".into(),
+                message
+            }
+        );
+    }
+    // One answer for two questions.
+    let (_, end) = run(&g, resume("t", json!("yes"), true)).await;
+    let RunEnd::Error { error, .. } = &end else {
+        panic!("refused, not {end:?}")
+    };
+    assert_eq!(error, "UnknownInterruptError");
+    let after = g.state("t", None, false).await.unwrap().unwrap();
+    assert_eq!(after["checkpoint_id"], before["checkpoint_id"], "nothing was written");
+
+    // Answers to both go through; then nothing waits, and a strict map naming either fails.
+    let (_, end) = run(&g, resume("t", json!({ids[0].clone(): "a", ids[1].clone(): "b"}), true)).await;
+    let RunEnd::Success { values } = end else {
+        panic!("done, not {end:?}")
+    };
+    let mut log: Vec<String> = serde_json::from_value(values["log"].clone()).unwrap();
+    log.sort();
+    assert_eq!(log, ["ask:a", "ask:b"]);
+    let (_, end) = run(&g, resume("t", json!({ids[0].clone(): "again"}), true)).await;
+    assert_eq!(
+        end,
+        RunEnd::Error {
+            error: "UnknownInterruptError".into(),
+            message: format!(
+                "Unknown or already-consumed interrupt: {} (no interrupt is waiting)",
+                ids[0]
+            )
+        }
+    );
+    // A single answer with nothing waiting goes on from the head, strict or not (it resumes
+    // a static breakpoint): here the thread is done, and stays so.
+    let (_, end) = run(&g, resume("t", json!("late"), true)).await;
+    assert!(matches!(end, RunEnd::Success { .. }), "{end:?}");
+}
+
 #[tokio::test]
 async fn a_command_updates_the_state_and_goes_to_a_node() {
     let g = chain().into_served(Arc::new(MemorySaver::new()));

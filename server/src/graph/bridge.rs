@@ -114,7 +114,7 @@ impl<S: State, C: Codec<S>> ServedGraph for Bridge<S, C> {
         Ok(super::run::adapt(
             self.graph.clone(),
             self.codec.clone(),
-            started,
+            (started, request.strict_resume),
             tr,
             config,
             self.stopping.clone(),

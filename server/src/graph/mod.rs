@@ -100,6 +100,10 @@ pub struct RunRequest {
     pub metadata: Map<String, Value>,
     /// When the run writes its checkpoints (LangGraph's `durability`; default `async`).
     pub durability: weir_runtime::Durability,
+    /// LangGraph's `strict_resume`: a resume that answers no waiting interrupt (ids not pending,
+    /// an empty map, one answer for several) fails the run with `UnknownInterruptError` and
+    /// changes nothing, where by default such answers are left unused.
+    pub strict_resume: bool,
 }
 
 /// What a running graph reports. A run's stream ends with exactly one [`RunEvent::End`].

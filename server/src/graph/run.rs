@@ -12,7 +12,10 @@
 //! `NodePanic` (the message names the node and the step), `GraphRecursionError`,
 //! `InvalidUpdateError`, `TimeoutError`, `InvalidResume` (one answer without an id for several
 //! paused tasks), and `RuntimeError` for the rest (a checkpointer failure, a lost run). An answer
-//! nothing asked for is no error: as LangGraph's, the run goes on from the thread's head.
+//! nothing asked for is no error: as LangGraph's, the run goes on from the thread's head, and a
+//! resume map's answers to interrupts that are not waiting are left unused. With
+//! `strict_resume` (LangGraph's `UnknownInterruptError`) those fail the run before anything is
+//! written: a map naming an interrupt that is not waiting, an empty map, one answer for several.
 
 use super::codec::{type_name, Codec};
 use super::events::Translate;
@@ -73,9 +76,8 @@ pub(crate) fn check<S: State, C: Codec<S> + ?Sized>(
             return Ok(Start::Command(cmd));
         }
         return Ok(match c.get("resume") {
-            Some(Value::Object(map)) if !map.is_empty() && map.keys().all(|k| is_interrupt_id(k)) => {
-                Start::ResumeMap(map.clone())
-            }
+            // As LangGraph's: an object keyed by interrupt ids, the empty one too.
+            Some(Value::Object(map)) if map.keys().all(|k| is_interrupt_id(k)) => Start::ResumeMap(map.clone()),
             Some(answer) => Start::Resume(answer.clone()),
             None => Start::Head,
         });
@@ -166,11 +168,13 @@ pub(crate) fn config_of<S: State, C: Codec<S>>(
     Ok(config)
 }
 
-/// A run started on the runtime: its stream and, when it started with answers, its stream
-/// modes, to go on from the head with instead should nothing have asked for the answers (as
-/// LangGraph's resume does).
+/// A run started on the runtime: its stream, or a resume map still to check against the
+/// interrupts waiting (the stream starts once they are read); when it started with answers, its
+/// stream modes, to go on from the head with instead should nothing have asked for the answers
+/// (as LangGraph's resume does).
 pub(crate) struct Started<S: State> {
-    stream: RunStream<S>,
+    stream: Option<RunStream<S>>,
+    answers: Option<Map<String, Value>>,
     from_head: Option<StreamMode>,
 }
 
@@ -185,14 +189,24 @@ pub(crate) fn start<S: State, C: Codec<S>>(
     let bad = |e: Error| GraphError::Invalid(format!("command.resume: {e}"));
     let start = check(graph, codec, r)?;
     let from_head = matches!(start, Start::Resume(_) | Start::ResumeMap(_)).then_some(modes);
-    let stream = match start {
-        Start::Input(update) => graph.stream(update, config, modes),
-        Start::Resume(answer) => graph.stream_resume(Some(answer), config, modes).map_err(bad)?,
-        Start::ResumeMap(answers) => graph.stream_resume_map(answers, config, modes).map_err(bad)?,
-        Start::Head => graph.stream_resume(None::<Value>, config, modes).map_err(bad)?,
-        Start::Command(command) => graph.stream(command, config, modes),
+    let (stream, answers) = match start {
+        Start::Input(update) => (Some(graph.stream(update, config, modes)), None),
+        Start::Resume(answer) => (
+            Some(graph.stream_resume(Some(answer), config, modes).map_err(bad)?),
+            None,
+        ),
+        Start::ResumeMap(answers) => (None, Some(answers)),
+        Start::Head => (
+            Some(graph.stream_resume(None::<Value>, config, modes).map_err(bad)?),
+            None,
+        ),
+        Start::Command(command) => (Some(graph.stream(command, config, modes)), None),
     };
-    Ok(Started { stream, from_head })
+    Ok(Started {
+        stream,
+        answers,
+        from_head,
+    })
 }
 
 /// The runs of each thread that were cut off (their stream dropped before it ended: a
@@ -224,6 +238,10 @@ struct Adapter<S: State, C> {
     /// The run's stream modes, while a resume with answers nothing asked for may still go on
     /// from the head instead (LangGraph's resume: "any `Command` resumes").
     from_head: Option<StreamMode>,
+    /// A resume map not yet given to the runtime: checked against the interrupts waiting first.
+    answers: Option<Map<String, Value>>,
+    /// `strict_resume`: answers to no waiting interrupt fail the run.
+    strict: bool,
     queue: VecDeque<RunEvent>,
     paused: Option<Vec<Paused>>,
     begun: bool,
@@ -234,19 +252,21 @@ struct Adapter<S: State, C> {
 pub(crate) fn adapt<S: State, C: Codec<S>>(
     graph: CompiledGraph<S>,
     codec: Arc<C>,
-    started: Started<S>,
+    (started, strict): (Started<S>, bool),
     tr: Translate,
     config: RunConfig,
     stopping: Stopping,
 ) -> BoxStream<'static, RunEvent> {
     let adapter = Adapter {
-        stream: Some(started.stream),
+        stream: started.stream,
         stopping,
         graph,
         codec,
         tr,
         config,
         from_head: started.from_head,
+        answers: started.answers,
+        strict,
         queue: VecDeque::new(),
         paused: None,
         begun: false,
@@ -273,6 +293,17 @@ impl<S: State, C: Codec<S>> Adapter<S, C> {
         if !self.begun {
             self.begun = true;
             self.tr.begin(&mut out);
+        }
+        if let Some(answers) = self.answers.take() {
+            match self.start_answering(answers).await {
+                Ok(stream) => self.stream = Some(stream),
+                Err(end) => {
+                    self.done = true;
+                    out.push(RunEvent::End(end));
+                    self.queue.extend(out);
+                    return;
+                }
+            }
         }
         let next = match &mut self.stream {
             Some(stream) => stream.next().await,
@@ -311,7 +342,10 @@ impl<S: State, C: Codec<S>> Adapter<S, C> {
             }
             Some(Err(e)) => {
                 self.done = true;
-                let (error, message) = error_kind(&e);
+                let (mut error, message) = error_kind(&e);
+                if self.strict && e.is_bad_resume() {
+                    error = UNKNOWN_INTERRUPT.to_owned();
+                }
                 out.push(RunEvent::End(RunEnd::Error { error, message }));
             }
             None => {
@@ -350,6 +384,55 @@ impl<S: State, C: Codec<S>> Adapter<S, C> {
             }
             Event::Subgraph { ns, keys, event } => self.tr.subgraph((&ns, &keys), event, out),
         }
+    }
+
+    /// The run's stream answering a resume map: each answer to its waiting interrupt (by
+    /// interrupt id or task id); answers to none are left unused (with none left, the run goes
+    /// on from the head and the interrupts ask again), or with `strict_resume` end the run
+    /// before anything is written.
+    async fn start_answering(&mut self, answers: Map<String, Value>) -> Result<RunStream<S>, RunEnd> {
+        let modes = self.from_head.take().expect("a resume map keeps its modes");
+        let fail = |e: &Error| {
+            let (error, message) = error_kind(e);
+            RunEnd::Error { error, message }
+        };
+        let waiting: Vec<(String, String)> = match self.graph.get_state(&self.config).await {
+            Ok(snap) => snap.map_or_else(Vec::new, |s| {
+                s.tasks.into_iter().filter_map(|t| Some((t.pause?.id, t.id))).collect()
+            }),
+            Err(e) => return Err(fail(&e)),
+        };
+        let waits = |id: &str| waiting.iter().any(|(pause, task)| pause == id || task == id);
+        if self.strict {
+            let mut pending: Vec<&str> = waiting.iter().map(|(pause, _)| pause.as_str()).collect();
+            pending.sort_unstable();
+            let pending = if pending.is_empty() {
+                "no interrupt is waiting".to_owned()
+            } else {
+                format!("the interrupts waiting: {}", pending.join(", "))
+            };
+            let mut unknown: Vec<&String> = answers.keys().filter(|k| !waits(k)).collect();
+            unknown.sort_unstable();
+            let refused = match unknown.first() {
+                _ if answers.is_empty() => Some("The resume map names no interrupt".to_owned()),
+                Some(first) => Some(format!("Unknown or already-consumed interrupt: {first}")),
+                None => None,
+            };
+            if let Some(why) = refused {
+                return Err(RunEnd::Error {
+                    error: UNKNOWN_INTERRUPT.to_owned(),
+                    message: format!("{why} ({pending})"),
+                });
+            }
+        }
+        let answers: Map<String, Value> = answers.into_iter().filter(|(k, _)| waits(k)).collect();
+        let stream = if answers.is_empty() {
+            self.graph.stream_resume(None::<Value>, &self.config, modes)
+        } else {
+            self.from_head = Some(modes);
+            self.graph.stream_resume_map(answers, &self.config, modes)
+        };
+        stream.map_err(|e| fail(&e))
     }
 
     /// The values at the thread's head, `None` without a checkpoint.
@@ -412,6 +495,9 @@ impl<S: State, C> Drop for Adapter<S, C> {
         stopping.entry(thread).or_default().push(handle);
     }
 }
+
+/// The error of a run whose `strict_resume` answers no waiting interrupt (LangGraph's).
+const UNKNOWN_INTERRUPT: &str = "UnknownInterruptError";
 
 /// A run with no input on a thread with nothing to go on from: LangGraph's `EmptyInputError`,
 /// naming the state's `fields`.

@@ -75,6 +75,9 @@ pub struct RunCreate {
     pub on_disconnect: OnDisconnect,
     /// For a stateless run: `delete` (the default) or `keep` its temporary thread.
     pub on_completion: Option<OnCompletion>,
+    /// Whether a resume that answers no waiting interrupt fails the run (`UnknownInterruptError`)
+    /// instead of being left unused.
+    pub strict_resume: Option<bool>,
 }
 
 /// `stream_mode`: one mode or a list.
@@ -478,6 +481,7 @@ fn build_run(assistant: &Assistant, thread: &Thread, body: &RunCreate, modes: Ve
                 }
                 .to_owned()
             }),
+            strict_resume: body.strict_resume.unwrap_or(false),
         },
         multitask_strategy: body.multitask_strategy,
         created_at: at.clone(),

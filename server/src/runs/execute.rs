@@ -116,6 +116,7 @@ fn request_for(run: &Run, resumed: bool) -> RunRequest {
         context: k.context.clone(),
         metadata,
         durability: super::create::parse_durability(&k.durability).unwrap_or_default(),
+        strict_resume: k.strict_resume,
     }
 }
 

@@ -1,6 +1,7 @@
 """Human in the loop: a run pauses at `interrupt()`, the thread shows the question, and a
 `Command(resume=...)` (a value, or a map from interrupt id to value) finishes it, also in a
-second server process (README §1.3 Command)."""
+second server process (README §1.3 Command); `strict_resume` refuses an answer to no waiting
+interrupt."""
 
 import pytest
 from langgraph_sdk.schema import Command
@@ -57,6 +58,22 @@ async def test_resume_with_an_id_map(client):
     out = await client.runs.wait(tid, "hitl", command=Command(resume={iid: {"answer": 42}}))
     assert out["log"] == ["a:z", "ask:{'answer': 42}"] or out["log"][-1].startswith("ask:")
     assert (await client.threads.get(tid))["status"] == "idle"
+
+
+async def test_a_strict_resume_naming_no_waiting_interrupt_fails_and_changes_nothing(client):
+    tid, out = await pause(client)
+    iid, stale = out["__interrupt__"][0]["id"], "0" * 32
+    # By default an answer to no waiting interrupt is left unused: the question asks again.
+    again = await client.runs.wait(tid, "hitl", command=Command(resume={stale: "x"}))
+    assert again["__interrupt__"][0]["id"] == iid
+    with pytest.raises(Exception, match=f"^UnknownInterruptError: Unknown or already-consumed interrupt: {stale}"):
+        await client.runs.wait(tid, "hitl", command=Command(resume={stale: "x"}), strict_resume=True)
+    [run, *_] = await client.runs.list(tid)
+    assert run["status"] == "error" and run["kwargs"]["strict_resume"] is True
+    st = await client.threads.get_state(tid)
+    assert st["next"] == ["ask"] and st["interrupts"][0]["id"] == iid
+    done = await client.runs.wait(tid, "hitl", command=Command(resume={iid: "yes"}), strict_resume=True)
+    assert done == {"topic": "z", "log": ["a:z", "ask:yes"]}
 
 
 async def test_stream_shows_the_interrupt(client):
