@@ -24,6 +24,7 @@ async fn ok_and_info_answer_as_the_real_server() {
     assert_eq!(info.status, 200);
     assert_eq!(info.body["version"], "0.16.7");
     assert_eq!(info.body["flags"]["assistants"], true);
+    assert_eq!(info.body["flags"]["strict_resume"], true);
 }
 
 #[tokio::test]

@@ -75,12 +75,16 @@ async fn ok(
     Ok((status, axum::Json(json!({"ok": healthy, "services": services}))))
 }
 
-/// `GET /info`: the API version this server speaks, and what it offers.
+/// `GET /info`: the API version this server speaks, and what it offers (`strict_resume`: a run's
+/// `strict_resume` is honoured, which the SDK looks for here).
 async fn info() -> axum::Json<Value> {
     axum::Json(json!({
         "version": "0.16.7",
         "weir_version": env!("CARGO_PKG_VERSION"),
-        "flags": {"assistants": true, "crons": true, "langsmith": false, "langsmith_tracing_replicas": false},
+        "flags": {
+            "assistants": true, "crons": true, "langsmith": false, "langsmith_tracing_replicas": false,
+            "strict_resume": true,
+        },
         "host": {"kind": "self-hosted", "project_id": null, "host_revision_id": null, "revision_id": null, "tenant_id": null},
     }))
 }
