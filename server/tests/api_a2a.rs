@@ -99,6 +99,11 @@ async fn result(app: &App, assistant: &str, method: &str, params: Value) -> Valu
     reply["result"].clone()
 }
 
+/// The task `message/send` answers for `message`.
+async fn send(app: &App, assistant: &str, message: Value) -> Value {
+    result(app, assistant, "message/send", json!({ "message": message })).await
+}
+
 /// The `error` of a call that must fail: its code and message.
 async fn error(app: &App, assistant: &str, method: &str, params: Value) -> (i64, String) {
     let reply = rpc(app, assistant, method, params).await;
@@ -140,13 +145,7 @@ async fn an_assistant_is_an_a2a_agent_whose_context_keeps_the_conversation() {
         .await;
     assert_eq!(asked.body, card.body);
 
-    let first = result(
-        &app,
-        "chatbot",
-        "message/send",
-        json!({"message": text("m1", "hi", json!({}))}),
-    )
-    .await;
+    let first = send(&app, "chatbot", text("m1", "hi", json!({}))).await;
     assert_eq!(first["kind"], "task");
     assert_eq!(first["status"]["state"], "completed", "{first}");
     let context = first["contextId"].as_str().unwrap().to_owned();
@@ -222,13 +221,7 @@ async fn a_task_s_history_names_each_message_s_task_and_can_show_the_task_s_own(
         json!(["application/json", "text/plain"])
     );
 
-    let first = result(
-        &app,
-        "chatbot",
-        "message/send",
-        json!({"message": text("m1", "hi", json!({}))}),
-    )
-    .await;
+    let first = send(&app, "chatbot", text("m1", "hi", json!({}))).await;
     let (one, context) = (first["id"].as_str().unwrap(), first["contextId"].as_str().unwrap());
     let next = json!({"message": text("m2", "again", json!({"contextId": context}))});
     let second = result(&app, "chatbot", "message/send", next).await;
@@ -318,26 +311,14 @@ async fn a_task_s_history_names_each_message_s_task_and_can_show_the_task_s_own(
 #[tokio::test]
 async fn a_task_that_asks_for_input_is_resumed_by_the_next_message_naming_it() {
     let (_dir, app) = app().await;
-    let asked = result(
-        &app,
-        "approval",
-        "message/send",
-        json!({"message": text("m1", "deploy", json!({}))}),
-    )
-    .await;
+    let asked = send(&app, "approval", text("m1", "deploy", json!({}))).await;
     assert_eq!(asked["status"]["state"], "input-required", "{asked}");
     assert_eq!(texts_of(&asked["status"]["message"]["parts"]), ["Proceed?"]);
     assert_eq!(asked["artifacts"][0]["name"], "Interrupt");
     assert_eq!(asked["artifacts"][0]["parts"][0]["data"]["value"], "Proceed?");
     let task_id = asked["id"].as_str().unwrap();
 
-    let done = result(
-        &app,
-        "approval",
-        "message/send",
-        json!({"message": text("m2", "yes", json!({"taskId": task_id}))}),
-    )
-    .await;
+    let done = send(&app, "approval", text("m2", "yes", json!({"taskId": task_id}))).await;
     assert_eq!(done["id"], task_id);
     assert_eq!(done["status"]["state"], "completed", "{done}");
     assert_eq!(texts_of(&done["artifacts"][0]["parts"]), ["approved: yes"]);
@@ -378,7 +359,7 @@ async fn files_reach_the_graph_as_content_blocks_and_come_back_as_file_parts() {
     let png = json!({"kind": "file", "file": {"bytes": "iVBORw0KGgo", "mimeType": "image/png", "name": "cat.png"}});
     let pdf = json!({"kind": "file", "file": {"uri": "https://example.invalid/r.pdf", "mimeType": "application/pdf"}});
     let message = json!({"role": "user", "messageId": "f1", "parts": [{"kind": "text", "text": "look"}, png, pdf]});
-    let task = result(&app, "looker", "message/send", json!({ "message": message })).await;
+    let task = send(&app, "looker", message).await;
     assert_eq!(task["status"]["state"], "completed", "{task}");
     let png_back =
         json!({"kind": "file", "file": {"bytes": "iVBORw0KGgo=", "mimeType": "image/png", "name": "cat.png"}});
@@ -421,13 +402,7 @@ async fn files_reach_the_graph_as_content_blocks_and_come_back_as_file_parts() {
     );
 
     // A file answers no question.
-    let asked = result(
-        &app,
-        "approval",
-        "message/send",
-        json!({"message": text("q", "go", json!({}))}),
-    )
-    .await;
+    let asked = send(&app, "approval", text("q", "go", json!({}))).await;
     let answer = json!({"role": "user", "messageId": "q2", "taskId": asked["id"], "parts": [png_back]});
     let (code, why) = error(&app, "approval", "message/send", json!({ "message": answer })).await;
     assert_eq!(code, -32005);
