@@ -140,6 +140,37 @@ fn resume(thread: &str, resume: Value, strict: bool) -> RunRequest {
 }
 
 #[tokio::test]
+async fn a_resume_map_answers_an_interrupt_inside_a_subgraph() {
+    // START -> inner (hitl: a -> ask, which asks) -> END.
+    let mut outer = GraphBuilder::<S>::new();
+    outer.add_subgraph(
+        "inner",
+        hitl(),
+        |s: &S| SUpdate::default().topic(s.topic.clone()),
+        |t: &S| SUpdate::default().log(t.log.clone()),
+    );
+    outer.add_edge(START, "inner").add_edge("inner", END);
+    let g = outer.compile().unwrap().into_served(Arc::new(MemorySaver::new()));
+    let (_, end) = run(&g, request("p", json!({"topic": "s"}), &[])).await;
+    let RunEnd::Interrupted { interrupts, .. } = end else {
+        panic!("paused, not {end:?}")
+    };
+    for strict in [false, true] {
+        let thread = format!("p{strict}");
+        run(&g, request(&thread, json!({"topic": "s"}), &[])).await;
+        let (_, end) = run(&g, resume(&thread, json!({interrupts[0].id.clone(): "sub"}), strict)).await;
+        let RunEnd::Success { values } = end else {
+            panic!("answered, not {end:?}")
+        };
+        assert_eq!(
+            values["log"].as_array().unwrap().last(),
+            Some(&json!("ask:sub")),
+            "{values}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_resume_map_s_answers_to_no_waiting_interrupt_are_left_unused() {
     let g = two_questions().into_served(Arc::new(MemorySaver::new()));
     let ids = two_waiting(&g, "t").await;

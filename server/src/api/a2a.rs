@@ -2,11 +2,11 @@
 //! over HTTP), as LangGraph's server offers it, so that another agent framework (an `a2a-sdk`
 //! client, Google's ADK) calls a weir agent. An A2A context is a thread (`contextId` is its id; a
 //! message without one starts a new thread), and a task is a run of it ([`task`]):
-//! `message/send` runs the assistant on the message (its text and files as a human message under
-//! `messages`, [`content`]; its data parts as input fields) and answers the task, `message/stream` streams it
-//! ([`stream`]: the task, the model's text as it comes, the answer as an artifact, the final
-//! status), `tasks/get` reads it, `tasks/cancel` cancels its run and `tasks/resubscribe` follows
-//! it again. A task whose run paused for a person (`interrupt`) is `input-required`; the next
+//! `message/send` runs the assistant on the message (its text and files as a human message
+//! under `messages`, [`content`]; its data parts as input fields) and answers the task,
+//! `message/stream` streams it ([`stream`]: the task, the model's text as it comes, the answer
+//! as an artifact, the final status), `tasks/get` reads it, `tasks/cancel` cancels its run and
+//! `tasks/resubscribe` follows it again. A task whose run paused for a person (`interrupt`) is `input-required`; the next
 //! message naming it (`taskId`) resumes the run with its text or data as the answer. A task's
 //! `history` is its context's conversation, each message naming its own task, or with
 //! `historyScope: "task"` (LangGraph's extension, also as a header) the task's messages only.
@@ -600,8 +600,9 @@ async fn card_of(
 /// (`output_modes`): those of its metadata's `a2a` object, as LangGraph's server reads them, else
 /// JSON and text.
 fn card_modes(assistant: &Assistant, field: &str) -> Result<Value, ApiError> {
+    let default = || json!(["application/json", "text/plain"]);
     let Some(a2a) = assistant.metadata.get("a2a") else {
-        return Ok(json!(["application/json", "text/plain"]));
+        return Ok(default());
     };
     let id = &assistant.assistant_id;
     let Some(a2a) = a2a.as_object() else {
@@ -610,7 +611,7 @@ fn card_modes(assistant: &Assistant, field: &str) -> Result<Value, ApiError> {
         )));
     };
     let modes = match a2a.get(field) {
-        None | Some(Value::Null) => return Ok(json!(["application/json", "text/plain"])),
+        None | Some(Value::Null) => return Ok(default()),
         Some(Value::Array(modes)) if !modes.is_empty() => modes,
         Some(_) => {
             return Err(ApiError::internal(format!(
