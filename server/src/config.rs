@@ -1,8 +1,10 @@
 //! The server's config file, `weir.json`, in `langgraph.json`'s shape: `{"graphs": {name: path},
 //! "store": {…}, "ttl": {…}, "otel": {…}}`, and weir's own `"postgres": {…}` (a scaled-out server's pools). [`Config::load`] parses and checks it, each error naming the field
 //! at fault (`graphs.chain`, `store.index.dims`); paths are taken relative to the file. Keys
-//! `langgraph.json` has for Python deployments (`dependencies`, `env`, `python_version`, …) are
-//! accepted and ignored, so one file can serve both. [`StoreConfig::to_runtime`] and
+//! `langgraph.json` has for building a Python deployment (`dependencies`, `env`,
+//! `python_version`, …) are accepted and ignored, so one file can serve both; keys that change how
+//! the server behaves and that weir cannot honour ([`UNHONOURED`]: Python auth or encryption
+//! handlers, a custom app, …) are refused by name rather than served without. [`StoreConfig::to_runtime`] and
 //! [`TtlConfig`]'s methods turn the store and thread TTL settings into what the server takes.
 
 use crate::model::{ThreadTtl, TtlStrategy};
@@ -227,7 +229,22 @@ struct Raw {
     checkpointer: Option<RawCheckpointer>,
     otel: Option<OtelConfig>,
     postgres: Option<PostgresConfig>,
+    /// Every other key, for [`UNHONOURED`].
+    #[serde(flatten)]
+    rest: BTreeMap<String, serde_json::Value>,
 }
+
+/// `langgraph.json`'s keys that change what the server does and that weir serve cannot honour,
+/// with why: serving without them would be serving something else than was asked (without
+/// authentication, say), so a file that sets one is refused.
+pub const UNHONOURED: [(&str, &str); 6] = [
+    ("auth", "names Python authentication handlers, which weir serve cannot run; remove it to serve without authentication (behind a proxy that authenticates, say)"),
+    ("encryption", "names Python encryption handlers, which weir serve cannot run; remove it to store data unencrypted"),
+    ("priority", "names a Python function that sets runs' priorities, which weir serve cannot run; remove it to run each thread's runs in order"),
+    ("webhooks", "sets a policy for runs' webhook URLs, which weir serve does not apply; remove it (a run's webhook is then sent to any `http://` or `https://` URL it names)"),
+    ("ui", "names generative UI components, which weir serve does not build or serve; remove it"),
+    ("http", "sets the HTTP server (CORS rules, routes turned off, a prefix, a custom app), which weir serve does not apply yet; remove it to serve every route with permissive CORS"),
+];
 
 #[derive(Debug, Deserialize)]
 struct RawCheckpointer {
@@ -268,6 +285,11 @@ impl Config {
             };
             (field, e.into_inner().to_string())
         })?;
+        for (key, why) in UNHONOURED {
+            if raw.rest.get(key).is_some_and(|v| !v.is_null()) {
+                return Err((key.to_owned(), format!("weir serve cannot honour it: it {why}")));
+            }
+        }
         if raw.graphs.is_empty() {
             return Err((
                 "graphs".into(),
@@ -412,6 +434,28 @@ mod tests {
         );
         assert_eq!(c.store.unwrap().index.unwrap().dims, 1536);
         assert_eq!(c.ttl.unwrap().sweep_interval_minutes, Some(10));
+    }
+
+    #[test]
+    fn a_key_weir_cannot_honour_is_refused_by_name_and_null_ones_pass() {
+        for (key, value) in [
+            ("auth", r#"{"path": "./auth.py:auth"}"#),
+            ("encryption", r#"{"path": "./enc.py:encryption"}"#),
+            ("http", r#"{"cors": {"allow_origins": ["https://app.example.com"]}}"#),
+            ("webhooks", r#"{"url": {"require_https": true}}"#),
+        ] {
+            let (field, message) = refused(&format!(r#"{{"graphs": {{"chain": "chain.json"}}, "{key}": {value}}}"#));
+            assert_eq!(field, key);
+            assert!(message.starts_with("weir serve cannot honour it: it "), "{message}");
+        }
+        let (_, message) = refused(r#"{"graphs": {"chain": "chain.json"}, "auth": {"path": "a.py:auth"}}"#);
+        assert!(
+            message.contains("remove it to serve without authentication"),
+            "{message}"
+        );
+        let dir = dir_with_flow();
+        let text = r#"{"graphs": {"chain": "chain.json"}, "auth": null, "env": ".env", "python_version": "3.12"}"#;
+        assert!(Config::parse(text, dir.path()).is_ok());
     }
 
     #[test]
