@@ -1,5 +1,6 @@
 //! The server's config file, `weir.json`, in `langgraph.json`'s shape: `{"graphs": {name: path},
-//! "store": {…}, "ttl": {…}, "otel": {…}}`, and weir's own `"postgres": {…}` (a scaled-out server's pools). [`Config::load`] parses and checks it, each error naming the field
+//! "store": {…}, "ttl": {…}, "http": {…}, "otel": {…}}`, and weir's own `"postgres": {…}` (a
+//! scaled-out server's pools). [`Config::load`] parses and checks it, each error naming the field
 //! at fault (`graphs.chain`, `store.index.dims`); paths are taken relative to the file. Keys
 //! `langgraph.json` has for building a Python deployment (`dependencies`, `env`,
 //! `python_version`, …) are accepted and ignored, so one file can serve both; keys that change how
@@ -26,6 +27,84 @@ pub struct Config {
     pub otel: Option<OtelConfig>,
     /// The PostgreSQL pools of a scaled-out server.
     pub postgres: Option<PostgresConfig>,
+    /// How the HTTP API is served (`http`): routes turned off, CORS, a prefix.
+    pub http: HttpConfig,
+}
+
+/// `http`, as `langgraph.json` has it: route groups turned off, CORS rules, and a prefix every
+/// route is served under. Its `app` (a Python app to mount) and `configurable_headers` are
+/// refused; `logging_headers` (weir logs no request header), `middleware_order` and
+/// `enable_custom_route_auth` (which order authentication and a custom app, neither of which
+/// weir serve has) are accepted as they change nothing here.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(default)]
+pub struct HttpConfig {
+    /// No `/assistants` routes.
+    pub disable_assistants: bool,
+    /// No `/threads` routes (a thread's state, history, copy, search, …), nor the studio's.
+    pub disable_threads: bool,
+    /// No routes that make or read runs (`/runs`, a thread's runs and stream, crons).
+    pub disable_runs: bool,
+    /// No `/store` routes.
+    pub disable_store: bool,
+    /// No `/mcp`.
+    pub disable_mcp: bool,
+    /// No `/a2a` nor agent cards.
+    pub disable_a2a: bool,
+    /// No `/info` nor `/metrics`; `/ok` answers `{"ok": true}` without looking at anything.
+    pub disable_meta: bool,
+    /// No studio page (weir has no generative UI routes of LangGraph's `/ui`).
+    pub disable_ui: bool,
+    /// Runs' webhooks are not sent (the runs still run).
+    pub disable_webhooks: bool,
+    /// LangGraph's switch for its thread-centric streaming protocol, which weir does not serve:
+    /// nothing to turn off.
+    pub disable_event_streaming: bool,
+    /// CORS rules in place of the permissive default.
+    pub cors: Option<CorsConfig>,
+    /// A path every route is served under (`/api`).
+    pub mount_prefix: Option<String>,
+    // Read to be refused or accepted as above.
+    app: Option<serde_json::Value>,
+    configurable_headers: Option<serde_json::Value>,
+    logging_headers: Option<serde_json::Value>,
+    middleware_order: Option<serde_json::Value>,
+    enable_custom_route_auth: Option<serde_json::Value>,
+}
+
+/// `http.cors`: Starlette's `CORSMiddleware` settings, which LangGraph's server takes, with its
+/// defaults (`GET` only, no headers, no credentials, a preflight kept 600 seconds).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CorsConfig {
+    /// The origins allowed (`"*"`: any).
+    pub allow_origins: Vec<String>,
+    /// A regular expression an allowed origin matches, beside `allow_origins`.
+    pub allow_origin_regex: Option<String>,
+    /// The methods allowed (`"*"`: any).
+    pub allow_methods: Vec<String>,
+    /// The request headers allowed (`"*"`: any).
+    pub allow_headers: Vec<String>,
+    /// Whether credentials (cookies, `Authorization`) may be sent.
+    pub allow_credentials: bool,
+    /// The response headers a page may read.
+    pub expose_headers: Vec<String>,
+    /// How long a browser may keep a preflight's answer, in seconds.
+    pub max_age: u64,
+}
+
+impl Default for CorsConfig {
+    fn default() -> Self {
+        Self {
+            allow_origins: Vec::new(),
+            allow_origin_regex: None,
+            allow_methods: vec!["GET".to_owned()],
+            allow_headers: Vec::new(),
+            allow_credentials: false,
+            expose_headers: Vec::new(),
+            max_age: 600,
+        }
+    }
 }
 
 /// `otel`: export the runs' spans over OTLP/HTTP. Either key may be left out: the endpoint then
@@ -229,6 +308,7 @@ struct Raw {
     checkpointer: Option<RawCheckpointer>,
     otel: Option<OtelConfig>,
     postgres: Option<PostgresConfig>,
+    http: Option<HttpConfig>,
     /// Every other key, for [`UNHONOURED`].
     #[serde(flatten)]
     rest: BTreeMap<String, serde_json::Value>,
@@ -237,13 +317,12 @@ struct Raw {
 /// `langgraph.json`'s keys that change what the server does and that weir serve cannot honour,
 /// with why: serving without them would be serving something else than was asked (without
 /// authentication, say), so a file that sets one is refused.
-pub const UNHONOURED: [(&str, &str); 6] = [
+pub const UNHONOURED: [(&str, &str); 5] = [
     ("auth", "names Python authentication handlers, which weir serve cannot run; remove it to serve without authentication (behind a proxy that authenticates, say)"),
     ("encryption", "names Python encryption handlers, which weir serve cannot run; remove it to store data unencrypted"),
     ("priority", "names a Python function that sets runs' priorities, which weir serve cannot run; remove it to run each thread's runs in order"),
     ("webhooks", "sets a policy for runs' webhook URLs, which weir serve does not apply; remove it (a run's webhook is then sent to any `http://` or `https://` URL it names)"),
     ("ui", "names generative UI components, which weir serve does not build or serve; remove it"),
-    ("http", "sets the HTTP server (CORS rules, routes turned off, a prefix, a custom app), which weir serve does not apply yet; remove it to serve every route with permissive CORS"),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -361,14 +440,85 @@ impl Config {
                 *file = base.join(&*file);
             }
         }
+        let http = raw.http.unwrap_or_default();
+        check_http(&http)?;
         Ok(Config {
             graphs,
             store: raw.store,
             ttl,
             otel: raw.otel,
             postgres,
+            http,
         })
     }
+}
+
+/// Refuses what `http` asks that weir serve cannot do, or cannot read, naming the field.
+fn check_http(http: &HttpConfig) -> Result<(), (String, String)> {
+    if http.app.as_ref().is_some_and(|v| !v.is_null()) {
+        return Err((
+            "http.app".into(),
+            "weir serve cannot mount a Python (Starlette/FastAPI) app; remove it, or serve weir's router \
+             from a Rust app of your own (`Server::router`)"
+                .into(),
+        ));
+    }
+    if http.configurable_headers.as_ref().is_some_and(|v| !v.is_null()) {
+        return Err((
+            "http.configurable_headers".into(),
+            "weir serve does not copy request headers into runs' configuration; remove it".into(),
+        ));
+    }
+    if let Some(prefix) = &http.mount_prefix {
+        let ok = prefix.len() > 1
+            && prefix.starts_with('/')
+            && !prefix.ends_with('/')
+            && !prefix.contains(['{', '}', '*', '?', '#'])
+            && !prefix.contains("//");
+        if !ok {
+            return Err((
+                "http.mount_prefix".into(),
+                format!("`{prefix}` is not a path prefix such as `/api` (a leading `/`, no trailing one)"),
+            ));
+        }
+    }
+    let Some(cors) = &http.cors else { return Ok(()) };
+    let bad = |field: &str, why: String| Err((format!("http.cors.{field}"), why));
+    for origin in cors.allow_origins.iter().filter(|o| *o != "*") {
+        if axum::http::HeaderValue::from_str(origin).is_err() || !origin.contains("://") {
+            return bad(
+                "allow_origins",
+                format!("`{origin}` is not an origin such as `https://app.example.com`"),
+            );
+        }
+    }
+    if let Some(pattern) = &cors.allow_origin_regex {
+        if let Err(e) = regex::Regex::new(pattern) {
+            return bad("allow_origin_regex", format!("not a regular expression: {e}"));
+        }
+    }
+    for method in cors.allow_methods.iter().filter(|m| *m != "*") {
+        if axum::http::Method::from_bytes(method.as_bytes()).is_err() {
+            return bad("allow_methods", format!("`{method}` is not an HTTP method"));
+        }
+    }
+    for (field, names) in [
+        ("allow_headers", &cors.allow_headers),
+        ("expose_headers", &cors.expose_headers),
+    ] {
+        for name in names.iter().filter(|h| *h != "*") {
+            if axum::http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                return bad(field, format!("`{name}` is not a header name"));
+            }
+        }
+    }
+    if cors.allow_credentials && cors.expose_headers.iter().any(|h| h == "*") {
+        return bad(
+            "expose_headers",
+            "`*` cannot go with `allow_credentials` (browsers read it as a header named `*`); name the headers".into(),
+        );
+    }
+    Ok(())
 }
 
 /// The flow file of graph `name`: a `.json` path, relative to `base`, that exists.
@@ -441,7 +591,6 @@ mod tests {
         for (key, value) in [
             ("auth", r#"{"path": "./auth.py:auth"}"#),
             ("encryption", r#"{"path": "./enc.py:encryption"}"#),
-            ("http", r#"{"cors": {"allow_origins": ["https://app.example.com"]}}"#),
             ("webhooks", r#"{"url": {"require_https": true}}"#),
         ] {
             let (field, message) = refused(&format!(r#"{{"graphs": {{"chain": "chain.json"}}, "{key}": {value}}}"#));
@@ -456,6 +605,66 @@ mod tests {
         let dir = dir_with_flow();
         let text = r#"{"graphs": {"chain": "chain.json"}, "auth": null, "env": ".env", "python_version": "3.12"}"#;
         assert!(Config::parse(text, dir.path()).is_ok());
+    }
+
+    #[test]
+    fn the_http_section_is_read_and_what_weir_cannot_do_or_read_is_refused_by_name() {
+        let dir = dir_with_flow();
+        let text = r#"{"graphs": {"chain": "chain.json"}, "http": {"disable_mcp": true, "mount_prefix": "/api",
+            "cors": {"allow_origins": ["https://app.example.com"], "allow_headers": ["*"], "max_age": 60},
+            "logging_headers": {"excludes": ["authorization"]}, "middleware_order": "auth_first"}}"#;
+        let http = Config::parse(text, dir.path()).unwrap().http;
+        assert!(http.disable_mcp && !http.disable_runs);
+        assert_eq!(http.mount_prefix.as_deref(), Some("/api"));
+        let cors = http.cors.unwrap();
+        assert_eq!(
+            (cors.allow_methods, cors.allow_headers, cors.max_age),
+            (vec!["GET".to_owned()], vec!["*".to_owned()], 60)
+        );
+        let cases = [
+            (r#"{"app": "./app.py:app"}"#, "http.app", "cannot mount a Python"),
+            (
+                r#"{"configurable_headers": {"includes": ["x-*"]}}"#,
+                "http.configurable_headers",
+                "does not copy",
+            ),
+            (
+                r#"{"mount_prefix": "api/"}"#,
+                "http.mount_prefix",
+                "`api/` is not a path prefix",
+            ),
+            (
+                r#"{"cors": {"allow_origins": ["app.example.com"]}}"#,
+                "http.cors.allow_origins",
+                "is not an origin",
+            ),
+            (
+                r#"{"cors": {"allow_origin_regex": "(["}}"#,
+                "http.cors.allow_origin_regex",
+                "not a regular expression",
+            ),
+            (
+                r#"{"cors": {"allow_methods": ["GE T"]}}"#,
+                "http.cors.allow_methods",
+                "not an HTTP method",
+            ),
+            (
+                r#"{"cors": {"expose_headers": ["*"], "allow_credentials": true}}"#,
+                "http.cors.expose_headers",
+                "cannot go with",
+            ),
+            (
+                r#"{"cors": {"allow_origin": ["*"]}}"#,
+                "http.cors.allow_origin",
+                "unknown field `allow_origin`",
+            ),
+            (r#"{"disable_runs": "yes"}"#, "http.disable_runs", "invalid type"),
+        ];
+        for (http, field, words) in cases {
+            let (f, message) = refused(&format!(r#"{{"graphs": {{"chain": "chain.json"}}, "http": {http}}}"#));
+            assert_eq!(f, field, "{http}: {message}");
+            assert!(message.contains(words), "{http}: {message}");
+        }
     }
 
     #[test]

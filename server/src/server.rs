@@ -344,6 +344,17 @@ impl Server {
         self
     }
 
+    /// How the API is served, as the config file's `http` says: route groups turned off, CORS
+    /// rules, a prefix, and whether runs' webhooks are sent. Give it as [`Config::load`] read and
+    /// checked it (an origin, a method or a header name that does not parse is left out).
+    ///
+    /// [`Config::load`]: crate::config::Config::load
+    pub fn http(mut self, http: crate::config::HttpConfig) -> Self {
+        self.manager.webhooks = !http.disable_webhooks;
+        self.options.http = http;
+        self
+    }
+
     /// Makes the system assistants, starts the workers (unless the role is [`Role::Api`]), and
     /// returns the API's router (for tests, or to nest in an app of your own). The workers run
     /// until the process ends; [`Server::serve_on`] stops them gracefully instead.

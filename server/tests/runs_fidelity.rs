@@ -364,6 +364,23 @@ async fn a_webhook_gets_the_ended_run_posted_on_a_thread_and_stateless() {
 }
 
 #[tokio::test]
+async fn with_webhooks_turned_off_a_run_runs_and_sends_none() {
+    let (_dir, app) = app_with(weir_server::runs::ManagerConfig {
+        webhooks: false,
+        ..config()
+    })
+    .await;
+    let (url, mut posted) = listener().await;
+    let tid = app.thread().await;
+    let body = json!({"input": {"topic": "w"}, "assistant_id": "chain", "webhook": url});
+    let r = app.call("POST", &format!("/threads/{tid}/runs/wait"), Some(body)).await;
+    assert_eq!(r.body["log"], json!(["a:w", "b"]));
+    // The webhook is sent, when it is, before the run's stream ends: none is on its way.
+    let late = tokio::time::timeout(Duration::from_millis(300), posted.recv()).await;
+    assert!(late.is_err(), "a webhook was sent: {late:?}");
+}
+
+#[tokio::test]
 async fn a_webhook_that_fails_changes_nothing_about_the_run() {
     let (_dir, app) = app().await;
     let tid = app.thread().await;

@@ -79,10 +79,15 @@ fn a_role_needs_the_scaled_out_backends() {
 
 /// `weir serve` on the refine flow in `dir` with `args` added: the process and its address.
 fn serve(dir: &std::path::Path, args: &[&str]) -> (std::process::Child, String) {
+    serve_config(dir, r#"{"graphs": {"refine": "refine.json"}}"#, args)
+}
+
+/// [`serve`] with `config` as `weir.json` (its graph `refine.json`, the refine flow).
+fn serve_config(dir: &std::path::Path, config: &str, args: &[&str]) -> (std::process::Child, String) {
     use std::io::{BufRead, BufReader};
     let flow = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/flows/refine_loop.json");
     std::fs::copy(flow, dir.join("refine.json")).unwrap();
-    std::fs::write(dir.join("weir.json"), r#"{"graphs": {"refine": "refine.json"}}"#).unwrap();
+    std::fs::write(dir.join("weir.json"), config).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
         .current_dir(dir)
         .args(["serve", "--port", "0"])
@@ -92,10 +97,10 @@ fn serve(dir: &std::path::Path, args: &[&str]) -> (std::process::Child, String) 
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let line = lines.next().unwrap().unwrap();
-    // `weir serve: listening on http://ADDR (studio: http://ADDR/studio/)`.
+    // `weir serve: listening on http://ADDR[/PREFIX] (studio: http://ADDR/studio/)`.
     let addr = line
         .strip_prefix("weir serve: listening on http://")
-        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|rest| rest.split(['/', ' ']).next())
         .unwrap_or_else(|| panic!("{line}"))
         .to_owned();
     (child, addr)
@@ -103,17 +108,74 @@ fn serve(dir: &std::path::Path, args: &[&str]) -> (std::process::Child, String) 
 
 /// The whole HTTP/1.1 reply to `method path` with `body` (JSON).
 fn request(addr: &str, method: &str, path: &str, body: &str) -> String {
+    request_with(addr, method, path, "", body)
+}
+
+/// [`request`] with `headers` (each `name: value\r\n`) added.
+fn request_with(addr: &str, method: &str, path: &str, headers: &str, body: &str) -> String {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nhost: x\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
     let mut reply = String::new();
     stream.read_to_string(&mut reply).unwrap();
     reply
+}
+
+#[test]
+fn the_config_s_http_section_turns_routes_off_sets_cors_and_a_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = r#"{"graphs": {"refine": "refine.json"}, "http": {"mount_prefix": "/api",
+        "disable_mcp": true, "disable_meta": true, "disable_store": true, "disable_runs": true,
+        "cors": {"allow_origins": ["https://app.example.com"], "allow_methods": ["GET", "POST"]}}}"#;
+    let (mut child, addr) = serve_config(dir.path(), config, &[]);
+    let status = |reply: &str| reply.split_whitespace().nth(1).unwrap().to_owned();
+    let found = request(&addr, "POST", "/api/assistants/search", "{}");
+    let outside = request(&addr, "POST", "/assistants/search", "{}");
+    let mcp = request(&addr, "POST", "/api/mcp", "{}");
+    let store = request(&addr, "POST", "/api/store/items/search", "{}");
+    let runs = request(
+        &addr,
+        "POST",
+        "/api/runs/wait",
+        r#"{"assistant_id": "refine", "input": {}}"#,
+    );
+    let threads = request(&addr, "POST", "/api/threads", "{}");
+    let studio = request(&addr, "GET", "/api/studio/", "");
+    let ok = request(&addr, "GET", "/api/ok", "");
+    let info = request(&addr, "GET", "/api/info", "");
+    let allowed = request_with(&addr, "GET", "/api/ok", "origin: https://app.example.com\r\n", "");
+    let refused = request_with(&addr, "GET", "/api/ok", "origin: https://evil.example\r\n", "");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(status(&found), "200", "{found}");
+    assert!(found.contains("\"graph_id\":\"refine\""), "{found}");
+    assert_eq!(status(&outside), "404", "{outside}");
+    assert_eq!(status(&mcp), "404", "{mcp}");
+    assert_eq!(status(&store), "404", "{store}");
+    assert_eq!(status(&runs), "404", "{runs}");
+    assert_eq!(status(&threads), "200", "{threads}");
+    assert_eq!(
+        status(&studio),
+        "404",
+        "the studio runs graphs: off with the runs: {studio}"
+    );
+    assert!(ok.ends_with("{\"ok\":true}"), "{ok}");
+    assert_eq!(status(&info), "404", "{info}");
+    assert!(
+        allowed
+            .to_lowercase()
+            .contains("access-control-allow-origin: https://app.example.com"),
+        "{allowed}"
+    );
+    assert!(
+        !refused.to_lowercase().contains("access-control-allow-origin"),
+        "{refused}"
+    );
 }
 
 #[test]

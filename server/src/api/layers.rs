@@ -5,11 +5,12 @@
 //! string) into `{"detail": …}` with the status LangGraph uses.
 
 use super::ApiError;
+use crate::config::{CorsConfig, HttpConfig};
 #[cfg(test)]
 use axum::body::Body;
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use tower_http::cors::{AllowHeaders, AllowMethods, AllowOrigin, CorsLayer};
+use tower_http::cors::{AllowHeaders, AllowMethods, AllowOrigin, CorsLayer, ExposeHeaders};
 
 /// The methods a preflight allows, in `langgraph dev`'s words and order.
 const ALLOW_METHODS: &str = "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT, QUERY";
@@ -19,29 +20,23 @@ const ALLOW_METHODS: &str = "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT, QUERY
 pub struct ApiOptions {
     /// The largest request body accepted, in bytes; a larger one gets 413 (default 8 MiB).
     pub body_limit: usize,
+    /// The config file's `http`: route groups turned off, CORS rules, a prefix (by default every
+    /// route, with `langgraph dev`'s permissive CORS, at the root).
+    pub http: HttpConfig,
 }
 
 impl Default for ApiOptions {
     fn default() -> Self {
         Self {
             body_limit: 8 * 1024 * 1024,
+            http: HttpConfig::default(),
         }
     }
 }
 
 /// `routes` with the body limit, CORS, and JSON errors around them.
 pub(super) fn wrap(routes: axum::Router, options: &ApiOptions) -> axum::Router {
-    let methods = ALLOW_METHODS
-        .split(", ")
-        .map(|m| Method::from_bytes(m.as_bytes()).expect("HTTP method names are tokens"));
-    let cors = CorsLayer::new()
-        .allow_origin(AllowOrigin::any())
-        .allow_methods(AllowMethods::list(methods))
-        .allow_headers(AllowHeaders::mirror_request())
-        .allow_private_network(true)
-        // A browser client (useStream) reads the run's ids from these.
-        .expose_headers([header::CONTENT_LOCATION, header::LOCATION]);
-    routes
+    let routes = routes
         .layer(axum::extract::DefaultBodyLimit::max(options.body_limit))
         .layer(axum::middleware::from_fn_with_state(
             options.body_limit,
@@ -49,9 +44,84 @@ pub(super) fn wrap(routes: axum::Router, options: &ApiOptions) -> axum::Router {
         ))
         .layer(axum::middleware::from_fn(refuse_nul_in_url))
         .layer(axum::middleware::map_response(json_errors))
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
-        .layer(cors)
-        .layer(axum::middleware::map_response(preflight_methods))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked));
+    match &options.http.cors {
+        None => {
+            let methods = ALLOW_METHODS
+                .split(", ")
+                .map(|m| Method::from_bytes(m.as_bytes()).expect("HTTP method names are tokens"));
+            let cors = CorsLayer::new()
+                .allow_origin(AllowOrigin::any())
+                .allow_methods(AllowMethods::list(methods))
+                .allow_headers(AllowHeaders::mirror_request())
+                .allow_private_network(true)
+                // A browser client (useStream) reads the run's ids from these.
+                .expose_headers([header::CONTENT_LOCATION, header::LOCATION]);
+            routes
+                .layer(cors)
+                .layer(axum::middleware::map_response(preflight_methods))
+        }
+        Some(rules) => routes.layer(cors_of(rules)),
+    }
+}
+
+/// CORS by `http.cors`'s rules, as Starlette's middleware applies them: `"*"` allows any
+/// origin, method or request header (the request's own, echoed, when credentials are allowed,
+/// which a literal `*` would not allow); an origin is allowed by the list or by the regular
+/// expression. The config was checked when read ([`crate::config`]).
+fn cors_of(rules: &CorsConfig) -> CorsLayer {
+    let any = |list: &[String]| list.iter().any(|v| v == "*");
+    let credentials = rules.allow_credentials;
+    let origin = if any(&rules.allow_origins) {
+        if credentials {
+            AllowOrigin::mirror_request()
+        } else {
+            AllowOrigin::any()
+        }
+    } else {
+        let listed: Vec<HeaderValue> = rules
+            .allow_origins
+            .iter()
+            .filter_map(|o| HeaderValue::from_str(o).ok())
+            .collect();
+        let pattern = rules
+            .allow_origin_regex
+            .as_deref()
+            .and_then(|p| regex::Regex::new(&format!("^(?:{p})$")).ok());
+        AllowOrigin::predicate(move |origin, _| {
+            listed.contains(origin)
+                || pattern
+                    .as_ref()
+                    .is_some_and(|r| origin.to_str().is_ok_and(|o| r.is_match(o)))
+        })
+    };
+    let methods = if any(&rules.allow_methods) {
+        AllowMethods::mirror_request()
+    } else {
+        AllowMethods::list(
+            rules
+                .allow_methods
+                .iter()
+                .filter_map(|m| Method::from_bytes(m.as_bytes()).ok()),
+        )
+    };
+    let headers = if any(&rules.allow_headers) {
+        AllowHeaders::mirror_request()
+    } else {
+        AllowHeaders::list(rules.allow_headers.iter().filter_map(|h| h.parse().ok()))
+    };
+    let expose = if any(&rules.expose_headers) {
+        ExposeHeaders::any()
+    } else {
+        ExposeHeaders::list(rules.expose_headers.iter().filter_map(|h| h.parse().ok()))
+    };
+    CorsLayer::new()
+        .allow_origin(origin)
+        .allow_methods(methods)
+        .allow_headers(headers)
+        .allow_credentials(credentials)
+        .expose_headers(expose)
+        .max_age(std::time::Duration::from_secs(rules.max_age))
 }
 
 /// How much of an oversized body is read and thrown away before the 413, so that a client that

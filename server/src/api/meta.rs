@@ -15,7 +15,12 @@ use std::time::Duration;
 /// How long a service may take to answer a health check, as LangGraph's server allows.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 
-pub(super) fn router() -> axum::Router<AppState> {
+/// `/ok` and `/info`; with `meta` off (`http.disable_meta`), only an `/ok` that answers
+/// `{"ok": true}` without looking at anything, as LangGraph's does.
+pub(super) fn router(meta: bool) -> axum::Router<AppState> {
+    if !meta {
+        return axum::Router::new().route("/ok", get(|| async { axum::Json(json!({"ok": true})) }));
+    }
     axum::Router::new().route("/ok", get(ok)).route("/info", get(info))
 }
 

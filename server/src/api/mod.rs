@@ -67,21 +67,46 @@ pub fn router(state: AppState) -> axum::Router {
     router_with(state, &ApiOptions::default())
 }
 
-/// [`router`] with `options` (the body limit).
+/// A group of routes the config's `http.disable_*` may leave out.
+type RouteGroup = fn() -> axum::Router<AppState>;
+
+/// [`router`] with `options`: the body limit, and the config file's `http` (route groups turned
+/// off, as LangGraph's `disable_*`; CORS rules; every route under `mount_prefix`).
 pub fn router_with(state: AppState, options: &ApiOptions) -> axum::Router {
+    let off = &options.http;
     let http = std::sync::Arc::new(metrics::HttpMetrics::default());
-    let routes = axum::Router::new()
-        .merge(meta::router())
-        .merge(assistants::router())
-        .merge(threads::router())
-        .merge(runs::router())
-        .merge(crons::router())
-        .merge(store::router())
-        .merge(mcp::router())
-        .merge(a2a::router())
-        .merge(studio::router())
-        .merge(crate::studio::router())
-        .merge(metrics::router(state.clone(), http.clone()))
+    let groups: [(bool, RouteGroup); 9] = [
+        (!off.disable_assistants, assistants::router),
+        (!off.disable_threads, threads::router),
+        (!off.disable_runs, runs::router),
+        (!off.disable_runs, crons::router),
+        (!off.disable_store, store::router),
+        (!off.disable_mcp, mcp::router),
+        (!off.disable_a2a, a2a::router),
+        // The studio shows threads' states and runs: off with either, or with the UI.
+        (
+            !(off.disable_ui || off.disable_threads || off.disable_runs),
+            studio::router,
+        ),
+        (
+            !(off.disable_ui || off.disable_threads || off.disable_runs),
+            crate::studio::router,
+        ),
+    ];
+    let mut routes = meta::router(!off.disable_meta);
+    for (on, group) in groups {
+        if on {
+            routes = routes.merge(group());
+        }
+    }
+    if !off.disable_meta {
+        routes = routes.merge(metrics::router(state.clone(), http.clone()));
+    }
+    let routes = match &off.mount_prefix {
+        Some(prefix) => axum::Router::new().nest(prefix, routes),
+        None => routes,
+    };
+    let routes = routes
         .fallback(|| async { ApiError::not_found("Not Found") })
         .with_state(state)
         // Counted inside the layers of `wrap`, where the route's template is known: a request

@@ -292,7 +292,12 @@ impl Manager {
         };
         // The run as it ended, for its webhook, read before a stateless run's thread (and runs)
         // go; a rolled-back run is gone: nothing to send.
-        let ended = match run.kwargs.webhook.as_str().filter(|u| !u.is_empty()) {
+        let webhook = run
+            .kwargs
+            .webhook
+            .as_str()
+            .filter(|u| !u.is_empty() && self.inner.config.webhooks);
+        let ended = match webhook {
             Some(_) => self
                 .inner
                 .queue
@@ -321,7 +326,7 @@ impl Manager {
             .bus
             .publish(&run.run_id, Publisher::Attempt(run.attempt), StreamItem::Done)
             .await;
-        if let (Some(url), Some(ended)) = (run.kwargs.webhook.as_str(), ended) {
+        if let (Some(url), Some(ended)) = (webhook, ended) {
             tokio::spawn(super::webhook::notify(url.to_owned(), ended));
         }
         next

@@ -78,6 +78,9 @@ pub struct ManagerConfig {
     /// How often this process's workers fire the crons that are due (default every second, so
     /// that a schedule with seconds fires on time); `None`: never (another process does).
     pub cron_poll: Option<Duration>,
+    /// Whether a run's `webhook` is sent when it ends (default true; the config's
+    /// `http.disable_webhooks` turns them off, the runs still run).
+    pub webhooks: bool,
 }
 
 impl Default for ManagerConfig {
@@ -93,6 +96,7 @@ impl Default for ManagerConfig {
             ttl_sweep: Some(Duration::from_secs(5 * 60)),
             max_queued_runs: 1_000,
             cron_poll: Some(Duration::from_secs(1)),
+            webhooks: true,
         }
     }
 }

@@ -352,6 +352,7 @@ pub fn config() -> ManagerConfig {
         ttl_sweep: None,
         max_queued_runs: 1_000,
         cron_poll: None,
+        webhooks: true,
     }
 }
 

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 use weir_flow::{Flow, LoadOptions};
 use weir_runtime::store::StoreConfig;
-use weir_server::config::{Config, PostgresConfig, TtlConfig};
+use weir_server::config::{Config, HttpConfig, PostgresConfig, TtlConfig};
 use weir_server::{shutdown_signal, ServeError, Server};
 
 /// What this process does in a scaled-out deployment.
@@ -140,6 +140,7 @@ pub(crate) fn serve(mut args: ServeArgs) -> Result<ExitCode, ExitCode> {
         store,
         ttl: config.ttl,
         postgres: config.postgres,
+        http: config.http,
     };
     let runtime = super::runtime()?;
     runtime.block_on(start(&args, flows, settings))
@@ -192,6 +193,7 @@ pub(crate) struct Settings {
     store: StoreConfig,
     ttl: Option<TtlConfig>,
     postgres: Option<PostgresConfig>,
+    http: HttpConfig,
 }
 
 /// Builds the server on its backends and serves the flows (name, where it was read, its text)
@@ -236,6 +238,9 @@ pub(crate) async fn start(
     if let Some(ttl) = &settings.ttl {
         server = server.thread_ttl(ttl.default_thread_ttl()).ttl_sweep(ttl.sweep_every());
     }
+    let prefix = settings.http.mount_prefix.clone().unwrap_or_default();
+    let studio = !(settings.http.disable_ui || settings.http.disable_threads || settings.http.disable_runs);
+    server = server.http(settings.http);
     for (name, at, text) in flows {
         let options = LoadOptions {
             checkpointer: Some(server.checkpointer()),
@@ -253,7 +258,11 @@ pub(crate) async fn start(
         .await
         .map_err(|e| super::usage(format!("cannot listen on {}:{}: {e}", args.host, args.port)))?;
     let at = listener.local_addr().map_err(|e| failed(ServeError::Io(e)))?;
-    eprintln!("weir serve: listening on http://{at} (studio: http://{at}/studio/)");
+    if studio {
+        eprintln!("weir serve: listening on http://{at}{prefix} (studio: http://{at}{prefix}/studio/)");
+    } else {
+        eprintln!("weir serve: listening on http://{at}{prefix}");
+    }
     server.serve_on(listener, shutdown_signal()).await.map_err(failed)?;
     Ok(ExitCode::SUCCESS)
 }
