@@ -179,6 +179,21 @@ fn the_config_s_http_section_turns_routes_off_sets_cors_and_a_prefix() {
 }
 
 #[test]
+fn the_config_s_env_file_is_set_in_the_server_s_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    // MOUNT_PREFIX is one variable the server reads itself: its routes move under it.
+    std::fs::write(dir.path().join(".env"), "# the prefix\nexport MOUNT_PREFIX=\"/v2\"\n").unwrap();
+    let config = r#"{"graphs": {"refine": "refine.json"}, "env": ".env", "http": {"mount_prefix": "/api"}}"#;
+    let (mut child, addr) = serve_config(dir.path(), config, &[]);
+    let under_env = request(&addr, "POST", "/v2/assistants/search", "{}");
+    let under_config = request(&addr, "POST", "/api/assistants/search", "{}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(under_env.starts_with("HTTP/1.1 200"), "{under_env}");
+    assert!(under_config.starts_with("HTTP/1.1 404"), "{under_config}");
+}
+
+#[test]
 fn weir_serve_answers_on_its_port_with_the_config_s_flows() {
     let dir = tempfile::tempdir().unwrap();
     let (mut child, addr) = serve(dir.path(), &[]);

@@ -118,7 +118,19 @@ pub(crate) fn serve(mut args: ServeArgs) -> Result<ExitCode, ExitCode> {
             args.cron_poll = Some(every);
         }
     }
-    let config = Config::load(&args.config).map_err(super::usage)?;
+    let mut config = Config::load(&args.config).map_err(super::usage)?;
+    // As `langgraph dev` does: the config's `env` goes into this process's environment (over
+    // what it held), before anything reads it and before any thread starts.
+    for (key, value) in &config.env {
+        std::env::set_var(key, value);
+    }
+    // And its variables for the prefix, over the config's.
+    for var in ["MOUNT_PREFIX", "LANGGRAPH_MOUNT_PREFIX"] {
+        if let Some(prefix) = std::env::var(var).ok().filter(|p| !p.is_empty()) {
+            weir_server::config::check_prefix(&prefix).map_err(|why| super::usage(format!("{var}: {why}")))?;
+            config.http.mount_prefix = Some(prefix);
+        }
+    }
     let store = match &config.store {
         Some(store) => store
             .to_runtime()

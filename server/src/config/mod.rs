@@ -1,12 +1,15 @@
 //! The server's config file, `weir.json`, in `langgraph.json`'s shape: `{"graphs": {name: path},
 //! "store": {…}, "ttl": {…}, "http": {…}, "otel": {…}}`, and weir's own `"postgres": {…}` (a
 //! scaled-out server's pools). [`Config::load`] parses and checks it, each error naming the field
-//! at fault (`graphs.chain`, `store.index.dims`); paths are taken relative to the file. Keys
-//! `langgraph.json` has for building a Python deployment (`dependencies`, `env`,
-//! `python_version`, …) are accepted and ignored, so one file can serve both; keys that change how
+//! at fault (`graphs.chain`, `store.index.dims`); paths are taken relative to the file. `env`
+//! (an object of strings, or a `.env` file, [`dotenv`]) is read for the server to set, as
+//! `langgraph dev` does. Keys `langgraph.json` has for building a Python deployment
+//! (`dependencies`, `python_version`, …) are accepted and ignored, so one file can serve both; keys that change how
 //! the server behaves and that weir cannot honour ([`UNHONOURED`]: Python auth or encryption
 //! handlers, a custom app, …) are refused by name rather than served without. [`StoreConfig::to_runtime`] and
 //! [`TtlConfig`]'s methods turn the store and thread TTL settings into what the server takes.
+
+mod dotenv;
 
 use crate::model::{ThreadTtl, TtlStrategy};
 use serde::Deserialize;
@@ -29,6 +32,8 @@ pub struct Config {
     pub postgres: Option<PostgresConfig>,
     /// How the HTTP API is served (`http`): routes turned off, CORS, a prefix.
     pub http: HttpConfig,
+    /// The environment variables `env` sets (its object's, or its `.env` file's), in order.
+    pub env: Vec<(String, String)>,
 }
 
 /// `http`, as `langgraph.json` has it: route groups turned off, CORS rules, and a prefix every
@@ -309,6 +314,7 @@ struct Raw {
     otel: Option<OtelConfig>,
     postgres: Option<PostgresConfig>,
     http: Option<HttpConfig>,
+    env: Option<serde_json::Value>,
     /// Every other key, for [`UNHONOURED`].
     #[serde(flatten)]
     rest: BTreeMap<String, serde_json::Value>,
@@ -442,6 +448,7 @@ impl Config {
         }
         let http = raw.http.unwrap_or_default();
         check_http(&http)?;
+        let env = env_vars(raw.env, base)?;
         Ok(Config {
             graphs,
             store: raw.store,
@@ -449,7 +456,51 @@ impl Config {
             otel: raw.otel,
             postgres,
             http,
+            env,
         })
+    }
+}
+
+/// `env`'s variables: an object's string values, or the pairs of the `.env` file it names
+/// (relative to `base`; `${VAR}` in it from the process's environment).
+fn env_vars(env: Option<serde_json::Value>, base: &Path) -> Result<Vec<(String, String)>, (String, String)> {
+    use serde_json::Value;
+    match env {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Object(vars)) => vars
+            .into_iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k, s)),
+                other => Err((format!("env.{k}"), format!("expected a string, got {other}"))),
+            })
+            .collect(),
+        Some(Value::String(file)) => {
+            let path = base.join(&file);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| ("env".to_owned(), format!("cannot read `{}`: {e}", path.display())))?;
+            dotenv::parse(&text, |name| std::env::var(name).ok())
+                .map_err(|(line, why)| ("env".to_owned(), format!("`{}` line {line}: {why}", path.display())))
+        }
+        Some(other) => Err((
+            "env".into(),
+            format!("expected the path of a `.env` file or an object of strings, got {other}"),
+        )),
+    }
+}
+
+/// Refuses a `mount_prefix` that is not a path prefix such as `/api`.
+pub fn check_prefix(prefix: &str) -> Result<(), String> {
+    let ok = prefix.len() > 1
+        && prefix.starts_with('/')
+        && !prefix.ends_with('/')
+        && !prefix.contains(['{', '}', '*', '?', '#'])
+        && !prefix.contains("//");
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{prefix}` is not a path prefix such as `/api` (a leading `/`, no trailing one)"
+        ))
     }
 }
 
@@ -470,17 +521,7 @@ fn check_http(http: &HttpConfig) -> Result<(), (String, String)> {
         ));
     }
     if let Some(prefix) = &http.mount_prefix {
-        let ok = prefix.len() > 1
-            && prefix.starts_with('/')
-            && !prefix.ends_with('/')
-            && !prefix.contains(['{', '}', '*', '?', '#'])
-            && !prefix.contains("//");
-        if !ok {
-            return Err((
-                "http.mount_prefix".into(),
-                format!("`{prefix}` is not a path prefix such as `/api` (a leading `/`, no trailing one)"),
-            ));
-        }
+        check_prefix(prefix).map_err(|why| ("http.mount_prefix".to_owned(), why))?;
     }
     let Some(cors) = &http.cors else { return Ok(()) };
     let bad = |field: &str, why: String| Err((format!("http.cors.{field}"), why));
@@ -603,7 +644,7 @@ mod tests {
             "{message}"
         );
         let dir = dir_with_flow();
-        let text = r#"{"graphs": {"chain": "chain.json"}, "auth": null, "env": ".env", "python_version": "3.12"}"#;
+        let text = r#"{"graphs": {"chain": "chain.json"}, "auth": null, "dependencies": ["."], "python_version": "3.12"}"#;
         assert!(Config::parse(text, dir.path()).is_ok());
     }
 
@@ -664,6 +705,45 @@ mod tests {
             let (f, message) = refused(&format!(r#"{{"graphs": {{"chain": "chain.json"}}, "http": {http}}}"#));
             assert_eq!(f, field, "{http}: {message}");
             assert!(message.contains(words), "{http}: {message}");
+        }
+    }
+
+    #[test]
+    fn env_is_an_object_of_strings_or_a_dotenv_file_relative_to_the_config() {
+        let dir = dir_with_flow();
+        std::fs::write(
+            dir.path().join(".env"),
+            "OPENAI_API_KEY=sk-1\nexport BASE=\"http://x/v1\"\n",
+        )
+        .unwrap();
+        let file = Config::parse(r#"{"graphs": {"chain": "chain.json"}, "env": ".env"}"#, dir.path()).unwrap();
+        let pairs = |c: Config| c.env.into_iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>();
+        assert_eq!(pairs(file), ["OPENAI_API_KEY=sk-1", "BASE=http://x/v1"]);
+        let object = Config::parse(r#"{"graphs": {"chain": "chain.json"}, "env": {"A": "1"}}"#, dir.path()).unwrap();
+        assert_eq!(pairs(object), ["A=1"]);
+        std::fs::write(dir.path().join("bad.env"), "A=1\nwords\n").unwrap();
+        let cases = [
+            (r#"{"A": 1}"#, "env.A", "expected a string, got 1".to_owned()),
+            (r#""missing.env""#, "env", "cannot read `".to_owned()),
+            (
+                r#""bad.env""#,
+                "env",
+                format!(
+                    "`{}` line 2: expected `KEY=VALUE`",
+                    dir.path().join("bad.env").display()
+                ),
+            ),
+            (
+                "[1]",
+                "env",
+                "expected the path of a `.env` file or an object of strings".to_owned(),
+            ),
+        ];
+        for (env, field, words) in cases {
+            let text = format!(r#"{{"graphs": {{"chain": "chain.json"}}, "env": {env}}}"#);
+            let (f, message) = Config::parse(&text, dir.path()).unwrap_err();
+            assert_eq!(f, field, "{env}: {message}");
+            assert!(message.contains(&words), "{env}: {message}");
         }
     }
 
