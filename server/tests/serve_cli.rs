@@ -145,6 +145,14 @@ fn the_config_s_http_section_turns_routes_off_sets_cors_and_a_prefix() {
         r#"{"assistant_id": "refine", "input": {}}"#,
     );
     let threads = request(&addr, "POST", "/api/threads", "{}");
+    let tid = threads
+        .split("\"thread_id\":\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    let thread_stream = request(&addr, "GET", &format!("/api/threads/{tid}/stream"), "");
     let studio = request(&addr, "GET", "/api/studio/", "");
     let ok = request(&addr, "GET", "/api/ok", "");
     let info = request(&addr, "GET", "/api/info", "");
@@ -159,6 +167,11 @@ fn the_config_s_http_section_turns_routes_off_sets_cors_and_a_prefix() {
     assert_eq!(status(&store), "404", "{store}");
     assert_eq!(status(&runs), "404", "{runs}");
     assert_eq!(status(&threads), "200", "{threads}");
+    assert_eq!(
+        status(&thread_stream),
+        "404",
+        "a thread's stream shows its runs: {thread_stream}"
+    );
     assert_eq!(
         status(&studio),
         "404",

@@ -75,10 +75,11 @@ type RouteGroup = fn() -> axum::Router<AppState>;
 pub fn router_with(state: AppState, options: &ApiOptions) -> axum::Router {
     let off = &options.http;
     let http = std::sync::Arc::new(metrics::HttpMetrics::default());
-    let groups: [(bool, RouteGroup); 9] = [
+    let groups: [(bool, RouteGroup); 10] = [
         (!off.disable_assistants, assistants::router),
         (!off.disable_threads, threads::router),
         (!off.disable_runs, runs::router),
+        (!(off.disable_threads || off.disable_runs), runs::thread_stream_router),
         (!off.disable_runs, crons::router),
         (!off.disable_store, store::router),
         (!off.disable_mcp, mcp::router),

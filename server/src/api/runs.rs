@@ -43,12 +43,16 @@ pub(super) fn router() -> axum::Router<AppState> {
         .route("/threads/{thread_id}/runs/{run_id}/join", get(join))
         .route("/threads/{thread_id}/runs/{run_id}/stream", get(join_stream))
         .route("/threads/{thread_id}/runs/{run_id}/cancel", post(cancel))
-        .route("/threads/{thread_id}/stream", get(thread_stream))
         .route("/runs", post(create_stateless))
         .route("/runs/wait", post(wait_stateless))
         .route("/runs/stream", post(stream_stateless))
         .route("/runs/cancel", post(cancel_many))
         .route("/runs/batch", post(create_batch))
+}
+
+/// A thread's own stream (its runs' events): a thread's and its runs' data at once.
+pub(super) fn thread_stream_router() -> axum::Router<AppState> {
+    axum::Router::new().route("/threads/{thread_id}/stream", get(thread_stream))
 }
 
 fn run_path(run: &Run) -> String {

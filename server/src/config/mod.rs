@@ -644,7 +644,8 @@ mod tests {
             "{message}"
         );
         let dir = dir_with_flow();
-        let text = r#"{"graphs": {"chain": "chain.json"}, "auth": null, "dependencies": ["."], "python_version": "3.12"}"#;
+        let text =
+            r#"{"graphs": {"chain": "chain.json"}, "auth": null, "dependencies": ["."], "python_version": "3.12"}"#;
         assert!(Config::parse(text, dir.path()).is_ok());
     }
 
