@@ -36,6 +36,8 @@ pub struct Server {
     manager: ManagerConfig,
     role: Role,
     store_sweep: Option<Duration>,
+    /// The graphs' descriptions, for their system assistants.
+    descriptions: BTreeMap<String, String>,
 }
 
 /// What a server process does: in a scaled-out deployment, API processes and worker processes
@@ -252,6 +254,7 @@ impl Server {
             manager: ManagerConfig::default(),
             role: Role::All,
             store_sweep: None,
+            descriptions: BTreeMap::new(),
         }
     }
 
@@ -268,6 +271,14 @@ impl Server {
     pub fn graph(mut self, graph_id: impl Into<String>, graph: impl Serve + Send + Sync + 'static) -> Self {
         let make = move |saver, store| graph.into_served_with(saver, Some(store));
         self.graphs.insert(graph_id.into(), Graph::Pending(Box::new(make)));
+        self
+    }
+
+    /// The description of graph `graph_id`, which its system assistant carries (as a graph
+    /// given as `{"path": …, "description": …}` in `langgraph.json`); kept in step with the
+    /// assistant already stored.
+    pub fn describe(mut self, graph_id: impl Into<String>, description: impl Into<String>) -> Self {
+        self.descriptions.insert(graph_id.into(), description.into());
         self
     }
 
@@ -365,7 +376,8 @@ impl Server {
     /// The router, the started manager, and the store's sweeper if it has one.
     async fn start(self) -> Result<(axum::Router, Manager, Option<tokio::task::JoinHandle<()>>), ServeError> {
         for graph_id in self.graphs.keys() {
-            ensure_system_assistant(self.catalog.as_ref(), graph_id)
+            let description = self.descriptions.get(graph_id).map(String::as_str);
+            ensure_system_assistant(self.catalog.as_ref(), graph_id, description)
                 .await
                 .map_err(ServeError::Db)?;
         }
@@ -484,9 +496,19 @@ pub async fn listen(addr: impl tokio::net::ToSocketAddrs) -> std::io::Result<tok
 }
 
 /// Makes `graph_id`'s system assistant unless it exists.
-async fn ensure_system_assistant(catalog: &dyn Catalog, graph_id: &str) -> Result<(), DbError> {
+async fn ensure_system_assistant(
+    catalog: &dyn Catalog,
+    graph_id: &str,
+    description: Option<&str>,
+) -> Result<(), DbError> {
     let id = system_assistant_id(graph_id).to_string();
-    if catalog.get_assistant(&id).await?.is_some() {
+    if let Some(mut stored) = catalog.get_assistant(&id).await? {
+        // As LangGraph's: the description follows the config's.
+        if stored.description.as_deref() != description {
+            stored.description = description.map(str::to_owned);
+            stored.updated_at = crate::api::now();
+            catalog.put_assistant(&stored).await?;
+        }
         return Ok(());
     }
     let at = crate::api::now();
@@ -502,7 +524,7 @@ async fn ensure_system_assistant(catalog: &dyn Catalog, graph_id: &str) -> Resul
         created_at: at.clone(),
         updated_at: at,
         version: 1,
-        description: None,
+        description: description.map(str::to_owned),
     };
     catalog.put_assistant(&assistant).await
 }

@@ -192,6 +192,20 @@ fn the_config_s_http_section_turns_routes_off_sets_cors_and_a_prefix() {
 }
 
 #[test]
+fn a_graph_s_description_is_its_system_assistant_s_and_follows_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    for description in ["Refines a draft.", "Refines a draft, twice."] {
+        let config =
+            format!(r#"{{"graphs": {{"refine": {{"path": "refine.json", "description": "{description}"}}}}}}"#);
+        let (mut child, addr) = serve_config(dir.path(), &config, &[]);
+        let found = request(&addr, "POST", "/assistants/search", "{}");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(found.contains(&format!("\"description\":\"{description}\"")), "{found}");
+    }
+}
+
+#[test]
 fn the_config_s_env_file_is_set_in_the_server_s_environment() {
     let dir = tempfile::tempdir().unwrap();
     // MOUNT_PREFIX is one variable the server reads itself: its routes move under it.

@@ -22,6 +22,9 @@ use std::path::{Path, PathBuf};
 pub struct Config {
     /// The flows to serve, by graph id: paths to flow JSON files.
     pub graphs: BTreeMap<String, PathBuf>,
+    /// The graphs' descriptions (a graph given as `{"path": …, "description": …}`), which
+    /// their system assistants carry.
+    pub descriptions: BTreeMap<String, String>,
     /// The long-term store's settings.
     pub store: Option<StoreConfig>,
     /// The threads' time-to-live.
@@ -304,10 +307,18 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// `langgraph.json`'s graph definition.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GraphDef {
+    path: String,
+    description: Option<String>,
+}
+
 /// The file as written, before the checks.
 #[derive(Debug, Deserialize)]
 struct Raw {
-    graphs: BTreeMap<String, String>,
+    graphs: BTreeMap<String, serde_json::Value>,
     store: Option<StoreConfig>,
     ttl: Option<TtlConfig>,
     checkpointer: Option<RawCheckpointer>,
@@ -382,7 +393,24 @@ impl Config {
             ));
         }
         let mut graphs = BTreeMap::new();
-        for (name, file) in raw.graphs {
+        let mut descriptions = BTreeMap::new();
+        for (name, given) in raw.graphs {
+            // A flow's path, or `{"path": …, "description": …}`.
+            let file = match given {
+                serde_json::Value::String(file) => file,
+                def @ serde_json::Value::Object(_) => {
+                    let GraphDef { path, description } =
+                        serde_json::from_value(def).map_err(|e| (format!("graphs.{name}"), e.to_string()))?;
+                    descriptions.extend(description.map(|d| (name.clone(), d)));
+                    path
+                }
+                other => {
+                    let why = format!(
+                        "expected the path of a flow file, or `{{\"path\": …, \"description\": …}}`, got {other}"
+                    );
+                    return Err((format!("graphs.{name}"), why));
+                }
+            };
             graphs.insert(name.clone(), graph_path(&name, &file, base)?);
         }
         if let Some(index) = raw.store.as_ref().and_then(|s| s.index.as_ref()) {
@@ -451,6 +479,7 @@ impl Config {
         let env = env_vars(raw.env, base)?;
         Ok(Config {
             graphs,
+            descriptions,
             store: raw.store,
             ttl,
             otel: raw.otel,
@@ -710,6 +739,18 @@ mod tests {
     }
 
     #[test]
+    fn a_graph_may_be_given_as_a_definition_with_a_description() {
+        let dir = dir_with_flow();
+        let text = r#"{"graphs": {"chain": {"path": "chain.json", "description": "Writes a chain."}}}"#;
+        let c = Config::parse(text, dir.path()).unwrap();
+        assert_eq!(c.graphs["chain"], dir.path().join("chain.json"));
+        assert_eq!(c.descriptions["chain"], "Writes a chain.");
+        let (field, message) = refused(r#"{"graphs": {"chain": {"file": "chain.json"}}}"#);
+        assert_eq!(field, "graphs.chain");
+        assert!(message.starts_with("unknown field `file`"), "{message}");
+    }
+
+    #[test]
     fn env_is_an_object_of_strings_or_a_dotenv_file_relative_to_the_config() {
         let dir = dir_with_flow();
         std::fs::write(
@@ -780,7 +821,7 @@ mod tests {
         assert!(message.starts_with("no file"), "{message}");
         let (field, message) = refused(r#"{"graphs": {"chain": 3}}"#);
         assert_eq!(field, "graphs.chain");
-        assert!(message.starts_with("invalid type"), "{message}");
+        assert!(message.starts_with("expected the path of a flow file"), "{message}");
         let graphs = r#""graphs": {"chain": "chain.json"}"#;
         assert_eq!(
             refused(&format!(

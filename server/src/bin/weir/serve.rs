@@ -153,6 +153,7 @@ pub(crate) fn serve(mut args: ServeArgs) -> Result<ExitCode, ExitCode> {
         ttl: config.ttl,
         postgres: config.postgres,
         http: config.http,
+        descriptions: config.descriptions,
     };
     let runtime = super::runtime()?;
     runtime.block_on(start(&args, flows, settings))
@@ -206,6 +207,7 @@ pub(crate) struct Settings {
     ttl: Option<TtlConfig>,
     postgres: Option<PostgresConfig>,
     http: HttpConfig,
+    descriptions: std::collections::BTreeMap<String, String>,
 }
 
 /// Builds the server on its backends and serves the flows (name, where it was read, its text)
@@ -253,6 +255,9 @@ pub(crate) async fn start(
     let prefix = settings.http.mount_prefix.clone().unwrap_or_default();
     let studio = !(settings.http.disable_ui || settings.http.disable_threads || settings.http.disable_runs);
     server = server.http(settings.http);
+    for (graph_id, description) in settings.descriptions {
+        server = server.describe(graph_id, description);
+    }
     for (name, at, text) in flows {
         let options = LoadOptions {
             checkpointer: Some(server.checkpointer()),
