@@ -84,15 +84,8 @@ pub fn router_with(state: AppState, options: &ApiOptions) -> axum::Router {
         (!off.disable_store, store::router),
         (!off.disable_mcp, mcp::router),
         (!off.disable_a2a, a2a::router),
-        // The studio shows threads' states and runs: off with either, or with the UI.
-        (
-            !(off.disable_ui || off.disable_threads || off.disable_runs),
-            studio::router,
-        ),
-        (
-            !(off.disable_ui || off.disable_threads || off.disable_runs),
-            crate::studio::router,
-        ),
+        (off.serves_studio(), studio::router),
+        (off.serves_studio(), crate::studio::router),
     ];
     let mut routes = meta::router(!off.disable_meta);
     for (on, group) in groups {

@@ -3,7 +3,37 @@
 //! or after an unquoted value and a space), values in single quotes (as written) or double
 //! quotes (with `\n`, `\t`, `\"` and `\\`, and over several lines), and `${VAR}` or
 //! `${VAR:-default}` in unquoted and double-quoted values, from the file's earlier keys, else
-//! the environment. A line that is none of these is an error naming it.
+//! the environment. A line that is none of these is an error naming it. And the config's `env`
+//! read: that file's pairs, or an object's.
+
+use std::path::Path;
+
+/// `env`'s variables: an object's string values, or the pairs of the `.env` file it names
+/// (relative to `base`; `${VAR}` in it from the process's environment).
+pub(super) fn env_vars(env: Option<serde_json::Value>, base: &Path) -> Result<Vec<(String, String)>, (String, String)> {
+    use serde_json::Value;
+    match env {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Object(vars)) => vars
+            .into_iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k, s)),
+                other => Err((format!("env.{k}"), format!("expected a string, got {other}"))),
+            })
+            .collect(),
+        Some(Value::String(file)) => {
+            let path = base.join(&file);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| ("env".to_owned(), format!("cannot read `{}`: {e}", path.display())))?;
+            parse(&text, |name| std::env::var(name).ok())
+                .map_err(|(line, why)| ("env".to_owned(), format!("`{}` line {line}: {why}", path.display())))
+        }
+        Some(other) => Err((
+            "env".into(),
+            format!("expected the path of a `.env` file or an object of strings, got {other}"),
+        )),
+    }
+}
 
 /// The pairs of `text`, in order; or the line (from 1) at fault and why.
 pub(super) fn parse(

@@ -253,7 +253,7 @@ pub(crate) async fn start(
         server = server.thread_ttl(ttl.default_thread_ttl()).ttl_sweep(ttl.sweep_every());
     }
     let prefix = settings.http.mount_prefix.clone().unwrap_or_default();
-    let studio = !(settings.http.disable_ui || settings.http.disable_threads || settings.http.disable_runs);
+    let studio = settings.http.serves_studio();
     server = server.http(settings.http);
     for (graph_id, description) in settings.descriptions {
         server = server.describe(graph_id, description);
