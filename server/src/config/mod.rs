@@ -2,7 +2,7 @@
 //! "store": {…}, "ttl": {…}, "http": {…}, "otel": {…}}`, and weir's own `"postgres": {…}` (a
 //! scaled-out server's pools). [`Config::load`] parses and checks it, each error naming the field
 //! at fault (`graphs.chain`, `store.index.dims`); paths are taken relative to the file. `env`
-//! (an object of strings, or a `.env` file, [`dotenv`]) is read for the server to set, as
+//! (an object of strings, or a `.env` file) is read for the server to set, as
 //! `langgraph dev` does. Keys `langgraph.json` has for building a Python deployment
 //! (`dependencies`, `python_version`, …) are accepted and ignored, so one file can serve both; keys that change how
 //! the server behaves and that weir cannot honour ([`UNHONOURED`]: Python auth or encryption
