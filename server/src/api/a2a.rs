@@ -30,6 +30,7 @@ use axum::routing::{get, post};
 use futures::stream::{BoxStream, StreamExt};
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
 use task::{Incoming, TaskIds, TaskState, START_KEY, TASK_KEY};
 
 mod card;
@@ -207,10 +208,12 @@ struct A2a {
     scope_header: Option<String>,
 }
 
-/// A task as found: its latest run, and its id.
+/// A task as found: its latest run, its id, and, when its context's runs were read to find it,
+/// the context's tasks by the message that started each (for its history).
 struct Found {
     latest: Run,
     task_id: String,
+    starts: Option<Arc<HashMap<String, String>>>,
 }
 
 /// Which of a context's messages a task's `history` shows.
@@ -336,6 +339,7 @@ impl A2a {
         let not_found = || (TASK_NOT_FOUND, format!("Task not found: {id}"));
         let (context_id, first_run) = task::parse_task_id(id).ok_or_else(not_found)?;
         let runs = self.context_runs(context_id).await?;
+        let starts = Arc::new(task::starts(&runs, &self.assistant.assistant_id));
         let latest = match runs
             .into_iter()
             .find(|r| r.metadata.get(TASK_KEY).and_then(Value::as_str) == Some(id))
@@ -353,6 +357,7 @@ impl A2a {
         Ok(Found {
             latest,
             task_id: id.to_owned(),
+            starts: Some(starts),
         })
     }
 
@@ -389,7 +394,10 @@ impl A2a {
                 Some(outcome) if outcome.get("__error__").is_none() => outcome.clone(),
                 _ => self.thread_values(&run.thread_id).await?,
             };
-            let starts = self.task_starts(&run.thread_id).await?;
+            let starts = match &found.starts {
+                Some(starts) => starts.clone(),
+                None => Arc::new(self.task_starts(&run.thread_id).await?),
+            };
             let history = task::history(&values, &self.ids(&found.task_id, run), view, &starts);
             task["history"] = Value::Array(history);
         }
@@ -404,7 +412,13 @@ impl A2a {
             .get(&run.thread_id, &run.run_id)
             .await
             .map_err(internal)?;
-        self.task(&Found { latest, task_id }, view).await
+        // Read afresh: the run may have started a task since.
+        let found = Found {
+            latest,
+            task_id,
+            starts: None,
+        };
+        self.task(&found, view).await
     }
 
     async fn thread_values(&self, thread_id: &str) -> Result<Value, RpcFailure> {

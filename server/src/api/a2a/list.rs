@@ -139,6 +139,7 @@ impl A2a {
     /// latest run, with its state (the thread's interrupt is its latest run's).
     fn tasks_of(&self, thread: &Thread, runs: Vec<Run>) -> Vec<(Found, TaskState)> {
         let newest = runs.first().map(|r| r.run_id.clone());
+        let starts = std::sync::Arc::new(super::task::starts(&runs, &self.assistant.assistant_id));
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         for run in runs {
@@ -151,7 +152,15 @@ impl A2a {
             }
             let asks = newest.as_deref() == Some(run.run_id.as_str()) && thread.status == ThreadStatus::Interrupted;
             let state = TaskState::of(run.status, asks);
-            out.push((Found { latest: run, task_id }, state));
+            let starts = Some(starts.clone());
+            out.push((
+                Found {
+                    latest: run,
+                    task_id,
+                    starts,
+                },
+                state,
+            ));
         }
         out
     }
