@@ -8,7 +8,9 @@
 //! - `slow`: `slow` waits (3 s by default) and logs `slow:<topic>`;
 //! - `parent`: `chain` as the subgraph node `inner`, then `ask`;
 //! - `chatbot`: `chat` answers "hello there friend" with a fake chat model whose tokens stream
-//!   (`messages-tuple`), `--token-ms` apart (none by default).
+//!   (`messages-tuple`), `--token-ms` apart (none by default);
+//! - `agent`: a ReAct agent whose fake model calls the tool `add` with `{"a": 2, "b": 3}`, then
+//!   answers "the sum is 5".
 //!
 //! ```text
 //! cargo run -p weir-server --example serve -- --db weir.db --port 2024 [--host 127.0.0.1] [--slow-ms 3000] [--token-ms 0]
@@ -21,8 +23,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use weir::checkpoint::SqliteSaver;
 use weir::prelude::*;
+use weir_agent::message::ToolCall;
 use weir_agent::message::{AiMessage, Message, MessagesState, MessagesStateUpdate};
 use weir_agent::model::{ChatModel, FakeChatModel};
+use weir_agent::{react_agent, tool};
 use weir_server::bus::local::{LocalBus, LocalBusConfig};
 use weir_server::db::sqlite::SqliteDb;
 use weir_server::{shutdown_signal, Server};
@@ -152,6 +156,27 @@ pub fn chatbot(pace: Duration) -> Result<CompiledGraph<MessagesState>, BoxError>
     Ok(g.compile()?)
 }
 
+/// Adds two integers.
+#[tool]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+/// `agent`: a ReAct agent whose fake model calls `add` on 2 and 3, then says the sum, every run.
+pub fn agent() -> Result<CompiledGraph<MessagesState>, BoxError> {
+    let call = ToolCall::new(
+        "call-add",
+        "add",
+        json!({"a": 2, "b": 3}).as_object().cloned().unwrap_or_default(),
+    );
+    let model = FakeChatModel::new([
+        AiMessage::new("").with_tool_calls(vec![call]),
+        AiMessage::new("the sum is 5"),
+    ])
+    .cycle();
+    react_agent(model, [Add::tool()]).compile()
+}
+
 /// The command line: where the server keeps its data and where it listens.
 #[derive(Debug)]
 struct Args {
@@ -206,7 +231,8 @@ async fn embedded(args: &Args) -> Result<Server, BoxError> {
         .graph("failing", failing()?)
         .graph("slow", slow(args.slow)?)
         .graph("parent", parent()?)
-        .graph("chatbot", chatbot(args.token)?))
+        .graph("chatbot", chatbot(args.token)?)
+        .graph("agent", agent()?))
 }
 
 #[tokio::main]

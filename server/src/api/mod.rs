@@ -1,6 +1,7 @@
 //! The HTTP API: axum routers for assistants, threads, runs, crons and the store (plus the studio's
 //! page and its own routes under `/studio/api/`, `/metrics`, `/mcp`, the assistants as MCP
-//! tools, and `/a2a`, the assistants as A2A agents), the `{"detail": …}` errors, JSON bodies sent
+//! tools, `/a2a`, the assistants as A2A agents, and LangGraph's thread-centric streaming
+//! protocol, `/threads/{thread_id}/commands` and `…/stream/events`), the `{"detail": …}` errors, JSON bodies sent
 //! as `text/plain`, CORS and body limits.
 //! Handlers only translate between HTTP and the layers below ([`crate::db`], [`crate::graph`],
 //! [`crate::runs`]); no run logic lives here.
@@ -23,6 +24,7 @@ mod mcp;
 mod meta;
 mod metrics;
 mod params;
+mod protocol;
 mod runs;
 mod select;
 mod state;
@@ -75,11 +77,12 @@ type RouteGroup = fn() -> axum::Router<AppState>;
 pub fn router_with(state: AppState, options: &ApiOptions) -> axum::Router {
     let off = &options.http;
     let http = std::sync::Arc::new(metrics::HttpMetrics::default());
-    let groups: [(bool, RouteGroup); 10] = [
+    let groups: [(bool, RouteGroup); 11] = [
         (!off.disable_assistants, assistants::router),
         (!off.disable_threads, threads::router),
         (!off.disable_runs, runs::router),
         (!(off.disable_threads || off.disable_runs), runs::thread_stream_router),
+        (!(off.disable_threads || off.disable_runs), protocol::router),
         (!off.disable_runs, crons::router),
         (!off.disable_store, store::router),
         (!off.disable_mcp, mcp::router),

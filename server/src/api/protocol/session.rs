@@ -1,0 +1,728 @@
+//! [`Session`]: a thread's runs, event by event as the bus carries them, turned into the
+//! protocol's events (LangGraph's `EventStreamingSession`). Each event is an envelope
+//! `{"type": "event", "event_id", "seq", "method", "params": {"namespace", "timestamp", "data",
+//! "node"?}}`; `seq` climbs across the runs of one connection, and `event_id` is the bus event's
+//! id (`<ms>-<seq>`, then `.1`, `.2`… for the further envelopes made of the same bus event), or
+//! `synth:<run id>:…` for what the session itself says (the lifecycle, the input requests, the
+//! checkpoints), so two connections replaying the same run name its events alike.
+//!
+//! What each channel carries:
+//! - `lifecycle`: the run `running` as it starts, then `completed`, `failed` (with the error) or
+//!   `interrupted` as it ends; a subgraph `started` at its first event and `completed` when its
+//!   parent's update for it comes, or as the run ends.
+//! - `input` (`input.requested`): each interrupt (`{interrupt_id, payload}`), taken out of the
+//!   `values` and `updates` events that carry it.
+//! - `values`, `updates` (`{node}` beside the node's update): the state in the protocol's shape
+//!   ([`super::state`]).
+//! - `messages`: content-block events ([`super::messages`]), and each tool result as a `tool`
+//!   message under the namespace `[…, "tools:<call id>"]`.
+//! - `tools`: `tool-started` and `tool-finished` (or `tool-error`) for each tool message a node
+//!   returns that answers a tool call seen before; weir's tools report nothing while they run, so
+//!   the two come together as the node's update does.
+//! - `checkpoints`: `{id, parent_id?, step, source}` for each checkpoint written.
+//! - `tasks` as the run's `tasks` events; `custom` as `{payload}`.
+
+use super::messages::MessageEvents;
+use super::state::normalize_state;
+use crate::model::RunStatus;
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+
+/// A namespace in a key: its segments joined by NUL (LangGraph's `to_namespace_key`).
+fn ns_key(ns: &[String]) -> String {
+    ns.join("\0")
+}
+
+/// A namespace segment without its task id (`node:<task id>` → `node`).
+fn segment_name(segment: &str) -> &str {
+    segment.split(':').next().unwrap_or(segment)
+}
+
+/// What the session knows of a subgraph of the run: where it is, and its last lifecycle event.
+struct Subgraph {
+    ns: Vec<String>,
+    status: String,
+}
+
+impl Subgraph {
+    fn open(&self) -> bool {
+        self.status == "started"
+    }
+}
+
+/// The run the session follows now.
+struct RunView {
+    run_id: String,
+    graph_name: String,
+    /// The run's last lifecycle event.
+    status: String,
+    /// The subgraphs seen, in the order they were.
+    subgraphs: Vec<Subgraph>,
+    /// The interrupts announced and not answered, with their namespaces.
+    pending_interrupts: HashMap<String, Vec<String>>,
+    /// The run's end was said (an interrupt, an error, or its outcome).
+    ended: bool,
+    checkpoints: HashSet<(String, String)>,
+    messages: MessageEvents,
+    /// The tool calls of the AI messages seen: name and arguments, by id.
+    tool_calls: HashMap<String, (Value, Value)>,
+    /// The tool calls whose results were sent.
+    tools_done: HashSet<String>,
+}
+
+/// A thread's runs turned into protocol events, for one connection.
+#[derive(Default)]
+pub(super) struct Session {
+    seq: u64,
+    run: Option<RunView>,
+    /// The bus event being turned (its id, and how many envelopes were made of it).
+    source: Option<(String, usize)>,
+}
+
+impl Session {
+    /// The `seq` of the last event made.
+    pub(super) fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// The run the session follows now, if any.
+    pub(super) fn run_id(&self) -> Option<&str> {
+        self.run.as_ref().map(|r| r.run_id.as_str())
+    }
+
+    /// The run's graph and its subgraphs, each with its namespace, last lifecycle event and
+    /// graph name, nested (`agent.getTree`); `None` before a run was seen.
+    pub(super) fn tree(&self) -> Option<Value> {
+        let run = self.run.as_ref()?;
+        fn children(run: &RunView, ns: &[String]) -> Vec<Value> {
+            let mut below: Vec<&Subgraph> = run
+                .subgraphs
+                .iter()
+                .filter(|s| s.ns.len() == ns.len() + 1 && s.ns.starts_with(ns))
+                .collect();
+            below.sort_by(|a, b| a.ns.cmp(&b.ns));
+            below
+                .into_iter()
+                .map(|s| {
+                    let mut node = json!({
+                        "namespace": s.ns,
+                        "status": s.status,
+                        "graph_name": segment_name(s.ns.last().map_or("", String::as_str)),
+                    });
+                    let more = children(run, &s.ns);
+                    if !more.is_empty() {
+                        node["children"] = Value::Array(more);
+                    }
+                    node
+                })
+                .collect()
+        }
+        let mut root = json!({"namespace": [], "status": run.status, "graph_name": run.graph_name});
+        let below = children(run, &[]);
+        if !below.is_empty() {
+            root["children"] = Value::Array(below);
+        }
+        Some(root)
+    }
+
+    /// A run starts (its first event, `metadata`): its root `lifecycle` `running`. A run seen
+    /// already (a second attempt of it, after its worker died) goes on as it was.
+    pub(super) fn begin_run(&mut self, run_id: &str, graph_name: &str) -> Vec<Value> {
+        if self.run_id() == Some(run_id) {
+            return Vec::new();
+        }
+        self.run = Some(RunView {
+            run_id: run_id.to_owned(),
+            graph_name: graph_name.to_owned(),
+            status: "running".to_owned(),
+            subgraphs: Vec::new(),
+            pending_interrupts: HashMap::new(),
+            ended: false,
+            checkpoints: HashSet::new(),
+            messages: MessageEvents::default(),
+            tool_calls: HashMap::new(),
+            tools_done: HashSet::new(),
+        });
+        self.source = None;
+        let mut out = Vec::new();
+        self.lifecycle(&[], "running", None, &mut out);
+        out
+    }
+
+    /// The run failed (its `error` event): its root `lifecycle` `failed`, with the error.
+    pub(super) fn fail(&mut self, data: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        let Some(run) = self.run.as_mut() else { return out };
+        if run.ended {
+            return out;
+        }
+        run.ended = true;
+        let error = serde_json::from_str::<Value>(data).ok();
+        let message = match &error {
+            Some(e) => e
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| e.to_string(), str::to_owned),
+            None => data.to_owned(),
+        };
+        self.close_subgraphs(&mut out);
+        self.lifecycle(&[], "failed", Some(message), &mut out);
+        out
+    }
+
+    /// The run ended with `status`: its subgraphs still open `completed`, then its root
+    /// `lifecycle` (`completed`, `failed`, or `interrupted`), unless an interrupt or an error
+    /// said it already.
+    pub(super) fn end_run(&mut self, status: RunStatus) -> Vec<Value> {
+        let mut out = Vec::new();
+        let Some(run) = self.run.as_mut() else { return out };
+        if run.ended {
+            return out;
+        }
+        let (event, error) = match status {
+            RunStatus::Success => ("completed", None),
+            RunStatus::Interrupted => ("interrupted", None),
+            RunStatus::Error => ("failed", None),
+            RunStatus::Timeout => ("failed", Some("the run timed out".to_owned())),
+            RunStatus::Pending | RunStatus::Running => return out,
+        };
+        run.ended = true;
+        self.close_subgraphs(&mut out);
+        self.lifecycle(&[], event, error, &mut out);
+        out
+    }
+
+    /// The protocol events of one of the run's bus events (`event` with its namespace suffix,
+    /// `data` its JSON text, `id` its bus id). Events of modes the protocol has no channel for
+    /// (`debug`, `events`, the legacy `messages/*`) make none.
+    pub(super) fn ingest(&mut self, id: &str, event: &str, data: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        if self.run.is_none() {
+            return out;
+        }
+        let mut parts = event.split('|');
+        let method = parts.next().unwrap_or_default();
+        let ns: Vec<String> = parts.map(str::to_owned).collect();
+        if !matches!(
+            method,
+            "values" | "updates" | "messages" | "custom" | "tasks" | "checkpoints"
+        ) {
+            return out;
+        }
+        let Ok(data) = serde_json::from_str::<Value>(data) else {
+            return out;
+        };
+        self.source = Some((id.to_owned(), 0));
+        self.enter(&ns, &mut out);
+        match method {
+            "values" => self.values(&ns, data, &mut out),
+            "updates" => self.updates(&ns, data, &mut out),
+            "messages" => {
+                let chunk = data.get(0).cloned().unwrap_or(Value::Null);
+                let events = self.run.as_mut().map(|r| r.messages.take(&chunk)).unwrap_or_default();
+                for e in events {
+                    self.push("messages", &ns, e, None, None, &mut out);
+                }
+            }
+            "custom" => self.push("custom", &ns, json!({ "payload": data }), None, None, &mut out),
+            "tasks" => self.push("tasks", &ns, data, None, None, &mut out),
+            "checkpoints" => self.checkpoint(&ns, &data, &mut out),
+            _ => {}
+        }
+        self.source = None;
+        out
+    }
+
+    fn values(&mut self, ns: &[String], data: Value, out: &mut Vec<Value>) {
+        let requests = interrupt_requests(data.get("__interrupt__"));
+        self.input_requested(ns, requests, out);
+        let values = normalize_state(data);
+        if values.as_object().is_none_or(|o| !o.is_empty()) {
+            self.push("values", ns, values, None, None, out);
+        }
+    }
+
+    fn updates(&mut self, ns: &[String], data: Value, out: &mut Vec<Value>) {
+        let (node, values) = match data {
+            Value::Object(map) if map.len() == 1 => {
+                let (node, values) = map.into_iter().next().unwrap_or_default();
+                (Some(node), values)
+            }
+            other => (None, other),
+        };
+        if node.as_deref() == Some("__interrupt__") {
+            self.input_requested(ns, interrupt_requests(Some(&values)), out);
+            return;
+        }
+        let values = if values.is_object() {
+            values
+        } else {
+            json!({ "value": values })
+        };
+        let requests = interrupt_requests(values.get("__interrupt__"));
+        self.input_requested(ns, requests, out);
+        let tool_results = self.tool_results(&values);
+        let values = normalize_state(values);
+        if values.as_object().is_none_or(|o| !o.is_empty()) {
+            self.push("updates", ns, values, node.clone(), None, out);
+        }
+        for (call_id, message) in tool_results {
+            self.tool_result(ns, node.as_deref(), &call_id, &message, out);
+        }
+        if let Some(node) = node {
+            self.child_completed(ns, &node, out);
+        }
+    }
+
+    /// Records the tool calls of the AI messages in `values`, and returns the tool messages
+    /// that answer calls seen and not answered yet.
+    fn tool_results(&mut self, values: &Value) -> Vec<(String, Value)> {
+        let Some(run) = self.run.as_mut() else {
+            return Vec::new();
+        };
+        let messages = values
+            .get("messages")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut results = Vec::new();
+        for message in messages {
+            match message.get("type").and_then(Value::as_str) {
+                Some("ai" | "AIMessage" | "AIMessageChunk") => {
+                    for call in message
+                        .get("tool_calls")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                    {
+                        if let Some(id) = call.get("id").and_then(Value::as_str) {
+                            let name = call.get("name").cloned().unwrap_or(Value::Null);
+                            let args = call.get("args").cloned().unwrap_or_else(|| json!({}));
+                            run.tool_calls.insert(id.to_owned(), (name, args));
+                        }
+                    }
+                }
+                Some("tool" | "ToolMessage") => {
+                    let Some(id) = message.get("tool_call_id").and_then(Value::as_str) else {
+                        continue;
+                    };
+                    if run.tool_calls.contains_key(id) && run.tools_done.insert(id.to_owned()) {
+                        results.push((id.to_owned(), message.clone()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        results
+    }
+
+    /// A tool's result: `tool-started` and `tool-finished` (`tool-error` for a message with
+    /// status `error`) on `tools`, and the result as a `tool` message on `messages`.
+    fn tool_result(&mut self, ns: &[String], node: Option<&str>, call_id: &str, message: &Value, out: &mut Vec<Value>) {
+        let (name, args) = self
+            .run
+            .as_ref()
+            .and_then(|r| r.tool_calls.get(call_id).cloned())
+            .unwrap_or_default();
+        let node = node.map(str::to_owned);
+        let started = json!({"event": "tool-started", "tool_call_id": call_id, "tool_name": name, "input": args});
+        self.push("tools", ns, started, node.clone(), None, out);
+        let content = match message.get("content") {
+            Some(Value::String(text)) => text.clone(),
+            None | Some(Value::Null) => String::new(),
+            Some(other) => other.to_string(),
+        };
+        let ended = if message.get("status").and_then(Value::as_str) == Some("error") {
+            json!({"event": "tool-error", "tool_call_id": call_id, "message": content})
+        } else {
+            json!({"event": "tool-finished", "tool_call_id": call_id, "output": message})
+        };
+        self.push("tools", ns, ended, node, None, out);
+        if message.get("status").and_then(Value::as_str) == Some("error") {
+            return;
+        }
+        let message_id = message
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty())
+            .map_or_else(|| format!("tool-{call_id}"), str::to_owned);
+        let mut message_ns = ns.to_vec();
+        message_ns.push(format!("tools:{call_id}"));
+        let text = json!({"type": "text", "text": content});
+        let events = [
+            json!({"event": "message-start", "role": "tool", "id": message_id, "tool_call_id": call_id}),
+            json!({"event": "content-block-start", "index": 0, "content": {"type": "text", "text": ""}}),
+            json!({"event": "content-block-delta", "index": 0, "content": text}),
+            json!({"event": "content-block-finish", "index": 0, "content": text}),
+            json!({"event": "message-finish", "metadata": {}}),
+        ];
+        for e in events {
+            self.push("messages", &message_ns, e, None, None, out);
+        }
+    }
+
+    fn checkpoint(&mut self, ns: &[String], data: &Value, out: &mut Vec<Value>) {
+        let id_of = |config: Option<&Value>| {
+            config
+                .and_then(|c| c.pointer("/configurable/checkpoint_id"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let Some(id) = id_of(data.get("config")) else { return };
+        let Some(run) = self.run.as_mut() else { return };
+        if !run.checkpoints.insert((ns_key(ns), id.clone())) {
+            return;
+        }
+        let mut envelope = json!({
+            "id": id,
+            "step": data.pointer("/metadata/step").cloned().unwrap_or(json!(0)),
+            "source": data.pointer("/metadata/source").cloned().unwrap_or(json!("loop")),
+        });
+        if let Some(parent) = id_of(data.get("parent_config")) {
+            envelope["parent_id"] = json!(parent);
+        }
+        let event_id = format!("checkpoint|{}|{id}", ns_key(ns));
+        self.push("checkpoints", ns, envelope, None, Some(event_id), out);
+    }
+
+    /// Announces the interrupts not announced yet, then the run `interrupted`: the run stopped
+    /// to wait for `input.respond`.
+    fn input_requested(&mut self, ns: &[String], requests: Vec<(String, Value)>, out: &mut Vec<Value>) {
+        let mut any = false;
+        for (interrupt_id, request) in requests {
+            let Some(run) = self.run.as_mut() else { return };
+            if run.pending_interrupts.contains_key(&interrupt_id) {
+                continue;
+            }
+            run.pending_interrupts.insert(interrupt_id.clone(), ns.to_vec());
+            let event_id = format!("input|{}|{interrupt_id}", ns_key(ns));
+            self.push("input.requested", ns, request, None, Some(event_id), out);
+            any = true;
+        }
+        if any {
+            self.lifecycle(&[], "interrupted", None, out);
+            if let Some(run) = self.run.as_mut() {
+                run.ended = true;
+            }
+        }
+    }
+
+    /// Notes the subgraphs an event at `ns` shows: each prefix of `ns` seen for the first time
+    /// is `started`.
+    fn enter(&mut self, ns: &[String], out: &mut Vec<Value>) {
+        for len in 1..=ns.len() {
+            let prefix = &ns[..len];
+            let Some(run) = self.run.as_mut() else { return };
+            if run.subgraphs.iter().any(|s| s.ns == prefix) {
+                continue;
+            }
+            run.subgraphs.push(Subgraph {
+                ns: prefix.to_vec(),
+                status: "started".to_owned(),
+            });
+            let last = &prefix[len - 1];
+            let mut data = json!({"event": "started", "namespace": prefix, "graph_name": segment_name(last)});
+            if let Some((_, task)) = last.split_once(':') {
+                data["trigger_call_id"] = json!(task);
+            }
+            let event_id = format!("lc|{}|started", ns_key(prefix));
+            self.push("lifecycle", prefix, data, None, Some(event_id), out);
+        }
+    }
+
+    /// `node`'s update came at `parent`: the oldest subgraph still open that `node` ran there is
+    /// `completed`.
+    fn child_completed(&mut self, parent: &[String], node: &str, out: &mut Vec<Value>) {
+        if node.starts_with("__") {
+            return;
+        }
+        let Some(run) = self.run.as_ref() else { return };
+        let child = run.subgraphs.iter().find(|s| {
+            s.open()
+                && s.ns.len() == parent.len() + 1
+                && s.ns.starts_with(parent)
+                && segment_name(&s.ns[parent.len()]) == node
+        });
+        if let Some(ns) = child.map(|s| s.ns.clone()) {
+            self.lifecycle(&ns, "completed", None, out);
+        }
+    }
+
+    /// Every subgraph still open `completed`, the deepest first.
+    fn close_subgraphs(&mut self, out: &mut Vec<Value>) {
+        let Some(run) = self.run.as_ref() else { return };
+        let mut open: Vec<Vec<String>> = run
+            .subgraphs
+            .iter()
+            .filter(|s| s.open())
+            .map(|s| s.ns.clone())
+            .collect();
+        open.sort_by_key(|ns| std::cmp::Reverse(ns.len()));
+        for ns in open {
+            self.lifecycle(&ns, "completed", None, out);
+        }
+    }
+
+    /// A `lifecycle` event of the graph at `ns` (`[]`: the run's own).
+    fn lifecycle(&mut self, ns: &[String], event: &str, error: Option<String>, out: &mut Vec<Value>) {
+        let Some(run) = self.run.as_mut() else { return };
+        let graph_name = match ns.last() {
+            None => run.graph_name.clone(),
+            Some(last) => segment_name(last).to_owned(),
+        };
+        match run.subgraphs.iter_mut().find(|s| s.ns == ns) {
+            Some(sub) => event.clone_into(&mut sub.status),
+            None if ns.is_empty() => event.clone_into(&mut run.status),
+            None => {}
+        }
+        let mut data = json!({"event": event, "graph_name": graph_name});
+        if let Some(error) = error {
+            data["error"] = json!(error);
+        }
+        let event_id = format!("lc|{}|{event}", ns_key(ns));
+        self.push("lifecycle", ns, data, None, Some(event_id), out);
+    }
+
+    /// One envelope. `synth` names an event the session makes itself (its id
+    /// `synth:<run id>:<synth>`); any other is named after the bus event being turned.
+    fn push(
+        &mut self,
+        method: &str,
+        ns: &[String],
+        data: Value,
+        node: Option<String>,
+        synth: Option<String>,
+        out: &mut Vec<Value>,
+    ) {
+        self.seq += 1;
+        let run_id = self.run.as_ref().map(|r| r.run_id.as_str()).unwrap_or_default();
+        let event_id = match (synth, self.source.as_mut()) {
+            (Some(synth), _) => format!("synth:{run_id}:{synth}"),
+            (None, Some((id, made))) => {
+                let event_id = if *made == 0 { id.clone() } else { format!("{id}.{made}") };
+                *made += 1;
+                event_id
+            }
+            (None, None) => format!("synth:{run_id}:{}", self.seq),
+        };
+        let mut params = json!({
+            "namespace": ns,
+            "timestamp": timestamp_ms(),
+            "data": data,
+        });
+        if let Some(node) = node {
+            params["node"] = json!(node);
+        }
+        out.push(json!({
+            "type": "event",
+            "event_id": event_id,
+            "seq": self.seq,
+            "method": method,
+            "params": params,
+        }));
+    }
+}
+
+/// The interrupts in an `__interrupt__` list as `(id, {interrupt_id, payload})`.
+fn interrupt_requests(list: Option<&Value>) -> Vec<(String, Value)> {
+    list.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| {
+            let id = entry.get("id")?.as_str()?;
+            let mut request = json!({ "interrupt_id": id });
+            if let Some(value) = entry.get("value") {
+                request["payload"] = value.clone();
+            }
+            Some((id.to_owned(), request))
+        })
+        .collect()
+}
+
+fn timestamp_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(method, namespace, data)` of each envelope, for comparing.
+    fn seen(out: &[Value]) -> Vec<(String, Value, Value)> {
+        out.iter()
+            .map(|e| {
+                (
+                    e["method"].as_str().unwrap().to_owned(),
+                    e["params"]["namespace"].clone(),
+                    e["params"]["data"].clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_run_is_running_then_its_events_then_completed_with_seqs_climbing_and_ids_from_the_bus() {
+        let mut s = Session::default();
+        let mut out = s.begin_run("r1", "chain");
+        out.extend(s.ingest("5-1", "values", r#"{"topic":"x"}"#));
+        out.extend(s.ingest("5-2", "updates", r#"{"a":{"log":["a:x"]}}"#));
+        out.extend(s.ingest("5-3", "custom", r#"{"n":1}"#));
+        out.extend(s.ingest("5-4", "debug", r#"{"ignored":true}"#));
+        out.extend(s.end_run(RunStatus::Success));
+        assert_eq!(
+            seen(&out),
+            vec![
+                (
+                    "lifecycle".into(),
+                    json!([]),
+                    json!({"event": "running", "graph_name": "chain"})
+                ),
+                ("values".into(), json!([]), json!({"topic": "x"})),
+                ("updates".into(), json!([]), json!({"log": ["a:x"]})),
+                ("custom".into(), json!([]), json!({"payload": {"n": 1}})),
+                (
+                    "lifecycle".into(),
+                    json!([]),
+                    json!({"event": "completed", "graph_name": "chain"})
+                ),
+            ]
+        );
+        let seqs: Vec<u64> = out.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+        assert_eq!(seqs, [1, 2, 3, 4, 5]);
+        assert_eq!(out[0]["event_id"], "synth:r1:lc||running");
+        assert_eq!(out[1]["event_id"], "5-1");
+        assert_eq!(out[2]["params"]["node"], "a");
+        assert!(s.end_run(RunStatus::Success).is_empty(), "the end is said once");
+        // The next run goes on numbering.
+        assert_eq!(s.begin_run("r2", "chain")[0]["seq"], 6);
+    }
+
+    #[test]
+    fn an_interrupt_is_an_input_request_and_the_run_interrupted_once() {
+        let mut s = Session::default();
+        s.begin_run("r", "hitl");
+        let question = r#"{"__interrupt__":[{"id":"i1","value":"ok?"}]}"#;
+        let out = s.ingest("1-1", "updates", question);
+        assert_eq!(
+            seen(&out),
+            vec![
+                (
+                    "input.requested".into(),
+                    json!([]),
+                    json!({"interrupt_id": "i1", "payload": "ok?"})
+                ),
+                (
+                    "lifecycle".into(),
+                    json!([]),
+                    json!({"event": "interrupted", "graph_name": "hitl"})
+                ),
+            ]
+        );
+        assert_eq!(out[0]["event_id"], "synth:r:input||i1");
+        let out = s.ingest(
+            "1-2",
+            "values",
+            r#"{"log":["a"],"__interrupt__":[{"id":"i1","value":"ok?"}]}"#,
+        );
+        assert_eq!(seen(&out), vec![("values".into(), json!([]), json!({"log": ["a"]}))]);
+        assert!(s.end_run(RunStatus::Interrupted).is_empty());
+    }
+
+    #[test]
+    fn a_subgraph_starts_at_its_first_event_and_completes_at_its_parents_update() {
+        let mut s = Session::default();
+        s.begin_run("r", "parent");
+        let out = s.ingest("1-1", "updates|child:t1", r#"{"inner":{"x":1}}"#);
+        assert_eq!(out[0]["method"], "lifecycle");
+        assert_eq!(
+            out[0]["params"]["data"],
+            json!({"event": "started", "namespace": ["child:t1"], "graph_name": "child", "trigger_call_id": "t1"})
+        );
+        assert_eq!(out[1]["params"]["namespace"], json!(["child:t1"]));
+        let out = s.ingest("1-2", "updates", r#"{"child":{"x":1}}"#);
+        assert_eq!(
+            seen(&out)[1],
+            (
+                "lifecycle".into(),
+                json!(["child:t1"]),
+                json!({"event": "completed", "graph_name": "child"})
+            )
+        );
+        // A second subgraph left open is closed as the run fails, before the run.
+        s.ingest("1-3", "values|other:t2", r#"{"y":2}"#);
+        let out = s.fail(r#"{"error":"ValueError","message":"boom"}"#);
+        assert_eq!(
+            seen(&out),
+            vec![
+                (
+                    "lifecycle".into(),
+                    json!(["other:t2"]),
+                    json!({"event": "completed", "graph_name": "other"})
+                ),
+                (
+                    "lifecycle".into(),
+                    json!([]),
+                    json!({"event": "failed", "graph_name": "parent", "error": "boom"})
+                ),
+            ]
+        );
+        assert!(s.end_run(RunStatus::Error).is_empty());
+    }
+
+    #[test]
+    fn a_tool_message_answering_a_call_is_a_tool_started_and_finished_and_a_tool_message() {
+        let mut s = Session::default();
+        s.begin_run("r", "agent");
+        s.ingest(
+            "1-1",
+            "updates",
+            r#"{"agent":{"messages":[{"type":"ai","content":"","id":"a","tool_calls":[{"id":"c1","name":"add","args":{"a":1}}]}]}}"#,
+        );
+        let out = s.ingest(
+            "1-2",
+            "updates",
+            r#"{"tools":{"messages":[{"type":"tool","content":"2","tool_call_id":"c1","id":"t"}]}}"#,
+        );
+        let methods: Vec<&str> = out.iter().map(|e| e["method"].as_str().unwrap()).collect();
+        assert_eq!(
+            methods,
+            ["updates", "tools", "tools", "messages", "messages", "messages", "messages", "messages"]
+        );
+        assert_eq!(
+            out[1]["params"]["data"],
+            json!({"event": "tool-started", "tool_call_id": "c1", "tool_name": "add", "input": {"a": 1}})
+        );
+        assert_eq!(out[1]["params"]["node"], "tools");
+        assert_eq!(out[2]["params"]["data"]["event"], "tool-finished");
+        assert_eq!(out[2]["params"]["data"]["output"]["content"], "2");
+        assert_eq!(out[3]["params"]["namespace"], json!(["tools:c1"]));
+        assert_eq!(out[3]["params"]["data"]["role"], "tool");
+        // Ids of envelopes made of one bus event: its id, then .1, .2…
+        assert_eq!(out[0]["event_id"], "1-2");
+        assert_eq!(out[1]["event_id"], "1-2.1");
+        // The same result again (a `values` event, a replay) is not sent twice.
+        let again = s.ingest(
+            "1-3",
+            "updates",
+            r#"{"x":{"messages":[{"type":"tool","content":"2","tool_call_id":"c1","id":"t"}]}}"#,
+        );
+        assert_eq!(again.len(), 1);
+    }
+
+    #[test]
+    fn a_checkpoint_is_its_id_parent_step_and_source_once() {
+        let mut s = Session::default();
+        s.begin_run("r", "g");
+        let data = r#"{"config":{"configurable":{"checkpoint_id":"c2"}},"parent_config":{"configurable":{"checkpoint_id":"c1"}},
+            "metadata":{"step":1,"source":"loop"},"values":{},"next":[],"tasks":[]}"#;
+        let out = s.ingest("1-1", "checkpoints", data);
+        assert_eq!(
+            out[0]["params"]["data"],
+            json!({"id": "c2", "parent_id": "c1", "step": 1, "source": "loop"})
+        );
+        assert_eq!(out[0]["event_id"], "synth:r:checkpoint||c2");
+        assert!(s.ingest("1-2", "checkpoints", data).is_empty());
+    }
+}
