@@ -1,13 +1,14 @@
 //! LangGraph's thread-centric streaming protocol through the real router: `run.start` and
 //! `input.respond` on `POST /threads/{thread_id}/commands`, and the thread's events on
 //! `POST /threads/{thread_id}/stream/events`, filtered by channel and resumed after a `since`;
-//! every refusal an envelope or a `{"detail"}` naming what is wrong. The official client's view
-//! (SSE and WebSocket) is `tests/sdk/test_protocol.py`.
+//! every refusal an envelope or a `{"detail"}` naming what is wrong; embedded, and on PostgreSQL
+//! and Redis with the run in a worker of another process's. The official client's view (SSE and
+//! WebSocket) is `tests/sdk/test_protocol.py`.
 
 mod runs_support;
 
 use axum::http::StatusCode;
-use runs_support::{chatbot, config, next_chunk, open, parse_frames, App, HUNG};
+use runs_support::{chatbot, config, next_chunk, open, parse_frames, App, Tables, HUNG};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use weir_server::graph::Serve;
@@ -26,7 +27,7 @@ fn new_thread() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-async fn command(app: &App, tid: &str, id: u64, method: &str, params: Value) -> Value {
+async fn command<D: Tables>(app: &App<D>, tid: &str, id: u64, method: &str, params: Value) -> Value {
     let reply = app
         .call(
             "POST",
@@ -41,7 +42,12 @@ async fn command(app: &App, tid: &str, id: u64, method: &str, params: Value) -> 
 
 /// The thread's protocol events (the SSE `data` envelopes) with `body` as the request, read
 /// until `enough` says so; each SSE `id:` is checked to be its envelope's `seq`.
-async fn events_until(app: &App, tid: &str, body: Value, enough: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+async fn events_until<D: Tables>(
+    app: &App<D>,
+    tid: &str,
+    body: Value,
+    enough: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
     let res = app
         .open("POST", &format!("/threads/{tid}/stream/events"), Some(body), &[])
         .await;
@@ -460,4 +466,74 @@ async fn the_event_stream_refuses_bad_bodies_and_unknown_threads() {
         .await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
     assert_eq!(reply.body["detail"], format!("Thread {other} not found"));
+}
+
+/// Scaled out, the events come from the run's stream on Redis, fanned out to another process
+/// than the worker's: an API process with no worker streams a run of a worker process, and
+/// answers its interrupt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL and Redis: set WEIR_POSTGRES_URL and WEIR_REDIS_URL, run with --include-ignored"]
+async fn scaled_out_an_api_process_streams_and_answers_a_run_of_a_worker_process() {
+    use std::sync::Arc;
+    use weir::checkpoint::PostgresSaver;
+    use weir_runtime::postgres::PoolOptions;
+    use weir_server::bus::redis::RedisBus;
+    use weir_server::db::postgres::PostgresDb;
+
+    let schema = weir_test_support::Schema::fresh("weir_protocol_test");
+    let redis = std::env::var("WEIR_REDIS_URL").expect("WEIR_REDIS_URL names the Redis server");
+    let prefix = format!("weir-test-{}", uuid::Uuid::new_v4().simple());
+    let process = |workers: usize| {
+        let (schema, redis, prefix) = (&schema, redis.clone(), prefix.clone());
+        async move {
+            let saver = PostgresSaver::connect_with_schema(&schema.url, &schema.name)
+                .await
+                .unwrap();
+            let db = PostgresDb::connect_with(&schema.url, PoolOptions::new().size(4).schema(&schema.name))
+                .await
+                .unwrap();
+            db.fence_checkpoints().await.unwrap();
+            let bus = RedisBus::options().prefix(prefix).connect(&redis).await.unwrap();
+            let mut config = config();
+            config.workers = workers;
+            runs_support::app_on_bus(
+                Arc::new(db),
+                Arc::new(saver),
+                config,
+                |_| BTreeMap::new(),
+                Arc::new(bus),
+            )
+            .await
+        }
+    };
+    let worker = process(2).await;
+    let api = process(0).await;
+    let tid = new_thread();
+    command(
+        &api,
+        &tid,
+        1,
+        "run.start",
+        json!({"assistant_id": "hitl", "input": {"topic": "s"}}),
+    )
+    .await;
+    let watch = json!({"channels": ["input", "lifecycle", "updates"]});
+    let events = events_until(&api, &tid, watch.clone(), root_said("interrupted")).await;
+    let request = events.iter().find(|e| e["method"] == "input.requested").unwrap();
+    let interrupt_id = request["params"]["data"]["interrupt_id"].clone();
+    let answer = json!({"interrupt_id": interrupt_id, "response": "yes"});
+    assert_eq!(command(&api, &tid, 2, "input.respond", answer).await["type"], "success");
+    let events = events_until(&api, &tid, watch, root_said("completed")).await;
+    let nodes: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["method"] == "updates")
+        .map(|e| &e["params"]["node"])
+        .collect();
+    assert_eq!(nodes, [&json!("a"), &json!("ask")]);
+    let statuses: Vec<_> = worker.runs(&tid).await.iter().map(|r| r.status).collect();
+    use weir_server::model::RunStatus;
+    // A run that paused on an interrupt ended well (its thread waits), as LangGraph's.
+    assert_eq!(statuses, [RunStatus::Success, RunStatus::Success]);
+    worker.manager.shutdown().await;
+    api.manager.shutdown().await;
 }
