@@ -425,8 +425,9 @@ impl Session {
             if let Some((_, task)) = last.split_once(':') {
                 data["trigger_call_id"] = json!(task);
             }
-            let event_id = format!("lc|{}|started", ns_key(prefix));
-            self.push("lifecycle", prefix, data, None, Some(event_id), out);
+            // Named after the bus event that showed the subgraph, as LangGraph's names it after
+            // the upstream event that announced it.
+            self.push("lifecycle", prefix, data, None, None, out);
         }
     }
 
@@ -640,7 +641,11 @@ mod tests {
             out[0]["params"]["data"],
             json!({"event": "started", "namespace": ["child:t1"], "graph_name": "child", "trigger_call_id": "t1"})
         );
-        assert_eq!(out[1]["params"]["namespace"], json!(["child:t1"]));
+        assert_eq!(out[0]["event_id"], "1-1");
+        assert_eq!(
+            (&out[1]["params"]["namespace"], &out[1]["event_id"]),
+            (&json!(["child:t1"]), &json!("1-1.1"))
+        );
         let out = s.ingest("1-2", "updates", r#"{"child":{"x":1}}"#);
         assert_eq!(
             seen(&out)[1],
