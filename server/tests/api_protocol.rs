@@ -40,6 +40,12 @@ async fn command<D: Tables>(app: &App<D>, tid: &str, id: u64, method: &str, para
     reply.body
 }
 
+/// `run.start` of `assistant_id` on the thread with `input`: its answer.
+async fn start<D: Tables>(app: &App<D>, tid: &str, id: u64, assistant_id: &str, input: Value) -> Value {
+    let params = json!({"assistant_id": assistant_id, "input": input});
+    command(app, tid, id, "run.start", params).await
+}
+
 /// The thread's protocol events (the SSE `data` envelopes) with `body` as the request, read
 /// until `enough` says so; each SSE `id:` is checked to be its envelope's `seq`.
 async fn events_until<D: Tables>(
@@ -92,14 +98,7 @@ fn methods(events: &[Value]) -> Vec<&str> {
 async fn a_run_started_by_command_streams_on_its_thread_from_start_to_end_and_resumes_after_since() {
     let (_dir, app) = app().await;
     let tid = new_thread();
-    let started = command(
-        &app,
-        &tid,
-        1,
-        "run.start",
-        json!({"assistant_id": "chain", "input": {"topic": "x"}}),
-    )
-    .await;
+    let started = start(&app, &tid, 1, "chain", json!({"topic": "x"})).await;
     assert_eq!(started["type"], "success", "{started}");
     assert_eq!(started["meta"], json!({"applied_through_seq": 0}));
     let run_id = started["result"]["run_id"].as_str().unwrap().to_owned();
@@ -189,14 +188,7 @@ async fn a_run_started_by_command_streams_on_its_thread_from_start_to_end_and_re
 async fn an_interrupt_is_requested_on_the_input_channel_and_answered_by_input_respond() {
     let (_dir, app) = app().await;
     let tid = new_thread();
-    command(
-        &app,
-        &tid,
-        1,
-        "run.start",
-        json!({"assistant_id": "hitl", "input": {"topic": "y"}}),
-    )
-    .await;
+    start(&app, &tid, 1, "hitl", json!({"topic": "y"})).await;
     let watch = json!({"channels": ["input", "lifecycle"]});
     let events = events_until(&app, &tid, watch.clone(), root_said("interrupted")).await;
     assert_eq!(methods(&events), ["lifecycle", "input.requested", "lifecycle"]);
@@ -255,23 +247,9 @@ async fn an_interrupt_is_requested_on_the_input_channel_and_answered_by_input_re
 
     // `run.start` with input on a thread that waits on an interrupt resumes it, as LangGraph's.
     let tid = new_thread();
-    command(
-        &app,
-        &tid,
-        1,
-        "run.start",
-        json!({"assistant_id": "hitl", "input": {"topic": "z"}}),
-    )
-    .await;
+    start(&app, &tid, 1, "hitl", json!({"topic": "z"})).await;
     events_until(&app, &tid, json!({"channels": ["lifecycle"]}), root_said("interrupted")).await;
-    let resumed = command(
-        &app,
-        &tid,
-        2,
-        "run.start",
-        json!({"assistant_id": "hitl", "input": "no"}),
-    )
-    .await;
+    let resumed = start(&app, &tid, 2, "hitl", json!("no")).await;
     assert_eq!(resumed["type"], "success", "{resumed}");
     events_until(&app, &tid, json!({"channels": ["lifecycle"]}), root_said("completed")).await;
     let state = app.call("GET", &format!("/threads/{tid}/state"), None).await;
@@ -283,14 +261,7 @@ async fn a_models_tokens_are_content_block_deltas_between_a_message_start_and_fi
     let (_dir, app) = app().await;
     let tid = new_thread();
     let input = json!({"messages": [{"type": "human", "content": "hi"}]});
-    command(
-        &app,
-        &tid,
-        1,
-        "run.start",
-        json!({"assistant_id": "chatbot", "input": input}),
-    )
-    .await;
+    start(&app, &tid, 1, "chatbot", input).await;
     let events = events_until(
         &app,
         &tid,
@@ -347,14 +318,7 @@ async fn a_models_tokens_are_content_block_deltas_between_a_message_start_and_fi
 async fn a_failed_run_is_failed_with_its_error() {
     let (_dir, app) = app().await;
     let tid = new_thread();
-    command(
-        &app,
-        &tid,
-        1,
-        "run.start",
-        json!({"assistant_id": "failing", "input": {"topic": "x"}}),
-    )
-    .await;
+    start(&app, &tid, 1, "failing", json!({"topic": "x"})).await;
     let events = events_until(&app, &tid, json!({"channels": ["lifecycle"]}), root_said("failed")).await;
     let failed = &events.last().unwrap()["params"]["data"];
     assert_eq!(failed["event"], "failed");
@@ -379,7 +343,7 @@ async fn commands_that_are_wrong_say_what_is_wrong() {
     let no_assistant = command(&app, &tid, 2, "run.start", json!({"input": {}})).await;
     assert_eq!(no_assistant["error"], "invalid_argument");
     assert_eq!(no_assistant["message"], "run.start requires an assistant_id.");
-    let missing = command(&app, &tid, 3, "run.start", json!({"assistant_id": "nope", "input": {}})).await;
+    let missing = start(&app, &tid, 3, "nope", json!({})).await;
     assert_eq!(missing["error"], "unknown_error");
     assert!(missing["message"].as_str().unwrap().contains("nope"), "{missing}");
     let bad_checkpoint = command(
@@ -391,14 +355,7 @@ async fn commands_that_are_wrong_say_what_is_wrong() {
     )
     .await;
     assert_eq!(bad_checkpoint["error"], "invalid_argument");
-    let wrong_input = command(
-        &app,
-        &tid,
-        5,
-        "run.start",
-        json!({"assistant_id": "chain", "input": {"topic": 5}}),
-    )
-    .await;
+    let wrong_input = start(&app, &tid, 5, "chain", json!({"topic": 5})).await;
     assert_eq!(wrong_input["error"], "unknown_error");
     assert!(
         wrong_input["message"].as_str().unwrap().contains("topic"),
@@ -509,14 +466,7 @@ async fn scaled_out_an_api_process_streams_and_answers_a_run_of_a_worker_process
     let worker = process(2).await;
     let api = process(0).await;
     let tid = new_thread();
-    command(
-        &api,
-        &tid,
-        1,
-        "run.start",
-        json!({"assistant_id": "hitl", "input": {"topic": "s"}}),
-    )
-    .await;
+    start(&api, &tid, 1, "hitl", json!({"topic": "s"})).await;
     let watch = json!({"channels": ["input", "lifecycle", "updates"]});
     let events = events_until(&api, &tid, watch.clone(), root_said("interrupted")).await;
     let request = events.iter().find(|e| e["method"] == "input.requested").unwrap();

@@ -11,6 +11,8 @@ validates run input against the graph's schema, limits body size, ...); deselect
 ``-m "not weir_only"`` when validating the suite against ``langgraph dev``.
 """
 
+import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -127,3 +129,31 @@ async def raw():
 async def thread(client):
     """A fresh thread."""
     return await client.threads.create()
+
+
+class Listener:
+    """Collects a stream's parts (any async iterable's items) in the background until stopped."""
+
+    def __init__(self, parts):
+        self.parts_seen = []
+        self.task = asyncio.create_task(self._collect(parts))
+
+    async def _collect(self, parts):
+        async for part in parts:
+            self.parts_seen.append(part)
+
+    async def until(self, done, timeout=15.0):
+        """Waits until `done(parts)` holds, and returns the parts."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not done(self.parts_seen):
+            if self.task.done():
+                self.task.result()  # the stream's error, if it failed
+                raise AssertionError(f"the stream ended: {self.parts_seen}")
+            assert asyncio.get_running_loop().time() < deadline, f"timed out; got {self.parts_seen}"
+            await asyncio.sleep(0.05)
+        return list(self.parts_seen)
+
+    async def stop(self):
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task

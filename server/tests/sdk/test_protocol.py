@@ -5,43 +5,15 @@ interrupt answered with `run.respond`, and, on a raw WebSocket, the commands a s
 (`subscription.*`, `agent.getTree`) and what it answers to bad ones."""
 
 import asyncio
-import contextlib
 import json
 import uuid
 
 import pytest
 from websockets.asyncio.client import connect
 
-from conftest import URL
+from conftest import URL, Listener
 
 TRANSPORTS = ["sse", "websocket"]
-
-
-class Collector:
-    """Collects an async iterable in the background until stopped."""
-
-    def __init__(self, items):
-        self.items = []
-        self.task = asyncio.create_task(self._collect(items))
-
-    async def _collect(self, items):
-        async for item in items:
-            self.items.append(item)
-
-    async def until(self, done, timeout=15.0):
-        deadline = asyncio.get_running_loop().time() + timeout
-        while not done(self.items):
-            if self.task.done():
-                self.task.result()
-                raise AssertionError(f"the iteration ended: {self.items}")
-            assert asyncio.get_running_loop().time() < deadline, f"timed out; got {self.items}"
-            await asyncio.sleep(0.05)
-        return list(self.items)
-
-    async def stop(self):
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
 
 
 async def events_of(thread):
@@ -74,8 +46,8 @@ async def test_a_run_started_on_a_new_thread_ends_with_its_output_and_its_values
         # Opened after `run.start`, which makes the thread: a stream of a thread that does not
         # exist yet is a 404, as on LangGraph's server. The events replay from the run's start.
         result = await thread.run.start(input={"topic": "x"})
-        values = Collector(thread.values)
-        events = Collector(events_of(thread))
+        values = Listener(thread.values)
+        events = Listener(events_of(thread))
         assert uuid.UUID(result["run_id"])
         assert await thread.output.with_timeout(15) == {"topic": "x", "log": ["a:x", "b"]}
         seen = await events.until(root_ended)
@@ -100,7 +72,7 @@ async def test_a_run_started_on_a_new_thread_ends_with_its_output_and_its_values
 async def test_an_interrupt_is_answered_with_run_respond(client, transport):
     async with client.threads.stream(assistant_id="hitl", transport=transport) as thread:
         await thread.run.start(input={"topic": "y"})
-        events = Collector(events_of(thread))
+        events = Listener(events_of(thread))
         await until_interrupted(thread)
         [interrupt] = thread.interrupts
         assert interrupt["namespace"] == []
@@ -115,7 +87,7 @@ async def test_an_interrupt_is_answered_with_run_respond(client, transport):
 async def test_a_models_tokens_stream_as_one_message(client):
     async with client.threads.stream(assistant_id="chatbot") as thread:
         await thread.run.start(input={"messages": [{"type": "human", "content": "hi"}]})
-        messages = Collector(thread.messages)
+        messages = Listener(thread.messages)
         out = await thread.output.with_timeout(15)
         assert out["messages"][-1]["content"] == "hello there friend"
         [message] = await messages.until(lambda m: len(m) == 1)
@@ -127,7 +99,7 @@ async def test_a_models_tokens_stream_as_one_message(client):
 async def test_a_tool_call_has_its_name_input_and_output(client):
     async with client.threads.stream(assistant_id="agent") as thread:
         await thread.run.start(input={"messages": [{"type": "human", "content": "add 2 and 3"}]})
-        calls = Collector(thread.tool_calls)
+        calls = Listener(thread.tool_calls)
         out = await thread.output.with_timeout(15)
         assert out["messages"][-1]["content"] == "the sum is 5"
         [call] = await calls.until(lambda c: len(c) == 1)
@@ -140,7 +112,7 @@ async def test_a_tool_call_has_its_name_input_and_output(client):
 async def test_a_subgraph_starts_and_completes_under_its_namespace(client):
     async with client.threads.stream(assistant_id="parent") as thread:
         await thread.run.start(input={"topic": "z"})
-        events = Collector(events_of(thread))
+        events = Listener(events_of(thread))
         await until_interrupted(thread)
         seen = await events.until(root_ended)
         await events.stop()

@@ -3,38 +3,11 @@ the thread, one after the other, each closed by `metadata` `{"status": "run_done
 thread's state edits (`state_update`), for as long as the client listens."""
 
 import asyncio
-import contextlib
 import json
 
 import pytest
 
-
-class Listener:
-    """Collects a stream's parts in the background until stopped."""
-
-    def __init__(self, parts):
-        self.parts_seen = []
-        self.task = asyncio.create_task(self._collect(parts))
-
-    async def _collect(self, parts):
-        async for part in parts:
-            self.parts_seen.append(part)
-
-    async def until(self, done, timeout=15.0):
-        """Waits until `done(parts)` holds, and returns the parts."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        while not done(self.parts_seen):
-            if self.task.done():
-                self.task.result()  # the stream's error, if it failed
-                raise AssertionError(f"the thread stream ended: {self.parts_seen}")
-            assert asyncio.get_running_loop().time() < deadline, f"timed out; got {self.parts_seen}"
-            await asyncio.sleep(0.05)
-        return list(self.parts_seen)
-
-    async def stop(self):
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
+from conftest import Listener
 
 
 async def sse_parts(raw, path, params=(), headers=None):
