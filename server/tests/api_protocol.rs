@@ -222,11 +222,15 @@ async fn an_interrupt_is_requested_on_the_input_channel_and_answered_by_input_re
         &tid,
         4,
         "input.respond",
-        json!({"interrupt_id": interrupt_id, "namespace": [], "response": "yes"}),
+        json!({"interrupt_id": interrupt_id, "namespace": [], "response": "yes", "strict_resume": true}),
     )
     .await;
     assert_eq!(answered["type"], "success", "{answered}");
     assert_eq!(answered["result"], json!({}));
+    assert!(
+        app.runs(&tid).await[0].kwargs.strict_resume,
+        "the JS client's strict_resume is the run's"
+    );
     let events = events_until(&app, &tid, watch, root_said("completed")).await;
     assert_eq!(
         methods(&events),

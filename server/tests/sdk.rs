@@ -89,7 +89,7 @@ fn anchor_probe_runs_unchanged_against_the_example_server() {
     };
     assert_eq!(
         line("assistants:"),
-        "assistants: ['chain', 'chatbot', 'failing', 'hitl', 'parent', 'slow']"
+        "assistants: ['agent', 'chain', 'chatbot', 'failing', 'hitl', 'parent', 'slow']"
     );
     assert_eq!(line("graph nodes:"), "graph nodes: ['__start__', 'a', 'b', '__end__']");
     // dicts as Python prints them; their key order is the server's JSON order, which the SDK keeps

@@ -7,7 +7,8 @@
 //! LangGraph's own `useStream` React hook (`usestream/`, what agent-chat-ui is built on) each send
 //! a message and must render the reply growing before it is whole; the `useStream` page must also
 //! rejoin a run after a reload, resume an interrupt and branch from the history; and LangGraph's
-//! JS client (`thread_stream.mjs`, in node) joins a thread's own stream. Last, the studio on a
+//! JS client (in node) joins a thread's own stream (`thread_stream.mjs`) and speaks the
+//! thread-centric streaming protocol over SSE and WebSocket (`protocol.mjs`). Last, the studio on a
 //! thread of 10,000 checkpoints and a state of ~10 MB (`big_thread`, `perf.mjs`) must paint the
 //! thread, scroll its timeline to the bottom and show a checkpoint's changes within generous
 //! bounds, printing the figures it measured. The screenshots land in `target/studio-screenshots/`.
@@ -53,6 +54,8 @@ fn browser(script: &str, args: &[&std::ffi::OsStr]) -> String {
         "no Chromium at {chromium}: `apt-get install chromium` (.ci/run does), or set CHROMIUM"
     );
     let out = Command::new("node")
+        // Node 20's WebSocket (the JS client's transport for the streaming protocol's sockets).
+        .arg("--experimental-websocket")
         .arg(dir.join(script))
         .args(args)
         .env("CHROMIUM", &chromium)
@@ -90,6 +93,15 @@ fn langgraphs_js_client_joins_a_threads_stream() {
     let served = Served::start(&dir.path().join("weir.db"), &[]);
     let stdout = browser("thread_stream.mjs", &[served.url.as_ref()]);
     assert!(stdout.contains("ok - lastEventId"), "{stdout}");
+}
+
+#[test]
+#[ignore = "needs Chromium and server/tests/studio/node_modules: run .ci/run"]
+fn langgraphs_js_client_speaks_the_thread_streaming_protocol() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let served = Served::start(&dir.path().join("weir.db"), &[]);
+    let stdout = browser("protocol.mjs", &[served.url.as_ref()]);
+    assert!(stdout.contains("ok - a model's tokens as one message"), "{stdout}");
 }
 
 #[test]

@@ -34,9 +34,15 @@ impl Default for ApiOptions {
     }
 }
 
+/// The largest request body accepted ([`ApiOptions::body_limit`]), for the handlers that read a
+/// request's content otherwise than as its body (a WebSocket's messages).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct BodyLimit(pub(super) usize);
+
 /// `routes` with the body limit, CORS, and JSON errors around them.
 pub(super) fn wrap(routes: axum::Router, options: &ApiOptions) -> axum::Router {
     let routes = routes
+        .layer(axum::Extension(BodyLimit(options.body_limit)))
         .layer(axum::extract::DefaultBodyLimit::max(options.body_limit))
         .layer(axum::middleware::from_fn_with_state(
             options.body_limit,

@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from conftest import URL, Listener
 
@@ -184,6 +185,15 @@ async def test_a_websocket_subscribes_starts_runs_and_answers_its_commands(clien
         await ws_next(ws, lambda m: m.get("type") == "event" and root_ended([m]) and m["params"]["data"]["event"] == "completed")
     state = await client.threads.get_state(tid)
     assert state["values"]["log"] == ["a:w", "b", "ask:ok"]
+
+
+async def test_a_websocket_message_larger_than_the_body_limit_closes_the_socket(raw):
+    async with connect(ws_url(str(uuid.uuid4())), max_size=None) as ws:
+        big = json.dumps({"id": 1, "method": "run.start", "params": {"assistant_id": "chain", "input": {"topic": "x" * (9 * 1024 * 1024)}}})
+        with pytest.raises(ConnectionClosed):
+            await ws.send(big)  # the server may close the socket while it is still sending
+            await asyncio.wait_for(ws.recv(), 15)
+    assert (await raw.get("/ok")).status_code == 200
 
 
 async def test_the_event_stream_refuses_what_it_cannot_serve(raw):

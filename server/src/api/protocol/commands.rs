@@ -106,7 +106,7 @@ pub(super) async fn run_start(
 
 /// `input.respond`: the answers to interrupts the thread waits on (`interrupt_id` and
 /// `response`, or a `responses` list of them), resumed in one run of the thread's assistant,
-/// with the `update` and `goto` given.
+/// with the `update` and `goto` given (and `strict_resume`, as the run's).
 pub(super) async fn input_respond(
     state: &AppState,
     thread_id: &str,
@@ -143,6 +143,11 @@ pub(super) async fn input_respond(
         }
     }
     body["command"] = command;
+    // The JS client's `respondInput(…, {strictResume: true})`: an answer that finds its
+    // interrupt gone by the time the run starts fails the run rather than being left unused.
+    if let Some(strict @ Value::Bool(_)) = params.get("strict_resume") {
+        body["strict_resume"] = strict.clone();
+    }
     match create(state, thread_id, body).await {
         Ok(_) => success(id, json!({}), seq),
         Err(message) => error(id, "unknown_error", message),

@@ -17,6 +17,7 @@
 //! stream on the bus ([`crate::runs::Manager::thread_stream`]), so any API process serves any
 //! thread's events.
 
+use super::layers::BodyLimit;
 use super::runs::sse::{self, SseOptions};
 use super::{ApiError, AppState};
 use crate::bus::StreamItem;
@@ -24,7 +25,7 @@ use crate::model::Run;
 use crate::runs::ThreadModes;
 use axum::body::Bytes;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use filter::Filter;
@@ -239,13 +240,19 @@ fn unknown(id: u64, method: &str) -> Value {
     commands::error(id, "unknown_command", format!("Unknown protocol command: {method}"))
 }
 
-/// `GET /threads/{thread_id}/stream/events` as a WebSocket.
+/// `GET /threads/{thread_id}/stream/events` as a WebSocket; a message larger than the server's
+/// body limit closes it, as such a body is refused.
 async fn socket(
     State(state): State<AppState>,
     Path(thread_id): Path<String>,
+    limit: Option<Extension<BodyLimit>>,
     upgrade: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
     let thread_id = super::params::thread_id(&thread_id)?;
+    let upgrade = match limit {
+        Some(Extension(BodyLimit(max))) => upgrade.max_message_size(max).max_frame_size(max),
+        None => upgrade,
+    };
     Ok(upgrade.on_upgrade(move |socket| serve_socket(socket, state, thread_id)))
 }
 
