@@ -39,6 +39,7 @@ fn describe(e: &Event<S>) -> String {
         Event::Checkpoint { step, next, source, .. } => format!("checkpoint {step} {source:?} {next:?}"),
         Event::Custom { node, value, .. } => format!("custom {node} {value}"),
         Event::Message { chunk, meta } => format!("message {} {chunk}", meta.node),
+        Event::Tool { event, meta } => format!("tool {} {event}", meta.node),
         Event::Paused(p) => format!("paused {}", p.len()),
         Event::Subgraph { ns, event, .. } => format!("subgraph {ns:?} {event:?}"),
     }

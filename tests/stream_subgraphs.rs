@@ -27,6 +27,7 @@ fn describe(e: &Event<S>) -> String {
         Event::Checkpoint { step, next, .. } => format!("checkpoint {step} {next:?}"),
         Event::Custom { node, value, .. } => format!("custom {node} {value}"),
         Event::Message { chunk, meta } => format!("message {} {chunk}", meta.node),
+        Event::Tool { event, meta } => format!("tool {} {event}", meta.node),
         Event::Paused(p) => format!("paused {} {:?}", p[0].node, p[0].question),
         Event::Subgraph { ns, event, .. } => format!("{} | {}", ns.join("|"), sub(event)),
     }
@@ -47,6 +48,7 @@ fn sub(e: &SubgraphEvent) -> String {
         SubgraphEvent::Checkpoint { step, next, .. } => format!("checkpoint {step} {next:?}"),
         SubgraphEvent::Custom { step, node, value } => format!("custom {step} {node} {value}"),
         SubgraphEvent::Message { chunk, meta } => format!("message {} {chunk}", meta.node),
+        SubgraphEvent::Tool { event, meta } => format!("tool {} {event}", meta.node),
     }
 }
 

@@ -5,6 +5,7 @@ use super::{Tool, ToolError, ToolSpec};
 use crate::message::{Content, Message, MessagesState, MessagesStateUpdate, ToolMessage, ToolStatus};
 use crate::trace::ToolSpan;
 use futures::future::{join_all, BoxFuture};
+use serde_json::json;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -18,6 +19,11 @@ use weir_runtime::{BoxError, Context};
 /// with status `error` telling the model what went wrong, unless
 /// [`fail_on_error`](Self::fail_on_error) makes them fail the run. An
 /// [`Interrupt`](weir_runtime::Interrupt) raised by a tool always reaches the runtime.
+///
+/// When the run streams tools ([`StreamMode::TOOLS`](weir_runtime::StreamMode::TOOLS)), each call
+/// of a known tool reports its start (`tool-started`, with its arguments as `input`) and its end:
+/// `tool-finished` with its tool message as `output`, or `tool-error` with the error's `message`
+/// (LangGraph's `tools` stream mode); a call that pauses reports nothing more.
 #[derive(Clone)]
 pub struct ToolNode {
     tools: Arc<[Arc<dyn Tool>]>,
@@ -144,12 +150,36 @@ impl ToolNode {
                 }
                 return Ok(tool_message(name, id, Content::Text(text), ToolStatus::Error));
             };
+            let reports = ctx.streams_tools();
+            if reports {
+                let started = json!({"event": "tool-started", "tool_call_id": id, "tool_name": name, "input": args});
+                ctx.emit_tool(started).await;
+            }
             let result = self.tools[i].call(args, ctx).instrument(span.span().clone()).await;
             span.record(&result);
             match result {
-                Ok(content) => Ok(tool_message(name, id, content, ToolStatus::Success)),
+                Ok(content) => {
+                    let mut answer = tool_message(name, id.clone(), content, ToolStatus::Success);
+                    if reports {
+                        // Its id now, so that the report and the state hold the same message.
+                        if let Message::Tool(t) = &mut answer {
+                            t.id.get_or_insert_with(|| uuid::Uuid::new_v4().to_string());
+                        }
+                        ctx.emit_tool(json!({"event": "tool-finished", "tool_call_id": id, "output": answer}))
+                            .await;
+                    }
+                    Ok(answer)
+                }
+                // A paused tool runs again on resume, and reports then (as LangGraph's).
                 Err(e) if e.is_interrupt() => Err(e.into_box()),
-                Err(e) => self.answer_error(name, id, e),
+                Err(e) => {
+                    if reports {
+                        let message = e.to_string();
+                        ctx.emit_tool(json!({"event": "tool-error", "tool_call_id": id, "message": message}))
+                            .await;
+                    }
+                    self.answer_error(name, id, e)
+                }
             }
         })
     }

@@ -49,12 +49,14 @@ pub struct Context {
 }
 
 /// What a task of a streamed run streams through: its node's custom events, its message chunks,
-/// and the events of a subgraph it runs.
+/// its tool reports, and the events of a subgraph it runs.
 #[derive(Debug)]
 pub(crate) struct Streams {
     pub(crate) emitter: Option<Emitter>,
     /// Where its message chunks go, when the run streams messages.
     pub(crate) messages: Option<Emitter>,
+    /// Where its tool reports go, when the run streams tools.
+    pub(crate) tools: Option<Emitter>,
     /// Where a subgraph this task runs streams its events, when the run streams subgraphs.
     pub(crate) forward: Option<super::Forward>,
 }
@@ -63,13 +65,14 @@ impl Streams {
     /// What a task streams through, or `None` when it streams nothing.
     pub(crate) fn of(
         emitter: Option<Emitter>,
-        messages: Option<Emitter>,
+        (messages, tools): (Option<Emitter>, Option<Emitter>),
         forward: Option<super::Forward>,
     ) -> Option<Arc<Self>> {
-        (emitter.is_some() || messages.is_some() || forward.is_some()).then(|| {
+        (emitter.is_some() || messages.is_some() || tools.is_some() || forward.is_some()).then(|| {
             Arc::new(Self {
                 emitter,
                 messages,
+                tools,
                 forward,
             })
         })
@@ -86,6 +89,10 @@ impl Streams {
 
     fn messages(ctx: &Context) -> Option<&Emitter> {
         ctx.streams.as_ref().and_then(|s| s.messages.as_ref())
+    }
+
+    fn tools(ctx: &Context) -> Option<&Emitter> {
+        ctx.streams.as_ref().and_then(|s| s.tools.as_ref())
     }
 }
 
@@ -275,6 +282,24 @@ impl Context {
     /// Whether anybody listens to [`emit_message`](Self::emit_message).
     pub fn streams_messages(&self) -> bool {
         Streams::messages(self).is_some()
+    }
+
+    /// Reports a tool call's progress to the run's stream, in `tools` mode (LangGraph's `tools`
+    /// stream mode): the stream gets it as [`Event::Tool`](crate::Event::Tool), with this
+    /// task's metadata. The agent layer's tool node reports each call's start
+    /// (`{"event": "tool-started", "tool_call_id", "tool_name", "input"}`) and its end
+    /// (`tool-finished` with the tool message as `output`, or `tool-error` with a `message`).
+    /// Waits while the consumer is behind. Does nothing when nobody streams tools, or when
+    /// `event` cannot be serialized.
+    pub async fn emit_tool(&self, event: impl Serialize) {
+        if let (Some(e), Ok(v)) = (Streams::tools(self), serde_json::to_value(event)) {
+            e.emit(v).await;
+        }
+    }
+
+    /// Whether anybody listens to [`emit_tool`](Self::emit_tool).
+    pub fn streams_tools(&self) -> bool {
+        Streams::tools(self).is_some()
     }
 
     /// Pauses the run to ask `question`, and returns the answer once the thread is resumed with

@@ -90,6 +90,14 @@ pub enum SubgraphEvent {
         /// Where it comes from.
         meta: Arc<crate::MessageMeta>,
     },
+    /// A node of the subgraph reported a tool call's progress (mode
+    /// [`TOOLS`](crate::StreamMode::TOOLS)); `meta.ns` is the namespace of its task.
+    Tool {
+        /// The report.
+        event: serde_json::Value,
+        /// Where it comes from.
+        meta: Arc<crate::MessageMeta>,
+    },
 }
 
 /// Sends a subgraph's event, with its namespace and its levels' task keys, to the root run's

@@ -41,8 +41,12 @@ impl StreamMode {
     /// The message chunks nodes emit through
     /// [`Context::emit_message`](crate::Context::emit_message): a chat model's tokens.
     pub const MESSAGES: Self = Self(32);
+    /// The tool calls nodes report through [`Context::emit_tool`](crate::Context::emit_tool)
+    /// (LangGraph's `tools` mode): each call's start, end or error as the agent layer's tool
+    /// node runs it.
+    pub const TOOLS: Self = Self(64);
     /// Every mode.
-    pub const ALL: Self = Self(63);
+    pub const ALL: Self = Self(127);
 
     /// Whether `self` includes every mode of `other`.
     pub const fn contains(self, other: Self) -> bool {
@@ -152,6 +156,16 @@ pub enum Event<S: State> {
         /// The task that emitted it (shared by its chunks).
         meta: Arc<MessageMeta>,
     },
+    /// A tool call's progress a node reported (mode `TOOLS`): LangGraph's `tools` payload,
+    /// `{"event": "tool-started" | "tool-output-delta" | "tool-finished" | "tool-error",
+    /// "tool_call_id", …}`, as the agent layer's tool node reports it, with where it comes
+    /// from.
+    Tool {
+        /// The payload.
+        event: serde_json::Value,
+        /// The task that reported it (shared by its reports).
+        meta: Arc<MessageMeta>,
+    },
     /// The run paused; resume the thread to go on. The last event of its stream.
     Paused(Vec<Paused>),
     /// An event of a subgraph run by a task of this run (or of a subgraph of it), when the run
@@ -249,6 +263,11 @@ impl<S: State> fmt::Debug for Event<S> {
             Self::Message { chunk, meta } => f
                 .debug_struct("Message")
                 .field("chunk", chunk)
+                .field("meta", meta)
+                .finish(),
+            Self::Tool { event, meta } => f
+                .debug_struct("Tool")
+                .field("event", event)
                 .field("meta", meta)
                 .finish(),
             Self::Paused(p) => f.debug_tuple("Paused").field(p).finish(),
@@ -382,13 +401,40 @@ impl<S: State> Sink<S> {
         push: Option<usize>,
         step: i64,
     ) -> Option<Emitter> {
-        if !self.wants(StreamMode::MESSAGES) {
+        self.task_emitter(StreamMode::MESSAGES, node, (id, key), push, step)
+    }
+    /// The emitter of the tool reports of the task `id` (as [`message_emitter`](Self::message_emitter)),
+    /// when the run streams tools.
+    pub(crate) fn tool_emitter(
+        &self,
+        node: &str,
+        (id, key): (&str, &str),
+        push: Option<usize>,
+        step: i64,
+    ) -> Option<Emitter> {
+        self.task_emitter(StreamMode::TOOLS, node, (id, key), push, step)
+    }
+    /// The emitter of a task's events of `mode` (`MESSAGES` or `TOOLS`), when the run streams it.
+    fn task_emitter(
+        &self,
+        mode: StreamMode,
+        node: &str,
+        (id, key): (&str, &str),
+        push: Option<usize>,
+        step: i64,
+    ) -> Option<Emitter> {
+        if !self.wants(mode) {
             return None;
         }
         let task = message::TaskOf { node, push, step };
         let thread = self.thread.as_deref().map(str::to_owned);
         let (ns, keys) = (self.task_ns(node, id, step), self.task_keys(key));
-        Some(message::emitter(&self.out, &task, (ns, keys), thread))
+        let kind = if mode == StreamMode::TOOLS {
+            message::Kind::Tool
+        } else {
+            message::Kind::Message
+        };
+        Some(message::emitter(&self.out, &task, (ns, keys), thread, kind))
     }
     /// The namespace of the task `id` of node `node` in step `step`: this run's, then the
     /// task's own segment.

@@ -28,6 +28,7 @@ pub(crate) fn runtime_modes(modes: &[Mode]) -> StreamMode {
             Mode::Debug => StreamMode::UPDATES | StreamMode::TASKS | StreamMode::CHECKPOINTS,
             Mode::Events => StreamMode::UPDATES | StreamMode::TASKS,
             Mode::MessagesTuple | Mode::Messages => StreamMode::MESSAGES,
+            Mode::Tools => StreamMode::TOOLS,
             Mode::Values => StreamMode::VALUES,
         };
     }
@@ -192,6 +193,14 @@ impl Translate {
         }
     }
 
+    /// A tool call's report (`tool-started`, `tool-finished`, …): a `tools` event with it as
+    /// the agent layer made it.
+    pub(crate) fn tool(&self, ns: &str, event: Value, out: &mut Vec<RunEvent>) {
+        if self.wants(Mode::Tools) && self.shows(ns) {
+            Self::emit(out, "tools", ns, event);
+        }
+    }
+
     /// A task's start (`key`: its id as LangGraph shows it, UUID-shaped).
     pub(crate) fn task_start(&mut self, ns: &str, step: i64, key: &str, node: &str, out: &mut Vec<RunEvent>) {
         if self.chains.is_some() {
@@ -330,6 +339,7 @@ impl Translate {
             } => self.checkpoint(&ns, (step, &id, source), (&next, &keys), out),
             SubgraphEvent::Custom { value, .. } => self.custom(&ns, value, out),
             SubgraphEvent::Message { chunk, meta } => self.message(&ns, chunk, &meta, out),
+            SubgraphEvent::Tool { event, .. } => self.tool(&ns, event, out),
         }
     }
 }

@@ -49,6 +49,9 @@ pub enum Mode {
     Messages,
     /// `events`: LangChain `astream_events` v2.
     Events,
+    /// `tools`: each tool call's start and end, as the agent layer's tool node reports them
+    /// (LangGraph's `tools` mode; the thread-centric streaming protocol's `tools` channel).
+    Tools,
 }
 
 impl Mode {
@@ -64,6 +67,7 @@ impl Mode {
             "messages-tuple" => Mode::MessagesTuple,
             "messages" => Mode::Messages,
             "events" => Mode::Events,
+            "tools" => Mode::Tools,
             _ => return None,
         })
     }

@@ -367,6 +367,7 @@ impl<S: State, C: Codec<S>> Adapter<S, C> {
             }
             Event::Custom { value, .. } => self.tr.custom("", value, out),
             Event::Message { chunk, meta } => self.tr.message("", chunk, &meta, out),
+            Event::Tool { event, .. } => self.tr.tool("", event, out),
             Event::TaskStart { step, key, node, .. } => self.tr.task_start("", step, &key, &node, out),
             Event::TaskEnd {
                 step, key, node, error, ..

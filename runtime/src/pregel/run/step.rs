@@ -384,22 +384,27 @@ impl<S: State> Loop<S> {
     fn context(&self, task: &Running, step: i64) -> Context {
         let node = self.g.names[task.node as usize].clone();
         let emitter = self.sink.as_ref().and_then(|s| s.emitter(node.clone(), step));
-        // A task's id and key are made only when the run streams messages or subgraphs.
+        // A task's id and key are made only when the run streams messages, tools or subgraphs.
         let ids = self
             .sink
             .as_ref()
-            .filter(|s| s.wants(StreamMode::MESSAGES) || s.streams_subgraphs())
+            .filter(|s| s.wants(StreamMode::MESSAGES) || s.wants(StreamMode::TOOLS) || s.streams_subgraphs())
             .map(|_| {
                 let id = self.task_id(task.node, task.push);
                 let key = self.task_key(&id);
                 (id, key)
             });
         let ids = ids.as_ref().map(|(id, key)| (id.as_str(), key.as_str()));
-        let messages = self.sink.as_ref().zip(ids).and_then(|(s, ids)| {
-            s.wants(StreamMode::MESSAGES)
-                .then(|| s.message_emitter(&node, ids, task.push, step))
-                .flatten()
-        });
+        let messages = self
+            .sink
+            .as_ref()
+            .zip(ids)
+            .and_then(|(s, ids)| s.message_emitter(&node, ids, task.push, step));
+        let tools = self
+            .sink
+            .as_ref()
+            .zip(ids)
+            .and_then(|(s, ids)| s.tool_emitter(&node, ids, task.push, step));
         let forward = self
             .sink
             .as_ref()
@@ -418,7 +423,7 @@ impl<S: State> Loop<S> {
             scratch: task.scratch.clone(),
             run,
             base,
-            streams: Streams::of(emitter, messages, forward),
+            streams: Streams::of(emitter, (messages, tools), forward),
             store: self.store.clone(),
             context: self.context.clone(),
         }

@@ -112,6 +112,7 @@ pub(super) fn erase<S: State>(event: Event<S>, fields: &[FieldInfo]) -> Option<S
         },
         Event::Custom { step, node, value } => SubgraphEvent::Custom { step, node, value },
         Event::Message { chunk, meta } => SubgraphEvent::Message { chunk, meta },
+        Event::Tool { event, meta } => SubgraphEvent::Tool { event, meta },
         Event::Paused(_) => return None,
         // A deeper subgraph's events go to the root stream directly, never through this one.
         Event::Subgraph { .. } => return None,

@@ -1,7 +1,9 @@
 //! The `messages` stream mode: a chat model's chunks, emitted by a node through its context
 //! ([`Context::emit_message`](crate::Context::emit_message)), each with the metadata of the task
-//! that produced it (LangGraph's `(message_chunk, metadata)` pairs). The runtime carries the
-//! chunks as JSON: what a chunk is (LangChain's `AIMessageChunk` dict) is the agent layer's.
+//! that produced it (LangGraph's `(message_chunk, metadata)` pairs); and the `tools` mode, a tool
+//! call's reports ([`Context::emit_tool`](crate::Context::emit_tool)) with the same metadata. The
+//! runtime carries both as JSON: what a chunk or a report is (LangChain's `AIMessageChunk` dict,
+//! LangGraph's `tool-started` payload) is the agent layer's.
 
 use super::{Event, Out};
 use crate::graph::Emitter;
@@ -41,6 +43,15 @@ impl MessageMeta {
     }
 }
 
+/// What a task's emitter carries.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Kind {
+    /// Message chunks ([`Event::Message`]).
+    Message,
+    /// Tool reports ([`Event::Tool`]).
+    Tool,
+}
+
 /// The task a [`MessageMeta`] is made for.
 pub(super) struct TaskOf<'a> {
     pub(super) node: &'a str,
@@ -48,13 +59,15 @@ pub(super) struct TaskOf<'a> {
     pub(super) step: i64,
 }
 
-/// The emitter of task `task`'s message chunks into `out` (`ns`: the task's namespace, `keys`:
-/// its levels' task keys), with its metadata made once and shared by its chunks.
+/// The emitter of task `task`'s message chunks or tool reports (`kind`) into `out` (`ns`: the
+/// task's namespace, `keys`: its levels' task keys), with its metadata made once and shared by
+/// what it emits.
 pub(super) fn emitter<S: State>(
     out: &Out<S>,
     task: &TaskOf<'_>,
     (ns, keys): (Vec<String>, Vec<String>),
     thread_id: Option<String>,
+    kind: Kind,
 ) -> Emitter {
     let (triggers, path) = match task.push {
         None => (
@@ -75,6 +88,10 @@ pub(super) fn emitter<S: State>(
     let out = out.clone();
     Emitter(Arc::new(move |chunk| {
         let (out, meta) = (out.clone(), meta.clone());
-        Box::pin(async move { out.send(Event::Message { chunk, meta }).await })
+        let event = match kind {
+            Kind::Message => Event::Message { chunk, meta },
+            Kind::Tool => Event::Tool { event: chunk, meta },
+        };
+        Box::pin(async move { out.send(event).await })
     }))
 }

@@ -18,7 +18,15 @@ const SETTLE: Duration = Duration::from_secs(5);
 const SETTLE_POLL: Duration = Duration::from_millis(50);
 
 /// The stream modes of a run the protocol starts: every mode it has a channel for.
-const RUN_MODES: &[&str] = &["values", "updates", "messages-tuple", "custom", "tasks", "checkpoints"];
+const RUN_MODES: &[&str] = &[
+    "values",
+    "updates",
+    "messages-tuple",
+    "custom",
+    "tasks",
+    "checkpoints",
+    "tools",
+];
 
 /// A command's `id` and `method`, or the `invalid_argument` error envelope of a payload that is
 /// not an object with an integer `id` and a string `method`.

@@ -16,9 +16,8 @@
 //!   ([`super::state`]).
 //! - `messages`: content-block events ([`super::messages`]), and each tool result as a `tool`
 //!   message under the namespace `[…, "tools:<call id>"]`.
-//! - `tools`: `tool-started` and `tool-finished` (or `tool-error`) for each tool message a node
-//!   returns that answers a tool call seen before; weir's tools report nothing while they run, so
-//!   the two come together as the node's update does.
+//! - `tools`: the tool node's reports of each call (`tool-started`, then `tool-finished` or
+//!   `tool-error`), as the runs' `tools` mode carries them.
 //! - `checkpoints`: `{id, parent_id?, step, source}` for each checkpoint written.
 //! - `tasks` as the run's `tasks` events; `custom` as `{payload}`.
 
@@ -64,10 +63,6 @@ struct RunView {
     ended: bool,
     checkpoints: HashSet<(String, String)>,
     messages: MessageEvents,
-    /// The tool calls of the AI messages seen: name and arguments, by id.
-    tool_calls: HashMap<String, (Value, Value)>,
-    /// The tool calls whose results were sent.
-    tools_done: HashSet<String>,
 }
 
 /// A thread's runs turned into protocol events, for one connection.
@@ -140,8 +135,6 @@ impl Session {
             ended: false,
             checkpoints: HashSet::new(),
             messages: MessageEvents::default(),
-            tool_calls: HashMap::new(),
-            tools_done: HashSet::new(),
         });
         self.source = None;
         let mut out = Vec::new();
@@ -205,7 +198,7 @@ impl Session {
         let ns: Vec<String> = parts.map(str::to_owned).collect();
         if !matches!(
             method,
-            "values" | "updates" | "messages" | "custom" | "tasks" | "checkpoints"
+            "values" | "updates" | "messages" | "custom" | "tasks" | "checkpoints" | "tools"
         ) {
             return out;
         }
@@ -227,6 +220,7 @@ impl Session {
             "custom" => self.push("custom", &ns, json!({ "payload": data }), None, None, &mut out),
             "tasks" => self.push("tasks", &ns, data, None, None, &mut out),
             "checkpoints" => self.checkpoint(&ns, &data, &mut out),
+            "tools" => self.tool(&ns, data, &mut out),
             _ => {}
         }
         self.source = None;
@@ -261,96 +255,51 @@ impl Session {
         };
         let requests = interrupt_requests(values.get("__interrupt__"));
         self.input_requested(ns, requests, out);
-        let tool_results = self.tool_results(&values);
         let values = normalize_state(values);
         if values.as_object().is_none_or(|o| !o.is_empty()) {
             self.push("updates", ns, values, node.clone(), None, out);
-        }
-        for (call_id, message) in tool_results {
-            self.tool_result(ns, node.as_deref(), &call_id, &message, out);
         }
         if let Some(node) = node {
             self.child_completed(ns, &node, out);
         }
     }
 
-    /// Records the tool calls of the AI messages in `values`, and returns the tool messages
-    /// that answer calls seen and not answered yet.
-    fn tool_results(&mut self, values: &Value) -> Vec<(String, Value)> {
-        let Some(run) = self.run.as_mut() else {
-            return Vec::new();
+    /// A tool call's report, as the tool node made it; a tool's result is also a `tool`
+    /// message on `messages`, under the namespace `[…, "tools:<call id>"]` (LangGraph's
+    /// server mirrors it so, for the message views).
+    fn tool(&mut self, ns: &[String], data: Value, out: &mut Vec<Value>) {
+        let finished = data.get("event").and_then(Value::as_str) == Some("tool-finished");
+        let output = data.get("output").filter(|o| o.is_object()).cloned();
+        let call_id = data
+            .get("tool_call_id")
+            .or_else(|| output.as_ref().and_then(|o| o.get("tool_call_id")))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        self.push("tools", ns, data, None, None, out);
+        let (true, Some(output)) = (finished, output) else {
+            return;
         };
-        let messages = values
-            .get("messages")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let mut results = Vec::new();
-        for message in messages {
-            match message.get("type").and_then(Value::as_str) {
-                Some("ai" | "AIMessage" | "AIMessageChunk") => {
-                    for call in message
-                        .get("tool_calls")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                    {
-                        if let Some(id) = call.get("id").and_then(Value::as_str) {
-                            let name = call.get("name").cloned().unwrap_or(Value::Null);
-                            let args = call.get("args").cloned().unwrap_or_else(|| json!({}));
-                            run.tool_calls.insert(id.to_owned(), (name, args));
-                        }
-                    }
-                }
-                Some("tool" | "ToolMessage") => {
-                    let Some(id) = message.get("tool_call_id").and_then(Value::as_str) else {
-                        continue;
-                    };
-                    if run.tool_calls.contains_key(id) && run.tools_done.insert(id.to_owned()) {
-                        results.push((id.to_owned(), message.clone()));
-                    }
-                }
-                _ => {}
-            }
-        }
-        results
-    }
-
-    /// A tool's result: `tool-started` and `tool-finished` (`tool-error` for a message with
-    /// status `error`) on `tools`, and the result as a `tool` message on `messages`.
-    fn tool_result(&mut self, ns: &[String], node: Option<&str>, call_id: &str, message: &Value, out: &mut Vec<Value>) {
-        let (name, args) = self
-            .run
-            .as_ref()
-            .and_then(|r| r.tool_calls.get(call_id).cloned())
-            .unwrap_or_default();
-        let node = node.map(str::to_owned);
-        let started = json!({"event": "tool-started", "tool_call_id": call_id, "tool_name": name, "input": args});
-        self.push("tools", ns, started, node.clone(), None, out);
-        let content = match message.get("content") {
+        let message_id = output
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty())
+            .map(str::to_owned)
+            .or_else(|| call_id.as_ref().map(|c| format!("tool-{c}")));
+        let Some(message_id) = message_id else { return };
+        let content = match output.get("content") {
             Some(Value::String(text)) => text.clone(),
             None | Some(Value::Null) => String::new(),
             Some(other) => other.to_string(),
         };
-        let ended = if message.get("status").and_then(Value::as_str) == Some("error") {
-            json!({"event": "tool-error", "tool_call_id": call_id, "message": content})
-        } else {
-            json!({"event": "tool-finished", "tool_call_id": call_id, "output": message})
-        };
-        self.push("tools", ns, ended, node, None, out);
-        if message.get("status").and_then(Value::as_str) == Some("error") {
-            return;
-        }
-        let message_id = message
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|id| !id.is_empty())
-            .map_or_else(|| format!("tool-{call_id}"), str::to_owned);
+        let mut start = json!({"event": "message-start", "role": "tool", "id": message_id});
         let mut message_ns = ns.to_vec();
-        message_ns.push(format!("tools:{call_id}"));
+        if let Some(call_id) = &call_id {
+            start["tool_call_id"] = json!(call_id);
+            message_ns.push(format!("tools:{call_id}"));
+        }
         let text = json!({"type": "text", "text": content});
         let events = [
-            json!({"event": "message-start", "role": "tool", "id": message_id, "tool_call_id": call_id}),
+            start,
             json!({"event": "content-block-start", "index": 0, "content": {"type": "text", "text": ""}}),
             json!({"event": "content-block-delta", "index": 0, "content": text}),
             json!({"event": "content-block-finish", "index": 0, "content": text}),
@@ -677,43 +626,41 @@ mod tests {
     }
 
     #[test]
-    fn a_tool_message_answering_a_call_is_a_tool_started_and_finished_and_a_tool_message() {
+    fn a_tools_report_goes_out_as_it_is_and_a_result_is_also_a_tool_message() {
         let mut s = Session::default();
         s.begin_run("r", "agent");
-        s.ingest(
-            "1-1",
-            "updates",
-            r#"{"agent":{"messages":[{"type":"ai","content":"","id":"a","tool_calls":[{"id":"c1","name":"add","args":{"a":1}}]}]}}"#,
+        let started = r#"{"event":"tool-started","tool_call_id":"c1","tool_name":"add","input":{"a":1}}"#;
+        let out = s.ingest("1-1", "tools", started);
+        assert_eq!(
+            seen(&out),
+            vec![("tools".into(), json!([]), serde_json::from_str(started).unwrap())]
         );
-        let out = s.ingest(
-            "1-2",
-            "updates",
-            r#"{"tools":{"messages":[{"type":"tool","content":"2","tool_call_id":"c1","id":"t"}]}}"#,
-        );
+        let finished = r#"{"event":"tool-finished","tool_call_id":"c1",
+            "output":{"type":"tool","content":"2","tool_call_id":"c1","id":"t","status":"success"}}"#;
+        let out = s.ingest("1-2", "tools", finished);
         let methods: Vec<&str> = out.iter().map(|e| e["method"].as_str().unwrap()).collect();
         assert_eq!(
             methods,
-            ["updates", "tools", "tools", "messages", "messages", "messages", "messages", "messages"]
+            ["tools", "messages", "messages", "messages", "messages", "messages"]
         );
+        assert_eq!(out[0]["params"]["data"]["output"]["content"], "2");
+        assert_eq!(out[1]["params"]["namespace"], json!(["tools:c1"]));
         assert_eq!(
             out[1]["params"]["data"],
-            json!({"event": "tool-started", "tool_call_id": "c1", "tool_name": "add", "input": {"a": 1}})
+            json!({"event": "message-start", "role": "tool", "id": "t", "tool_call_id": "c1"})
         );
-        assert_eq!(out[1]["params"]["node"], "tools");
-        assert_eq!(out[2]["params"]["data"]["event"], "tool-finished");
-        assert_eq!(out[2]["params"]["data"]["output"]["content"], "2");
-        assert_eq!(out[3]["params"]["namespace"], json!(["tools:c1"]));
-        assert_eq!(out[3]["params"]["data"]["role"], "tool");
+        assert_eq!(
+            out[3]["params"]["data"]["content"],
+            json!({"type": "text", "text": "2"})
+        );
         // Ids of envelopes made of one bus event: its id, then .1, .2…
-        assert_eq!(out[0]["event_id"], "1-2");
-        assert_eq!(out[1]["event_id"], "1-2.1");
-        // The same result again (a `values` event, a replay) is not sent twice.
-        let again = s.ingest(
-            "1-3",
-            "updates",
-            r#"{"x":{"messages":[{"type":"tool","content":"2","tool_call_id":"c1","id":"t"}]}}"#,
+        assert_eq!(
+            (&out[0]["event_id"], &out[1]["event_id"]),
+            (&json!("1-2"), &json!("1-2.1"))
         );
-        assert_eq!(again.len(), 1);
+        // An error is a report only.
+        let error = r#"{"event":"tool-error","tool_call_id":"c2","message":"boom"}"#;
+        assert_eq!(s.ingest("1-3", "tools", error).len(), 1);
     }
 
     #[test]
