@@ -99,7 +99,9 @@ fn langgraphs_js_client_joins_a_threads_stream() {
 #[ignore = "needs Chromium and server/tests/studio/node_modules: run .ci/run"]
 fn langgraphs_js_client_speaks_the_thread_streaming_protocol() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let served = Served::start(&dir.path().join("weir.db"), &[]);
+    // Tokens 60 ms apart: the client's message view opens while the answer streams (one opened
+    // after the run ended is closed at once, by the client's design).
+    let served = Served::start(&dir.path().join("weir.db"), &["--token-ms", "60"]);
     let stdout = browser("protocol.mjs", &[served.url.as_ref()]);
     assert!(stdout.contains("ok - a model's tokens as one message"), "{stdout}");
 }

@@ -392,30 +392,10 @@ impl<S: State> Sink<S> {
             Box::pin(async move { out.send(Event::Custom { step, node, value }).await })
         })))
     }
-    /// The emitter of the message chunks of the task `id` (node `node`, `push`: its index among
-    /// the step's `Send`s, `key`: its key) in step `step`, when the run streams messages.
-    pub(crate) fn message_emitter(
-        &self,
-        node: &str,
-        (id, key): (&str, &str),
-        push: Option<usize>,
-        step: i64,
-    ) -> Option<Emitter> {
-        self.task_emitter(StreamMode::MESSAGES, node, (id, key), push, step)
-    }
-    /// The emitter of the tool reports of the task `id` (as [`message_emitter`](Self::message_emitter)),
-    /// when the run streams tools.
-    pub(crate) fn tool_emitter(
-        &self,
-        node: &str,
-        (id, key): (&str, &str),
-        push: Option<usize>,
-        step: i64,
-    ) -> Option<Emitter> {
-        self.task_emitter(StreamMode::TOOLS, node, (id, key), push, step)
-    }
-    /// The emitter of a task's events of `mode` (`MESSAGES` or `TOOLS`), when the run streams it.
-    fn task_emitter(
+    /// The emitter of the message chunks (`mode` `MESSAGES`) or tool reports (`TOOLS`) of the
+    /// task `id` (node `node`, `push`: its index among the step's `Send`s, `key`: its key) in
+    /// step `step`, when the run streams that mode.
+    pub(crate) fn task_emitter(
         &self,
         mode: StreamMode,
         node: &str,

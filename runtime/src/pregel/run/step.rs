@@ -395,16 +395,11 @@ impl<S: State> Loop<S> {
                 (id, key)
             });
         let ids = ids.as_ref().map(|(id, key)| (id.as_str(), key.as_str()));
-        let messages = self
-            .sink
-            .as_ref()
-            .zip(ids)
-            .and_then(|(s, ids)| s.message_emitter(&node, ids, task.push, step));
-        let tools = self
-            .sink
-            .as_ref()
-            .zip(ids)
-            .and_then(|(s, ids)| s.tool_emitter(&node, ids, task.push, step));
+        let of_mode = |mode| {
+            let (sink, ids) = self.sink.as_ref().zip(ids)?;
+            sink.task_emitter(mode, &node, ids, task.push, step)
+        };
+        let (messages, tools) = (of_mode(StreamMode::MESSAGES), of_mode(StreamMode::TOOLS));
         let forward = self
             .sink
             .as_ref()
