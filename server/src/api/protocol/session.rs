@@ -25,7 +25,7 @@ use super::messages::MessageEvents;
 use super::state::normalize_state;
 use crate::model::RunStatus;
 use serde_json::{json, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// A namespace in a key: its segments joined by NUL (LangGraph's `to_namespace_key`).
 fn ns_key(ns: &[String]) -> String {
@@ -57,10 +57,12 @@ struct RunView {
     status: String,
     /// The subgraphs seen, in the order they were.
     subgraphs: Vec<Subgraph>,
-    /// The interrupts announced and not answered, with their namespaces.
-    pending_interrupts: HashMap<String, Vec<String>>,
+    /// The ids of the interrupts the run announced (a run's interrupt comes in its `updates`
+    /// and again in its `values`: announced once).
+    interrupts: HashSet<String>,
     /// The run's end was said (an interrupt, an error, or its outcome).
     ended: bool,
+    /// The checkpoints sent, by namespace key and id (each once).
     checkpoints: HashSet<(String, String)>,
     messages: MessageEvents,
 }
@@ -131,7 +133,7 @@ impl Session {
             graph_name: graph_name.to_owned(),
             status: "running".to_owned(),
             subgraphs: Vec::new(),
-            pending_interrupts: HashMap::new(),
+            interrupts: HashSet::new(),
             ended: false,
             checkpoints: HashSet::new(),
             messages: MessageEvents::default(),
@@ -340,10 +342,9 @@ impl Session {
         let mut any = false;
         for (interrupt_id, request) in requests {
             let Some(run) = self.run.as_mut() else { return };
-            if run.pending_interrupts.contains_key(&interrupt_id) {
+            if !run.interrupts.insert(interrupt_id.clone()) {
                 continue;
             }
-            run.pending_interrupts.insert(interrupt_id.clone(), ns.to_vec());
             let event_id = format!("input|{}|{interrupt_id}", ns_key(ns));
             self.push("input.requested", ns, request, None, Some(event_id), out);
             any = true;
