@@ -162,9 +162,7 @@ impl ToolNode {
                     let mut answer = tool_message(name, id.clone(), content, ToolStatus::Success);
                     if reports {
                         // Its id now, so that the report and the state hold the same message.
-                        if let Message::Tool(t) = &mut answer {
-                            t.id.get_or_insert_with(|| uuid::Uuid::new_v4().to_string());
-                        }
+                        give_id(&mut answer);
                         ctx.emit_tool(json!({"event": "tool-finished", "tool_call_id": id, "output": answer}))
                             .await;
                     }
@@ -215,10 +213,16 @@ impl ToolNode {
 /// messages that no model streamed), each given its id first so the state's copy has the same.
 async fn emit_whole(answers: &mut [Message], ctx: &Context) {
     for m in answers {
-        if let Message::Tool(t) = m {
-            t.id.get_or_insert_with(|| uuid::Uuid::new_v4().to_string());
-        }
+        give_id(m);
         ctx.emit_message(&*m).await;
+    }
+}
+
+/// Gives a tool message without an id a new one, so that what is streamed of it and the
+/// state's copy are the same message.
+fn give_id(m: &mut Message) {
+    if let Message::Tool(t) = m {
+        t.id.get_or_insert_with(|| uuid::Uuid::new_v4().to_string());
     }
 }
 

@@ -6,7 +6,7 @@
 //! `no_such_interrupt`, `no_such_run`, `unknown_error`, …).
 
 use super::super::AppState;
-use crate::model::{Thread, ThreadStatus};
+use crate::model::{MultitaskStrategy, Thread, ThreadStatus};
 use crate::runs::RunCreate;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -89,15 +89,14 @@ pub(super) async fn run_start(
     }
     let input = params.get("input").cloned().unwrap_or(Value::Null);
     let resume = !input.is_null()
-        && !settled_interrupts(state, thread_id)
+        && settled(state, thread_id)
             .await
-            .unwrap_or_default()
-            .is_empty();
+            .is_some_and(|thread| !interrupt_ids(&thread).is_empty());
+    // A strategy the server does not know is the default, as LangGraph's server takes it.
     let strategy = params
         .get("multitaskStrategy")
-        .and_then(Value::as_str)
-        .filter(|s| matches!(*s, "reject" | "interrupt" | "rollback" | "enqueue"))
-        .unwrap_or("enqueue");
+        .and_then(|s| serde_json::from_value::<MultitaskStrategy>(s.clone()).ok())
+        .unwrap_or_default();
     let mut body = run_body(assistant_id, thread_id, params);
     if resume {
         body["command"] = json!({ "resume": input });
@@ -126,12 +125,10 @@ pub(super) async fn input_respond(
         Ok(a) => a,
         Err(message) => return error(id, "invalid_argument", message),
     };
-    let Some(thread) = thread(state, thread_id).await else {
+    let Some(thread) = settled(state, thread_id).await else {
         return error(id, "no_such_run", "No interrupted run is bound to this thread.");
     };
-    let waiting = settled_interrupts(state, thread_id)
-        .await
-        .unwrap_or_else(|| interrupt_ids(&thread));
+    let waiting = interrupt_ids(&thread);
     if let Some((unknown, _)) = answers.iter().find(|(i, _)| !waiting.contains(i)) {
         return error(
             id,
@@ -201,10 +198,6 @@ async fn create(state: &AppState, thread_id: &str, body: Value) -> Result<String
     Ok(run.run_id)
 }
 
-async fn thread(state: &AppState, thread_id: &str) -> Option<Thread> {
-    state.catalog.get_thread_without_values(thread_id).await.ok().flatten()
-}
-
 /// The ids of the interrupts the thread waits on (its row's `{task_id: [{id, value}]}`).
 fn interrupt_ids(thread: &Thread) -> Vec<String> {
     thread
@@ -216,16 +209,23 @@ fn interrupt_ids(thread: &Thread) -> Vec<String> {
         .collect()
 }
 
-/// The interrupts the thread waits on once it settles: while it is busy and waits on none,
-/// looked at again every [`SETTLE_POLL`] for up to [`SETTLE`] (a run about to pause has not
-/// written them yet). `None` when the thread cannot be read (it may not exist).
-async fn settled_interrupts(state: &AppState, thread_id: &str) -> Option<Vec<String>> {
+/// The thread (without its values) once it settles: while it is busy and waits on no
+/// interrupt, read again every [`SETTLE_POLL`] for up to [`SETTLE`] (a run about to pause has
+/// not written its interrupts yet). `None` when the thread cannot be read (it may not exist).
+async fn settled(state: &AppState, thread_id: &str) -> Option<Thread> {
     let deadline = tokio::time::Instant::now() + SETTLE;
     loop {
-        let thread = thread(state, thread_id).await?;
-        let ids = interrupt_ids(&thread);
-        if !ids.is_empty() || thread.status != ThreadStatus::Busy || tokio::time::Instant::now() >= deadline {
-            return Some(ids);
+        let thread = state
+            .catalog
+            .get_thread_without_values(thread_id)
+            .await
+            .ok()
+            .flatten()?;
+        if !interrupt_ids(&thread).is_empty()
+            || thread.status != ThreadStatus::Busy
+            || tokio::time::Instant::now() >= deadline
+        {
+            return Some(thread);
         }
         tokio::time::sleep(SETTLE_POLL).await;
     }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// The channels a filter may name, besides `custom:<name>`.
-pub(super) const CHANNELS: &[&str] = &[
+const CHANNELS: &[&str] = &[
     "values",
     "updates",
     "checkpoints",

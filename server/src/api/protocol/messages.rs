@@ -7,7 +7,7 @@
 //! node returned whole is replayed as the same sequence at once. Tool messages are not replayed:
 //! the `tools` channel carries tool results.
 
-use super::state::{normalize_block, parse_args};
+use super::state::{content_blocks, parse_args};
 use serde_json::{json, Map, Value};
 
 /// Where a block sits in its message across chunks: its `index` when it has one, else its type
@@ -171,10 +171,7 @@ fn blocks(message: &Value) -> Vec<(BlockKey, Value)> {
     let mut found = Vec::new();
     match message.get("content") {
         Some(Value::String(text)) if !text.is_empty() => found.push(json!({"type": "text", "text": text})),
-        Some(Value::Array(entries)) => found.extend(entries.iter().filter_map(|entry| match entry {
-            Value::String(text) => Some(json!({"type": "text", "text": text})),
-            other => normalize_block(other),
-        })),
+        Some(Value::Array(entries)) => found.extend(content_blocks(entries)),
         _ => {}
     }
     let calls = |key: &str, wanted: bool| {

@@ -133,17 +133,11 @@ fn normalize_message(value: Value) -> Value {
 }
 
 /// A message's content: text stays text; a list's entries become protocol content blocks.
-pub(super) fn normalize_content(content: Value) -> Value {
+fn normalize_content(content: Value) -> Value {
     let Value::Array(entries) = content else {
         return content;
     };
-    let blocks: Vec<Value> = entries
-        .iter()
-        .filter_map(|entry| match entry {
-            Value::String(text) => Some(json!({"type": "text", "text": text})),
-            other => normalize_block(other),
-        })
-        .collect();
+    let blocks = content_blocks(&entries);
     if blocks.is_empty() {
         Value::Array(entries)
     } else {
@@ -151,9 +145,21 @@ pub(super) fn normalize_content(content: Value) -> Value {
     }
 }
 
+/// A content list's entries as protocol content blocks: text as `text` blocks, each block as
+/// [`normalize_block`] makes it (one without a type left out).
+pub(super) fn content_blocks(entries: &[Value]) -> Vec<Value> {
+    entries
+        .iter()
+        .filter_map(|entry| match entry {
+            Value::String(text) => Some(json!({"type": "text", "text": text})),
+            other => normalize_block(other),
+        })
+        .collect()
+}
+
 /// One content block in the protocol's shape: its own types as they are, OpenAI's
 /// `image_url` and `input_audio` as `image` and `audio`, anything else `non_standard`.
-pub(super) fn normalize_block(value: &Value) -> Option<Value> {
+fn normalize_block(value: &Value) -> Option<Value> {
     let kind = value.get("type")?.as_str()?;
     if PROTOCOL_BLOCKS.contains(&kind) {
         return Some(value.clone());
