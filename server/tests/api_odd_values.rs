@@ -3,11 +3,13 @@
 //! 4xx whose `detail` says what is wrong, never a 500 or a dropped connection, and the server goes
 //! on answering. The same for every query parameter of the reads, and for `Last-Event-ID`. And
 //! URLs holding NUL, which no database takes. And every field of `/mcp`'s messages, answered with a
-//! result or a JSON-RPC error that says why.
+//! result or a JSON-RPC error that says why; and of the streaming protocol's commands and event
+//! streams, answered with a success, an error envelope or a 4xx that says why.
 
 mod api_support;
 
 use api_support::{serve, serve_scaled_out, Client, Reply};
+use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -112,14 +114,32 @@ async fn judge(client: &Client, faults: &[String], sent: usize, least: usize) {
     assert_eq!(client.get("/ok").await.status, 200, "the server still answers");
 }
 
-/// Sends `body` as JSON, with `headers` besides; a request that hangs fails the test.
+/// Sends `body` as JSON, with `headers` besides; a request that hangs fails the test. An event
+/// stream it opens is taken as it starts (its body `null`): such a stream ends when its client
+/// leaves, not before.
 async fn send(client: &Client, method: &str, path: &str, headers: &[(&str, &str)], body: &Value) -> Reply {
     let bytes = body.to_string().into_bytes();
     let headers: Vec<(&str, &str)> = [("content-type", "application/json")]
         .into_iter()
         .chain(headers.iter().copied())
         .collect();
-    tokio::time::timeout(Duration::from_secs(60), client.send(method, path, &headers, bytes))
+    let answer = async {
+        let res = client.open(method, path, &headers, bytes).await;
+        let status = res.status().as_u16();
+        let headers = res.headers().clone();
+        let streams = headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let body = if status == 200 && streams {
+            Value::Null
+        } else {
+            let bytes = res.into_body().collect().await.unwrap().to_bytes();
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        Reply { status, headers, body }
+    };
+    tokio::time::timeout(Duration::from_secs(60), answer)
         .await
         .unwrap_or_else(|_| panic!("{method} {path} with {headers:?} and {body} did not answer within a minute"))
 }
@@ -612,4 +632,87 @@ async fn every_mcp_message_field_given_odd_values_gets_a_result_or_an_error_that
 #[ignore = "needs PostgreSQL and Redis: set WEIR_POSTGRES_URL and WEIR_REDIS_URL, run with --include-ignored"]
 async fn scaled_out_every_mcp_message_field_given_odd_values_gets_a_result_or_an_error_that_says_why() {
     odd_mcp(&serve_scaled_out().await).await;
+}
+
+/// What is wrong with an answer of the streaming protocol, if anything: a 5xx, a refusal with
+/// neither an envelope's `message` nor a `detail`, or a 200 that is neither a success, an error
+/// envelope with its message, nor an event stream (its body `null`, see [`send`]).
+fn protocol_fault(reply: &Reply) -> Option<String> {
+    let message = [&reply.body["message"], &reply.body["detail"]]
+        .into_iter()
+        .find_map(Value::as_str)
+        .unwrap_or_default();
+    match (reply.status, &reply.body["type"]) {
+        (200, Value::Null) if reply.body.is_null() => None,
+        (200, t) if t == "success" => None,
+        (200, t) if t == "error" && !message.is_empty() => None,
+        (400..=499, _) if !message.is_empty() => None,
+        (status, _) => Some(format!("{status} {}", reply.body)),
+    }
+}
+
+/// `POST /threads/{id}/commands` with each field of each command given each odd value, and
+/// `POST /threads/{id}/stream/events` with each field of its filter.
+async fn odd_protocol(client: &Client) {
+    let tid = client.post("/threads", json!({})).await.body["thread_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let commands = format!("/threads/{tid}/commands");
+    let events = format!("/threads/{tid}/stream/events");
+    let bodies = [
+        (
+            &commands,
+            json!({"id": 1, "method": "run.start", "params": {"assistant_id": "chain", "input": {"topic": "x"},
+                   "config": {"configurable": {"k": "v"}, "recursion_limit": 10}, "metadata": {"k": "v"},
+                   "multitaskStrategy": "enqueue"}}),
+        ),
+        (
+            &commands,
+            json!({"id": 2, "method": "input.respond",
+                   "params": {"namespace": [], "interrupt_id": "i", "response": "yes"}}),
+        ),
+        (
+            &commands,
+            json!({"id": 3, "method": "input.respond",
+                   "params": {"responses": [{"namespace": [], "interrupt_id": "i", "response": "yes"}]}}),
+        ),
+        (
+            &commands,
+            json!({"id": 4, "method": "subscription.subscribe",
+                   "params": {"channels": ["values", "custom:x"], "namespaces": [["a"]], "depth": 1}}),
+        ),
+        (
+            &commands,
+            json!({"id": 5, "method": "subscription.unsubscribe", "params": {"subscription_id": "s"}}),
+        ),
+        (&commands, json!({"id": 6, "method": "agent.getTree", "params": {}})),
+        (
+            &events,
+            json!({"channels": ["values", "custom:x"], "namespaces": [["a"]], "depth": 1, "since": 3}),
+        ),
+    ];
+    let mut faults = Vec::new();
+    let mut sent = 0;
+    for (path, body) in &bodies {
+        let valid = send(client, "POST", path, &[], body).await;
+        assert!(
+            protocol_fault(&valid).is_none(),
+            "the valid {body} is refused: {}",
+            valid.body
+        );
+        sent += sweep(client, ("POST", path, &[]), body, protocol_fault, &mut faults).await;
+    }
+    judge(client, &faults, sent, 800).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_protocol_field_given_odd_values_gets_an_answer_or_an_error_that_says_why() {
+    odd_protocol(&serve(None).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL and Redis: set WEIR_POSTGRES_URL and WEIR_REDIS_URL, run with --include-ignored"]
+async fn scaled_out_every_protocol_field_given_odd_values_gets_an_answer_or_an_error_that_says_why() {
+    odd_protocol(&serve_scaled_out().await).await;
 }

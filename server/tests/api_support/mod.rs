@@ -35,8 +35,26 @@ pub struct Client {
 }
 
 impl Client {
-    /// Sends one request on a fresh connection.
+    /// Sends one request on a fresh connection and reads the whole answer.
     pub async fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Reply {
+        let res = self.open(method, path, headers, body).await;
+        let status = res.status().as_u16();
+        let headers = res.headers().clone();
+        let bytes = res.into_body().collect().await.unwrap().to_bytes();
+        let body =
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+        Reply { status, headers, body }
+    }
+
+    /// Sends one request on a fresh connection; the answer's body is the caller's to read (an
+    /// event stream that does not end, say).
+    pub async fn open(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> hyper::Response<hyper::body::Incoming> {
         let stream = tokio::net::TcpStream::connect(self.addr).await.unwrap();
         let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
             .await
@@ -49,16 +67,10 @@ impl Client {
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        let res = sender
+        sender
             .send_request(req.body(Full::new(Bytes::from(body))).unwrap())
             .await
-            .unwrap();
-        let status = res.status().as_u16();
-        let headers = res.headers().clone();
-        let bytes = res.into_body().collect().await.unwrap().to_bytes();
-        let body =
-            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
-        Reply { status, headers, body }
+            .unwrap()
     }
 
     pub async fn get(&self, path: &str) -> Reply {
