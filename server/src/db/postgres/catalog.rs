@@ -204,8 +204,23 @@ pub(super) async fn create_thread(conn: &mut Conn, t: &Thread, if_exists: IfExis
 
 const GET_THREAD: &str = "SELECT doc::text, metadata::text, \"values\"::text FROM server_threads WHERE thread_id = $1";
 
+/// [`GET_THREAD`] with `null` for the values, whatever their size.
+const GET_THREAD_WITHOUT_VALUES: &str =
+    "SELECT doc::text, metadata::text, 'null' FROM server_threads WHERE thread_id = $1";
+
 pub(super) async fn get_thread(conn: &mut Conn, id: &str) -> Result<Option<Thread>, Fail> {
-    let statement = conn.prepare(GET_THREAD).await?;
+    read_thread(conn, id, GET_THREAD).await
+}
+
+/// The thread without its values, as a point read on a prepared statement (the catalog's
+/// default, a search by id, is planned again at each call).
+pub(super) async fn get_thread_without_values(conn: &mut Conn, id: &str) -> Result<Option<Thread>, Fail> {
+    read_thread(conn, id, GET_THREAD_WITHOUT_VALUES).await
+}
+
+/// The thread `select` reads: its `doc`, `metadata` and `values` columns, in that order.
+async fn read_thread(conn: &mut Conn, id: &str, select: &'static str) -> Result<Option<Thread>, Fail> {
+    let statement = conn.prepare(select).await?;
     let row = conn.client.query_opt(&statement, &[&id]).await?;
     Ok(row
         .map(|r| rows::thread(id, r.get(0), r.get(1), r.get(2)))

@@ -199,6 +199,11 @@ impl Catalog for PostgresDb {
     fn get_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>, DbError>> {
         op!(self, "reading a thread", Yes, |c| catalog::get_thread(c, thread_id))
     }
+    fn get_thread_without_values<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>, DbError>> {
+        op!(self, "reading a thread", Yes, |c| catalog::get_thread_without_values(
+            c, thread_id
+        ))
+    }
     fn put_thread<'a>(&'a self, thread: &'a Thread) -> BoxFuture<'a, Result<(), DbError>> {
         op!(self, "storing a thread", Yes, |c| catalog::put_thread(c, thread))
     }
