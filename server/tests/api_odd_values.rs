@@ -8,7 +8,7 @@
 
 mod api_support;
 
-use api_support::{serve, serve_scaled_out, Client, Reply};
+use api_support::{json_or_text, serve, serve_scaled_out, Client, Reply};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -134,8 +134,7 @@ async fn send(client: &Client, method: &str, path: &str, headers: &[(&str, &str)
         let body = if status == 200 && streams {
             Value::Null
         } else {
-            let bytes = res.into_body().collect().await.unwrap().to_bytes();
-            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+            json_or_text(&res.into_body().collect().await.unwrap().to_bytes())
         };
         Reply { status, headers, body }
     };
@@ -355,24 +354,43 @@ fn requests(tid: &str, cid: &str, aid: &str) -> Vec<(&'static str, String, Value
 /// Sends every request with each field given each odd value; the faults found.
 async fn odd_requests(client: &Client) {
     let (tid, cid, aid) = setup(client).await;
-    let mut faults = Vec::new();
-    let mut sent = 0;
-    for (method, path, body) in requests(&tid, &cid, &aid) {
-        let valid = send(client, method, &path, &[], &body).await;
-        // A valid body is taken (a cancel of runs that do not exist is LangGraph's 404).
-        assert!(
-            (200..300).contains(&valid.status) || valid.status == 404,
-            "the valid body of {method} {path} is refused: {} {}",
-            valid.status,
-            valid.body
-        );
-        sent += sweep(client, (method, &path, &[]), &body, fault, &mut faults).await;
-    }
-    judge(client, &faults, sent, 3_000).await;
+    let requests = requests(&tid, &cid, &aid);
+    let bodies: Vec<(Target, Value)> = requests
+        .iter()
+        .map(|(method, path, body)| ((*method, path.as_str(), &[][..]), body.clone()))
+        .collect();
+    // A valid body is taken (a cancel of runs that do not exist is LangGraph's 404).
+    let taken = |r: &Reply| (200..300).contains(&r.status) || r.status == 404;
+    sweep_all(client, &bodies, taken, fault, 3_000).await;
 }
 
 /// A request: its method, its path and its headers besides the content type.
 type Target<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
+/// Sends each of `bodies` as it is, which `taken` must accept, then [`sweep`]s it with `fault`
+/// judging the answers; fails listing the faults, or if fewer than `least` requests were sent.
+async fn sweep_all(
+    client: &Client,
+    bodies: &[(Target<'_>, Value)],
+    taken: fn(&Reply) -> bool,
+    fault: fn(&Reply) -> Option<String>,
+    least: usize,
+) {
+    let mut faults = Vec::new();
+    let mut sent = 0;
+    for (target, body) in bodies {
+        let (method, path, headers) = *target;
+        let valid = send(client, method, path, headers, body).await;
+        assert!(
+            taken(&valid),
+            "the valid {body} to {method} {path} is refused: {} {}",
+            valid.status,
+            valid.body
+        );
+        sent += sweep(client, *target, body, fault, &mut faults).await;
+    }
+    judge(client, &faults, sent, least).await;
+}
 
 /// Sends `body` to `target` with each of its fields given each odd value; adds what `fault`
 /// finds wrong with the answers to `faults`. Returns how many requests it sent.
@@ -609,18 +627,8 @@ async fn odd_mcp(client: &Client) {
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                "params": {"name": "chain", "arguments": {"topic": "x"}, "context": {}}}),
     ];
-    let mut faults = Vec::new();
-    let mut sent = 0;
-    for message in messages {
-        let valid = send(client, "POST", "/mcp", &accept, &message).await;
-        assert!(
-            valid.body.get("result").is_some(),
-            "the valid {message} is refused: {}",
-            valid.body
-        );
-        sent += sweep(client, ("POST", "/mcp", &accept), &message, mcp_fault, &mut faults).await;
-    }
-    judge(client, &faults, sent, 300).await;
+    let bodies = messages.map(|message| (("POST", "/mcp", &accept[..]), message));
+    sweep_all(client, &bodies, |r| r.body.get("result").is_some(), mcp_fault, 300).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -692,18 +700,9 @@ async fn odd_protocol(client: &Client) {
             json!({"channels": ["values", "custom:x"], "namespaces": [["a"]], "depth": 1, "since": 3}),
         ),
     ];
-    let mut faults = Vec::new();
-    let mut sent = 0;
-    for (path, body) in &bodies {
-        let valid = send(client, "POST", path, &[], body).await;
-        assert!(
-            protocol_fault(&valid).is_none(),
-            "the valid {body} is refused: {}",
-            valid.body
-        );
-        sent += sweep(client, ("POST", path, &[]), body, protocol_fault, &mut faults).await;
-    }
-    judge(client, &faults, sent, 800).await;
+    let bodies = bodies.map(|(path, body)| (("POST", path.as_str(), &[][..]), body));
+    let taken = |r: &Reply| protocol_fault(r).is_none();
+    sweep_all(client, &bodies, taken, protocol_fault, 800).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

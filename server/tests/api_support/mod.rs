@@ -26,6 +26,11 @@ impl Reply {
     }
 }
 
+/// A body as JSON when it parses, else as a string.
+pub fn json_or_text(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(bytes).into()))
+}
+
 /// A client of one served port (holding what the server keeps its data in: its directory, or
 /// its PostgreSQL schema).
 #[derive(Clone)]
@@ -40,9 +45,7 @@ impl Client {
         let res = self.open(method, path, headers, body).await;
         let status = res.status().as_u16();
         let headers = res.headers().clone();
-        let bytes = res.into_body().collect().await.unwrap().to_bytes();
-        let body =
-            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+        let body = json_or_text(&res.into_body().collect().await.unwrap().to_bytes());
         Reply { status, headers, body }
     }
 
