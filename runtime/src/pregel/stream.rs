@@ -21,6 +21,7 @@ mod message;
 mod step;
 pub use json::writes_json;
 pub use message::MessageMeta;
+pub(crate) use message::TaskEmits;
 pub(crate) use step::{announce, fresh_checkpoint, report};
 
 /// What a stream reports (LangGraph's `stream_mode`s). Combine them with `|`.
@@ -392,28 +393,23 @@ impl<S: State> Sink<S> {
             Box::pin(async move { out.send(Event::Custom { step, node, value }).await })
         })))
     }
-    /// The emitter of the message chunks (`mode` `MESSAGES`) or tool reports (`TOOLS`) of the
-    /// task `id` (node `node`, `push`: its index among the step's `Send`s, `key`: its key) in
-    /// step `step`, when the run streams that mode.
+    /// The emitter of the message chunks or tool reports (`kind`) of the task `id` (node
+    /// `node`, `push`: its index among the step's `Send`s, `key`: its key) in step `step`, when
+    /// the run streams their mode.
     pub(crate) fn task_emitter(
         &self,
-        mode: StreamMode,
+        kind: TaskEmits,
         node: &str,
         (id, key): (&str, &str),
         push: Option<usize>,
         step: i64,
     ) -> Option<Emitter> {
-        if !self.wants(mode) {
+        if !self.wants(kind.mode()) {
             return None;
         }
         let task = message::TaskOf { node, push, step };
         let thread = self.thread.as_deref().map(str::to_owned);
         let (ns, keys) = (self.task_ns(node, id, step), self.task_keys(key));
-        let kind = if mode == StreamMode::TOOLS {
-            message::Kind::Tool
-        } else {
-            message::Kind::Message
-        };
         Some(message::emitter(&self.out, &task, (ns, keys), thread, kind))
     }
     /// The namespace of the task `id` of node `node` in step `step`: this run's, then the

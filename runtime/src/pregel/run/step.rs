@@ -7,7 +7,7 @@ use super::super::executor::{panic_message, run_job, Deal, Failure, Job, StepSha
 use super::super::pending::StepSaver;
 use super::super::persist::{pending_rows, ERROR, INTERRUPT, RESUME, WRITES};
 use super::super::spans;
-use super::super::stream::StreamMode;
+use super::super::stream::{StreamMode, TaskEmits};
 use super::super::task::{CacheLookup, Finished, Running, Task, TaskReport};
 use super::Loop;
 use crate::checkpoint::TaskWrites;
@@ -395,11 +395,11 @@ impl<S: State> Loop<S> {
                 (id, key)
             });
         let ids = ids.as_ref().map(|(id, key)| (id.as_str(), key.as_str()));
-        let of_mode = |mode| {
+        let emitter_of = |kind| {
             let (sink, ids) = self.sink.as_ref().zip(ids)?;
-            sink.task_emitter(mode, &node, ids, task.push, step)
+            sink.task_emitter(kind, &node, ids, task.push, step)
         };
-        let (messages, tools) = (of_mode(StreamMode::MESSAGES), of_mode(StreamMode::TOOLS));
+        let (messages, tools) = (emitter_of(TaskEmits::Message), emitter_of(TaskEmits::Tool));
         let forward = self
             .sink
             .as_ref()

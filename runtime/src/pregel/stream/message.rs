@@ -45,11 +45,21 @@ impl MessageMeta {
 
 /// What a task's emitter carries.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Kind {
+pub(crate) enum TaskEmits {
     /// Message chunks ([`Event::Message`]).
     Message,
     /// Tool reports ([`Event::Tool`]).
     Tool,
+}
+
+impl TaskEmits {
+    /// The stream mode that carries it.
+    pub(crate) const fn mode(self) -> super::StreamMode {
+        match self {
+            TaskEmits::Message => super::StreamMode::MESSAGES,
+            TaskEmits::Tool => super::StreamMode::TOOLS,
+        }
+    }
 }
 
 /// The task a [`MessageMeta`] is made for.
@@ -67,7 +77,7 @@ pub(super) fn emitter<S: State>(
     task: &TaskOf<'_>,
     (ns, keys): (Vec<String>, Vec<String>),
     thread_id: Option<String>,
-    kind: Kind,
+    kind: TaskEmits,
 ) -> Emitter {
     let (triggers, path) = match task.push {
         None => (
@@ -89,8 +99,8 @@ pub(super) fn emitter<S: State>(
     Emitter(Arc::new(move |chunk| {
         let (out, meta) = (out.clone(), meta.clone());
         let event = match kind {
-            Kind::Message => Event::Message { chunk, meta },
-            Kind::Tool => Event::Tool { event: chunk, meta },
+            TaskEmits::Message => Event::Message { chunk, meta },
+            TaskEmits::Tool => Event::Tool { event: chunk, meta },
         };
         Box::pin(async move { out.send(event).await })
     }))
