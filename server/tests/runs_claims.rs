@@ -154,6 +154,45 @@ async fn a_worker_whose_own_beats_fail_takes_no_run_back_until_they_go_through_f
     b.shutdown().await;
 }
 
+/// A sweeper that asked whether A is alive just before Redis went away gets its answer when Redis
+/// is back: A's heartbeat expired meanwhile, and A's next beat is not through yet. Its own beats
+/// waited as long (not failed, not late yet while they waited), so it does not believe that
+/// answer, and A keeps its run: no node runs twice for an outage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_waited_out_an_outage_is_not_believed_and_the_run_stays_with_its_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, saver) = open(&dir.path().join("weir.db")).await;
+    let shared: Arc<dyn Bus> = Arc::new(LocalBus::default());
+    let away = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let waiting = || -> Arc<dyn Bus> { Arc::new(Faulty::waits_while(shared.clone(), away.clone())) };
+    let (a, tid, rid) = runs_support::stuck_worker_on(&db, &saver, 1, Duration::from_secs(1), waiting()).await;
+    let (b, _gate_b) = worker_b(&db, &saver, waiting()).await;
+    let still_as = |why: &'static str| {
+        let (db, tid, rid) = (db.clone(), tid.clone(), rid.clone());
+        async move {
+            let run = db.get_run(&tid, &rid).await.unwrap().unwrap();
+            assert_eq!((run.status, run.attempt), (RunStatus::Running, 1), "{why}");
+        }
+    };
+    // B's beats go through on time for longer than their time to live (3 s): it would believe
+    // a missing heartbeat now, but A beats.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    still_as("taken back while A beat").await;
+    // Redis away for longer than the time to live: A's heartbeat expires.
+    away.store(true, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    away.store(false, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    still_as("taken back on an answer given as Redis came back").await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    still_as("taken back once both workers beat again").await;
+    a.gate.release();
+    let finished = until_success(&db, &tid, &rid).await;
+    assert_eq!(finished.attempt, 1, "the run ended by its first attempt");
+    a.manager.shutdown().await;
+    b.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_that_lost_its_run_to_the_sweeper_cannot_settle_it_after_the_new_claim() {
     let dir = tempfile::tempdir().unwrap();

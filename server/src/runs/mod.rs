@@ -210,9 +210,8 @@ struct Inner {
     early_cancels: Mutex<worker::EarlyCancels>,
     /// The runs this process put back in the queue after they had started (they resume).
     requeued: Mutex<std::collections::HashSet<String>>,
-    /// Since when this process's heartbeats have gone through on time, none failing or late
-    /// between (`None`: the last one did): see [`worker`]'s sweep.
-    beating_since: Mutex<Option<tokio::time::Instant>>,
+    /// How this process's own heartbeats go: see [`worker`]'s sweep.
+    beats: Mutex<worker::Beats>,
     /// Flips to `true` on shutdown: stop claiming.
     stopping: watch::Sender<bool>,
     /// Whether this process's workers were started (an API-only process runs no runs).
@@ -254,7 +253,7 @@ impl Manager {
                 running: Mutex::new(HashMap::new()),
                 early_cancels: Mutex::new(HashMap::new()),
                 requeued: Mutex::new(std::collections::HashSet::new()),
-                beating_since: Mutex::new(None),
+                beats: Mutex::default(),
                 stopping: watch::channel(false).0,
                 working: AtomicBool::new(false),
                 tasks: Mutex::new(JoinSet::new()),

@@ -218,15 +218,14 @@ impl Manager {
         }
     }
 
-    /// How long a heartbeat keeps its worker alive: three beats.
+    /// How long a heartbeat keeps its worker alive: three beats (as [`Beats::trusted`] counts).
     fn heartbeat_ttl(&self) -> Duration {
         self.inner.config.heartbeat * 3
     }
 
-    /// Beats on the bus every `heartbeat`, and records since when the beats go through on time
-    /// (`beating_since`). Nothing else happens in this loop: a beat that waited for a busy
-    /// database (the sweep's queries) could lapse, and another worker would take this one's runs
-    /// while they still run.
+    /// Beats on the bus every `heartbeat`, and records how the beats go ([`Beats`]). Nothing
+    /// else happens in this loop: a beat that waited for a busy database (the sweep's queries)
+    /// could lapse, and another worker would take this one's runs while they still run.
     async fn beat(&self) {
         let inner = &self.inner;
         let mut tick = tokio::time::interval(inner.config.heartbeat);
@@ -234,54 +233,51 @@ impl Manager {
             tick.tick().await;
             let started = Instant::now();
             let beat = inner.bus.beat(&inner.worker_id, self.heartbeat_ttl()).await;
-            let mut since = super::lock(&inner.beating_since);
-            match beat {
-                Ok(()) if started.elapsed() <= inner.config.heartbeat => {
-                    since.get_or_insert(started);
-                }
-                // Late: the bus was away (a Redis restarting, a primary failing over) until now.
-                Ok(()) => *since = Some(Instant::now()),
-                Err(e) => {
-                    tracing::warn!(error = %e, "heartbeat failed");
-                    *since = None;
-                }
+            if let Err(e) = &beat {
+                tracing::warn!(error = %e, "heartbeat failed");
             }
+            super::lock(&inner.beats).record(started, Instant::now(), beat.is_ok(), inner.config.heartbeat);
         }
     }
 
     /// Every `heartbeat`, stops this worker's runs that another worker's sweeper took back,
     /// and requeues the runs of other workers whose heartbeat has expired (their process died).
-    /// A heartbeat missing is believed only once this worker's own beats have gone through on
-    /// time for a whole time to live: while the bus is away, or just back, every worker's beats
-    /// lapse alike, and taking their runs would run their nodes again for nothing.
+    /// A heartbeat missing is believed only while this worker's own beats go through on time
+    /// and have for a whole time to live ([`Beats::trusted`]), before the question and after its
+    /// answer: while the bus is away, or just back, every worker's beats lapse alike, and taking
+    /// their runs would run their nodes again for nothing.
     async fn sweep(&self) {
         let inner = &self.inner;
         let mut tick = tokio::time::interval(inner.config.heartbeat);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let trusted = || super::lock(&inner.beats).trusted(inner.config.heartbeat, Instant::now());
         loop {
             tick.tick().await;
             self.stop_runs_taken_back().await;
-            let beating = *super::lock(&inner.beating_since);
-            if beating.is_none_or(|since| since.elapsed() < self.heartbeat_ttl()) {
+            if !trusted() {
                 continue;
             }
             let Ok(workers) = inner.queue.busy_workers().await else {
                 continue;
             };
             for worker in workers.iter().filter(|w| **w != inner.worker_id) {
-                if let Ok(false) = inner.bus.is_alive(worker).await {
-                    if let Ok(back) = inner.queue.requeue(Some(worker)).await {
-                        tracing::warn!(worker, runs = back.len(), "requeued the runs of a dead worker");
-                        // If it was only slow, its events stop here (its checkpoints and end
-                        // are fenced by the queue, and it stops its run within a heartbeat).
-                        for (run_id, attempt) in &back {
-                            if let Err(e) = inner.bus.supersede(run_id, *attempt).await {
-                                tracing::warn!(run_id, attempt, error = %e, "could not fence the stream of a requeued run");
-                            }
+                // The answer may have waited for a Redis away meanwhile (the other worker's key
+                // expired, its beat not yet through): believed only if this worker's beats held.
+                let dead = matches!(inner.bus.is_alive(worker).await, Ok(false)) && trusted();
+                if !dead {
+                    continue;
+                }
+                if let Ok(back) = inner.queue.requeue(Some(worker)).await {
+                    tracing::warn!(worker, runs = back.len(), "requeued the runs of a dead worker");
+                    // If it was only slow, its events stop here (its checkpoints and end are
+                    // fenced by the queue, and it stops its run within a heartbeat).
+                    for (run_id, attempt) in &back {
+                        if let Err(e) = inner.bus.supersede(run_id, *attempt).await {
+                            tracing::warn!(run_id, attempt, error = %e, "could not fence the stream of a requeued run");
                         }
-                        self.requeued(back);
-                        let _ = inner.bus.wake().await;
                     }
+                    self.requeued(back);
+                    let _ = inner.bus.wake().await;
                 }
             }
         }
@@ -309,8 +305,114 @@ impl Manager {
     }
 }
 
+/// What a worker knows of its own heartbeats, by which it judges whether another's missing one
+/// means that worker died or only that the bus was away for everyone.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Beats {
+    /// Since when the beats have gone through on time, none failing or late between (`None`:
+    /// the last one did).
+    on_time_since: Option<Instant>,
+    /// When the last beat that went through was sent.
+    last: Option<Instant>,
+}
+
+impl Beats {
+    /// Records a beat sent at `sent` that went through (`through`) or failed, answered at `now`:
+    /// on time if it went through within `heartbeat`.
+    fn record(&mut self, sent: Instant, now: Instant, through: bool, heartbeat: Duration) {
+        if !through {
+            self.on_time_since = None;
+            return;
+        }
+        self.last = Some(sent);
+        if now.duration_since(sent) <= heartbeat {
+            self.on_time_since.get_or_insert(sent);
+        } else {
+            // Late: the bus was away (a Redis restarting, a primary failing over) until now.
+            self.on_time_since = Some(now);
+        }
+    }
+
+    /// Whether, at `now`, this worker's beats have gone through on time for a whole time to live
+    /// (three beats) and still do: the last one was sent within two beats (the next is sent a
+    /// beat after it, and is late a beat later). A beat held up by a Redis away is not yet
+    /// recorded as failed or late; this counts it so while it waits.
+    fn trusted(&self, heartbeat: Duration, now: Instant) -> bool {
+        let (Some(since), Some(last)) = (self.on_time_since, self.last) else {
+            return false;
+        };
+        now.duration_since(since) >= heartbeat * 3 && now.duration_since(last) <= heartbeat * 2
+    }
+}
+
 /// The runs this process runs: run id → (the attempt, its cancel signal).
 pub(super) type Running = HashMap<String, (u32, watch::Sender<Option<CancelAction>>)>;
 
 /// The early cancellations: run id → (action, when it came).
 pub(super) type EarlyCancels = HashMap<String, (CancelAction, Instant)>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BEAT: Duration = Duration::from_secs(1);
+
+    /// Beats every second from `start`, each answered after `latency`, `n` of them; returns
+    /// when the last was sent.
+    fn beat(beats: &mut Beats, start: Instant, n: u32, latency: Duration) -> Instant {
+        for i in 0..n {
+            let sent = start + BEAT * i;
+            beats.record(sent, sent + latency, true, BEAT);
+        }
+        start + BEAT * (n - 1)
+    }
+
+    #[test]
+    fn beats_are_trusted_once_on_time_for_a_time_to_live() {
+        let mut beats = Beats::default();
+        let t0 = Instant::now();
+        assert!(!beats.trusted(BEAT, t0), "no beat yet");
+        let last = beat(&mut beats, t0, 3, Duration::from_millis(5));
+        assert!(!beats.trusted(BEAT, last), "two beats' time since the first");
+        assert!(beats.trusted(BEAT, t0 + BEAT * 3), "three beats' time since the first");
+        let last = beat(&mut beats, t0 + BEAT * 3, 10, Duration::from_millis(5));
+        assert!(beats.trusted(BEAT, last + BEAT / 2));
+    }
+
+    /// A beat held up by a Redis away is not answered yet: the beats are no longer trusted
+    /// once it is later than a beat, though nothing failed or came late so far (the sweep's
+    /// question about another worker, answered as Redis came back, is then not believed).
+    #[test]
+    fn a_beat_waiting_for_an_answer_stops_the_trust_when_it_is_late() {
+        let mut beats = Beats::default();
+        let t0 = Instant::now();
+        let last = beat(&mut beats, t0, 10, Duration::from_millis(5));
+        // The next beat is sent at last + BEAT, and hangs.
+        assert!(beats.trusted(BEAT, last + BEAT + BEAT / 2), "within its beat");
+        assert!(!beats.trusted(BEAT, last + BEAT * 2 + BEAT / 10), "late");
+        assert!(!beats.trusted(BEAT, last + BEAT * 8), "Redis away for seconds");
+        // It goes through, 6 s late: trusted again only a time to live after.
+        let back = last + BEAT * 7;
+        beats.record(last + BEAT, back, true, BEAT);
+        assert!(!beats.trusted(BEAT, back + BEAT / 2));
+        let resumed = beat(&mut beats, back + BEAT, 2, Duration::from_millis(5));
+        assert!(
+            !beats.trusted(BEAT, resumed),
+            "on time for less than three beats since it came back"
+        );
+        assert!(beats.trusted(BEAT, back + BEAT * 3 + BEAT / 2));
+    }
+
+    #[test]
+    fn a_failed_beat_stops_the_trust_until_a_time_to_live_of_beats_on_time() {
+        let mut beats = Beats::default();
+        let t0 = Instant::now();
+        let last = beat(&mut beats, t0, 5, Duration::from_millis(5));
+        beats.record(last + BEAT, last + BEAT, false, BEAT);
+        assert!(!beats.trusted(BEAT, last + BEAT + BEAT / 2));
+        let again = last + BEAT * 2;
+        beat(&mut beats, again, 4, Duration::from_millis(5));
+        assert!(!beats.trusted(BEAT, again + BEAT * 2));
+        assert!(beats.trusted(BEAT, again + BEAT * 3));
+    }
+}

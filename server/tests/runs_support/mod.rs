@@ -225,41 +225,79 @@ pub async fn stuck_worker_on<D: Tables>(
 }
 
 /// A [`LocalBus`] with a fault: its wakes fail (Redis gone for longer than a retry), its beats
-/// never arrive (a worker that others, on the same bus, take for dead), or its beats fail while
-/// `away` is set (Redis away, as this worker sees it).
+/// never arrive (a worker that others, on the same bus, take for dead), or Redis is away while
+/// `away` is set, as this worker sees it ([`Away`]).
 pub struct Faulty {
     bus: Arc<dyn Bus>,
     wakes_fail: bool,
     beats_lost: bool,
-    away: Option<Arc<std::sync::atomic::AtomicBool>>,
+    away: Option<(Arc<std::sync::atomic::AtomicBool>, Away)>,
 }
 
+/// What a [`Faulty`] bus does while Redis is away.
+#[derive(Clone, Copy)]
+enum Away {
+    /// Its beats fail.
+    BeatsFail,
+    /// Its beats and heartbeat reads wait for it, as the Redis bus's commands do; once it is
+    /// back, a beat waits [`RECONNECT`] more (this worker's connection is made again later than
+    /// another's question is answered).
+    Waits,
+}
+
+/// How much later than a heartbeat read a beat goes through once Redis is back ([`Away::Waits`]).
+const RECONNECT: Duration = Duration::from_millis(500);
+
 impl Faulty {
+    fn new(bus: Arc<dyn Bus>) -> Self {
+        Self {
+            bus,
+            wakes_fail: false,
+            beats_lost: false,
+            away: None,
+        }
+    }
     /// `bus`, whose wakes fail.
     pub fn wakes_fail(bus: impl Bus) -> Self {
         Self {
-            bus: Arc::new(bus),
             wakes_fail: true,
-            beats_lost: false,
-            away: None,
+            ..Self::new(Arc::new(bus))
         }
     }
     /// `bus`, whose beats are lost.
     pub fn beats_lost(bus: Arc<dyn Bus>) -> Self {
         Self {
-            bus,
-            wakes_fail: false,
             beats_lost: true,
-            away: None,
+            ..Self::new(bus)
         }
     }
     /// `bus`, whose beats fail while `away` is set.
     pub fn beats_fail_while(bus: impl Bus, away: Arc<std::sync::atomic::AtomicBool>) -> Self {
         Self {
-            bus: Arc::new(bus),
-            wakes_fail: false,
-            beats_lost: false,
-            away: Some(away),
+            away: Some((away, Away::BeatsFail)),
+            ..Self::new(Arc::new(bus))
+        }
+    }
+    /// `bus`, whose beats and heartbeat reads wait while `away` is set ([`Away::Waits`]).
+    pub fn waits_while(bus: Arc<dyn Bus>, away: Arc<std::sync::atomic::AtomicBool>) -> Self {
+        Self {
+            away: Some((away, Away::Waits)),
+            ..Self::new(bus)
+        }
+    }
+
+    /// Whether Redis is away, and what this bus does then.
+    fn away(&self) -> Option<Away> {
+        self.away
+            .as_ref()
+            .filter(|(away, _)| away.load(std::sync::atomic::Ordering::SeqCst))
+            .map(|(_, how)| *how)
+    }
+
+    /// Waits while Redis is away.
+    async fn until_back(&self) {
+        while self.away().is_some() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 }
@@ -314,21 +352,27 @@ impl Bus for Faulty {
         if self.beats_lost {
             return Box::pin(async { Ok(()) });
         }
-        if self
-            .away
-            .as_ref()
-            .is_some_and(|away| away.load(std::sync::atomic::Ordering::SeqCst))
-        {
-            return Box::pin(async {
+        match self.away() {
+            Some(Away::BeatsFail) => Box::pin(async {
                 Err(BusError(
                     "redis bus: recording a heartbeat failed: connection refused".into(),
                 ))
-            });
+            }),
+            Some(Away::Waits) => Box::pin(async move {
+                self.until_back().await;
+                tokio::time::sleep(RECONNECT).await;
+                self.bus.beat(worker, ttl).await
+            }),
+            None => self.bus.beat(worker, ttl),
         }
-        self.bus.beat(worker, ttl)
     }
     fn is_alive<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<bool, BusError>> {
-        self.bus.is_alive(worker)
+        Box::pin(async move {
+            if let Some(Away::Waits) = self.away() {
+                self.until_back().await;
+            }
+            self.bus.is_alive(worker).await
+        })
     }
 }
 
