@@ -2,7 +2,8 @@
 //! back in the queue and another worker claimed again, cannot write a checkpoint under the new
 //! attempt (before, its checkpoint could land first, and the new attempt's next one then met a
 //! moved head and the run ended in error), nor publish on the run's stream once the sweeper
-//! fenced it off (before, a client saw its last step beside the new attempt's); and the fence
+//! fenced it off, or the new attempt published, whichever comes first (before, a client saw its
+//! last step beside the new attempt's); and the fence
 //! asks for the checkpointer's tables in its schema. Needs `WEIR_POSTGRES_URL`: ignored unless asked for with `-- --include-ignored`,
 //! as `.ci/run` does.
 
@@ -48,6 +49,24 @@ async fn history(app: &App<PostgresDb>, tid: &str) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL (WEIR_POSTGRES_URL)"]
 async fn a_slow_workers_checkpoint_after_its_run_was_taken_back_is_refused_and_the_next_attempt_ends_well() {
+    taken_back(Sweeper::Fences).await;
+}
+
+/// The same when the sweeper's fence of the run's stream comes late (it follows the requeue by
+/// a round trip): the next attempt's first event fences the slow worker off the stream itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (WEIR_POSTGRES_URL)"]
+async fn the_next_attempt_fences_the_slow_worker_off_the_stream_without_the_sweepers_fence() {
+    taken_back(Sweeper::FenceLost).await;
+}
+
+/// Whether the sweeper's fence of the run's stream arrives.
+enum Sweeper {
+    Fences,
+    FenceLost,
+}
+
+async fn taken_back(sweeper: Sweeper) {
     let schema = Schema::fresh("weir_fence_test");
     let (db, saver) = backends(&schema).await;
 
@@ -60,6 +79,10 @@ async fn a_slow_workers_checkpoint_after_its_run_was_taken_back_is_refused_and_t
 
     // Worker B's sweeper takes A for dead: it puts the run back in the queue and fences A off
     // its stream; B claims the run again and, from the thread's head, reaches the gated node too.
+    let b_bus = match sweeper {
+        Sweeper::Fences => bus.clone(),
+        Sweeper::FenceLost => Arc::new(Faulty::fences_lost(bus.clone())),
+    };
     let b = app_on_bus(
         db.clone(),
         saver.clone(),
@@ -68,7 +91,7 @@ async fn a_slow_workers_checkpoint_after_its_run_was_taken_back_is_refused_and_t
             ..config()
         },
         |_| BTreeMap::new(),
-        bus.clone(),
+        b_bus,
     )
     .await;
     tokio::time::timeout(HUNG, b.gate.entered.notified()).await.unwrap();

@@ -185,8 +185,13 @@ impl Inner {
         let mut streams = lock(&self.streams);
         self.expire(&mut streams, false);
         let s = self.stream(&mut streams, run_id);
-        if matches!(by, Publisher::Attempt(n) if n < s.fence) {
-            return false;
+        if let Publisher::Attempt(n) = by {
+            if n < s.fence {
+                return false;
+            }
+            if n > 1 {
+                s.fence = n; // the attempts before it are done publishing (Bus::publish)
+            }
         }
         if s.done {
             return true; // a stream is over once Done is published; later items have no reader

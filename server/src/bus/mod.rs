@@ -85,7 +85,7 @@ pub(crate) fn parse_event_id(id: &str) -> Option<(u64, u64)> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Publisher {
     /// Attempt `n` of the run, run by the worker that claimed it: refused once the run was taken
-    /// back from that attempt ([`Bus::supersede`]).
+    /// back from that attempt ([`Bus::supersede`]) or a later attempt published.
     Attempt(u32),
     /// The server itself, closing the stream of a run that never started (a pending run
     /// cancelled): never refused.
@@ -113,7 +113,10 @@ pub trait Bus: Send + Sync + 'static {
     }
     /// Publishes one item of `run_id`'s stream, and keeps it for replay for a while; whether it
     /// was published: `false` when `by` is an attempt the run was taken back from
-    /// ([`supersede`](Self::supersede)), which publishes nothing more.
+    /// ([`supersede`](Self::supersede)), which publishes nothing more. An attempt after the first
+    /// fences off those before it as it publishes (in the same step): whatever the sweeper's
+    /// fence, which follows its requeue by a round trip, the run's stream holds an earlier
+    /// attempt's items only before the next attempt's first.
     fn publish<'a>(&'a self, run_id: &'a str, by: Publisher, item: StreamItem)
         -> BoxFuture<'a, Result<bool, BusError>>;
     /// Hands `run_id`'s stream over to the attempts after `attempt`: from now on, attempt

@@ -468,7 +468,8 @@ impl Bus for RedisBus {
             }
             .to_string();
             let (len, ttl) = (options.stream_len.to_string(), millis(options.stream_ttl).to_string());
-            let mut args: Vec<&[u8]> = vec![attempt.as_bytes(), len.as_bytes(), ttl.as_bytes()];
+            let fence_ttl = millis(FENCE_TTL).to_string();
+            let mut args: Vec<&[u8]> = vec![attempt.as_bytes(), len.as_bytes(), ttl.as_bytes(), fence_ttl.as_bytes()];
             args.extend(stream::fields(&item));
             let shared = &self.shared;
             let published: i64 = shared

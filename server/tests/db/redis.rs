@@ -127,6 +127,7 @@ on_server_and_cluster!(
     two_processes_on_one_prefix_share_wakes_cancels_streams_and_beats
     an_event_published_twice_is_read_once
     an_attempt_the_run_was_taken_back_from_publishes_nothing_more
+    the_next_attempts_first_event_fences_the_earlier_ones
     a_threads_notices_reach_its_watchers_in_every_process_and_nobody_else
 );
 
@@ -333,6 +334,37 @@ async fn an_attempt_the_run_was_taken_back_from_publishes_nothing_more(on: On) {
     t.publish("other", event("1-0", 1)).await;
     let apart = bus_on(on, |o| o).await;
     apart.publish("run", event("1-0", 1)).await;
+}
+
+async fn the_next_attempts_first_event_fences_the_earlier_ones(on: On) {
+    // The sweeper's fence follows its requeue by a round trip, and may come after the next
+    // attempt began publishing: that attempt's first event fences the earlier ones itself.
+    let t = bus_on(on, |o| o).await;
+    let live = t.bus.subscribe("run", None).await.unwrap();
+    let publish = |by, item| t.bus.publish("run", by, item);
+    assert!(publish(Publisher::Attempt(1), event("1-0", 1)).await.unwrap());
+    assert!(
+        publish(Publisher::Attempt(1), event("2-0", 2)).await.unwrap(),
+        "attempt 1 fences nothing"
+    );
+    assert!(publish(Publisher::Attempt(2), event("3-0", 3)).await.unwrap());
+    assert!(!publish(Publisher::Attempt(1), event("4-0", 4)).await.unwrap());
+    // The sweeper's fence, late, neither lowers it nor fences attempt 2.
+    t.bus.supersede("run", 1).await.unwrap();
+    assert!(publish(Publisher::Attempt(2), event("5-0", 5)).await.unwrap());
+    assert!(publish(Publisher::Attempt(3), event("6-0", 6)).await.unwrap());
+    assert!(!publish(Publisher::Attempt(2), StreamItem::Done).await.unwrap());
+    assert!(publish(Publisher::Attempt(3), StreamItem::Done).await.unwrap());
+    let kept = [
+        event("1-0", 1),
+        event("2-0", 2),
+        event("3-0", 3),
+        event("5-0", 5),
+        event("6-0", 6),
+        StreamItem::Done,
+    ];
+    assert_eq!(collect(live).await, kept);
+    assert_eq!(collect(t.bus.subscribe("run", Some("-1")).await.unwrap()).await, kept);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -225,12 +225,14 @@ pub async fn stuck_worker_on<D: Tables>(
 }
 
 /// A [`LocalBus`] with a fault: its wakes fail (Redis gone for longer than a retry), its beats
-/// never arrive (a worker that others, on the same bus, take for dead), or Redis is away while
+/// never arrive (a worker that others, on the same bus, take for dead), its sweeper's fences
+/// never arrive (as if each came after the next attempt's first event), or Redis is away while
 /// `away` is set, as this worker sees it ([`Away`]).
 pub struct Faulty {
     bus: Arc<dyn Bus>,
     wakes_fail: bool,
     beats_lost: bool,
+    fences_lost: bool,
     away: Option<(Arc<std::sync::atomic::AtomicBool>, Away)>,
 }
 
@@ -254,6 +256,7 @@ impl Faulty {
             bus,
             wakes_fail: false,
             beats_lost: false,
+            fences_lost: false,
             away: None,
         }
     }
@@ -268,6 +271,13 @@ impl Faulty {
     pub fn beats_lost(bus: Arc<dyn Bus>) -> Self {
         Self {
             beats_lost: true,
+            ..Self::new(bus)
+        }
+    }
+    /// `bus`, whose fences ([`Bus::supersede`]) are lost.
+    pub fn fences_lost(bus: Arc<dyn Bus>) -> Self {
+        Self {
+            fences_lost: true,
             ..Self::new(bus)
         }
     }
@@ -327,6 +337,9 @@ impl Bus for Faulty {
         self.bus.publish(run_id, by, item)
     }
     fn supersede<'a>(&'a self, run_id: &'a str, attempt: u32) -> BoxFuture<'a, Result<(), BusError>> {
+        if self.fences_lost {
+            return Box::pin(async { Ok(()) });
+        }
         self.bus.supersede(run_id, attempt)
     }
     fn subscribe<'a>(

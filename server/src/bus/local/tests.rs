@@ -59,6 +59,30 @@ async fn an_attempt_the_run_was_taken_back_from_publishes_nothing_more() {
     assert!(bus.publish("other", Publisher::Attempt(1), event("1-0")).await.unwrap());
 }
 
+/// The sweeper's fence follows its requeue by a round trip, and may come after the next attempt
+/// began publishing: that attempt's first event fences the earlier ones itself.
+#[tokio::test]
+async fn the_next_attempts_first_event_fences_the_earlier_ones() {
+    let bus = LocalBus::default();
+    let sub = bus.subscribe("r", None).await.unwrap();
+    assert!(bus.publish("r", Publisher::Attempt(1), event("1-0")).await.unwrap());
+    assert!(
+        bus.publish("r", Publisher::Attempt(1), event("2-0")).await.unwrap(),
+        "attempt 1 fences nothing"
+    );
+    assert!(bus.publish("r", Publisher::Attempt(2), event("3-0")).await.unwrap());
+    assert!(!bus.publish("r", Publisher::Attempt(1), event("4-0")).await.unwrap());
+    // The sweeper's fence, late, neither lowers it nor fences attempt 2.
+    bus.supersede("r", 1).await.unwrap();
+    assert!(bus.publish("r", Publisher::Attempt(2), event("5-0")).await.unwrap());
+    assert!(bus.publish("r", Publisher::Attempt(3), event("6-0")).await.unwrap());
+    assert!(!bus.publish("r", Publisher::Attempt(2), StreamItem::Done).await.unwrap());
+    assert!(bus.publish("r", Publisher::Attempt(3), StreamItem::Done).await.unwrap());
+    let kept = ["1-0", "2-0", "3-0", "5-0", "6-0", "done"];
+    assert_eq!(ids(&sub.collect::<Vec<_>>().await), kept);
+    assert_eq!(ids(&collect(&bus, "r", Some("-1")).await), kept);
+}
+
 #[tokio::test]
 async fn a_live_subscriber_gets_the_items_published_after_it_subscribed_then_done() {
     let bus = LocalBus::default();

@@ -15,14 +15,17 @@ const READ_COUNT: usize = 64;
 /// How long one `XREAD` blocks, so a subscriber that is gone frees its connection soon.
 const READ_BLOCK: Duration = Duration::from_secs(1);
 
-/// Publishes a stream entry unless its publisher's attempt is fenced off. KEYS: the run's stream,
-/// its fence. ARGV: the attempt (0 for the server), the stream's `MAXLEN`, its time to live in
-/// ms, then the entry's fields and values. Returns 1 when published, 0 when fenced off.
+/// Publishes a stream entry unless its publisher's attempt is fenced off; an attempt after the
+/// first raises the fence to itself, so that the attempts before it publish nothing after its
+/// first entry. KEYS: the run's stream, its fence. ARGV: the attempt (0 for the server), the
+/// stream's `MAXLEN`, its time to live in ms, the fence's time to live in ms, then the entry's
+/// fields and values. Returns 1 when published, 0 when fenced off.
 pub(super) const PUBLISH: &str = r"
-local fence = redis.call('GET', KEYS[2])
+local fence = tonumber(redis.call('GET', KEYS[2]) or '0')
 local by = tonumber(ARGV[1])
-if fence and by > 0 and by < tonumber(fence) then return 0 end
-redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 4))
+if by > 0 and by < fence then return 0 end
+if by > 1 and by > fence then redis.call('SET', KEYS[2], by, 'PX', ARGV[4]) end
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 5))
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 ";
