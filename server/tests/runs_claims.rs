@@ -106,6 +106,12 @@ async fn worker_b(db: &Arc<SqliteDb>, saver: &Arc<dyn Checkpointer>, bus: Arc<dy
     (b, gate_b)
 }
 
+/// Checks that `rid` still runs its first attempt: nobody took it back (`why` says otherwise).
+async fn still_first_attempt(db: &SqliteDb, tid: &str, rid: &str, why: &str) {
+    let run = db.get_run(tid, rid).await.unwrap().unwrap();
+    assert_eq!((run.status, run.attempt), (RunStatus::Running, 1), "{why}");
+}
+
 /// Waits until `rid` ends well; the run as it ended.
 async fn until_success(db: &SqliteDb, tid: &str, rid: &str) -> Run {
     let finished = async {
@@ -130,13 +136,7 @@ async fn a_worker_whose_own_beats_fail_takes_no_run_back_until_they_go_through_f
     let away = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let faulty = Arc::new(Faulty::beats_fail_while(LocalBus::default(), away.clone()));
     let (b, gate_b) = worker_b(&db, &saver, faulty).await;
-    let still_as = |why: &'static str| {
-        let (db, tid, rid) = (db.clone(), tid.clone(), rid.clone());
-        async move {
-            let run = db.get_run(&tid, &rid).await.unwrap().unwrap();
-            assert_eq!((run.status, run.attempt), (RunStatus::Running, 1), "{why}");
-        }
-    };
+    let still_as = |why| still_first_attempt(&db, &tid, &rid, why);
     // Four sweeps (a 1 s heartbeat) with its own beats failing: A is left alone.
     tokio::time::sleep(Duration::from_secs(4)).await;
     still_as("taken back while the taker's own beats failed").await;
@@ -167,13 +167,7 @@ async fn an_answer_that_waited_out_an_outage_is_not_believed_and_the_run_stays_w
     let waiting = || -> Arc<dyn Bus> { Arc::new(Faulty::waits_while(shared.clone(), away.clone())) };
     let (a, tid, rid) = runs_support::stuck_worker_on(&db, &saver, 1, Duration::from_secs(1), waiting()).await;
     let (b, _gate_b) = worker_b(&db, &saver, waiting()).await;
-    let still_as = |why: &'static str| {
-        let (db, tid, rid) = (db.clone(), tid.clone(), rid.clone());
-        async move {
-            let run = db.get_run(&tid, &rid).await.unwrap().unwrap();
-            assert_eq!((run.status, run.attempt), (RunStatus::Running, 1), "{why}");
-        }
-    };
+    let still_as = |why| still_first_attempt(&db, &tid, &rid, why);
     // B's beats go through on time for longer than their time to live (3 s): it would believe
     // a missing heartbeat now, but A beats.
     tokio::time::sleep(Duration::from_millis(3500)).await;
