@@ -8,8 +8,7 @@
 
 mod api_support;
 
-use api_support::{json_or_text, serve, serve_scaled_out, Client, Reply};
-use http_body_util::BodyExt;
+use api_support::{serve, serve_scaled_out, Client, Reply};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -125,18 +124,20 @@ async fn send(client: &Client, method: &str, path: &str, headers: &[(&str, &str)
         .collect();
     let answer = async {
         let res = client.open(method, path, &headers, bytes).await;
-        let status = res.status().as_u16();
-        let headers = res.headers().clone();
-        let streams = headers
+        let streams = res
+            .headers()
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
-        let body = if status == 200 && streams {
-            Value::Null
-        } else {
-            json_or_text(&res.into_body().collect().await.unwrap().to_bytes())
-        };
-        Reply { status, headers, body }
+        if res.status() == 200 && streams {
+            let (status, headers) = (200, res.headers().clone());
+            return Reply {
+                status,
+                headers,
+                body: Value::Null,
+            };
+        }
+        Reply::read(res).await
     };
     tokio::time::timeout(Duration::from_secs(60), answer)
         .await

@@ -218,9 +218,9 @@ impl Manager {
         }
     }
 
-    /// How long a heartbeat keeps its worker alive: three beats (as [`Beats::trusted`] counts).
+    /// How long a heartbeat keeps its worker alive.
     fn heartbeat_ttl(&self) -> Duration {
-        self.inner.config.heartbeat * 3
+        Beats::ttl(self.inner.config.heartbeat)
     }
 
     /// Beats on the bus every `heartbeat`, and records how the beats go ([`Beats`]). Nothing
@@ -317,6 +317,11 @@ pub(super) struct Beats {
 }
 
 impl Beats {
+    /// How long a heartbeat sent every `heartbeat` keeps its worker alive: three beats.
+    fn ttl(heartbeat: Duration) -> Duration {
+        heartbeat * 3
+    }
+
     /// Records a beat sent at `sent` that went through (`through`) or failed, answered at `now`:
     /// on time if it went through within `heartbeat`.
     fn record(&mut self, sent: Instant, now: Instant, through: bool, heartbeat: Duration) {
@@ -334,14 +339,14 @@ impl Beats {
     }
 
     /// Whether, at `now`, this worker's beats have gone through on time for a whole time to live
-    /// (three beats) and still do: the last one was sent within two beats (the next is sent a
+    /// ([`Beats::ttl`]) and still do: the last one was sent within two beats (the next is sent a
     /// beat after it, and is late a beat later). A beat held up by a Redis away is not yet
     /// recorded as failed or late; this counts it so while it waits.
     fn trusted(&self, heartbeat: Duration, now: Instant) -> bool {
         let (Some(since), Some(last)) = (self.on_time_since, self.last) else {
             return false;
         };
-        now.duration_since(since) >= heartbeat * 3 && now.duration_since(last) <= heartbeat * 2
+        now.duration_since(since) >= Beats::ttl(heartbeat) && now.duration_since(last) <= heartbeat * 2
     }
 }
 

@@ -24,11 +24,16 @@ impl Reply {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
-}
 
-/// A body as JSON when it parses, else as a string.
-pub fn json_or_text(bytes: &[u8]) -> Value {
-    serde_json::from_slice(bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(bytes).into()))
+    /// `res` read whole: its body as JSON when it parses, else as a string.
+    pub async fn read(res: hyper::Response<hyper::body::Incoming>) -> Reply {
+        let status = res.status().as_u16();
+        let headers = res.headers().clone();
+        let bytes = res.into_body().collect().await.unwrap().to_bytes();
+        let body =
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+        Reply { status, headers, body }
+    }
 }
 
 /// A client of one served port (holding what the server keeps its data in: its directory, or
@@ -42,11 +47,7 @@ pub struct Client {
 impl Client {
     /// Sends one request on a fresh connection and reads the whole answer.
     pub async fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Reply {
-        let res = self.open(method, path, headers, body).await;
-        let status = res.status().as_u16();
-        let headers = res.headers().clone();
-        let body = json_or_text(&res.into_body().collect().await.unwrap().to_bytes());
-        Reply { status, headers, body }
+        Reply::read(self.open(method, path, headers, body).await).await
     }
 
     /// Sends one request on a fresh connection; the answer's body is the caller's to read (an
